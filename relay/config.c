@@ -1,0 +1,142 @@
+/* config.c - the settings table and cross-field validation. runs on: main thread. */
+#include "relay/config.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#define F(x) offsetof(struct config, x)
+
+const struct setting config_settings[] = {
+    {"upstream-api-url", SET_STR, F(upstream_api_url), "https://api.relay.link", 0, 0,
+     "upstream REST base URL (testnet: https://api.testnets.relay.link)"},
+    {"upstream-ws-url", SET_STR, F(upstream_ws_url), "wss://ws.relay.link", 0, 0,
+     "upstream websocket URL (testnet: wss://ws.testnets.relay.link)"},
+    {"upstream-api-key", SET_STR, F(upstream_api_key), NULL, 1, 0,
+     "upstream API key: raises limits, enables /requests/v3 and verifies upstream webhooks"},
+    {"upstream-budget", SET_INT, F(upstream_budget), "200", 0, 1,
+     "upstream HTTP calls per minute, shared by every poll and backfill of every process"},
+    {"poll-interval", SET_DURATION, F(poll_interval_ms), "1s", 0, 100,
+     "poll period per request while the upstream websocket is down or unconfirmed"},
+    {"poll-safety-interval", SET_DURATION, F(poll_safety_interval_ms), "30s", 0, 1000,
+     "poll period per request while the upstream websocket is healthy"},
+    {"failure-tail", SET_DURATION, F(failure_tail_ms), "10m", 0, 0,
+     "keep polling a request this long after `failure` (a refund may follow)"},
+    {"upstream-ping-interval", SET_DURATION, F(upstream_ping_interval_ms), "15s", 0, 1000,
+     "websocket ping period towards the upstream"},
+    {"upstream-ping-timeout", SET_DURATION, F(upstream_ping_timeout_ms), "30s", 0, 1000,
+     "no pong or frame for this long: reconnect"},
+    {"ingest-tolerance", SET_DURATION, F(ingest_tolerance_ms), "5m", 0, 1000,
+     "freshness window for X-Signature-Timestamp of upstream webhooks"},
+    {"discover", SET_BOOL, F(discover), "false", 0, 0,
+     "page /requests/v3 to find and track new requests of the API key"},
+    {"discover-interval", SET_DURATION, F(discover_interval_ms), "10s", 0, 1000,
+     "period of discovery pages"},
+    {"redis-url", SET_STR, F(redis_url), "redis://127.0.0.1:6379/0", 0, 0,
+     "redis://[:password@]host:port/db or unix:///path/to.sock"},
+    {"redis-prefix", SET_STR, F(redis_prefix), "statusrelay", 0, 0,
+     "key prefix; keys are {prefix}:... (one hash tag per deployment)"},
+    {"event-retention", SET_INT, F(event_retention), "1000000", 0, 1000,
+     "events kept in the event stream (approximate count)"},
+    {"event-retention-age", SET_DURATION, F(event_retention_age_ms), "7d", 0, 60000,
+     "events older than this are trimmed from the event stream"},
+    {"http-listen", SET_HOSTPORT, F(http_listen), "127.0.0.1:8080", 0, 0,
+     "REST API, metrics and health"},
+    {"ws-listen", SET_HOSTPORT, F(ws_listen), "127.0.0.1:8081", 0, 0,
+     "dashboard websocket and live page"},
+    {"admin-token", SET_STR, F(admin_token), NULL, 1, 0,
+     "bearer token for the REST API; required when listening beyond loopback"},
+    {"stream-token", SET_STR, F(stream_token), NULL, 1, 0,
+     "token for dashboard subscriptions broader than one request id"},
+    {"ws-anonymous", SET_BOOL, F(ws_anonymous), "true", 0, 0,
+     "allow anonymous single-id dashboard subscriptions"},
+    {"ws-max-subscriptions", SET_INT, F(ws_max_subscriptions), "100", 0, 1,
+     "subscriptions per dashboard connection"},
+    {"ws-queue-max", SET_INT, F(ws_queue_max), "1024", 0, 16,
+     "frames queued per dashboard connection before it is conflated, then cut off"},
+    {"allow-private-targets", SET_BOOL, F(allow_private_targets), "false", 0, 0,
+     "allow webhook URLs resolving to private, loopback or link-local addresses"},
+    {"retry-schedule", SET_DURLIST, F(retry_schedule), "0s,5s,5m,30m,2h,5h,10h,10h", 0, 0,
+     "delay before each delivery attempt; its length is the attempt count"},
+    {"delivery-timeout", SET_DURATION, F(delivery_timeout_ms), "10s", 0, 100,
+     "total time per delivery attempt"},
+    {"connect-timeout", SET_DURATION, F(connect_timeout_ms), "5s", 0, 100,
+     "connect time per delivery attempt"},
+    {"delivery-lease", SET_DURATION, F(delivery_lease_ms), "60s", 0, 1000,
+     "a claimed delivery not finished by then returns to the queue"},
+    {"endpoint-concurrency", SET_INT, F(endpoint_concurrency), "16", 0, 1,
+     "deliveries in flight per webhook endpoint (upper bound; shrinks on 429/5xx)"},
+    {"disable-after", SET_DURATION, F(disable_after_ms), "5d", 0, 1000,
+     "an endpoint failing continuously this long is disabled"},
+    {"secret-grace", SET_DURATION, F(secret_grace_ms), "24h", 0, 0,
+     "after rotate-secret the old secret keeps signing this long"},
+    {"leader-lease", SET_DURATION, F(leader_lease_ms), "10s", 0, 1000,
+     "lease of the process holding the upstream websocket"},
+    {"shutdown-grace", SET_DURATION, F(shutdown_grace_ms), "10s", 0, 0,
+     "time to finish in-flight deliveries on SIGTERM"},
+    {"log-level", SET_LEVEL, F(log_level), "info", 0, 0, "error, warn, info or debug"},
+    {"log-file", SET_STR, F(log_file), NULL, 0, 0, "append logs here instead of stderr"},
+    {"admin-url", SET_STR, F(admin_url), "http://127.0.0.1:8080", 0, 0,
+     "REST API base URL used by the operator commands"},
+    {NULL, 0, 0, NULL, 0, 0, NULL},
+};
+
+static int invalid(const char *env, const char *why)
+{
+    fprintf(stderr, "statusrelay: invalid setting %s: %s\n", env, why);
+    return -1;
+}
+
+static int is_loopback_listen(const char *hp)
+{
+    return strncmp(hp, "127.", 4) == 0 || strncmp(hp, "localhost:", 10) == 0 ||
+           strncmp(hp, "[::1]:", 6) == 0;
+}
+
+static int url_scheme_ok(const char *u, const char *a, const char *b)
+{
+    return u && (strncmp(u, a, strlen(a)) == 0 || strncmp(u, b, strlen(b)) == 0);
+}
+
+int config_load(struct config *c, int argc, char **argv, const char **rest, int *nrest,
+                int *help)
+{
+    memset(c, 0, sizeof(*c));
+    if (settings_load(config_settings, c, "STATUSRELAY_", argc, argv, rest, nrest, help) != 0)
+        return -1;
+    if (!url_scheme_ok(c->upstream_api_url, "https://", "http://"))
+        return invalid("STATUSRELAY_UPSTREAM_API_URL", "must start with https:// or http://");
+    if (!url_scheme_ok(c->upstream_ws_url, "wss://", "ws://"))
+        return invalid("STATUSRELAY_UPSTREAM_WS_URL", "must start with wss:// or ws://");
+    if (!url_scheme_ok(c->redis_url, "redis://", "unix://"))
+        return invalid("STATUSRELAY_REDIS_URL", "must start with redis:// or unix://");
+    if (c->redis_prefix == NULL || c->redis_prefix[0] == '\0' ||
+        strpbrk(c->redis_prefix, "{} \t\r\n") != NULL)
+        return invalid("STATUSRELAY_REDIS_PREFIX", "must be non-empty without braces or spaces");
+    if (c->delivery_lease_ms <= c->delivery_timeout_ms)
+        return invalid("STATUSRELAY_DELIVERY_LEASE", "must exceed STATUSRELAY_DELIVERY_TIMEOUT");
+    if (c->connect_timeout_ms > c->delivery_timeout_ms)
+        return invalid("STATUSRELAY_CONNECT_TIMEOUT",
+                       "must not exceed STATUSRELAY_DELIVERY_TIMEOUT");
+    if (c->upstream_ping_timeout_ms <= c->upstream_ping_interval_ms)
+        return invalid("STATUSRELAY_UPSTREAM_PING_TIMEOUT",
+                       "must exceed STATUSRELAY_UPSTREAM_PING_INTERVAL");
+    if ((c->admin_token == NULL || c->admin_token[0] == '\0') &&
+        !is_loopback_listen(c->http_listen))
+        return invalid("STATUSRELAY_ADMIN_TOKEN", "required when listening beyond loopback");
+    if (c->admin_token && c->admin_token[0] != '\0' && strlen(c->admin_token) < 16)
+        return invalid("STATUSRELAY_ADMIN_TOKEN", "must be at least 16 characters");
+    if (c->discover && c->upstream_api_key == NULL)
+        return invalid("STATUSRELAY_DISCOVER", "needs STATUSRELAY_UPSTREAM_API_KEY");
+    return 0;
+}
+
+void config_free(struct config *c)
+{
+    settings_free(config_settings, c);
+}
+
+void config_print(const struct config *c, FILE *f)
+{
+    settings_print(config_settings, c, "STATUSRELAY_", f);
+}

@@ -1,0 +1,70 @@
+/* config.h - the daemon's settings, parsed once into an immutable struct config.
+ *
+ * Every setting is STATUSRELAY_<NAME> in the environment and --<name> as a flag (flags win).
+ * The table in config.c is the one list of settings: README's table mirrors it.
+ * runs on: main thread at start-up; afterwards read-only from any thread. */
+#ifndef RELAY_CONFIG_H
+#define RELAY_CONFIG_H
+
+#include "relay/settings.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+struct config {
+    /* upstream */
+    char *upstream_api_url;
+    char *upstream_ws_url;
+    char *upstream_api_key;
+    int64_t upstream_budget;       /* calls per minute, shared */
+    int64_t poll_interval_ms;      /* per request while the upstream ws is down/unconfirmed */
+    int64_t poll_safety_interval_ms; /* per request while the upstream ws is healthy */
+    int64_t failure_tail_ms;       /* keep polling a failed request this long (refund?) */
+    int64_t upstream_ping_interval_ms;
+    int64_t upstream_ping_timeout_ms;
+    int64_t ingest_tolerance_ms;   /* upstream webhook signature freshness */
+    int discover;                  /* page /requests/v3 for new requests (needs a key) */
+    int64_t discover_interval_ms;
+    /* redis */
+    char *redis_url;
+    char *redis_prefix;
+    int64_t event_retention;       /* events kept in the stream (count) */
+    int64_t event_retention_age_ms;
+    /* listeners and auth */
+    char *http_listen;
+    char *ws_listen;
+    char *admin_token;
+    char *stream_token;
+    int ws_anonymous;              /* anonymous single-id dashboard subscriptions allowed */
+    int64_t ws_max_subscriptions;
+    int64_t ws_queue_max;          /* frames queued per dashboard connection */
+    /* webhooks */
+    int allow_private_targets;
+    struct duration_list retry_schedule;
+    int64_t delivery_timeout_ms;
+    int64_t connect_timeout_ms;
+    int64_t delivery_lease_ms;
+    int64_t endpoint_concurrency;
+    int64_t disable_after_ms;      /* failing continuously this long disables an endpoint */
+    int64_t secret_grace_ms;
+    /* cluster and lifecycle */
+    int64_t leader_lease_ms;
+    int64_t shutdown_grace_ms;
+    /* logging */
+    int log_level;
+    char *log_file;
+    /* operator CLI */
+    char *admin_url;
+};
+
+extern const struct setting config_settings[];
+
+/* Load from env and argv (see settings_load), then validate cross-field rules. Returns 0 or
+ * -1 after printing one line naming the bad setting (exit status 2). */
+int config_load(struct config *c, int argc, char **argv, const char **rest, int *nrest,
+                int *help);
+void config_free(struct config *c);
+/* NAME=value lines, secrets masked. */
+void config_print(const struct config *c, FILE *f);
+
+#endif

@@ -1,0 +1,59 @@
+/* main.c - subcommand dispatch. runs on: main thread. */
+#include "relay/commands.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#ifndef STATUSRELAY_VERSION
+#define STATUSRELAY_VERSION "0.1.0"
+#endif
+
+static const struct {
+    const char *name;
+    const char *summary;
+} commands[] = {
+    {"serve", "run the daemon"},
+    {"sim", "run the upstream simulator (websocket, status/requests/chains, faults, load)"},
+    {"track", "track request ids: track ID..."},
+    {"status", "current state and event timeline of a request: status ID"},
+    {"webhooks", "manage webhook endpoints: add|list|show|rm|rotate-secret|test|enable|disable"},
+    {"deliveries", "list deliveries of an endpoint by state, with attempts"},
+    {"replay", "re-deliver events or dead deliveries (--dry-run counts)"},
+    {"tail", "follow events live until interrupted"},
+    {"version", "print the version"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: statusrelay COMMAND [--help] [options]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\nEvery setting is an environment variable STATUSRELAY_FOO_BAR and a flag "
+               "--foo-bar;\nflags win. `statusrelay serve --help` lists the daemon's settings.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+        printf("statusrelay %s\n", STATUSRELAY_VERSION);
+        return 0;
+    }
+    if (strcmp(cmd, "serve") == 0)
+        return serve_main(argc - 2, argv + 2);
+    if (strcmp(cmd, "sim") == 0)
+        return sim_main(argc - 2, argv + 2);
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        if (strcmp(cmd, commands[i].name) == 0)
+            return cli_main(cmd, argc - 2, argv + 2);
+    fprintf(stderr, "statusrelay: unknown command \"%s\" (try statusrelay --help)\n", cmd);
+    return EXIT_USAGE;
+}

@@ -1,0 +1,41 @@
+/* util.h - allocation helpers that never return NULL, clocks, small string helpers.
+ * runs on: any thread. */
+#ifndef RELAY_UTIL_H
+#define RELAY_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Allocate or abort (after logging): relay/ and store/ never handle OOM locally. */
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t m);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+/* printf into a new heap string; caller free()s. */
+char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Clocks in milliseconds. Monotonic for timers, realtime for wire timestamps. */
+int64_t mono_ms(void);
+int64_t wall_ms(void);
+
+/* Fill buf with n bytes from the OS random source (getrandom). Aborts on failure:
+ * there is no safe fallback for secrets. */
+void os_random(void *buf, size_t n);
+/* Uniform random in [0, n) from a fast non-cryptographic generator (jitter only). */
+uint64_t jitter_rand(uint64_t n);
+
+/* Parse "250ms", "5s", "5m", "2h", "1d" (a bare number is seconds) into ms.
+ * Returns 0 or -1 on a malformed or negative value. */
+int parse_duration_ms(const char *s, int64_t *out);
+/* Format ms back into the shortest exact duration string ("1500ms", "5m"). */
+void format_duration_ms(int64_t ms, char *buf, size_t n);
+
+/* Parse "host:port" / "[v6]:port" into parts. host must have room for 256 bytes.
+ * Returns 0 or -1. */
+int parse_hostport(const char *s, char *host, size_t hostn, int *port);
+
+#endif
