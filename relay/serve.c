@@ -1,6 +1,7 @@
 /* serve.c - `statusrelay serve`: settings, start-up order, shutdown. runs on: main thread. */
 #include "relay/commands.h"
 #include "relay/config.h"
+#include "relay/core.h"
 #include "relay/log.h"
 
 #include <stdio.h>
@@ -47,8 +48,22 @@ int serve_main(int argc, char **argv)
         goto out;
     }
     log_set_level(cfg.log_level);
-    fprintf(stderr, "statusrelay serve: not yet implemented\n");
-    rc = EXIT_NOTYET;
+    log_thread_name("core");
+    if (cfg.log_file && log_open_file(cfg.log_file) != 0) {
+        fprintf(stderr, "statusrelay: cannot open STATUSRELAY_LOG_FILE %s\n", cfg.log_file);
+        rc = EXIT_USAGE;
+        goto out;
+    }
+    log_route_libs();
+    struct core *c = core_new(&cfg);
+    if (c == NULL || core_start(c) != 0) {
+        core_free(c);
+        rc = 1;
+        goto out;
+    }
+    rc = core_run(c);
+    core_free(c);
+    log_info("statusrelay stopped", "status=%d", rc);
 out:
     config_free(&cfg);
     free(rest);

@@ -185,3 +185,21 @@ int parse_hostport(const char *s, char *host, size_t hostn, int *port)
     *port = (int)p;
     return 0;
 }
+
+char *url_escape(const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    char *out = xmalloc(strlen(s) * 3 + 1), *o = out;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+            *p == '-' || *p == '.' || *p == '_' || *p == '~') {
+            *o++ = (char)*p;
+        } else {
+            *o++ = '%';
+            *o++ = hex[*p >> 4];
+            *o++ = hex[*p & 15];
+        }
+    }
+    *o = '\0';
+    return out;
+}

@@ -34,6 +34,9 @@ int parse_duration_ms(const char *s, int64_t *out);
 /* Format ms back into the shortest exact duration string ("1500ms", "5m"). */
 void format_duration_ms(int64_t ms, char *buf, size_t n);
 
+/* Percent-encode everything but RFC 3986 unreserved characters. Caller free()s. */
+char *url_escape(const char *s);
+
 /* Parse "host:port" / "[v6]:port" into parts. host must have room for 256 bytes.
  * Returns 0 or -1. */
 int parse_hostport(const char *s, char *host, size_t hostn, int *port);

@@ -1,0 +1,205 @@
+/* core.c - see core.h. runs on: core thread.
+ *
+ * Owns the event_base and every module. The ws thread talks to us only through to_core
+ * (drained on wake_ev, activated from the ws thread with event_active, which is safe because
+ * evthread_use_pthreads() ran before event_base_new()). */
+#include "relay/core.h"
+#include "relay/api.h"
+#include "relay/httpc.h"
+#include "relay/ingest.h"
+#include "relay/log.h"
+#include "relay/poller.h"
+#include "relay/upstream.h"
+#include "relay/util.h"
+#include "relay/ws_thread.h"
+#include "relay/xq.h"
+#include "store/apply.h"
+#include "store/store.h"
+
+#include <event2/event.h>
+#include <event2/thread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct core_priv {
+    struct core c; /* first: struct core * and struct core_priv * are interchangeable */
+    struct event *sig_term, *sig_int, *sig_hup, *stop_ev;
+    int exit_status;
+};
+
+static void on_wake(evutil_socket_t fd, short what, void *arg)
+{
+    struct core *c = arg;
+    for (struct xmsg *m = xq_take_all(c->to_core), *next; m != NULL; m = next) {
+        next = m->next;
+        switch (m->type) {
+        case XMSG_UP_READY:
+        case XMSG_UP_FRAME:
+        case XMSG_UP_DOWN:
+            if (c->upstream)
+                upstream_on_msg(c->upstream, m);
+            break;
+        default:
+            break; /* dashboard messages: see hub (later) */
+        }
+        xmsg_free(m);
+    }
+}
+
+static void wake_core(void *arg)
+{
+    struct core *c = arg;
+    event_active(c->wake_ev, EV_READ, 0);
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    struct core *c = arg;
+    if (sig == SIGHUP) {
+        if (log_reopen() != 0)
+            log_err("log file reopen failed", "path=%s", c->cfg->log_file);
+        else
+            log_info("log file reopened", "");
+        return;
+    }
+    log_info("shutting down", "signal=%d", (int)sig);
+    core_stop(c);
+}
+
+/* A Redis setting we refuse to run with (allkeys eviction) stops the daemon at once. */
+static void on_store_state(void *arg, int up)
+{
+    struct core_priv *cp = arg;
+    const char *fatal = store_fatal(cp->c.store);
+    if (!up && fatal != NULL && !cp->c.shutting_down) {
+        log_err("refusing to run", "reason=\"%s\"", fatal);
+        cp->exit_status = 1;
+        core_stop(&cp->c);
+    }
+}
+
+struct core *core_new(const struct config *cfg)
+{
+    struct core_priv *cp = xcalloc(1, sizeof(*cp));
+    struct core *c = &cp->c;
+    c->cfg = cfg;
+    c->started_ms = wall_ms();
+    unsigned char rnd[8];
+    os_random(rnd, sizeof(rnd));
+    snprintf(c->instance_id, sizeof(c->instance_id), "%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0],
+             rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+    evthread_use_pthreads();
+    c->base = event_base_new();
+    if (c->base == NULL) {
+        log_err("event_base_new failed", "");
+        free(cp);
+        return NULL;
+    }
+    struct store_opts so = {.url = cfg->redis_url, .prefix = cfg->redis_prefix, .fatal_checks = 1};
+    if ((c->store = store_new(c->base, &so)) == NULL) {
+        core_free(c);
+        return NULL;
+    }
+    store_on_state(c->store, on_store_state, cp);
+    struct httpc_opts ho = {.max_total_conns = 256, .max_host_conns = 64,
+                            .user_agent = "statusrelay/0.1"};
+    c->httpc = httpc_new(c->base, &ho);
+    c->wake_ev = event_new(c->base, -1, EV_PERSIST, on_wake, c);
+    c->to_core = xq_new(wake_core, c);
+    c->to_ws = xq_new(NULL, NULL);
+    c->ingest = ingest_new(c);
+    c->poller = poller_new(c);
+    c->applier = applier_new(c->store, cfg->event_retention, poller_next_poll, c->poller);
+    c->upstream = upstream_new(c);
+    c->api = api_new(c);
+    cp->sig_term = evsignal_new(c->base, SIGTERM, on_signal, c);
+    cp->sig_int = evsignal_new(c->base, SIGINT, on_signal, c);
+    cp->sig_hup = evsignal_new(c->base, SIGHUP, on_signal, c);
+    event_add(cp->sig_term, NULL);
+    event_add(cp->sig_int, NULL);
+    event_add(cp->sig_hup, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    return c;
+}
+
+int core_start(struct core *c)
+{
+    const struct config *cfg = c->cfg;
+    struct ws_thread_opts wo = {
+        .listen = cfg->ws_listen,
+        .upstream_url = cfg->upstream_ws_url,
+        .api_key = cfg->upstream_api_key,
+        .ping_interval_ms = cfg->upstream_ping_interval_ms,
+        .ping_timeout_ms = cfg->upstream_ping_timeout_ms,
+        .to_ws = c->to_ws,
+        .to_core = c->to_core,
+    };
+    if ((c->ws = ws_thread_start(&wo)) == NULL)
+        return -1;
+    if (api_start(c->api) != 0)
+        return -1;
+    store_start(c->store);
+    poller_start(c->poller);
+    upstream_start(c->upstream);
+    log_info("statusrelay started", "http=%s ws=%s upstream=%s instance=%s", cfg->http_listen,
+             cfg->ws_listen, cfg->upstream_ws_url, c->instance_id);
+    return 0;
+}
+
+static void on_stop(evutil_socket_t fd, short what, void *arg)
+{
+    struct core *c = arg;
+    event_base_loopexit(c->base, NULL);
+}
+
+void core_stop(struct core *c)
+{
+    struct core_priv *cp = (struct core_priv *)c;
+    if (c->shutting_down)
+        return;
+    c->shutting_down = 1;
+    if (c->api)
+        api_stop_accepting(c->api);
+    /* give in-flight work a moment; deliveries get their grace period in the dispatcher */
+    cp->stop_ev = evtimer_new(c->base, on_stop, c);
+    struct timeval tv = {0, 200 * 1000};
+    evtimer_add(cp->stop_ev, &tv);
+}
+
+int core_run(struct core *c)
+{
+    struct core_priv *cp = (struct core_priv *)c;
+    event_base_dispatch(c->base);
+    return cp->exit_status;
+}
+
+void core_free(struct core *c)
+{
+    if (c == NULL)
+        return;
+    struct core_priv *cp = (struct core_priv *)c;
+    if (c->ws) {
+        xq_push(c->to_ws, xmsg_new(XMSG_SHUTDOWN, 0, NULL, 0));
+        ws_thread_stop(c->ws);
+    }
+    api_free(c->api);
+    upstream_free(c->upstream);
+    applier_free(c->applier);
+    poller_free(c->poller);
+    httpc_free(c->httpc); /* completes in-flight requests: their owners are still alive */
+    ingest_free(c->ingest);
+    store_free(c->store);
+    xq_free(c->to_core);
+    xq_free(c->to_ws);
+    if (c->wake_ev)
+        event_free(c->wake_ev);
+    struct event *evs[] = {cp->sig_term, cp->sig_int, cp->sig_hup, cp->stop_ev};
+    for (size_t i = 0; i < ARRAY_LEN(evs); i++)
+        if (evs[i])
+            event_free(evs[i]);
+    if (c->base)
+        event_base_free(c->base);
+    free(cp);
+}

@@ -1,0 +1,242 @@
+/* upstream.c - see upstream.h. runs on: core thread.
+ *
+ * The ws thread reports READY/FRAME/DOWN with a connection generation; we only act on the
+ * current generation, so frames or acks from a dead connection can never confuse the state
+ * of the new one. Subscription state per tracked id lives in an idmap: SUB_ACKED once the
+ * upstream acknowledged the subscribe on the current connection. */
+#include "relay/upstream.h"
+#include "relay/core.h"
+#include "relay/ingest.h"
+#include "relay/idmap.h"
+#include "relay/log.h"
+#include "relay/poller.h"
+#include "relay/util.h"
+#include "relay/xq.h"
+#include "protocol/normalize.h"
+#include "store/keys.h"
+#include "store/store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SUB_ACKED 1u
+
+enum up_state { UP_IDLE = 0, UP_CONNECTING, UP_READY };
+
+struct upstream {
+    struct core *c;
+    enum up_state state;
+    uint64_t gen;
+    struct idmap *subs;
+    int64_t down_since_mono, down_since_wall;
+    int64_t lagging_until; /* mono ms: fast polling after a lagging report */
+    int started, loaded;
+    uint64_t rejected_logged;
+};
+
+static void send_frame(struct upstream *u, const char *type, const char *id)
+{
+    if (u->state != UP_READY)
+        return;
+    char buf[PROTO_MAX_ID + 128];
+    int n = snprintf(buf, sizeof(buf),
+                     "{\"type\":\"%s\",\"event\":\"request.status.updated\","
+                     "\"filters\":{\"id\":\"%s\"}}",
+                     type, id);
+    struct xmsg *m = xmsg_new(XMSG_UP_SEND, 0, buf, (size_t)n);
+    m->gen = u->gen;
+    xq_push(u->c->to_ws, m);
+}
+
+static void on_event(void *arg, enum proto_verdict v, const struct status_event *ev,
+                     const char *stream_id)
+{
+    struct upstream *u = arg;
+    if (proto_status_terminal(ev->st) && idmap_get(u->subs, ev->request_id, NULL)) {
+        send_frame(u, "unsubscribe", ev->request_id);
+        idmap_del(u->subs, ev->request_id);
+    }
+}
+
+/* Tracked, non-final ids come from the poll set. */
+static void on_loaded(void *arg, const char *err, redisReply *r)
+{
+    struct upstream *u = arg;
+    if (err != NULL || r->type != REDIS_REPLY_ARRAY)
+        return;
+    u->loaded = 1;
+    for (size_t i = 0; i < r->elements; i++)
+        if (r->element[i]->type == REDIS_REPLY_STRING)
+            upstream_track(u, r->element[i]->str);
+    log_info("tracked requests loaded", "count=%zu", idmap_count(u->subs));
+}
+
+static void load_tracked(struct upstream *u)
+{
+    char k[KEY_MAX];
+    key_build(k, sizeof(k), store_tag(u->c->store), "poll", NULL, NULL);
+    store_cmd(u->c->store, on_loaded, u, "ZRANGE %s 0 -1", k);
+}
+
+static void on_store_state(void *arg, int up)
+{
+    struct upstream *u = arg;
+    if (up && !u->loaded)
+        load_tracked(u);
+}
+
+struct upstream *upstream_new(struct core *c)
+{
+    struct upstream *u = xcalloc(1, sizeof(*u));
+    u->c = c;
+    u->subs = idmap_new();
+    u->down_since_mono = mono_ms();
+    u->down_since_wall = wall_ms();
+    ingest_on_event(c->ingest, on_event, u);
+    store_on_state(c->store, on_store_state, u);
+    return u;
+}
+
+void upstream_free(struct upstream *u)
+{
+    if (u == NULL)
+        return;
+    idmap_free(u->subs);
+    free(u);
+}
+
+void upstream_start(struct upstream *u)
+{
+    u->started = 1;
+    u->state = UP_CONNECTING;
+    u->c->metrics.upstream_ws_state = 1;
+    if (store_ready(u->c->store) && !u->loaded)
+        load_tracked(u);
+    xq_push(u->c->to_ws, xmsg_new(XMSG_UP_START, 0, NULL, 0));
+}
+
+static void clear_ack(void *arg, const char *id, uint32_t *value)
+{
+    *value &= ~SUB_ACKED;
+}
+
+static void resubscribe(void *arg, const char *id, uint32_t *value)
+{
+    send_frame(arg, "subscribe", id);
+}
+
+static void on_frame(struct upstream *u, const struct xmsg *m)
+{
+    struct proto_ws_msg msg;
+    struct status_event ev;
+    struct proto_err err;
+    int rc = proto_normalize_ws((const char *)m->data, m->len, wall_ms(), &msg, &ev, &err);
+    if (rc != 0) {
+        ingest_rejected(u->c->ingest, PROTO_SRC_WS);
+        /* malformed frames are counted; log the first ones and then every 1000th */
+        if (u->rejected_logged++ % 1000 == 0)
+            log_warn("upstream frame rejected", "err=%s field=%s msg=\"%s\" count=%llu",
+                     proto_strerror(rc), err.field, err.msg,
+                     (unsigned long long)u->rejected_logged);
+    } else if (msg.kind == PROTO_WS_EVENT) {
+        ingest_submit(u->c->ingest, &ev, 0, NULL, NULL);
+    } else if (msg.kind == PROTO_WS_SUB_ACK && msg.ctl_id[0] != '\0') {
+        uint32_t v;
+        if (idmap_get(u->subs, msg.ctl_id, &v))
+            idmap_put(u->subs, msg.ctl_id, v | SUB_ACKED);
+    }
+    status_event_cleanup(&ev);
+}
+
+void upstream_on_msg(struct upstream *u, const struct xmsg *m)
+{
+    switch (m->type) {
+    case XMSG_UP_READY:
+        u->gen = m->gen;
+        u->state = UP_READY;
+        u->c->metrics.upstream_ws_state = 2;
+        log_info("upstream websocket ready", "gen=%llu socket=%s subscriptions=%zu",
+                 (unsigned long long)m->gen, (const char *)m->data, idmap_count(u->subs));
+        idmap_each(u->subs, clear_ack, u);
+        idmap_each(u->subs, resubscribe, u);
+        if (u->down_since_wall && u->c->poller)
+            poller_gap(u->c->poller, u->down_since_wall);
+        u->down_since_mono = u->down_since_wall = 0;
+        break;
+    case XMSG_UP_FRAME:
+        if (m->gen == u->gen && u->state == UP_READY)
+            on_frame(u, m);
+        break;
+    case XMSG_UP_DOWN:
+        if (m->gen != u->gen && u->state != UP_READY)
+            break;
+        if (u->state == UP_READY) {
+            u->down_since_mono = mono_ms();
+            u->down_since_wall = wall_ms();
+            u->c->metrics.upstream_ws_reconnects++;
+            log_warn("upstream websocket down", "gen=%llu code=%d reason=\"%s\"",
+                     (unsigned long long)m->gen, m->code, (const char *)m->data);
+        }
+        u->state = UP_CONNECTING;
+        u->c->metrics.upstream_ws_state = 1;
+        idmap_each(u->subs, clear_ack, u);
+        break;
+    default:
+        break;
+    }
+}
+
+void upstream_track(struct upstream *u, const char *id)
+{
+    if (idmap_put(u->subs, id, 0))
+        send_frame(u, "subscribe", id);
+}
+
+void upstream_untrack(struct upstream *u, const char *id)
+{
+    if (idmap_del(u->subs, id))
+        send_frame(u, "unsubscribe", id);
+}
+
+int upstream_confirmed(const struct upstream *u, const char *id)
+{
+    uint32_t v;
+    if (u->state != UP_READY || mono_ms() < u->lagging_until)
+        return 0;
+    return idmap_get(u->subs, id, &v) && (v & SUB_ACKED);
+}
+
+const char *upstream_state_name(const struct upstream *u)
+{
+    static const char *const names[] = {"down", "connecting", "ready"};
+    return names[u->state];
+}
+
+int64_t upstream_down_since(const struct upstream *u)
+{
+    return u->down_since_mono;
+}
+
+void upstream_lagging(struct upstream *u)
+{
+    u->c->metrics.upstream_ws_lagging++;
+    if (mono_ms() >= u->lagging_until) {
+        if (u->state == UP_READY) /* a silent connection may be half-dead: start afresh */
+            xq_push(u->c->to_ws, xmsg_new(XMSG_UP_RECONNECT, 0, NULL, 0));
+        log_warn("upstream websocket lagging: a safety poll found a change it never sent; "
+                 "fast polling for 60s",
+                 "");
+    }
+    u->lagging_until = mono_ms() + 60000;
+}
+
+uint64_t upstream_subscriptions(const struct upstream *u)
+{
+    return idmap_count(u->subs);
+}
+
+int upstream_tracked(const struct upstream *u, const char *id)
+{
+    return idmap_get(u->subs, id, NULL);
+}

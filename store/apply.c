@@ -1,0 +1,202 @@
+/* apply.c - see apply.h. runs on: core thread.
+ *
+ * Steps per observation: HGET rec -> proto_lifecycle_decide -> EVALSHA apply.lua with the
+ * expected seq. A conflict (another process or an earlier in-flight observation wrote first)
+ * returns the current record, and we decide again; bounded to a few rounds. */
+#include "store/apply.h"
+#include "store/keys.h"
+#include "relay/log.h"
+#include "relay/util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define APPLY_MAX_ROUNDS 8
+#define TIMELINE_CAP "200"
+
+struct applier {
+    struct store *s;
+    struct store_script script;
+    char maxlen[24];
+    apply_poll_policy_fn *policy;
+    void *policy_arg;
+};
+
+struct apply_op {
+    struct applier *a;
+    struct status_event obs;
+    struct status_event next;
+    int track;
+    int rounds;
+    apply_done_cb *cb;
+    void *arg;
+};
+
+struct applier *applier_new(struct store *s, int64_t stream_maxlen,
+                            apply_poll_policy_fn *policy, void *policy_arg)
+{
+    struct applier *a = xcalloc(1, sizeof(*a));
+    a->s = s;
+    store_script_init(&a->script, "apply");
+    snprintf(a->maxlen, sizeof(a->maxlen), "%lld", (long long)stream_maxlen);
+    a->policy = policy;
+    a->policy_arg = policy_arg;
+    return a;
+}
+
+void applier_free(struct applier *a)
+{
+    free(a);
+}
+
+static void op_finish(struct apply_op *op, const char *err, enum proto_verdict v,
+                      const char *sid)
+{
+    op->cb(op->arg, err, v, v == PROTO_ACCEPT && err == NULL ? &op->next : NULL, sid);
+    status_event_cleanup(&op->obs);
+    status_event_cleanup(&op->next);
+    free(op);
+}
+
+static void on_script(void *arg, const char *err, redisReply *r);
+
+/* Decide against last (NULL = unknown) and write if accepted. */
+static void decide_and_write(struct apply_op *op, const struct status_event *last)
+{
+    struct applier *a = op->a;
+    enum proto_verdict v;
+    status_event_cleanup(&op->next);
+    int64_t now = wall_ms();
+    if (proto_lifecycle_decide(last, &op->obs, now, &v, &op->next) != 0) {
+        log_err("lifecycle decision failed", "request=%s", op->obs.request_id);
+        op_finish(op, store_err_server, PROTO_STALE, NULL);
+        return;
+    }
+    if (v != PROTO_ACCEPT) {
+        op_finish(op, NULL, v, NULL);
+        return;
+    }
+    struct status_event *ev = &op->next;
+    size_t reclen;
+    char *rec = proto_event_record(ev, &reclen);
+    if (rec == NULL) {
+        op_finish(op, store_err_server, PROTO_STALE, NULL);
+        return;
+    }
+    const char *id = ev->request_id;
+    const char *old_status = last ? last->status : ev->status;
+    char k_req[KEY_MAX], k_ev[KEY_MAX], k_all[KEY_MAX], k_st[KEY_MAX], k_old[KEY_MAX],
+        k_tl[KEY_MAX], k_poll[KEY_MAX];
+    const char *tag = store_tag(a->s);
+    key_build(k_req, sizeof(k_req), tag, "req", id, NULL);
+    key_build(k_ev, sizeof(k_ev), tag, "events", NULL, NULL);
+    key_build(k_all, sizeof(k_all), tag, "all", NULL, NULL);
+    key_build(k_st, sizeof(k_st), tag, "st", ev->status, NULL);
+    key_build(k_old, sizeof(k_old), tag, "st", old_status, NULL);
+    key_build(k_tl, sizeof(k_tl), tag, "tl", id, NULL);
+    key_build(k_poll, sizeof(k_poll), tag, "poll", NULL, NULL);
+    char expected[24], seq[24], nowbuf[24], pollbuf[24] = "";
+    snprintf(expected, sizeof(expected), "%llu", (unsigned long long)(last ? last->seq : 0));
+    snprintf(seq, sizeof(seq), "%llu", (unsigned long long)ev->seq);
+    snprintf(nowbuf, sizeof(nowbuf), "%lld", (long long)now);
+    int64_t np = a->policy ? a->policy(a->policy_arg, ev, now) : -1;
+    if (np >= 0)
+        snprintf(pollbuf, sizeof(pollbuf), "%lld", (long long)np);
+    const char *argv[] = {k_req, k_ev, k_all, k_st, k_old, k_tl, k_poll,
+                          expected, seq, rec, ev->status, ev->event_id, id, a->maxlen,
+                          nowbuf, pollbuf, proto_source_name(ev->source), TIMELINE_CAP,
+                          op->track ? "1" : "0"};
+    size_t lens[ARRAY_LEN(argv)];
+    for (size_t i = 0; i < ARRAY_LEN(argv); i++)
+        lens[i] = argv[i] == rec ? reclen : strlen(argv[i]);
+    int rc = store_eval(a->s, &a->script, on_script, op, 7, (int)ARRAY_LEN(argv), argv, lens);
+    free(rec);
+    if (rc != 0)
+        op_finish(op, store_err_disconnected, PROTO_STALE, NULL);
+}
+
+/* Decode a stored record (or nil) and decide. */
+static void decide_from_reply(struct apply_op *op, redisReply *rec)
+{
+    if (rec == NULL || rec->type != REDIS_REPLY_STRING) {
+        decide_and_write(op, NULL);
+        return;
+    }
+    struct status_event last;
+    struct proto_err perr;
+    status_event_init(&last);
+    if (proto_event_from_record(rec->str, rec->len, &last, &perr) != 0) {
+        log_err("stored state unreadable", "request=%s err=%s field=%s", op->obs.request_id,
+                proto_strerror(perr.code), perr.field);
+        status_event_cleanup(&last);
+        op_finish(op, store_err_server, PROTO_STALE, NULL);
+        return;
+    }
+    decide_and_write(op, &last);
+    status_event_cleanup(&last);
+}
+
+static void on_script(void *arg, const char *err, redisReply *r)
+{
+    struct apply_op *op = arg;
+    if (err != NULL) {
+        if (err == store_err_server)
+            log_err("apply script failed", "request=%s err=\"%s\"", op->obs.request_id, r->str);
+        op_finish(op, err, PROTO_STALE, NULL);
+        return;
+    }
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+        op_finish(op, store_err_server, PROTO_STALE, NULL);
+        return;
+    }
+    if (r->element[0]->integer == 1) {
+        char sid[64];
+        snprintf(sid, sizeof(sid), "%.*s", (int)r->element[1]->len, r->element[1]->str);
+        op_finish(op, NULL, PROTO_ACCEPT, sid);
+        return;
+    }
+    if (++op->rounds >= APPLY_MAX_ROUNDS) {
+        log_err("apply kept conflicting", "request=%s rounds=%d", op->obs.request_id,
+                op->rounds);
+        op_finish(op, store_err_server, PROTO_STALE, NULL);
+        return;
+    }
+    decide_from_reply(op, r->element[1]);
+}
+
+static void on_read(void *arg, const char *err, redisReply *r)
+{
+    struct apply_op *op = arg;
+    if (err != NULL) {
+        op_finish(op, err, PROTO_STALE, NULL);
+        return;
+    }
+    decide_from_reply(op, r);
+}
+
+int applier_apply(struct applier *a, const struct status_event *obs, int track,
+                  apply_done_cb *cb, void *arg)
+{
+    if (!store_ready(a->s))
+        return -1;
+    struct apply_op *op = xcalloc(1, sizeof(*op));
+    op->a = a;
+    op->cb = cb;
+    op->arg = arg;
+    op->track = track;
+    status_event_init(&op->next);
+    if (status_event_copy(&op->obs, obs) != 0) {
+        free(op);
+        return -1;
+    }
+    char k_req[KEY_MAX];
+    key_build(k_req, sizeof(k_req), store_tag(a->s), "req", obs->request_id, NULL);
+    if (store_cmd(a->s, on_read, op, "HGET %s rec", k_req) != 0) {
+        status_event_cleanup(&op->obs);
+        status_event_cleanup(&op->next);
+        free(op);
+        return -1;
+    }
+    return 0;
+}

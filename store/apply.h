@@ -1,0 +1,33 @@
+/* apply.h - the apply step: read the last-known state, let protocol/lifecycle decide, and
+ * write an accepted event atomically with store/apply.lua (compare-and-set on seq; on a
+ * conflict the script returns the current state and the decision is made again).
+ * One source of truth for the rules: protocol/lifecycle.c. Redis only enforces the CAS.
+ * runs on: core thread. */
+#ifndef STORE_APPLY_H
+#define STORE_APPLY_H
+
+#include "protocol/lifecycle.h"
+#include "store/store.h"
+
+/* Next poll time (ms, wall clock) for a request in state ev, or -1 to stop polling it. */
+typedef int64_t apply_poll_policy_fn(void *arg, const struct status_event *ev, int64_t now_ms);
+
+struct applier;
+
+struct applier *applier_new(struct store *s, int64_t stream_maxlen,
+                            apply_poll_policy_fn *policy, void *policy_arg);
+void applier_free(struct applier *a);
+
+/* Result: err is NULL or a store error (store_err_disconnected: nothing was written, retry
+ * later). On PROTO_ACCEPT, ev is the written event (borrowed for the callback) and
+ * stream_id its event-stream entry id. */
+typedef void apply_done_cb(void *arg, const char *err, enum proto_verdict v,
+                           const struct status_event *ev, const char *stream_id);
+
+/* Apply obs (copied: the caller keeps obs). track = 1 starts tracking an untracked request
+ * (upstream webhooks of our key). Returns 0 (cb called exactly once) or -1 when the store is
+ * not ready (cb not called). */
+int applier_apply(struct applier *a, const struct status_event *obs, int track,
+                  apply_done_cb *cb, void *arg);
+
+#endif

@@ -1,0 +1,565 @@
+/* store.c - see store.h. runs on: core thread. */
+#include "store/store.h"
+#include "relay/embedded.h"
+#include "relay/log.h"
+#include "relay/util.h"
+
+#include <event2/event.h>
+#include <hiredis/adapters/libevent.h>
+#include <hiredis/async.h>
+#include <openssl/sha.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+const char store_err_disconnected[] = "redis_disconnected";
+const char store_err_server[] = "redis_error";
+
+enum store_state { ST_DOWN = 0, ST_CONNECTING, ST_HANDSHAKE, ST_READY, ST_CLOSING };
+
+struct listener {
+    store_state_cb *cb;
+    void *arg;
+    struct listener *next;
+};
+
+/* One accepted command. Replies arrive in order, so the FIFO head is the oldest. */
+struct pending {
+    struct pending *next;
+    struct store *s;
+    store_cb *cb;
+    void *arg;
+    int64_t t0;
+    /* for EVALSHA: the argv to resend as EVAL on NOSCRIPT */
+    const struct store_script *script;
+    int argc;
+    char **argv;
+    size_t *lens;
+};
+
+struct store {
+    struct event_base *base;
+    redisAsyncContext *ac;
+    enum store_state state;
+    char *host, *unix_path, *password;
+    int port, db;
+    char tag[160];
+    int64_t cmd_timeout_ms;
+    int fatal_checks;
+    int aof;
+    const char *fatal;
+    struct listener *listeners;
+    struct pending *head, *tail;
+    struct event *retry_ev, *watchdog_ev;
+    int64_t backoff_ms;
+    struct store_stats stats;
+};
+
+static void connect_now(struct store *s);
+static void set_state(struct store *s, enum store_state st);
+
+/* ---- URL ----------------------------------------------------------------------------- */
+
+static int parse_url(struct store *s, const char *url)
+{
+    s->port = 6379;
+    if (strncmp(url, "unix://", 7) == 0) {
+        const char *p = url + 7, *q = strchr(p, '?');
+        s->unix_path = q ? xstrndup(p, (size_t)(q - p)) : xstrdup(p);
+        if (q && strncmp(q, "?db=", 4) == 0)
+            s->db = atoi(q + 4);
+        return s->unix_path[0] == '/' ? 0 : -1;
+    }
+    if (strncmp(url, "redis://", 8) != 0)
+        return -1;
+    const char *p = url + 8, *at = strrchr(p, '@');
+    if (at) {
+        const char *colon = memchr(p, ':', (size_t)(at - p));
+        const char *pw = colon ? colon + 1 : p; /* redis://user:pw@ or redis://pw@ */
+        s->password = xstrndup(pw, (size_t)(at - pw));
+        p = at + 1;
+    }
+    const char *slash = strchr(p, '/');
+    char hp[300];
+    size_t hl = slash ? (size_t)(slash - p) : strlen(p);
+    if (hl == 0 || hl >= sizeof(hp))
+        return -1;
+    memcpy(hp, p, hl);
+    hp[hl] = '\0';
+    char host[300];
+    if (strchr(hp, ':') == NULL || hp[0] == '[') {
+        if (parse_hostport(hp, host, sizeof(host), &s->port) != 0) {
+            if (hp[0] == '[')
+                return -1;
+            snprintf(host, sizeof(host), "%s", hp);
+        }
+    } else if (parse_hostport(hp, host, sizeof(host), &s->port) != 0)
+        return -1;
+    s->host = xstrdup(host);
+    if (slash && slash[1] != '\0') {
+        char *end;
+        long db = strtol(slash + 1, &end, 10);
+        if (*end != '\0' || db < 0 || db > 1000)
+            return -1;
+        s->db = (int)db;
+    }
+    return 0;
+}
+
+/* ---- pending FIFO and completion ----------------------------------------------------- */
+
+static void pending_free(struct pending *p)
+{
+    if (p->argv) {
+        for (int i = 0; i < p->argc; i++)
+            free(p->argv[i]);
+        free(p->argv);
+        free(p->lens);
+    }
+    free(p);
+}
+
+static void unlink_pending(struct store *s, struct pending *p)
+{
+    struct pending **pp = &s->head, *prev = NULL;
+    while (*pp && *pp != p) {
+        prev = *pp;
+        pp = &(*pp)->next;
+    }
+    if (*pp == NULL)
+        return;
+    *pp = p->next;
+    if (s->tail == p)
+        s->tail = prev;
+    s->stats.pending--;
+}
+
+static int send_pending(struct store *s, struct pending *p, int argc, const char **argv,
+                        const size_t *lens);
+
+static void on_reply(redisAsyncContext *ac, void *r, void *privdata)
+{
+    struct pending *p = privdata;
+    struct store *s = p->s;
+    redisReply *reply = r;
+    unlink_pending(s, p);
+    const char *err = NULL;
+    if (reply == NULL)
+        err = store_err_disconnected;
+    else if (reply->type == REDIS_REPLY_ERROR) {
+        err = store_err_server;
+        s->stats.errors++;
+        if (p->script && strncmp(reply->str, "NOSCRIPT", 8) == 0 && s->state == ST_READY) {
+            /* resend as EVAL: replace argv[0..1] (EVALSHA sha) with (EVAL src) */
+            const char *argv[p->argc];
+            size_t lens[p->argc];
+            for (int i = 0; i < p->argc; i++)
+                argv[i] = p->argv[i], lens[i] = p->lens[i];
+            argv[0] = "EVAL", lens[0] = 4;
+            argv[1] = p->script->src, lens[1] = p->script->len;
+            p->script = NULL; /* once */
+            p->next = NULL;
+            if (send_pending(s, p, p->argc, argv, lens) == 0)
+                return;
+        }
+    } else {
+        int64_t dt = mono_ms() - p->t0;
+        s->stats.latency_ms_sum += (uint64_t)dt;
+        s->stats.latency_n++;
+    }
+    if (p->cb)
+        p->cb(p->arg, err, reply);
+    pending_free(p);
+}
+
+static int send_pending(struct store *s, struct pending *p, int argc, const char **argv,
+                        const size_t *lens)
+{
+    if (s->ac == NULL)
+        return -1;
+    p->s = s;
+    p->t0 = mono_ms();
+    if (redisAsyncCommandArgv(s->ac, on_reply, p, argc, argv, lens) != REDIS_OK)
+        return -1;
+    if (s->tail)
+        s->tail->next = p;
+    else
+        s->head = p;
+    s->tail = p;
+    s->stats.pending++;
+    s->stats.commands++;
+    return 0;
+}
+
+static int raw_cmdargv(struct store *s, store_cb *cb, void *arg, int argc, const char **argv,
+                       const size_t *lens)
+{
+    struct pending *p = xcalloc(1, sizeof(*p));
+    p->cb = cb;
+    p->arg = arg;
+    if (send_pending(s, p, argc, argv, lens) != 0) {
+        free(p);
+        return -1;
+    }
+    return 0;
+}
+
+static int raw_cmd(struct store *s, store_cb *cb, void *arg, const char *fmt, va_list ap)
+{
+    if (s->ac == NULL)
+        return -1;
+    struct pending *p = xcalloc(1, sizeof(*p));
+    p->s = s;
+    p->cb = cb;
+    p->arg = arg;
+    p->t0 = mono_ms();
+    if (redisvAsyncCommand(s->ac, on_reply, p, fmt, ap) != REDIS_OK) {
+        free(p);
+        return -1;
+    }
+    if (s->tail)
+        s->tail->next = p;
+    else
+        s->head = p;
+    s->tail = p;
+    s->stats.pending++;
+    s->stats.commands++;
+    return 0;
+}
+
+static int internal_cmd(struct store *s, store_cb *cb, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = raw_cmd(s, cb, s, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+int store_cmd(struct store *s, store_cb *cb, void *arg, const char *fmt, ...)
+{
+    if (s->state != ST_READY)
+        return -1;
+    va_list ap;
+    va_start(ap, fmt);
+    int r = raw_cmd(s, cb, arg, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+int store_cmdargv(struct store *s, store_cb *cb, void *arg, int argc, const char **argv,
+                  const size_t *lens)
+{
+    if (s->state != ST_READY)
+        return -1;
+    return raw_cmdargv(s, cb, arg, argc, argv, lens);
+}
+
+void store_script_init(struct store_script *sc, const char *name)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "store/%s.lua", name);
+    const struct embedded_file *f = embedded_find(path);
+    if (f == NULL) {
+        log_err("embedded script missing", "script=%s", path);
+        abort();
+    }
+    sc->name = name;
+    sc->src = (const char *)f->data;
+    sc->len = f->len;
+    unsigned char md[SHA_DIGEST_LENGTH];
+    SHA1(f->data, f->len, md);
+    for (int i = 0; i < SHA_DIGEST_LENGTH; i++)
+        snprintf(sc->sha + 2 * i, 3, "%02x", md[i]);
+}
+
+int store_eval(struct store *s, const struct store_script *sc, store_cb *cb, void *arg,
+               int nkeys, int argc, const char **argv, const size_t *lens)
+{
+    if (s->state != ST_READY)
+        return -1;
+    int n = argc + 3;
+    struct pending *p = xcalloc(1, sizeof(*p));
+    p->cb = cb;
+    p->arg = arg;
+    p->script = sc;
+    p->argc = n;
+    p->argv = xmalloc(sizeof(char *) * (size_t)n);
+    p->lens = xmalloc(sizeof(size_t) * (size_t)n);
+    char nk[16];
+    int nkl = snprintf(nk, sizeof(nk), "%d", nkeys);
+    p->argv[0] = xstrdup("EVALSHA"), p->lens[0] = 7;
+    p->argv[1] = xstrndup(sc->sha, 40), p->lens[1] = 40;
+    p->argv[2] = xstrndup(nk, (size_t)nkl), p->lens[2] = (size_t)nkl;
+    for (int i = 0; i < argc; i++) {
+        size_t l = lens ? lens[i] : strlen(argv[i]);
+        p->argv[i + 3] = xstrndup(argv[i], l);
+        p->lens[i + 3] = l;
+    }
+    if (send_pending(s, p, n, (const char **)p->argv, p->lens) != 0) {
+        pending_free(p);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- connection lifecycle ------------------------------------------------------------ */
+
+static void notify(struct store *s, int up)
+{
+    for (struct listener *l = s->listeners; l; l = l->next)
+        l->cb(l->arg, up);
+}
+
+static void set_state(struct store *s, enum store_state st)
+{
+    enum store_state old = s->state;
+    s->state = st;
+    if (st == ST_READY && old != ST_READY) {
+        s->backoff_ms = 0;
+        log_info("redis ready", "db=%d", s->db);
+        notify(s, 1);
+    } else if (old == ST_READY && st != ST_READY) {
+        notify(s, 0);
+    }
+}
+
+static void schedule_retry(struct store *s)
+{
+    if (s->state == ST_CLOSING)
+        return;
+    s->backoff_ms = s->backoff_ms ? s->backoff_ms * 2 : 100;
+    if (s->backoff_ms > 5000)
+        s->backoff_ms = 5000;
+    int64_t d = s->backoff_ms / 2 + (int64_t)jitter_rand((uint64_t)s->backoff_ms / 2 + 1);
+    struct timeval tv = {d / 1000, (d % 1000) * 1000};
+    evtimer_add(s->retry_ev, &tv);
+}
+
+static void on_retry(evutil_socket_t fd, short what, void *arg)
+{
+    connect_now(arg);
+}
+
+static void fail_handshake(struct store *s, const char *why)
+{
+    log_err("redis handshake failed", "reason=\"%s\"", why);
+    if (s->ac)
+        redisAsyncDisconnect(s->ac);
+}
+
+static void on_checks_done(void *arg, const char *err, redisReply *r)
+{
+    struct store *s = arg;
+    if (err == store_err_disconnected)
+        return;
+    set_state(s, ST_READY);
+}
+
+/* Persistence: AOF off and no RDB save points means a Redis restart loses everything. */
+static void on_save(void *arg, const char *err, redisReply *r)
+{
+    struct store *s = arg;
+    if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 2)
+        return;
+    if (!s->aof && r->element[1]->str[0] == '\0')
+        log_warn("redis runs WITHOUT persistence (appendonly no, save \"\"): a Redis restart "
+                 "loses every event and delivery; set appendonly yes",
+                 "");
+    else if (!s->aof)
+        log_warn("redis has no AOF (appendonly no): a crash loses writes since the last RDB "
+                 "snapshot; set appendonly yes",
+                 "");
+}
+
+static void on_aof(void *arg, const char *err, redisReply *r)
+{
+    struct store *s = arg;
+    if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 2)
+        return;
+    s->aof = strcmp(r->element[1]->str, "yes") == 0;
+}
+
+static void on_policy(void *arg, const char *err, redisReply *r)
+{
+    struct store *s = arg;
+    if (err == store_err_disconnected)
+        return;
+    if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 2) {
+        log_warn("redis CONFIG GET refused; eviction policy not checked", "");
+        return;
+    }
+    const char *policy = r->element[1]->str;
+    if (strncmp(policy, "allkeys-", 8) == 0) {
+        s->fatal = "redis maxmemory-policy allkeys-* would evict queues; use noeviction or "
+                   "volatile-*";
+        log_err("refusing redis with an allkeys eviction policy", "policy=%s", policy);
+        if (s->fatal_checks)
+            fail_handshake(s, s->fatal);
+    }
+}
+
+static void on_auth_or_select(void *arg, const char *err, redisReply *r)
+{
+    struct store *s = arg;
+    if (err == store_err_server)
+        fail_handshake(s, r->str);
+}
+
+static void start_handshake(struct store *s)
+{
+    s->state = ST_HANDSHAKE;
+    if (s->password)
+        internal_cmd(s, on_auth_or_select, "AUTH %s", s->password);
+    if (s->db)
+        internal_cmd(s, on_auth_or_select, "SELECT %d", s->db);
+    internal_cmd(s, on_policy, "CONFIG GET maxmemory-policy");
+    internal_cmd(s, on_aof, "CONFIG GET appendonly");
+    internal_cmd(s, on_save, "CONFIG GET save");
+    internal_cmd(s, on_checks_done, "PING");
+}
+
+static void on_connect(const redisAsyncContext *ac, int status)
+{
+    struct store *s = ac->data;
+    if (status != REDIS_OK) {
+        log_warn("redis connect failed", "err=\"%s\"", ac->errstr);
+        s->ac = NULL; /* hiredis frees the context after a failed connect */
+        s->state = ST_DOWN;
+        schedule_retry(s);
+        return;
+    }
+    log_info("redis connected", "%s%s", s->unix_path ? "path=" : "host=",
+             s->unix_path ? s->unix_path : s->host);
+    start_handshake(s);
+}
+
+static void on_disconnect(const redisAsyncContext *ac, int status)
+{
+    struct store *s = ac->data;
+    s->ac = NULL;
+    if (s->state == ST_CLOSING)
+        return;
+    if (s->fatal && s->fatal_checks) {
+        s->state = ST_DOWN;
+        notify(s, 0); /* the owner stops: no reconnect */
+        return;
+    }
+    log_warn("redis disconnected", "err=\"%s\"", status == REDIS_OK ? "closed" : ac->errstr);
+    s->stats.reconnects++;
+    set_state(s, ST_DOWN);
+    schedule_retry(s);
+}
+
+static void connect_now(struct store *s)
+{
+    if (s->state == ST_CLOSING || s->ac != NULL)
+        return;
+    redisAsyncContext *ac = s->unix_path ? redisAsyncConnectUnix(s->unix_path)
+                                         : redisAsyncConnect(s->host, s->port);
+    if (ac == NULL || ac->err) {
+        log_warn("redis connect failed", "err=\"%s\"", ac ? ac->errstr : "oom");
+        if (ac)
+            redisAsyncFree(ac);
+        schedule_retry(s);
+        return;
+    }
+    ac->data = s;
+    s->ac = ac;
+    s->state = ST_CONNECTING;
+    redisLibeventAttach(ac, s->base);
+    redisAsyncSetConnectCallback(ac, on_connect);
+    redisAsyncSetDisconnectCallback(ac, on_disconnect);
+}
+
+/* A command unanswered past the timeout: drop the connection so every callback completes. */
+static void on_watchdog(evutil_socket_t fd, short what, void *arg)
+{
+    struct store *s = arg;
+    if (s->head && s->ac && mono_ms() - s->head->t0 > s->cmd_timeout_ms) {
+        log_warn("redis command timed out, reconnecting", "timeout_ms=%lld",
+                 (long long)s->cmd_timeout_ms);
+        s->stats.timeouts++;
+        redisAsyncDisconnect(s->ac);
+    }
+}
+
+struct store *store_new(struct event_base *base, const struct store_opts *o)
+{
+    struct store *s = xcalloc(1, sizeof(*s));
+    s->base = base;
+    s->cmd_timeout_ms = o->cmd_timeout_ms > 0 ? o->cmd_timeout_ms : 5000;
+    s->fatal_checks = o->fatal_checks;
+    snprintf(s->tag, sizeof(s->tag), "{%s}", o->prefix);
+    if (parse_url(s, o->url) != 0) {
+        log_err("bad redis url", "url=%s", o->url);
+        store_free(s);
+        return NULL;
+    }
+    s->retry_ev = evtimer_new(base, on_retry, s);
+    s->watchdog_ev = event_new(base, -1, EV_PERSIST, on_watchdog, s);
+    struct timeval tv = {0, 500 * 1000};
+    evtimer_add(s->watchdog_ev, &tv);
+    return s;
+}
+
+void store_free(struct store *s)
+{
+    if (s == NULL)
+        return;
+    s->state = ST_CLOSING;
+    if (s->ac) {
+        redisAsyncContext *ac = s->ac;
+        s->ac = NULL;
+        redisAsyncFree(ac); /* completes pending callbacks with NULL replies */
+    }
+    if (s->retry_ev)
+        event_free(s->retry_ev);
+    if (s->watchdog_ev)
+        event_free(s->watchdog_ev);
+    for (struct listener *l = s->listeners, *n; l; l = n) {
+        n = l->next;
+        free(l);
+    }
+    free(s->host);
+    free(s->unix_path);
+    free(s->password);
+    free(s);
+}
+
+void store_on_state(struct store *s, store_state_cb *cb, void *arg)
+{
+    struct listener *l = xcalloc(1, sizeof(*l));
+    l->cb = cb;
+    l->arg = arg;
+    l->next = s->listeners;
+    s->listeners = l;
+}
+
+int store_start(struct store *s)
+{
+    connect_now(s);
+    return 0;
+}
+
+const char *store_fatal(const struct store *s)
+{
+    return s->fatal;
+}
+
+int store_ready(const struct store *s)
+{
+    return s->state == ST_READY;
+}
+
+const char *store_tag(const struct store *s)
+{
+    return s->tag;
+}
+
+void store_stats_get(const struct store *s, struct store_stats *out)
+{
+    *out = s->stats;
+}

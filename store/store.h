@@ -1,0 +1,82 @@
+/* store.h - the one Redis connection of a process: hiredis async on the core event_base.
+ *
+ * Redis going away is normal. The store reconnects with capped exponential backoff and
+ * jitter, re-runs the handshake (AUTH/SELECT, start-up checks, SCRIPT LOAD) and tells its
+ * listeners when it is up or down. While it is not ready, store_cmd* return -1 and call
+ * nothing: callers keep what must not be lost and retry on the next "up". A command that
+ * has not been answered within the command timeout makes the store drop the connection, so
+ * every pending callback completes (with store_err_disconnected) instead of hanging.
+ * runs on: core thread only. */
+#ifndef STORE_STORE_H
+#define STORE_STORE_H
+
+#include <hiredis/hiredis.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct event_base;
+struct store;
+
+/* Named error strings passed to callbacks (compare by pointer or strcmp). */
+extern const char store_err_disconnected[]; /* connection lost before the answer */
+extern const char store_err_server[];       /* Redis answered with an error reply */
+
+/* reply is borrowed for the callback only (NULL when err == store_err_disconnected; an
+ * error reply when err == store_err_server). Called exactly once per accepted command. */
+typedef void store_cb(void *arg, const char *err, redisReply *reply);
+/* up = 1 when the store became ready (after the handshake), 0 when it went down. */
+typedef void store_state_cb(void *arg, int up);
+
+struct store_opts {
+    const char *url;      /* redis://[:password@]host:port[/db] or unix:///path[?db=N] */
+    const char *prefix;   /* key prefix; keys are "{prefix}:..." */
+    int64_t cmd_timeout_ms; /* default 5000 */
+    int fatal_checks;     /* 1: an allkeys-* eviction policy makes store_start fail */
+};
+
+/* Parse the URL and prepare; connects in store_start. NULL with a logged reason on a bad
+ * URL. */
+struct store *store_new(struct event_base *base, const struct store_opts *o);
+/* Free; pending callbacks complete with store_err_disconnected first. NULL-safe. */
+void store_free(struct store *s);
+
+/* Register a listener for up/down changes (several allowed). */
+void store_on_state(struct store *s, store_state_cb *cb, void *arg);
+
+/* Connect and keep connected. Returns 0. The first handshake's fatal check failure (see
+ * store_fatal) is reported through the state callbacks as a down with store_fatal() set. */
+int store_start(struct store *s);
+/* Non-NULL when start-up found a setting we refuse to run with (e.g. allkeys eviction). */
+const char *store_fatal(const struct store *s);
+int store_ready(const struct store *s);
+/* Prefix with hash tag, e.g. "{statusrelay}". */
+const char *store_tag(const struct store *s);
+
+/* Send a command (printf-like hiredis format: values via %s / %b, never in the format).
+ * Returns 0 (cb will be called exactly once) or -1 when not ready (cb not called). */
+int store_cmd(struct store *s, store_cb *cb, void *arg, const char *fmt, ...);
+int store_cmdargv(struct store *s, store_cb *cb, void *arg, int argc, const char **argv,
+                  const size_t *lens);
+
+/* A Lua script shipped with the binary. sha is computed locally at registration. */
+struct store_script {
+    const char *name; /* "apply" */
+    const char *src;
+    size_t len;
+    char sha[41];
+};
+/* Look up an embedded script "store/<name>.lua" and compute its SHA1. Aborts if absent. */
+void store_script_init(struct store_script *sc, const char *name);
+/* EVALSHA with a NOSCRIPT fallback to EVAL (which loads it). argv holds keys then args. */
+int store_eval(struct store *s, const struct store_script *sc, store_cb *cb, void *arg,
+               int nkeys, int argc, const char **argv, const size_t *lens);
+
+/* Counters for metrics. */
+struct store_stats {
+    uint64_t commands, errors, reconnects, timeouts;
+    uint64_t latency_ms_sum, latency_n;
+    int64_t pending;
+};
+void store_stats_get(const struct store *s, struct store_stats *out);
+
+#endif
