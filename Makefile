@@ -114,7 +114,7 @@ fuzz: $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
 	@set -e; for f in $^; do n=$$(basename $$f); mkdir -p build-fuzz/corpus/$$n; \
 	    seeds=tests/data/seeds/$$n; [ -d $$seeds ] || seeds=; \
 	    echo "== $$n for $(FUZZ_SECONDS)s"; \
-	    $$f -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -print_final_stats=1 \
+	    $$f -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -artifact_prefix=build-fuzz/ -print_final_stats=1 \
 	        build-fuzz/corpus/$$n $$seeds 2>&1 | grep -E "stat::number_of_executed_units|ERROR|SUMMARY|Done" ; \
 	    test $${PIPESTATUS[0]} -eq 0; done
 build-fuzz/%: tests/fuzz/%.c $(PROTO_SRC) $(wildcard protocol/*.h)
@@ -128,8 +128,9 @@ check-purity:
 format:
 	clang-format -i $(wildcard protocol/*.[ch] store/*.[ch] relay/*.[ch] relay/*/*.[ch] tests/*/*.c)
 
-demo: $(BIN)
-	@if [ -x tests/demo.sh ]; then tests/demo.sh; else echo "make demo: not yet"; exit 1; fi
+demo: deps
+	@$(MAKE) --no-print-directory $(BIN)
+	BIN=$(BIN) tests/demo.sh
 
 bench: $(BIN)
 	@if [ -x bench/run.sh ]; then bench/run.sh $(SCENARIO); else echo "make bench: not yet"; exit 1; fi

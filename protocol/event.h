@@ -40,6 +40,8 @@ enum proto_source {
 #define PROTO_F_UNKNOWN_STATUS 0x01        /* status not in enum proto_status */
 #define PROTO_F_UNKNOWN_FAIL_REASON 0x02   /* failReason not in the known list */
 #define PROTO_F_UNKNOWN_REFUND_REASON 0x04 /* refundFailReason not in the known list */
+/* added: "details" was longer than PROTO_MAX_STR and was cut (at a UTF-8 boundary) */
+#define PROTO_F_DETAILS_TRUNCATED 0x08
 /* presence bits: the source carried this optional field (absent fields are merged from the
  * last-known state by the lifecycle; present-but-null clears it) */
 #define PROTO_HAS_DETAILS 0x100
@@ -99,6 +101,9 @@ void status_event_init(struct status_event *ev);
 void status_event_cleanup(struct status_event *ev);
 /* Deep copy. Returns 0 or PROTO_ENOMEM (dst is then cleaned). */
 int status_event_copy(struct status_event *dst, const struct status_event *src);
+/* Added: 1 when every field (upstream, observation, relay additions, flags) is equal
+ * (NULL == NULL for strings). For tests and round-trip checks. */
+int status_event_equal(const struct status_event *a, const struct status_event *b);
 
 enum proto_status proto_status_parse(const char *s);
 const char *proto_status_name(enum proto_status st); /* "other" for PROTO_ST_OTHER */
@@ -106,9 +111,17 @@ const char *proto_status_name(enum proto_status st); /* "other" for PROTO_ST_OTH
 int proto_status_terminal(enum proto_status st);
 const char *proto_source_name(enum proto_source src);
 int proto_source_parse(const char *s); /* -1 if unknown */
+/* Added: 1 if s is a failReason / refundFailReason value the upstream documents ("N/A",
+ * "UNKNOWN", "SLIPPAGE", ...); unknown values are kept and flagged, never rejected. */
+int proto_fail_reason_known(const char *s);
+int proto_refund_reason_known(const char *s);
+/* Added: PROTO_F_* flag names for the "statusrelay.flags" list ("unknownStatus", ...); NULL
+ * for bits that are not PROTO_F_* flags. */
+const char *proto_flag_name(unsigned flag);
 
 /* Deterministic event id for (request id, seq): "evt_" + 32 lowercase hex of
- * SHA-256("<request_id>:<seq>"). out must hold PROTO_EVENT_ID_MAX bytes. */
+ * SHA-256("<request_id>:<seq>"). out must hold PROTO_EVENT_ID_MAX bytes. If libcrypto fails
+ * (allocation), out is "" (proto_lifecycle_decide turns that into PROTO_ENOMEM). */
 void proto_event_id(const char *request_id, uint64_t seq, char *out);
 
 /* --- encodings. Each returns a new malloc'd NUL-terminated compact JSON text (caller

@@ -26,7 +26,9 @@ const char *proto_verdict_name(enum proto_verdict v); /* "accepted", "duplicate"
  * ones), optional fields absent from obs are kept from last, seq = last->seq + 1 (or 1),
  * prev_status = last->status (or NULL), created_at = now_ms, event_id = proto_event_id(...),
  * source/observed_at/published_at from obs. *next is initialised by the callee in every
- * case (empty unless accepted). Returns 0 with *verdict set, or PROTO_ENOMEM. */
+ * case (empty unless accepted). Returns 0 with *verdict set, or PROTO_ENOMEM (also when
+ * libcrypto fails), or PROTO_EVALUE when obs has no request id / status or last is about
+ * another request (a caller bug: nothing decided). */
 int proto_lifecycle_decide(const struct status_event *last, const struct status_event *obs,
                            int64_t now_ms, enum proto_verdict *verdict,
                            struct status_event *next);

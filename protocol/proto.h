@@ -32,6 +32,10 @@ enum {
 #define PROTO_MAX_STR 4096             /* details, reasons, referrer, addresses */
 #define PROTO_MAX_STATUS 64            /* status / reason enum value length */
 #define PROTO_MAX_CHAIN_ID 9007199254740991LL /* 2^53-1: safe in every JSON reader */
+/* Added: nesting depth accepted by the protocol JSON reader (upstream messages nest < 15),
+ * and the largest timestamp / seq accepted (ms; the same 2^53-1 bound as chain ids). */
+#define PROTO_MAX_DEPTH 128
+#define PROTO_MAX_TS PROTO_MAX_CHAIN_ID
 
 /* A typed rejection: code plus the field it concerns (JSON path like "data.updatedAt") and
  * a short human message. Fixed buffers: no allocation on the error path. */

@@ -79,10 +79,12 @@ int proto_whpk_parse(const char *pubkey, unsigned char pub[PROTO_ED25519_PUB]);
  * (may be NULL). The webhook-timestamp header text ts_header must be within tolerance_s of
  * now_s (|now_s - ts| <= tolerance_s, checked before any signature). Returns 0, PROTO_ESIG
  * or PROTO_ESTALE (or PROTO_EVALUE for an unparsable ts, PROTO_ENOMEM).
- * Details: ts_header is 1..19 ASCII digits (leading zeros allowed, re-formatted as an integer
- * in the signed content, as the official libraries do). Entries with other versions are
- * skipped; only the first PROTO_SW_MAX_SIGS non-empty entries are examined (bounds the
- * Ed25519 work an attacker can cause). A NULL msg_id or sig_header is PROTO_ESIG. */
+ * Details: ts_header is ASCII digits only (no sign or space; leading zeros allowed and the
+ * value re-formatted as an integer in the signed content, as the official libraries do)
+ * whose value fits int64_t. Signatures must be canonical padded base64 (v1 is compared as
+ * text, like the official libraries). Entries with other versions are skipped; only the
+ * first PROTO_SW_MAX_SIGS non-empty entries are examined (bounds the Ed25519 work an
+ * attacker can cause). A NULL msg_id or sig_header is PROTO_ESIG. */
 int proto_sw_verify(struct proto_hmac *hmac, const unsigned char *ed25519_pub,
                     const char *msg_id, const char *ts_header, const char *sig_header,
                     const char *body, size_t len, int64_t now_s, int64_t tolerance_s);

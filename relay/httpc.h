@@ -22,8 +22,11 @@
  * free the caller's objects, start new requests, and even call httpc_free.
  *
  * Cost: one pooled easy handle and one pooled body buffer per request in flight (no
- * allocation per request in steady state), plus a curl_slist when headers are given. No
- * logging on the request path.
+ * allocation per request in steady state), plus a curl_slist when headers are given; curl
+ * itself holds ~20 KB per transfer in flight. No logging on the request path. Create the
+ * event_base with EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST: curl unwatches and rewatches a
+ * keep-alive socket between two requests, and the changelist folds those epoll_ctl calls
+ * (+60% requests/s measured with tests/helpers/httpc_probe).
  * runs on: core thread only. */
 #ifndef RELAY_HTTPC_H
 #define RELAY_HTTPC_H
@@ -41,7 +44,8 @@ extern const char httpc_err_timeout[];    /* "timeout": total deadline or connec
 extern const char httpc_err_connect[];    /* "connect": refused, unreachable, no route */
 extern const char httpc_err_resolve[];    /* "resolve": the host name did not resolve */
 extern const char httpc_err_forbidden[];  /* "forbidden_target": addr_check refused every
-                                             address the name resolved to */
+                                             address the name resolved to, or the peer of
+                                             the keep-alive connection to be reused */
 extern const char httpc_err_tls[];        /* "tls": handshake or certificate failure */
 extern const char httpc_err_too_large[];  /* "too_large": body over max_response + max_drain */
 extern const char httpc_err_closed[];     /* "closed": connection closed or reset before the
@@ -151,10 +155,10 @@ struct httpc_stats {
     uint64_t started;     /* accepted by httpc_request, total */
     uint64_t completed;   /* callbacks called, total */
     uint64_t outcomes[HTTPC_OUTCOME_COUNT];  /* completed, by outcome */
-    uint64_t connects;    /* new connections opened (completed < connects*k: keep-alive) */
-    uint64_t sockets;     /* sockets open now (idle keep-alive connections included) */
+    uint64_t connects;    /* new connections opened (far below completed: keep-alive works) */
     uint64_t bytes_in;    /* response body bytes read (kept or drained) */
 };
+/* Copy the counters (for /metrics). */
 void httpc_stats(const struct httpc *h, struct httpc_stats *out);
 
 #endif

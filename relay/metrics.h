@@ -13,6 +13,7 @@ enum metrics_outcome { MO_ACCEPTED = 0, MO_DUPLICATE, MO_STALE, MO_REJECTED, MO_
 
 #define METRICS_HTTP_PATHS 3 /* status_v3, requests_v3, other */
 #define METRICS_HTTP_CLASSES 6 /* 2xx 3xx 4xx 429 5xx error */
+#define METRICS_API_CLASSES 5  /* REST answers: 1xx 2xx 3xx 4xx 5xx */
 
 struct metrics {
     uint64_t events[PROTO_SRC_COUNT][MO_COUNT];
@@ -25,8 +26,27 @@ struct metrics {
     uint64_t ingest_pending;           /* observations waiting for Redis */
     uint64_t ingest_dropped;           /* observations dropped (pending queue full) */
     uint64_t webhook_ingest[4];        /* ok, bad signature, stale, malformed */
+    /* webhook deliveries (relay/fanout.c, relay/dispatch.c) */
+    uint64_t wh_fanout_events;         /* events read from the stream by this process */
+    uint64_t wh_deliveries_created;    /* deliveries created by fan-out */
+    uint64_t wh_attempts;              /* HTTP attempts completed */
+    uint64_t wh_delivered;             /* attempts answered 2xx */
+    uint64_t wh_retries;               /* attempts scheduled for a retry */
+    uint64_t wh_dead;                  /* deliveries dead-lettered */
+    uint64_t wh_forbidden;             /* attempts refused by the SSRF guard */
+    uint64_t wh_endpoints_disabled;    /* endpoints disabled (410, failing) */
+    uint64_t wh_leases_reaped;         /* expired leases returned to the queue */
+    uint64_t wh_latency_ms_sum;        /* sum of latencies of delivered attempts */
+    uint64_t api_responses[METRICS_API_CLASSES]; /* REST answers by class: 1xx..5xx */
 };
 
 const char *metrics_outcome_name(enum metrics_outcome o);
+
+struct core;
+struct evbuffer;
+/* Append every counter and gauge of c (struct metrics, store stats, upstream state) to out
+ * as Prometheus text exposition format 0.0.4: HELP and TYPE lines, names prefixed
+ * "statusrelay_", counters suffixed "_total". GET /metrics answers this. */
+void metrics_render(struct core *c, struct evbuffer *out);
 
 #endif

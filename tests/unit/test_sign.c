@@ -405,7 +405,8 @@ static void test_sw_vs_openssl(void **state)
 
     for (i = 0; i < 4; i++) {
         static const char *const bodies[] = {
-            "{}", "", "{\"event\":\"request.status.updated\",\"x\":\"\xe2\x82\xac \xf0\x9f\x98\x80\"}",
+            "{}", "",
+            "{\"event\":\"request.status.updated\",\"x\":\"\xe2\x82\xac \xf0\x9f\x98\x80\"}",
             "line1\nline2\r\n\ttab \"quote\" 'single' $dollar `tick`",
         };
         struct proto_hmac *h;

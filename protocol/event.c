@@ -1,0 +1,716 @@
+/* event.c - the canonical record: lifetime, enum names, event ids and the JSON encoders.
+ *
+ * The encoders are hand-written (no jansson tree per event): each writes compact JSON into
+ * one growing buffer, keys in the fixed order documented in event.h, so the same event always
+ * encodes to the same bytes. Strings are escaped per RFC 8259 (quote, backslash, control
+ * characters); bytes that are not valid UTF-8 become \ufffd so the output is always valid
+ * JSON even for hand-built events (normalised events only hold valid UTF-8).
+ * The decoder of the storage record lives in normalize.c next to the JSON reader it shares.
+ * runs on: any thread (pure). */
+#include "protocol/event.h"
+
+#include <openssl/evp.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- lifetime ---------------------------------------------------------------------------- */
+
+/* malloc'd copy of s; NULL on allocation failure. */
+static char *sdup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d != NULL)
+        memcpy(d, s, n);
+    return d;
+}
+
+/* *dst = copy of src (NULL stays NULL). Returns 0 or -1. */
+static int sdup_opt(char **dst, const char *src)
+{
+    *dst = src != NULL ? sdup(src) : NULL;
+    return src != NULL && *dst == NULL ? -1 : 0;
+}
+
+static void strv_free(struct proto_strv *sv)
+{
+    for (size_t i = 0; i < sv->n; i++)
+        free(sv->v[i]);
+    free(sv->v);
+    sv->v = NULL;
+    sv->n = 0;
+}
+
+static int strv_copy(struct proto_strv *dst, const struct proto_strv *src)
+{
+    dst->v = NULL;
+    dst->n = 0;
+    if (src->n == 0)
+        return 0;
+    if ((dst->v = calloc(src->n, sizeof(*dst->v))) == NULL)
+        return -1;
+    for (; dst->n < src->n; dst->n++)
+        if ((dst->v[dst->n] = sdup(src->v[dst->n])) == NULL)
+            return -1;
+    return 0;
+}
+
+static void deposit_free(struct proto_deposit *d)
+{
+    if (d == NULL)
+        return;
+    free(d->address);
+    free(d->type);
+    free(d->depositor);
+    free(d->deposit_tx_hash);
+    free(d);
+}
+
+void status_event_init(struct status_event *ev)
+{
+    memset(ev, 0, sizeof(*ev));
+    ev->st = PROTO_ST_OTHER;
+    ev->source = PROTO_SRC_WS;
+}
+
+void status_event_cleanup(struct status_event *ev)
+{
+    if (ev == NULL)
+        return;
+    free(ev->request_id);
+    free(ev->status);
+    strv_free(&ev->in_tx_hashes);
+    strv_free(&ev->tx_hashes);
+    free(ev->fail_reason);
+    free(ev->refund_fail_reason);
+    free(ev->details);
+    free(ev->referrer);
+    deposit_free(ev->deposit);
+    free(ev->prev_status);
+    status_event_init(ev);
+}
+
+int status_event_copy(struct status_event *dst, const struct status_event *src)
+{
+    status_event_init(dst);
+    /* scalars first, then every owned pointer is replaced by a copy (or NULL) */
+    dst->st = src->st;
+    dst->updated_at = src->updated_at;
+    dst->origin_chain_id = src->origin_chain_id;
+    dst->destination_chain_id = src->destination_chain_id;
+    dst->quote_created_at = src->quote_created_at;
+    dst->flags = src->flags;
+    dst->source = src->source;
+    dst->observed_at = src->observed_at;
+    dst->published_at = src->published_at;
+    memcpy(dst->event_id, src->event_id, sizeof(dst->event_id));
+    dst->event_id[sizeof(dst->event_id) - 1] = '\0';
+    dst->seq = src->seq;
+    dst->created_at = src->created_at;
+    if (sdup_opt(&dst->request_id, src->request_id) != 0 ||
+        sdup_opt(&dst->status, src->status) != 0 ||
+        strv_copy(&dst->in_tx_hashes, &src->in_tx_hashes) != 0 ||
+        strv_copy(&dst->tx_hashes, &src->tx_hashes) != 0 ||
+        sdup_opt(&dst->fail_reason, src->fail_reason) != 0 ||
+        sdup_opt(&dst->refund_fail_reason, src->refund_fail_reason) != 0 ||
+        sdup_opt(&dst->details, src->details) != 0 ||
+        sdup_opt(&dst->referrer, src->referrer) != 0 ||
+        sdup_opt(&dst->prev_status, src->prev_status) != 0)
+        goto fail;
+    if (src->deposit != NULL) {
+        if ((dst->deposit = calloc(1, sizeof(*dst->deposit))) == NULL ||
+            sdup_opt(&dst->deposit->address, src->deposit->address) != 0 ||
+            sdup_opt(&dst->deposit->type, src->deposit->type) != 0 ||
+            sdup_opt(&dst->deposit->depositor, src->deposit->depositor) != 0 ||
+            sdup_opt(&dst->deposit->deposit_tx_hash, src->deposit->deposit_tx_hash) != 0)
+            goto fail;
+    }
+    return 0;
+fail:
+    status_event_cleanup(dst);
+    return PROTO_ENOMEM;
+}
+
+static int str_eq(const char *a, const char *b)
+{
+    return a == NULL || b == NULL ? a == b : strcmp(a, b) == 0;
+}
+
+static int strv_eq(const struct proto_strv *a, const struct proto_strv *b)
+{
+    if (a->n != b->n)
+        return 0;
+    for (size_t i = 0; i < a->n; i++)
+        if (!str_eq(a->v[i], b->v[i]))
+            return 0;
+    return 1;
+}
+
+int status_event_equal(const struct status_event *a, const struct status_event *b)
+{
+    if ((a->deposit == NULL) != (b->deposit == NULL))
+        return 0;
+    if (a->deposit != NULL &&
+        (!str_eq(a->deposit->address, b->deposit->address) ||
+         !str_eq(a->deposit->type, b->deposit->type) ||
+         !str_eq(a->deposit->depositor, b->deposit->depositor) ||
+         !str_eq(a->deposit->deposit_tx_hash, b->deposit->deposit_tx_hash)))
+        return 0;
+    return str_eq(a->request_id, b->request_id) && str_eq(a->status, b->status) &&
+           a->st == b->st && a->updated_at == b->updated_at &&
+           a->origin_chain_id == b->origin_chain_id &&
+           a->destination_chain_id == b->destination_chain_id &&
+           strv_eq(&a->in_tx_hashes, &b->in_tx_hashes) && strv_eq(&a->tx_hashes, &b->tx_hashes) &&
+           str_eq(a->fail_reason, b->fail_reason) &&
+           str_eq(a->refund_fail_reason, b->refund_fail_reason) &&
+           str_eq(a->details, b->details) && str_eq(a->referrer, b->referrer) &&
+           a->quote_created_at == b->quote_created_at && a->flags == b->flags &&
+           a->source == b->source && a->observed_at == b->observed_at &&
+           a->published_at == b->published_at &&
+           strncmp(a->event_id, b->event_id, sizeof(a->event_id)) == 0 && a->seq == b->seq &&
+           str_eq(a->prev_status, b->prev_status) && a->created_at == b->created_at;
+}
+
+/* ---- names ------------------------------------------------------------------------------- */
+
+static const char *const status_names[] = {
+    [PROTO_ST_OTHER] = "other",         [PROTO_ST_WAITING] = "waiting",
+    [PROTO_ST_DEPOSITING] = "depositing", [PROTO_ST_PENDING] = "pending",
+    [PROTO_ST_SUBMITTED] = "submitted", [PROTO_ST_SUCCESS] = "success",
+    [PROTO_ST_FAILURE] = "failure",     [PROTO_ST_REFUND] = "refund",
+    [PROTO_ST_DELAYED] = "delayed",     [PROTO_ST_FALLBACK] = "fallback",
+    [PROTO_ST_RECEIVED] = "received",
+};
+#define N_STATUS (sizeof(status_names) / sizeof(status_names[0]))
+
+enum proto_status proto_status_parse(const char *s)
+{
+    if (s == NULL)
+        return PROTO_ST_OTHER;
+    for (size_t i = 1; i < N_STATUS; i++) /* "other" is not an upstream value */
+        if (strcmp(s, status_names[i]) == 0)
+            return (enum proto_status)i;
+    return PROTO_ST_OTHER;
+}
+
+const char *proto_status_name(enum proto_status st)
+{
+    return (size_t)st < N_STATUS ? status_names[st] : "other";
+}
+
+int proto_status_terminal(enum proto_status st)
+{
+    return st == PROTO_ST_SUCCESS || st == PROTO_ST_REFUND;
+}
+
+static const char *const source_names[PROTO_SRC_COUNT] = {
+    [PROTO_SRC_WS] = "ws",
+    [PROTO_SRC_POLL] = "poll",
+    [PROTO_SRC_REQUESTS] = "requests",
+    [PROTO_SRC_WEBHOOK] = "webhook",
+};
+
+const char *proto_source_name(enum proto_source src)
+{
+    return (size_t)src < PROTO_SRC_COUNT ? source_names[src] : "unknown";
+}
+
+int proto_source_parse(const char *s)
+{
+    for (int i = 0; s != NULL && i < PROTO_SRC_COUNT; i++)
+        if (strcmp(s, source_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+/* Documented upstream values (docs "Handling Execution Errors", changelog, fixtures), in
+ * strcmp order for bsearch (a unit test checks the order). */
+static const char *const fail_reasons[] = {
+    "ACCOUNT_ABSTRACTION_GAS_LIMIT", "ACCOUNT_ABSTRACTION_INVALID_NONCE",
+    "ACCOUNT_ABSTRACTION_SIGNATURE_ERROR", "AMOUNT_TOO_LOW_TO_REFUND", "BLOCKED_WALLET",
+    "CONTRACT_PAUSED", "DEPOSITED_AMOUNT_TOO_LOW_TO_FILL", "DEPOSIT_ADDRESS_MISMATCH",
+    "DEPOSIT_CHAIN_MISMATCH", "DOUBLE_SPEND", "ERC_1155_TOO_MANY_REQUESTED", "EXECUTION_REVERTED",
+    "FLUID_DEX_ERROR", "GENERATE_SWAP_FAILED", "INCORRECT_DEPOSIT_CURRENCY", "INCORRECT_PAYMENT",
+    "INSUFFICIENT_FUNDS_FOR_RENT", "INSUFFICIENT_NATIVE_TOKENS_SUPPLIED",
+    "INSUFFICIENT_POOL_LIQUIDITY", "INVALID_GAS_PRICE", "INVALID_NONCE", "INVALID_SENDER",
+    "INVALID_SIGNATURE", "INVALID_SIGNER", "JUPITER_INVALID_TOKEN_ACCOUNT",
+    "MANUAL_REFUND_REQUIRED", "MINT_NOT_ACTIVE", "MINT_QUANTITY_EXCEEDS_MAX_PER_WALLET",
+    "MINT_QUANTITY_EXCEEDS_MAX_SUPPLY", "MISSING_REVERT_DATA", "N/A",
+    "NEGATIVE_NEW_AMOUNT_AFTER_FEES", "NEW_CALLDATA_INCLUDES_HIGHER_RENT_FEE",
+    "NO_INTERNAL_SWAP_ROUTES_FOUND", "NO_QUOTES", "ORDER_ALREADY_FILLED", "ORDER_EXPIRED",
+    "ORDER_IS_CANCELLED", "ORIGIN_CURRENCY_MISMATCH", "REVERSE_SWAP_FAILED",
+    "SEAPORT_INEXACT_FRACTION", "SEAPORT_INVALID_FULFILLER", "SIGNATURE_EXPIRED", "SLIPPAGE",
+    "SOLVER_BALANCE_TOO_LOW", "SOLVER_CAPACITY_EXCEEDED", "SPONSOR_BALANCE_TOO_LOW",
+    "SWAP_IMPACT_TOO_HIGH", "SWAP_USES_TOO_MUCH_GAS", "TOKEN_NOT_TRANSFERABLE",
+    "TOO_LITTLE_RECEIVED", "TRANSACTION_NOT_INCLUDED", "TRANSACTION_REVERTED",
+    "TRANSACTION_TOO_LARGE", "TRANSFER_AMOUNT_EXCEEDS_ALLOWANCE",
+    "TRANSFER_AMOUNT_EXCEEDS_BALANCE", "TRANSFER_FAILED", "TRANSFER_FROM_FAILED", "TTL_EXPIRED",
+    "UNKNOWN", "ZERO_SELL_AMOUNT",
+};
+static const char *const refund_reasons[] = {
+    "AMOUNT_TOO_LOW_TO_REFUND", "MANUAL_REFUND_REQUIRED", "N/A", "NEGATIVE_NEW_AMOUNT_AFTER_FEES",
+    "REFUND_RECIPIENT_IS_VASP", "REVERSE_SWAP_FAILED", "SWAP_CURRENCY_NOT_ON_ORIGIN", "UNKNOWN",
+};
+
+static int cmp_name(const void *key, const void *elem)
+{
+    return strcmp(key, *(const char *const *)elem);
+}
+
+int proto_fail_reason_known(const char *s)
+{
+    return s != NULL && bsearch(s, fail_reasons, sizeof(fail_reasons) / sizeof(fail_reasons[0]),
+                                sizeof(fail_reasons[0]), cmp_name) != NULL;
+}
+
+int proto_refund_reason_known(const char *s)
+{
+    return s != NULL &&
+           bsearch(s, refund_reasons, sizeof(refund_reasons) / sizeof(refund_reasons[0]),
+                   sizeof(refund_reasons[0]), cmp_name) != NULL;
+}
+
+const char *proto_flag_name(unsigned flag)
+{
+    switch (flag) {
+    case PROTO_F_UNKNOWN_STATUS: return "unknownStatus";
+    case PROTO_F_UNKNOWN_FAIL_REASON: return "unknownFailReason";
+    case PROTO_F_UNKNOWN_REFUND_REASON: return "unknownRefundFailReason";
+    case PROTO_F_DETAILS_TRUNCATED: return "detailsTruncated";
+    default: return NULL;
+    }
+}
+
+/* ---- event id ---------------------------------------------------------------------------- */
+
+/* Decimal digits of v into buf (no NUL); returns the length. buf holds 20 bytes. */
+static size_t fmt_u64(char *buf, uint64_t v)
+{
+    char tmp[20];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    for (size_t i = 0; i < n; i++)
+        buf[i] = tmp[n - 1 - i];
+    return n;
+}
+
+void proto_event_id(const char *request_id, uint64_t seq, char *out)
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    char num[21];
+    num[0] = ':';
+    size_t numlen = 1 + fmt_u64(num + 1, seq);
+    const char *id = request_id != NULL ? request_id : "";
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    int ok = ctx != NULL && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1 &&
+             EVP_DigestUpdate(ctx, id, strlen(id)) == 1 &&
+             EVP_DigestUpdate(ctx, num, numlen) == 1 && EVP_DigestFinal_ex(ctx, md, &mdlen) == 1 &&
+             mdlen >= 16;
+    EVP_MD_CTX_free(ctx);
+    if (!ok) {
+        out[0] = '\0';
+        return;
+    }
+    memcpy(out, "evt_", 4);
+    for (int i = 0; i < 16; i++) {
+        out[4 + 2 * i] = hex[md[i] >> 4];
+        out[5 + 2 * i] = hex[md[i] & 15];
+    }
+    out[36] = '\0';
+}
+
+/* ---- output buffer ----------------------------------------------------------------------- */
+
+struct obuf {
+    char *p;
+    size_t len, cap;
+    int oom; /* sticky: once set, every write is a no-op and the result is NULL */
+};
+
+/* Make room for extra bytes plus the terminating NUL. */
+static int ob_reserve(struct obuf *b, size_t extra)
+{
+    if (b->oom)
+        return -1;
+    if (extra < b->cap - b->len) /* cap - len > extra: room for extra and the NUL */
+        return 0;
+    size_t cap = b->cap != 0 ? b->cap : 1024;
+    while (cap - b->len <= extra) {
+        if (cap > SIZE_MAX / 2) {
+            b->oom = 1;
+            return -1;
+        }
+        cap *= 2;
+    }
+    char *np = realloc(b->p, cap);
+    if (np == NULL) {
+        b->oom = 1;
+        return -1;
+    }
+    b->p = np;
+    b->cap = cap;
+    return 0;
+}
+
+static void ob_raw(struct obuf *b, const char *s, size_t n)
+{
+    if (ob_reserve(b, n) != 0)
+        return;
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+}
+
+#define ob_lit(b, s) ob_raw((b), (s), sizeof(s) - 1)
+
+static void ob_i64(struct obuf *b, int64_t v)
+{
+    char buf[21];
+    size_t n = 0;
+    uint64_t u = (uint64_t)v;
+    if (v < 0) {
+        buf[n++] = '-';
+        u = 0 - u;
+    }
+    n += fmt_u64(buf + n, u);
+    ob_raw(b, buf, n);
+}
+
+static void ob_u64(struct obuf *b, uint64_t v)
+{
+    char buf[20];
+    ob_raw(b, buf, fmt_u64(buf, v));
+}
+
+/* Length of the valid UTF-8 sequence at s (at most n bytes), or 0 if invalid. Rejects
+ * overlong forms, surrogates and code points above U+10FFFF (RFC 3629). */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0];
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xc2 && c <= 0xdf)
+        return n >= 2 && (s[1] & 0xc0) == 0x80 ? 2 : 0;
+    if (c >= 0xe0 && c <= 0xef) {
+        if (n < 3 || (s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80)
+            return 0;
+        if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] > 0x9f))
+            return 0; /* overlong, surrogate */
+        return 3;
+    }
+    if (c >= 0xf0 && c <= 0xf4) {
+        if (n < 4 || (s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 || (s[3] & 0xc0) != 0x80)
+            return 0;
+        if ((c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] > 0x8f))
+            return 0; /* overlong, > U+10FFFF */
+        return 4;
+    }
+    return 0;
+}
+
+/* A JSON string (or null for NULL). */
+static void ob_str(struct obuf *b, const char *str)
+{
+    static const char hex[] = "0123456789abcdef";
+    if (str == NULL) {
+        ob_lit(b, "null");
+        return;
+    }
+    const unsigned char *s = (const unsigned char *)str;
+    size_t n = strlen(str);
+    /* worst case 6 output bytes per input byte (\u00XX); reserve once */
+    if (n > (SIZE_MAX - 2) / 6 || ob_reserve(b, n * 6 + 2) != 0) {
+        b->oom = 1;
+        return;
+    }
+    char *o = b->p + b->len;
+    *o++ = '"';
+    for (size_t i = 0; i < n;) {
+        unsigned c = s[i];
+        if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+            *o++ = (char)c;
+            i++;
+            continue;
+        }
+        if (c >= 0x80) {
+            size_t k = utf8_len(s + i, n - i);
+            if (k == 0) {
+                memcpy(o, "\\ufffd", 6); /* invalid byte: replacement character */
+                o += 6;
+                i++;
+            } else {
+                memcpy(o, s + i, k);
+                o += k;
+                i += k;
+            }
+            continue;
+        }
+        *o++ = '\\';
+        switch (c) {
+        case '"': *o++ = '"'; break;
+        case '\\': *o++ = '\\'; break;
+        case '\b': *o++ = 'b'; break;
+        case '\f': *o++ = 'f'; break;
+        case '\n': *o++ = 'n'; break;
+        case '\r': *o++ = 'r'; break;
+        case '\t': *o++ = 't'; break;
+        default:
+            *o++ = 'u';
+            *o++ = '0';
+            *o++ = '0';
+            *o++ = hex[c >> 4];
+            *o++ = hex[c & 15];
+        }
+        i++;
+    }
+    *o++ = '"';
+    b->len = (size_t)(o - b->p);
+}
+
+/* failReason / refundFailReason in upstream shapes: never null. */
+static void ob_reason(struct obuf *b, const char *s)
+{
+    ob_str(b, s != NULL ? s : "N/A");
+}
+
+/* A chain id in upstream shapes: 0 (unknown) is null. */
+static void ob_chain(struct obuf *b, int64_t id)
+{
+    if (id == 0)
+        ob_lit(b, "null");
+    else
+        ob_i64(b, id);
+}
+
+static void ob_strv(struct obuf *b, const struct proto_strv *sv)
+{
+    ob_lit(b, "[");
+    for (size_t i = 0; i < sv->n; i++) {
+        if (i > 0)
+            ob_lit(b, ",");
+        ob_str(b, sv->v[i]);
+    }
+    ob_lit(b, "]");
+}
+
+static void ob_deposit(struct obuf *b, const struct proto_deposit *d)
+{
+    if (d == NULL) {
+        ob_lit(b, "null");
+        return;
+    }
+    ob_lit(b, "{\"address\":");
+    ob_str(b, d->address);
+    ob_lit(b, ",\"depositAddressType\":");
+    ob_str(b, d->type);
+    ob_lit(b, ",\"depositor\":");
+    ob_str(b, d->depositor);
+    ob_lit(b, ",\"depositTxHash\":");
+    ob_str(b, d->deposit_tx_hash);
+    ob_lit(b, "}");
+}
+
+/* Finish: NUL-terminate and hand the text over, or free it after an allocation failure. */
+static char *ob_finish(struct obuf *b, size_t *len)
+{
+    if (ob_reserve(b, 0) != 0) {
+        free(b->p);
+        if (len != NULL)
+            *len = 0;
+        return NULL;
+    }
+    b->p[b->len] = '\0';
+    if (len != NULL)
+        *len = b->len;
+    return b->p;
+}
+
+/* ---- encoders ---------------------------------------------------------------------------- */
+
+/* The upstream webhook/websocket "data" object (key order of the upstream webhook). */
+static void ob_data(struct obuf *b, const struct status_event *ev)
+{
+    ob_lit(b, "{\"status\":");
+    ob_str(b, ev->status);
+    ob_lit(b, ",\"inTxHashes\":");
+    ob_strv(b, &ev->in_tx_hashes);
+    ob_lit(b, ",\"txHashes\":");
+    ob_strv(b, &ev->tx_hashes);
+    ob_lit(b, ",\"updatedAt\":");
+    ob_i64(b, ev->updated_at);
+    ob_lit(b, ",\"originChainId\":");
+    ob_chain(b, ev->origin_chain_id);
+    ob_lit(b, ",\"destinationChainId\":");
+    ob_chain(b, ev->destination_chain_id);
+    ob_lit(b, ",\"depositAddress\":");
+    ob_deposit(b, ev->deposit);
+    ob_lit(b, ",\"requestId\":");
+    ob_str(b, ev->request_id);
+    ob_lit(b, ",\"referrer\":");
+    ob_str(b, ev->referrer);
+    ob_lit(b, ",\"details\":");
+    ob_str(b, ev->details);
+    ob_lit(b, ",\"failReason\":");
+    ob_reason(b, ev->fail_reason);
+    ob_lit(b, ",\"refundFailReason\":");
+    ob_reason(b, ev->refund_fail_reason);
+    ob_lit(b, "}");
+}
+
+/* The event id as a JSON string (the fixed array need not be NUL-terminated). */
+static void ob_event_id(struct obuf *b, const struct status_event *ev)
+{
+    char id[PROTO_EVENT_ID_MAX];
+    memcpy(id, ev->event_id, sizeof(id));
+    id[sizeof(id) - 1] = '\0';
+    ob_str(b, id);
+}
+
+/* The relay's own object; snapshot adds "snapshot":true (dashboard frames only). */
+static void ob_relay(struct obuf *b, const struct status_event *ev, int snapshot)
+{
+    ob_lit(b, "{\"eventId\":");
+    ob_event_id(b, ev);
+    ob_lit(b, ",\"seq\":");
+    ob_u64(b, ev->seq);
+    ob_lit(b, ",\"previousStatus\":");
+    ob_str(b, ev->prev_status);
+    ob_lit(b, ",\"source\":");
+    ob_str(b, proto_source_name(ev->source));
+    ob_lit(b, ",\"observedAt\":");
+    ob_i64(b, ev->observed_at);
+    if (ev->published_at != 0) {
+        ob_lit(b, ",\"publishedAt\":");
+        ob_i64(b, ev->published_at);
+    }
+    int first = 1;
+    for (unsigned bit = 1; bit <= PROTO_F_DETAILS_TRUNCATED; bit <<= 1) {
+        const char *name = proto_flag_name(bit);
+        if (!(ev->flags & bit) || name == NULL)
+            continue;
+        if (first)
+            ob_lit(b, ",\"flags\":[");
+        else
+            ob_lit(b, ",");
+        ob_str(b, name);
+        first = 0;
+    }
+    if (!first)
+        ob_lit(b, "]");
+    if (snapshot)
+        ob_lit(b, ",\"snapshot\":true");
+    ob_lit(b, "}");
+}
+
+char *proto_event_webhook_body(const struct status_event *ev, size_t *len)
+{
+    struct obuf b = {0};
+    ob_lit(&b, "{\"event\":\"request.status.updated\",\"timestamp\":");
+    ob_i64(&b, ev->created_at);
+    ob_lit(&b, ",\"data\":");
+    ob_data(&b, ev);
+    ob_lit(&b, ",\"statusrelay\":");
+    ob_relay(&b, ev, 0);
+    ob_lit(&b, "}");
+    return ob_finish(&b, len);
+}
+
+char *proto_event_ws_frame(const struct status_event *ev, int snapshot, int64_t published_ms,
+                           size_t *len)
+{
+    struct obuf b = {0};
+    ob_lit(&b, "{\"event\":\"request.status.updated\",\"data\":");
+    ob_data(&b, ev);
+    ob_lit(&b, ",\"publishedAt\":");
+    ob_i64(&b, published_ms);
+    ob_lit(&b, ",\"statusrelay\":");
+    ob_relay(&b, ev, snapshot);
+    ob_lit(&b, "}");
+    return ob_finish(&b, len);
+}
+
+char *proto_event_status_v3(const struct status_event *ev, size_t *len)
+{
+    struct obuf b = {0};
+    ob_lit(&b, "{\"status\":");
+    ob_str(&b, ev->status);
+    if (ev->details != NULL) {
+        ob_lit(&b, ",\"details\":");
+        ob_str(&b, ev->details);
+    }
+    ob_lit(&b, ",\"inTxHashes\":");
+    ob_strv(&b, &ev->in_tx_hashes);
+    ob_lit(&b, ",\"txHashes\":");
+    ob_strv(&b, &ev->tx_hashes);
+    ob_lit(&b, ",\"updatedAt\":");
+    ob_i64(&b, ev->updated_at);
+    ob_lit(&b, ",\"originChainId\":");
+    ob_chain(&b, ev->origin_chain_id);
+    ob_lit(&b, ",\"destinationChainId\":");
+    ob_chain(&b, ev->destination_chain_id);
+    if (ev->quote_created_at != 0) {
+        ob_lit(&b, ",\"quoteCreatedAt\":");
+        ob_i64(&b, ev->quote_created_at);
+    }
+    ob_lit(&b, ",\"failReason\":");
+    ob_reason(&b, ev->fail_reason);
+    ob_lit(&b, ",\"refundFailReason\":");
+    ob_reason(&b, ev->refund_fail_reason);
+    ob_lit(&b, "}");
+    return ob_finish(&b, len);
+}
+
+/* Storage form: every field, nulls kept as null (no "N/A" substitution), chain ids as
+ * numbers (0 = unknown). Decoded by proto_event_from_record (normalize.c). */
+char *proto_event_record(const struct status_event *ev, size_t *len)
+{
+    struct obuf b = {0};
+    ob_lit(&b, "{\"requestId\":");
+    ob_str(&b, ev->request_id);
+    ob_lit(&b, ",\"status\":");
+    ob_str(&b, ev->status);
+    ob_lit(&b, ",\"updatedAt\":");
+    ob_i64(&b, ev->updated_at);
+    ob_lit(&b, ",\"originChainId\":");
+    ob_i64(&b, ev->origin_chain_id);
+    ob_lit(&b, ",\"destinationChainId\":");
+    ob_i64(&b, ev->destination_chain_id);
+    ob_lit(&b, ",\"inTxHashes\":");
+    ob_strv(&b, &ev->in_tx_hashes);
+    ob_lit(&b, ",\"txHashes\":");
+    ob_strv(&b, &ev->tx_hashes);
+    ob_lit(&b, ",\"failReason\":");
+    ob_str(&b, ev->fail_reason);
+    ob_lit(&b, ",\"refundFailReason\":");
+    ob_str(&b, ev->refund_fail_reason);
+    ob_lit(&b, ",\"details\":");
+    ob_str(&b, ev->details);
+    ob_lit(&b, ",\"referrer\":");
+    ob_str(&b, ev->referrer);
+    ob_lit(&b, ",\"depositAddress\":");
+    ob_deposit(&b, ev->deposit);
+    ob_lit(&b, ",\"quoteCreatedAt\":");
+    ob_i64(&b, ev->quote_created_at);
+    ob_lit(&b, ",\"flags\":");
+    ob_u64(&b, ev->flags);
+    ob_lit(&b, ",\"source\":");
+    ob_str(&b, proto_source_name(ev->source));
+    ob_lit(&b, ",\"observedAt\":");
+    ob_i64(&b, ev->observed_at);
+    ob_lit(&b, ",\"publishedAt\":");
+    ob_i64(&b, ev->published_at);
+    ob_lit(&b, ",\"eventId\":");
+    ob_event_id(&b, ev);
+    ob_lit(&b, ",\"seq\":");
+    ob_u64(&b, ev->seq);
+    ob_lit(&b, ",\"previousStatus\":");
+    ob_str(&b, ev->prev_status);
+    ob_lit(&b, ",\"createdAt\":");
+    ob_i64(&b, ev->created_at);
+    ob_lit(&b, "}");
+    return ob_finish(&b, len);
+}

@@ -1,0 +1,61 @@
+/* proto.c - error codes and shared validators of the pure protocol layer.
+ *
+ * No allocation here: proto_fail writes into the caller's fixed buffers.
+ * runs on: any thread (no shared state). */
+#include "protocol/proto.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const char *proto_strerror(int code)
+{
+    switch (code) {
+    case PROTO_OK: return "ok";
+    case PROTO_ENOMEM: return "nomem";
+    case PROTO_EJSON: return "json";
+    case PROTO_ETYPE: return "type";
+    case PROTO_EMISSING: return "missing";
+    case PROTO_ERANGE: return "range";
+    case PROTO_ETOOLONG: return "toolong";
+    case PROTO_EVALUE: return "value";
+    case PROTO_EEVENT: return "event";
+    case PROTO_ESIG: return "signature";
+    case PROTO_ESTALE: return "stale";
+    default: return "unknown";
+    }
+}
+
+int proto_fail(struct proto_err *err, int code, const char *field, const char *msg)
+{
+    if (err != NULL) {
+        err->code = code;
+        snprintf(err->field, sizeof(err->field), "%s", field != NULL ? field : "");
+        snprintf(err->msg, sizeof(err->msg), "%s", msg != NULL ? msg : proto_strerror(code));
+    }
+    return code;
+}
+
+int proto_request_id_valid(const char *s, size_t len)
+{
+    if (s == NULL || len == 0 || len > PROTO_MAX_ID)
+        return 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '_' || c == ':' || c == '.' || c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+int proto_hash_valid(const char *s, size_t len)
+{
+    if (s == NULL || len == 0 || len > PROTO_MAX_HASH)
+        return 0;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c <= 0x20 || c >= 0x7f || c == '"' || c == '\\')
+            return 0;
+    }
+    return 1;
+}

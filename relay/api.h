@@ -1,0 +1,42 @@
+/* api.h - the REST API: evhttp on the core thread's event_base.
+ *
+ * Routes live in one table in api.c ({method, path pattern, handler, auth}); a pattern segment
+ * "{}" matches one path segment (percent-decoded) and hands it to the handler. Cross-cutting
+ * rules, applied before any handler runs:
+ *   - request bodies over API_BODY_MAX (1 MiB) -> 413 with the JSON error shape. evhttp itself
+ *     is given a larger hard limit (API_BODY_HARD_MAX) so that it never answers with its own
+ *     HTML page for a body we still buffer; only a body over the hard limit gets evhttp's bare
+ *     413 (and is never buffered).
+ *   - with an admin token configured, every route except GET /healthz and GET /readyz needs
+ *     "Authorization: Bearer <token>" (constant-time compare) -> else 401 "unauthorized".
+ *     POST /v1/ingest/upstream is authenticated by its X-Signature-SHA256 instead (the upstream
+ *     cannot send our token). Unknown paths need the token too (no path probing).
+ *   - errors are {"error":{"code","message"[,"field"]}}; unknown path 404 "not_found", known
+ *     path with another method 405 "method_not_allowed" with an Allow header.
+ *   - every JSON answer carries Content-Type: application/json and Cache-Control: no-store.
+ * Handlers that wait for Redis or the upstream keep their request in a pending list; a client
+ * that disconnects first (connection close callback) or api_free marks it gone and the late
+ * answer is dropped, never written to freed memory.
+ * runs on: core thread. */
+#ifndef RELAY_API_H
+#define RELAY_API_H
+
+#define API_BODY_MAX (1024 * 1024)          /* larger bodies: 413 with our JSON error */
+#define API_BODY_HARD_MAX (8 * 1024 * 1024) /* evhttp's own limit: bare 413, not buffered */
+
+struct core;
+struct api;
+
+/* Create the REST server on c->base (not yet listening). Never NULL (allocation aborts). */
+struct api *api_new(struct core *c);
+/* Bind c->cfg->http_listen. Returns 0, or -1 after one log line naming the address and the
+ * reason (port in use, bad address). */
+int api_start(struct api *a);
+/* Stop accepting new connections (graceful shutdown); requests on open connections are still
+ * answered. Idempotent. */
+void api_stop_accepting(struct api *a);
+/* Close every connection and free. Requests still waiting for Redis or the upstream are marked
+ * gone: their callbacks complete later without touching the api. NULL-safe. */
+void api_free(struct api *a);
+
+#endif

@@ -1,0 +1,38 @@
+/* dispatch.h - webhook delivery: claims due deliveries with a lease (store/wh_claim.lua),
+ * sends them through httpc (libcurl multi on the core loop), records outcomes in batches
+ * (store/wh_done.lua), and reaps expired leases of crashed processes (store/wh_reap.lua).
+ *
+ * Per endpoint: an AIMD concurrency window (starts at STATUSRELAY_ENDPOINT_CONCURRENCY,
+ * halves on 429/502/503/504 or a timeout at most once per round trip, grows by one per
+ * window of successes); the claim only takes what each endpoint's window has free, so a slow
+ * endpoint's backlog stays in Redis and never holds leases or slots of others.
+ * Outcomes: 2xx delivered; 410 dead and the endpoint disabled; forbidden_target dead at
+ * once; anything else retried after the schedule's next delay (+0..20% jitter; Retry-After
+ * on 429/503 when longer), dead after the last attempt. An endpoint failing continuously
+ * for STATUSRELAY_DISABLE_AFTER is disabled.
+ * runs on: core thread. */
+#ifndef RELAY_DISPATCH_H
+#define RELAY_DISPATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct core;
+struct webhooks;
+struct dispatch;
+struct webhook;
+struct status_event;
+
+struct dispatch *dispatch_new(struct core *c, struct webhooks *w);
+/* Stop claiming; attempts in flight complete into nothing (their leases expire). */
+void dispatch_free(struct dispatch *d);
+/* New due work may exist: claim now (coalesced). */
+void dispatch_kick(struct dispatch *d);
+
+/* Send one signed test event to wh now, outside the queue; cb gets the outcome. Returns 0
+ * (cb called exactly once, later) or -1. */
+typedef void dispatch_test_cb(void *arg, long status, const char *err, int64_t latency_ms,
+                              const char *body, size_t body_len, const char *event_id);
+int dispatch_test(struct dispatch *d, struct webhook *wh, dispatch_test_cb *cb, void *arg);
+
+#endif

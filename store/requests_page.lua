@@ -1,0 +1,49 @@
+-- requests_page.lua - one page of a request index zset for GET /v1/requests (read only).
+-- Order: score (first seen, ms) then member bytes, Redis' own zset order. The cursor is the
+-- last (score, id) a client saw; paging resumes strictly after it even if that id has since
+-- left the zset (a status index loses members as requests change status).
+-- KEYS: 1 zset ({P}:all or {P}:st:<status>)
+-- ARGV: 1 cursor score ("" = from the start), 2 cursor id, 3 entries wanted
+-- Returns {id, score, id, score, ...}.
+local want = tonumber(ARGV[3])
+if ARGV[1] == '' then
+  return redis.call('ZRANGE', KEYS[1], 0, want - 1, 'WITHSCORES')
+end
+local cs, cid = tonumber(ARGV[1]), ARGV[2]
+local cur = redis.call('ZSCORE', KEYS[1], cid)
+if cur and tonumber(cur) == cs then
+  local r = redis.call('ZRANK', KEYS[1], cid)
+  return redis.call('ZRANGE', KEYS[1], r + 1, r + want, 'WITHSCORES')
+end
+-- The cursor's member is gone: members with the same score sort by bytes (memcmp), which
+-- Lua's locale-dependent string comparison does not promise, so compare bytes here.
+local function after(a, b)
+  local n = math.min(#a, #b)
+  for i = 1, n do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then
+      return x > y
+    end
+  end
+  return #a > #b
+end
+local out = {}
+local same = redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[1], ARGV[1])
+for _, m in ipairs(same) do
+  if #out >= 2 * want then
+    return out
+  end
+  if after(m, cid) then
+    out[#out + 1] = m
+    out[#out + 1] = ARGV[1]
+  end
+end
+local need = want - #out / 2
+if need > 0 then
+  local rest = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. ARGV[1], '+inf', 'WITHSCORES',
+                          'LIMIT', 0, need)
+  for _, v in ipairs(rest) do
+    out[#out + 1] = v
+  end
+end
+return out

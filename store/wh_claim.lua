@@ -1,0 +1,115 @@
+-- wh_claim.lua - claim due webhook deliveries with a lease, fairly across endpoints and
+-- within each endpoint's free concurrency.
+-- KEYS: 1 due (endpoints by earliest due time), 2 inflight, 3 endpoints version
+-- ARGV: 1 tag, 2 now ms, 3 lease ms, 4 max deliveries, 5 default free slots per endpoint,
+--       6 retention ms, then pairs (endpoint id, free slots) for endpoints below the default
+-- Returns {endpoints version, then per delivery 7 items: delivery id, endpoint id, event id,
+-- attempt number (1-based), replay "1"|"0", kind ("b" body follows | "r" the event record
+-- follows: the body key expired | "x" nothing: the event is gone), body/record/""}.
+-- Deliveries of a deleted endpoint are dropped; those of a disabled endpoint are recorded
+-- as skipped (replayable once it is enabled again).
+local tag = ARGV[1]
+local now = tonumber(ARGV[2])
+local lease = tonumber(ARGV[3])
+local max = tonumber(ARGV[4])
+local def = tonumber(ARGV[5])
+local out = {redis.call('GET', KEYS[3]) or '0'}
+local lim = {}
+for i = 7, #ARGV, 2 do
+  lim[ARGV[i]] = tonumber(ARGV[i + 1])
+end
+
+local function fix_due(wh)
+  local f = redis.call('ZRANGE', tag .. ':dq:' .. wh, 0, 0, 'WITHSCORES')
+  if #f == 0 then
+    redis.call('ZREM', KEYS[1], wh)
+  else
+    redis.call('ZADD', KEYS[1], f[2], wh)
+  end
+end
+
+local function ensure_active(ok, wh)
+  local mem = redis.call('ZRANGE', ok, 0, -1)
+  if #mem == 0 then
+    return
+  end
+  for _, m in ipairs(mem) do
+    if redis.call('HGET', tag .. ':dl:' .. m, 'q') == '1' then
+      return
+    end
+  end
+  redis.call('HSET', tag .. ':dl:' .. mem[1], 'q', '1', 'next', now)
+  redis.call('ZADD', tag .. ':dq:' .. wh, now, mem[1])
+end
+
+local total = 0
+local whs = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 2000)
+for _, wh in ipairs(whs) do
+  if total >= max then
+    break
+  end
+  local dq = tag .. ':dq:' .. wh
+  local en = redis.call('HGET', tag .. ':wh:' .. wh, 'enabled')
+  if not en then
+    local ids = redis.call('ZRANGE', dq, 0, -1)
+    for _, did in ipairs(ids) do
+      redis.call('DEL', tag .. ':dl:' .. did)
+    end
+    redis.call('DEL', dq)
+    redis.call('ZREM', KEYS[1], wh)
+  elseif en ~= '1' then
+    local ids = redis.call('ZRANGE', dq, 0, 199)
+    for _, did in ipairs(ids) do
+      local dl = tag .. ':dl:' .. did
+      redis.call('ZREM', dq, did)
+      redis.call('HSET', dl, 'state', 'skipped', 'done', now)
+      redis.call('HDEL', dl, 'q', 'next')
+      redis.call('ZADD', tag .. ':skipped', now, did)
+      local rid = redis.call('HGET', dl, 'rid')
+      if rid then
+        local ok = tag .. ':order:' .. wh .. ':' .. rid
+        redis.call('ZREM', ok, did)
+        ensure_active(ok, wh)
+      end
+    end
+    fix_due(wh)
+  else
+    local n = math.min(lim[wh] or def, max - total)
+    if n > 0 then
+      local ids = redis.call('ZRANGEBYSCORE', dq, '-inf', now, 'LIMIT', 0, n)
+      for _, did in ipairs(ids) do
+        redis.call('ZREM', dq, did)
+        local dl = tag .. ':dl:' .. did
+        local h = redis.call('HMGET', dl, 'ev', 'rp', 'sid', 'state')
+        if h[1] and h[4] == 'pending' then
+          local att = redis.call('HINCRBY', dl, 'att', 1)
+          redis.call('ZADD', KEYS[2], now + lease, did)
+          local body = redis.call('GET', tag .. ':body:' .. h[1])
+          local kind = 'b'
+          if not body then
+            kind, body = 'x', ''
+            local e = redis.call('XRANGE', tag .. ':events', h[3], h[3])
+            if #e > 0 then
+              local f = e[1][2]
+              for k = 1, #f, 2 do
+                if f[k] == 'rec' then
+                  kind, body = 'r', f[k + 1]
+                end
+              end
+            end
+          end
+          out[#out + 1] = did
+          out[#out + 1] = wh
+          out[#out + 1] = h[1]
+          out[#out + 1] = att
+          out[#out + 1] = h[2] or '0'
+          out[#out + 1] = kind
+          out[#out + 1] = body
+          total = total + 1
+        end
+      end
+      fix_due(wh)
+    end
+  end
+end
+return out

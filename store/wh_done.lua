@@ -1,0 +1,114 @@
+-- wh_done.lua - record the outcome of a batch of delivery attempts.
+-- KEYS: 1 due, 2 inflight, 3 endpoints version, 4 dead
+-- ARGV: 1 tag, 2 now ms, 3 disable after ms (continuous failure), 4 retention ms, then per
+--       attempt 5 items: delivery id, endpoint id, outcome ("ok" | "retry" | "dead" | "gone"),
+--       attempt JSON, next attempt ms (retry only)
+-- An outcome for a delivery whose lease this process lost (the reaper gave it back, another
+-- process has it) is still logged; "ok" still finishes it, "retry" leaves it to the new
+-- holder. Returns a flat list of (endpoint id, reason) pairs of endpoints disabled now.
+local tag = ARGV[1]
+local now = tonumber(ARGV[2])
+local disable_after = tonumber(ARGV[3])
+local ttl = ARGV[4]
+local disabled = {}
+
+local function fix_due(wh)
+  local f = redis.call('ZRANGE', tag .. ':dq:' .. wh, 0, 0, 'WITHSCORES')
+  if #f == 0 then
+    redis.call('ZREM', KEYS[1], wh)
+  else
+    redis.call('ZADD', KEYS[1], f[2], wh)
+  end
+end
+
+local function supersede(did, wh, ok)
+  local dl = tag .. ':dl:' .. did
+  redis.call('HSET', dl, 'state', 'superseded', 'done', now)
+  redis.call('HDEL', dl, 'q', 'next')
+  redis.call('ZREM', ok, did)
+  redis.call('ZREM', tag .. ':dq:' .. wh, did)
+  redis.call('PEXPIRE', dl, ttl)
+end
+
+-- the delivery left its order set: queue the next one (lowest seq; latest mode: newest)
+local function finish(did, wh, rid)
+  local ok = tag .. ':order:' .. wh .. ':' .. rid
+  redis.call('ZREM', ok, did)
+  redis.call('ZREM', tag .. ':dq:' .. wh, did)
+  local mem = redis.call('ZRANGE', ok, 0, -1)
+  if #mem == 0 then
+    fix_due(wh)
+    return
+  end
+  for _, m in ipairs(mem) do
+    if redis.call('HGET', tag .. ':dl:' .. m, 'q') == '1' then
+      fix_due(wh)
+      return
+    end
+  end
+  if redis.call('HGET', tag .. ':wh:' .. wh, 'mode') == 'latest' then
+    for i = 1, #mem - 1 do
+      supersede(mem[i], wh, ok)
+    end
+    mem = {mem[#mem]}
+  end
+  local nx = tonumber(redis.call('HGET', tag .. ':dl:' .. mem[1], 'next') or '0') or 0
+  local at = math.max(now, nx)
+  redis.call('HSET', tag .. ':dl:' .. mem[1], 'q', '1', 'next', at)
+  redis.call('ZADD', tag .. ':dq:' .. wh, at, mem[1])
+  fix_due(wh)
+end
+
+local function disable(wh, reason)
+  local whk = tag .. ':wh:' .. wh
+  if redis.call('HGET', whk, 'enabled') == '1' then
+    redis.call('HSET', whk, 'enabled', '0', 'disabledReason', reason, 'disabledAt', now)
+    redis.call('INCR', KEYS[3])
+    disabled[#disabled + 1] = wh
+    disabled[#disabled + 1] = reason
+  end
+end
+
+for i = 5, #ARGV, 5 do
+  local did, wh, outcome, att, nx = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
+  local dl = tag .. ':dl:' .. did
+  local h = redis.call('HMGET', dl, 'state', 'rid')
+  if h[1] then
+    local held = redis.call('ZREM', KEYS[2], did) == 1
+    local n = redis.call('HINCRBY', dl, 'nlog', 1)
+    redis.call('HSET', dl, 'a' .. n, att)
+    local whk = tag .. ':wh:' .. wh
+    if outcome == 'ok' then
+      if h[1] == 'pending' then
+        redis.call('HSET', dl, 'state', 'delivered', 'done', now)
+        redis.call('HDEL', dl, 'q', 'next')
+        redis.call('PEXPIRE', dl, ttl)
+        finish(did, wh, h[2])
+      end
+      redis.call('HDEL', whk, 'failSince')
+    elseif h[1] == 'pending' then
+      if redis.call('EXISTS', whk) == 1 then
+        redis.call('HSETNX', whk, 'failSince', now)
+        local since = tonumber(redis.call('HGET', whk, 'failSince'))
+        if outcome == 'gone' then
+          disable(wh, 'gone')
+        elseif now - since >= disable_after then
+          disable(wh, 'failing')
+        end
+      end
+      if outcome == 'retry' then
+        if held then
+          redis.call('HSET', dl, 'next', nx, 'q', '1')
+          redis.call('ZADD', tag .. ':dq:' .. wh, nx, did)
+          fix_due(wh)
+        end
+      else
+        redis.call('HSET', dl, 'state', 'dead', 'done', now)
+        redis.call('HDEL', dl, 'q', 'next')
+        redis.call('ZADD', KEYS[4], now, did)
+        finish(did, wh, h[2])
+      end
+    end
+  end
+end
+return disabled

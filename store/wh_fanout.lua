@@ -1,0 +1,133 @@
+-- wh_fanout.lua - create webhook deliveries for a batch of events, idempotently, and XACK
+-- the batch in the same atomic step (a crash before this script leaves the entries pending in
+-- the consumer group; after it, everything is written: never lost, never doubled). Also used
+-- by replays (ARGV[7] = "1": no lease or XACK, terminal deliveries are queued again).
+-- The delivery id is deterministic: "<event id>.<endpoint id>".
+-- KEYS: 1 events stream, 2 endpoints version, 3 fanout lease
+-- ARGV: 1 tag, 2 endpoints version the caller matched against, 3 instance id, 4 now ms,
+--       5 consumer group, 6 retention ms of finished deliveries and bodies, 7 replay flag,
+--       8 per-endpoint listing cap, then per event: stream id, event id, request id, seq,
+--       status, event time ms, body, n, then n pairs (endpoint id, "p" pending | "s" skipped)
+-- Returns {1, deliveries created or queued again}, {-1, version} when the endpoint set
+-- changed (the caller reloads and retries), {-2} when this process lost the fanout lease.
+local tag = ARGV[1]
+local ver = redis.call('GET', KEYS[2]) or '0'
+if ver ~= ARGV[2] then
+  return {-1, ver}
+end
+local replay = ARGV[7] == '1'
+if not replay and redis.call('GET', KEYS[3]) ~= ARGV[3] then
+  return {-2}
+end
+local now = tonumber(ARGV[4])
+local ttl = ARGV[6]
+local cap = tonumber(ARGV[8])
+
+local function fix_due(wh)
+  local f = redis.call('ZRANGE', tag .. ':dq:' .. wh, 0, 0, 'WITHSCORES')
+  if #f == 0 then
+    redis.call('ZREM', tag .. ':due', wh)
+  else
+    redis.call('ZADD', tag .. ':due', f[2], wh)
+  end
+end
+
+local function enqueue(did, wh, at)
+  redis.call('HSET', tag .. ':dl:' .. did, 'q', '1', 'next', at)
+  redis.call('ZADD', tag .. ':dq:' .. wh, at, did)
+  fix_due(wh)
+end
+
+local function supersede(did, wh, ok)
+  local dl = tag .. ':dl:' .. did
+  redis.call('HSET', dl, 'state', 'superseded', 'done', now)
+  redis.call('HDEL', dl, 'q', 'next')
+  redis.call('ZREM', ok, did)
+  redis.call('ZREM', tag .. ':dq:' .. wh, did)
+  redis.call('PEXPIRE', dl, ttl)
+end
+
+-- Exactly one member of an order set is queued (in dq or in flight) at a time: the lowest
+-- seq, or in latest mode the highest (the others are superseded).
+local function ensure_active(ok, wh, latest)
+  local mem = redis.call('ZRANGE', ok, 0, -1)
+  if #mem == 0 then
+    return
+  end
+  for _, m in ipairs(mem) do
+    if redis.call('HGET', tag .. ':dl:' .. m, 'q') == '1' then
+      return
+    end
+  end
+  if latest then
+    for i = 1, #mem - 1 do
+      supersede(mem[i], wh, ok)
+    end
+    mem = {mem[#mem]}
+  end
+  local nx = tonumber(redis.call('HGET', tag .. ':dl:' .. mem[1], 'next') or '0') or 0
+  enqueue(mem[1], wh, math.max(now, nx))
+end
+
+local count = 0
+local i = 9
+local sids = {}
+while i <= #ARGV do
+  local sid, ev, rid, seq, st, et, body, n =
+    ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5], ARGV[i + 6],
+    tonumber(ARGV[i + 7])
+  sids[#sids + 1] = sid
+  i = i + 8
+  if n > 0 then
+    redis.call('SET', tag .. ':body:' .. ev, body, 'PX', ttl)
+  end
+  for j = 0, n - 1 do
+    local wh, kind = ARGV[i + 2 * j], ARGV[i + 2 * j + 1]
+    local did = ev .. '.' .. wh
+    local dl = tag .. ':dl:' .. did
+    local state = redis.call('HGET', dl, 'state')
+    local whk = tag .. ':wh:' .. wh
+    local latest = redis.call('HGET', whk, 'mode') == 'latest'
+    local ok = tag .. ':order:' .. wh .. ':' .. rid
+    if not state then
+      count = count + 1
+      redis.call('HSET', dl, 'ev', ev, 'wh', wh, 'rid', rid, 'seq', seq, 'st', st, 'sid', sid,
+                 'et', et, 'ct', now, 'att', 0, 'nlog', 0, 'rp', replay and '1' or '0',
+                 'state', kind == 's' and 'skipped' or 'pending')
+      local dls = tag .. ':dls:' .. wh
+      redis.call('ZADD', dls, now, did)
+      if cap > 0 and redis.call('ZCARD', dls) > cap + 100 then
+        redis.call('ZREMRANGEBYRANK', dls, 0, 99)
+      end
+      if kind == 's' then
+        redis.call('ZADD', tag .. ':skipped', now, did)
+      else
+        redis.call('ZADD', ok, seq, did)
+        if latest then
+          -- supersede waiting older states, and the active one unless it is in flight
+          local mem = redis.call('ZRANGEBYSCORE', ok, '-inf', '(' .. seq)
+          for _, m in ipairs(mem) do
+            if not redis.call('ZSCORE', tag .. ':inflight', m) then
+              supersede(m, wh, ok)
+            end
+          end
+        end
+        ensure_active(ok, wh, latest)
+      end
+    elseif replay and state ~= 'pending' and kind ~= 's' then
+      count = count + 1
+      redis.call('HSET', dl, 'state', 'pending', 'att', 0, 'rp', '1')
+      redis.call('HDEL', dl, 'done')
+      redis.call('PERSIST', dl)
+      redis.call('ZREM', tag .. ':dead', did)
+      redis.call('ZREM', tag .. ':skipped', did)
+      redis.call('ZADD', ok, seq, did)
+      ensure_active(ok, wh, latest)
+    end
+  end
+  i = i + 2 * n
+end
+if not replay and #sids > 0 then
+  redis.call('XACK', KEYS[1], ARGV[5], unpack(sids))
+end
+return {1, count}

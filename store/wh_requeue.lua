@@ -1,0 +1,48 @@
+-- wh_requeue.lua - replay dead or skipped deliveries: they leave the dead/skipped set,
+-- become pending with a fresh attempt budget (the attempt log is kept) and carry the
+-- statusrelay-replay header. Deliveries of disabled or deleted endpoints are left alone.
+-- KEYS: 1 dead or skipped zset, 2 due
+-- ARGV: 1 tag, 2 now ms, 3 endpoint id or "", 4 request id or "", 5 since ms or "",
+--       6 until ms or "", 7 dry run "1"|"0", 8 max deliveries
+-- Returns the number of deliveries replayed (or that would be).
+local tag = ARGV[1]
+local now = tonumber(ARGV[2])
+local fwh, frid = ARGV[3], ARGV[4]
+local since, untl = tonumber(ARGV[5]), tonumber(ARGV[6])
+local dry = ARGV[7] == '1'
+local ids = redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[8]) - 1)
+local n = 0
+for _, did in ipairs(ids) do
+  local dl = tag .. ':dl:' .. did
+  local h = redis.call('HMGET', dl, 'wh', 'rid', 'et', 'seq', 'state')
+  if not h[1] then
+    if not dry then
+      redis.call('ZREM', KEYS[1], did)
+    end
+  elseif (fwh == '' or h[1] == fwh) and (frid == '' or h[2] == frid)
+      and (not since or tonumber(h[3]) >= since) and (not untl or tonumber(h[3]) <= untl)
+      and redis.call('HGET', tag .. ':wh:' .. h[1], 'enabled') == '1' then
+    n = n + 1
+    if not dry then
+      redis.call('ZREM', KEYS[1], did)
+      redis.call('HSET', dl, 'state', 'pending', 'att', 0, 'rp', '1')
+      redis.call('HDEL', dl, 'done', 'q', 'next')
+      redis.call('PERSIST', dl)
+      local ok = tag .. ':order:' .. h[1] .. ':' .. h[2]
+      redis.call('ZADD', ok, h[4], did)
+      local mem = redis.call('ZRANGE', ok, 0, -1)
+      local active = false
+      for _, m in ipairs(mem) do
+        if redis.call('HGET', tag .. ':dl:' .. m, 'q') == '1' then
+          active = true
+        end
+      end
+      if not active then
+        redis.call('HSET', tag .. ':dl:' .. mem[1], 'q', '1', 'next', now)
+        redis.call('ZADD', tag .. ':dq:' .. h[1], now, mem[1])
+        redis.call('ZADD', KEYS[2], 'LT', now, h[1])
+      end
+    end
+  end
+end
+return n

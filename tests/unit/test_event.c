@@ -1,0 +1,537 @@
+/* test_event.c - unit tests for protocol/event.c: names, known reason lists, event ids, the
+ * four JSON encodings (exact bytes, escaping, "N/A" never null), the storage record round
+ * trip (its decoder lives in normalize.c) and allocation failure in every encoder.
+ *
+ * Independent checks: event ids against Python hashlib vectors; the webhook "data" object and
+ * the status v3 body against the upstream fixtures byte for byte; escaping against jansson's
+ * decoder.
+ * runs on: the test process, one thread. Run from the repository root. */
+#include "tests/unit/proto_test.h"
+
+#include "protocol/event.c"
+#include "protocol/lifecycle.c"
+#include "protocol/normalize.c"
+#include "protocol/proto.c"
+
+static void assert_prefix(const char *s, const char *prefix)
+{
+    assert_memory_equal(s, prefix, strlen(prefix));
+}
+
+static const char RID[] = "0x2d56d3588be531e719518bd81f9bdea27ab103b4c97bc1e54387182c64273cd3";
+
+/* A fully populated event (every optional field set) for the encoders. */
+static void full_event(struct status_event *ev)
+{
+    status_event_init(ev);
+    ev->request_id = strdup(RID);
+    ev->status = strdup("refund");
+    ev->st = PROTO_ST_REFUND;
+    ev->updated_at = 1787054250297;
+    ev->origin_chain_id = 8453;
+    ev->destination_chain_id = 42161;
+    ev->in_tx_hashes.v = calloc(2, sizeof(char *));
+    ev->in_tx_hashes.v[0] = strdup("0xaa");
+    ev->in_tx_hashes.v[1] = strdup("qCyQseaTNFCM");
+    ev->in_tx_hashes.n = 2;
+    ev->tx_hashes.v = calloc(1, sizeof(char *));
+    ev->tx_hashes.v[0] = strdup("0xbb");
+    ev->tx_hashes.n = 1;
+    ev->fail_reason = strdup("DOUBLE_SPEND");
+    ev->refund_fail_reason = strdup("N/A");
+    ev->details = strdup("reverted: \"x\"");
+    ev->referrer = strdup("example-app");
+    ev->deposit = calloc(1, sizeof(*ev->deposit));
+    ev->deposit->address = strdup("0xf630");
+    ev->deposit->type = strdup("strict");
+    ev->deposit->depositor = NULL;
+    ev->deposit->deposit_tx_hash = strdup("0xcbf3");
+    ev->quote_created_at = 1787052960112;
+    ev->flags = PROTO_F_UNKNOWN_FAIL_REASON | PROTO_HAS_REASONS | PROTO_HAS_DEPOSIT;
+    ev->source = PROTO_SRC_WEBHOOK;
+    ev->observed_at = 1787054250400;
+    ev->published_at = 1787054250318;
+    proto_event_id(RID, 2, ev->event_id);
+    ev->seq = 2;
+    ev->prev_status = strdup("failure");
+    ev->created_at = 1787054250401;
+}
+
+/* ---- names and lists --------------------------------------------------------------------- */
+
+static void test_status_names(void **state)
+{
+    static const struct { const char *s; enum proto_status st; int terminal; } rows[] = {
+        {"waiting", PROTO_ST_WAITING, 0},     {"depositing", PROTO_ST_DEPOSITING, 0},
+        {"pending", PROTO_ST_PENDING, 0},     {"submitted", PROTO_ST_SUBMITTED, 0},
+        {"success", PROTO_ST_SUCCESS, 1},     {"failure", PROTO_ST_FAILURE, 0},
+        {"refund", PROTO_ST_REFUND, 1},       {"delayed", PROTO_ST_DELAYED, 0},
+        {"fallback", PROTO_ST_FALLBACK, 0},   {"received", PROTO_ST_RECEIVED, 0},
+        {"other", PROTO_ST_OTHER, 0},         {"Success", PROTO_ST_OTHER, 0},
+        {"", PROTO_ST_OTHER, 0},              {"partially_filled", PROTO_ST_OTHER, 0},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        assert_int_equal(proto_status_parse(rows[i].s), rows[i].st);
+        assert_int_equal(proto_status_terminal(rows[i].st), rows[i].terminal);
+        if (rows[i].st != PROTO_ST_OTHER)
+            assert_string_equal(proto_status_name(rows[i].st), rows[i].s);
+    }
+    assert_int_equal(proto_status_parse(NULL), PROTO_ST_OTHER);
+    assert_string_equal(proto_status_name(PROTO_ST_OTHER), "other");
+    assert_string_equal(proto_status_name((enum proto_status)99), "other");
+}
+
+static void test_source_names(void **state)
+{
+    (void)state;
+    for (int i = 0; i < PROTO_SRC_COUNT; i++)
+        assert_int_equal(proto_source_parse(proto_source_name((enum proto_source)i)), i);
+    assert_string_equal(proto_source_name(PROTO_SRC_REQUESTS), "requests");
+    assert_int_equal(proto_source_parse("api"), -1);
+    assert_int_equal(proto_source_parse(NULL), -1);
+    assert_string_equal(proto_source_name(PROTO_SRC_COUNT), "unknown");
+    assert_string_equal(proto_verdict_name(PROTO_STALE), "stale");
+}
+
+static void test_reason_lists(void **state)
+{
+    (void)state;
+    /* bsearch needs strict strcmp order */
+    for (size_t i = 1; i < sizeof(fail_reasons) / sizeof(fail_reasons[0]); i++)
+        assert_true(strcmp(fail_reasons[i - 1], fail_reasons[i]) < 0);
+    for (size_t i = 1; i < sizeof(refund_reasons) / sizeof(refund_reasons[0]); i++)
+        assert_true(strcmp(refund_reasons[i - 1], refund_reasons[i]) < 0);
+    static const struct { const char *s; int fail, refund; } rows[] = {
+        {"N/A", 1, 1},
+        {"UNKNOWN", 1, 1},
+        {"SLIPPAGE", 1, 0},
+        {"DOUBLE_SPEND", 1, 0},
+        {"DEPOSITED_AMOUNT_TOO_LOW_TO_FILL", 1, 0},
+        {"AMOUNT_TOO_LOW_TO_REFUND", 1, 1},
+        {"TRANSACTION_NOT_INCLUDED", 1, 0},
+        {"MANUAL_REFUND_REQUIRED", 1, 1},
+        {"REFUND_RECIPIENT_IS_VASP", 0, 1},
+        {"ZERO_SELL_AMOUNT", 1, 0},
+        {"ACCOUNT_ABSTRACTION_GAS_LIMIT", 1, 0},
+        {"slippage", 0, 0},
+        {"NEW_REASON_2027", 0, 0},
+        {"", 0, 0},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        assert_int_equal(proto_fail_reason_known(rows[i].s), rows[i].fail);
+        assert_int_equal(proto_refund_reason_known(rows[i].s), rows[i].refund);
+    }
+    assert_false(proto_fail_reason_known(NULL));
+    assert_string_equal(proto_flag_name(PROTO_F_UNKNOWN_STATUS), "unknownStatus");
+    assert_null(proto_flag_name(PROTO_HAS_DETAILS));
+}
+
+static void test_event_id(void **state)
+{
+    char id[PROTO_EVENT_ID_MAX];
+    (void)state;
+    /* vectors: Python hashlib.sha256(b"<id>:<seq>").hexdigest()[:32] */
+    proto_event_id(RID, 1, id);
+    assert_string_equal(id, "evt_a1998e4cf8b42dcd4d66c062a124e3ea");
+    proto_event_id(RID, 2, id);
+    assert_string_equal(id, "evt_cafc9f1bd288a1a0bc56b761f5fdfad6");
+    proto_event_id("r", UINT64_MAX, id);
+    assert_string_equal(id, "evt_b1c920c3baacdb81b4e2f1d3dc79ee3b");
+    assert_int_equal(strlen(id), 36);
+}
+
+/* ---- encodings --------------------------------------------------------------------------- */
+
+static void test_webhook_body_exact(void **state)
+{
+    struct status_event ev;
+    size_t len;
+    (void)state;
+    full_event(&ev);
+    char *body = proto_event_webhook_body(&ev, &len);
+    const char *want =
+        "{\"event\":\"request.status.updated\",\"timestamp\":1787054250401,\"data\":{"
+        "\"status\":\"refund\",\"inTxHashes\":[\"0xaa\",\"qCyQseaTNFCM\"],\"txHashes\":[\"0xbb\"],"
+        "\"updatedAt\":1787054250297,\"originChainId\":8453,\"destinationChainId\":42161,"
+        "\"depositAddress\":{\"address\":\"0xf630\",\"depositAddressType\":\"strict\","
+        "\"depositor\":null,\"depositTxHash\":\"0xcbf3\"},\"requestId\":\"" 
+        "0x2d56d3588be531e719518bd81f9bdea27ab103b4c97bc1e54387182c64273cd3\","
+        "\"referrer\":\"example-app\",\"details\":\"reverted: \\\"x\\\"\","
+        "\"failReason\":\"DOUBLE_SPEND\",\"refundFailReason\":\"N/A\"},"
+        "\"statusrelay\":{\"eventId\":\"evt_cafc9f1bd288a1a0bc56b761f5fdfad6\",\"seq\":2,"
+        "\"previousStatus\":\"failure\",\"source\":\"webhook\",\"observedAt\":1787054250400,"
+        "\"publishedAt\":1787054250318,\"flags\":[\"unknownFailReason\"]}}";
+    assert_string_equal(body, want);
+    assert_int_equal(len, strlen(want));
+    free(body);
+    status_event_cleanup(&ev);
+}
+
+static void test_ws_frame_exact(void **state)
+{
+    struct status_event ev;
+    size_t len;
+    (void)state;
+    full_event(&ev);
+    ev.flags |= PROTO_F_UNKNOWN_STATUS | PROTO_F_DETAILS_TRUNCATED;
+    ev.published_at = 0;
+    char *f = proto_event_ws_frame(&ev, 1, 1787054250500, &len);
+    const char *tail = "},\"publishedAt\":1787054250500,\"statusrelay\":{\"eventId\":"
+                       "\"evt_cafc9f1bd288a1a0bc56b761f5fdfad6\",\"seq\":2,\"previousStatus\":"
+                       "\"failure\",\"source\":\"webhook\",\"observedAt\":1787054250400,"
+                       "\"flags\":[\"unknownStatus\",\"unknownFailReason\",\"detailsTruncated\"],"
+                       "\"snapshot\":true}}";
+    assert_non_null(f);
+    assert_prefix(f, "{\"event\":\"request.status.updated\",\"data\":{\"status\":\"refund\",");
+    assert_true(len > strlen(tail));
+    assert_string_equal(f + len - strlen(tail), tail);
+    free(f);
+    /* snapshot 0: no "snapshot" key; first event: previousStatus null; no flags: no key */
+    free(ev.prev_status);
+    ev.prev_status = NULL;
+    ev.flags = 0;
+    f = proto_event_ws_frame(&ev, 0, 5, &len);
+    assert_non_null(strstr(f, "\"previousStatus\":null,\"source\":\"webhook\",\"observedAt\":"
+                              "1787054250400}}"));
+    free(f);
+    status_event_cleanup(&ev);
+}
+
+/* Compact text of a fixture, keys in file order, via jansson (an independent serializer). */
+static char *compact_fixture(const char *name)
+{
+    char *text = fixture(name, NULL);
+    assert_non_null(text);
+    json_t *j = json_loads(text, 0, NULL);
+    assert_non_null(j);
+    char *c = json_dumps(j, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(j);
+    free(text);
+    return c; /* jansson's allocator: real_free */
+}
+
+static void test_status_v3_matches_upstream(void **state)
+{
+    static const char *const names[] = {"status_v3_failure.json", "status_v3_refund.json",
+                                        "status_v3_success.json"};
+    (void)state;
+    for (size_t i = 0; i < 3; i++) {
+        size_t n, len;
+        char *text = fixture(names[i], &n), *want = compact_fixture(names[i]);
+        struct status_event ev;
+        struct proto_err err;
+        assert_int_equal(proto_normalize_status_v3(text, n, RID, 1, &ev, &err), 0);
+        char *got = proto_event_status_v3(&ev, &len);
+        assert_string_equal(got, want);
+        assert_int_equal(len, strlen(want));
+        free(got);
+        real_free(want);
+        free(text);
+        status_event_cleanup(&ev);
+    }
+}
+
+/* The webhook "data" we send equals, byte for byte, what the upstream sent us. */
+static void test_webhook_data_matches_upstream(void **state)
+{
+    (void)state;
+    char *text = fixture("webhook_delivery_signed.json", NULL);
+    json_t *j = json_loads(text, 0, NULL);
+    const char *body = json_string_value(json_object_get(j, "body"));
+    assert_non_null(body);
+    struct status_event ev, next;
+    struct proto_err err;
+    enum proto_verdict v;
+    assert_int_equal(proto_normalize_webhook(body, strlen(body), 1787055532200, &ev, &err), 0);
+    assert_int_equal(proto_lifecycle_decide(NULL, &ev, 1787055532201, &v, &next), 0);
+    assert_int_equal(v, PROTO_ACCEPT);
+    size_t len;
+    char *ours = proto_event_webhook_body(&next, &len);
+    const char *data = strstr(body, "\"data\":"), *ours_data = strstr(ours, "\"data\":");
+    size_t dlen = strlen(data) - 1; /* up to the body's closing brace */
+    assert_memory_equal(ours_data, data, dlen);
+    assert_prefix(ours_data + dlen, ",\"statusrelay\":{\"eventId\":\"evt_");
+    assert_prefix(ours, "{\"event\":\"request.status.updated\",\"timestamp\":1787055532201,");
+    free(ours);
+    status_event_cleanup(&ev);
+    status_event_cleanup(&next);
+    json_decref(j);
+    free(text);
+}
+
+static void test_nulls_never_in_upstream_shapes(void **state)
+{
+    struct status_event ev;
+    size_t len;
+    (void)state;
+    status_event_init(&ev);
+    ev.request_id = strdup("r1");
+    ev.status = strdup("pending");
+    ev.updated_at = 1;
+    char *w = proto_event_webhook_body(&ev, &len), *s = proto_event_status_v3(&ev, &len),
+         *r = proto_event_record(&ev, &len);
+    assert_non_null(strstr(w, "\"originChainId\":null,\"destinationChainId\":null,"
+                              "\"depositAddress\":null,\"requestId\":\"r1\",\"referrer\":null,"
+                              "\"details\":null,\"failReason\":\"N/A\",\"refundFailReason\":\"N/A\"}"));
+    assert_string_equal(s, "{\"status\":\"pending\",\"inTxHashes\":[],\"txHashes\":[],"
+                           "\"updatedAt\":1,\"originChainId\":null,\"destinationChainId\":null,"
+                           "\"failReason\":\"N/A\",\"refundFailReason\":\"N/A\"}");
+    /* the record keeps nulls (exact storage) and numbers */
+    assert_string_equal(r, "{\"requestId\":\"r1\",\"status\":\"pending\",\"updatedAt\":1,"
+                           "\"originChainId\":0,\"destinationChainId\":0,\"inTxHashes\":[],"
+                           "\"txHashes\":[],\"failReason\":null,\"refundFailReason\":null,"
+                           "\"details\":null,\"referrer\":null,\"depositAddress\":null,"
+                           "\"quoteCreatedAt\":0,\"flags\":0,\"source\":\"ws\",\"observedAt\":0,"
+                           "\"publishedAt\":0,\"eventId\":\"\",\"seq\":0,\"previousStatus\":null,"
+                           "\"createdAt\":0}");
+    free(w);
+    free(s);
+    free(r);
+    status_event_cleanup(&ev);
+}
+
+static void test_escaping(void **state)
+{
+    static const struct { const char *in; const char *out; int valid_utf8; } rows[] = {
+        {"plain", "\"plain\"", 1},
+        {"q\"b\\s/", "\"q\\\"b\\\\s/\"", 1},
+        {"\b\f\n\r\t", "\"\\b\\f\\n\\r\\t\"", 1},
+        {"\x01\x1f\x7f", "\"\\u0001\\u001f\x7f\"", 1},
+        {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xe2\x80\xa8", "\"caf\xc3\xa9 \xe2\x82\xac "
+                                                               "\xf0\x9f\x98\x80 \xe2\x80\xa8\"", 1},
+        {"bad\xff", "\"bad\\ufffd\"", 0},
+        {"cut\xe2\x82", "\"cut\\ufffd\\ufffd\"", 0},
+        {"over\xc0\xaf", "\"over\\ufffd\\ufffd\"", 0},
+        {"surr\xed\xa0\x80", "\"surr\\ufffd\\ufffd\\ufffd\"", 0},
+        {"big\xf4\x90\x80\x80", "\"big\\ufffd\\ufffd\\ufffd\\ufffd\"", 0},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        struct status_event ev;
+        size_t len;
+        status_event_init(&ev);
+        ev.request_id = strdup("r");
+        ev.status = strdup("pending");
+        ev.updated_at = 1;
+        ev.details = strdup(rows[i].in);
+        char *s = proto_event_status_v3(&ev, &len);
+        const char *d = strstr(s, "\"details\":") + 10, *end = strstr(d, ",\"inTxHashes\"");
+        assert_int_equal((size_t)(end - d), strlen(rows[i].out));
+        assert_memory_equal(d, rows[i].out, strlen(rows[i].out));
+        /* jansson decodes our text back to the original string */
+        json_error_t jerr;
+        json_t *j = json_loadb(s, len, JSON_REJECT_DUPLICATES, &jerr);
+        assert_non_null(j);
+        if (rows[i].valid_utf8)
+            assert_string_equal(json_string_value(json_object_get(j, "details")), rows[i].in);
+        json_decref(j);
+        free(s);
+        status_event_cleanup(&ev);
+    }
+}
+
+/* ---- storage record ---------------------------------------------------------------------- */
+
+static void roundtrip(const struct status_event *ev)
+{
+    size_t len, len2;
+    struct status_event back;
+    struct proto_err err;
+    char *rec = proto_event_record(ev, &len);
+    assert_non_null(rec);
+    int rc = proto_event_from_record(rec, len, &back, &err);
+    if (rc != 0)
+        fail_msg("record rejected: %s %s %s", proto_strerror(rc), err.field, err.msg);
+    assert_true(status_event_equal(ev, &back));
+    char *rec2 = proto_event_record(&back, &len2);
+    assert_int_equal(len, len2);
+    assert_memory_equal(rec, rec2, len);
+    free(rec);
+    free(rec2);
+    status_event_cleanup(&back);
+}
+
+static void test_record_roundtrip(void **state)
+{
+    static const char *const ws[] = {"ws_event_flat_pending.json", "ws_event_nested_submitted.json",
+                                     "ws_event_deposit_address_success.json"};
+    struct status_event ev, next;
+    enum proto_verdict v;
+    struct proto_err err;
+    (void)state;
+    full_event(&ev);
+    roundtrip(&ev);
+    ev.flags = 0xffffffffu;
+    ev.origin_chain_id = PROTO_MAX_CHAIN_ID;
+    ev.deposit->address = (free(ev.deposit->address), NULL);
+    roundtrip(&ev);
+    status_event_cleanup(&ev);
+    for (size_t i = 0; i < 3; i++) {
+        size_t n;
+        char *text = fixture(ws[i], &n);
+        struct proto_ws_msg msg;
+        assert_int_equal(proto_normalize_ws(text, n, 1787049213500, &msg, &ev, &err), 0);
+        roundtrip(&ev); /* a raw observation: no event id, seq 0 */
+        assert_int_equal(proto_lifecycle_decide(NULL, &ev, 1787049213501, &v, &next), 0);
+        roundtrip(&next);
+        status_event_cleanup(&ev);
+        status_event_cleanup(&next);
+        free(text);
+    }
+}
+
+static void test_record_invalid(void **state)
+{
+    static const char good[] =
+        "{\"requestId\":\"r1\",\"status\":\"pending\",\"updatedAt\":1,\"originChainId\":0,"
+        "\"destinationChainId\":0,\"inTxHashes\":[],\"txHashes\":[],\"failReason\":null,"
+        "\"refundFailReason\":null,\"details\":null,\"referrer\":null,\"depositAddress\":null,"
+        "\"quoteCreatedAt\":0,\"flags\":0,\"source\":\"ws\",\"observedAt\":0,\"publishedAt\":0,"
+        "\"eventId\":\"\",\"seq\":0,\"previousStatus\":null,\"createdAt\":0}";
+    static const struct { const char *from, *to; int code; const char *field; } rows[] = {
+        {NULL, NULL, 0, ""},
+        {"\"source\":\"ws\"", "\"source\":\"api\"", PROTO_EVALUE, "source"},
+        {"\"seq\":0", "\"seq\":-1", PROTO_ERANGE, "seq"},
+        {"\"seq\":0", "\"seq\":1.0", PROTO_ETYPE, "seq"},
+        {"\"flags\":0", "\"flags\":4294967296", PROTO_ERANGE, "flags"},
+        {"\"eventId\":\"\"", "\"eventId\":\"evt_0123456789012345678901234567890123456\"",
+         PROTO_ETOOLONG, "eventId"},
+        {"\"eventId\":\"\"", "\"eventId\":\"evt-1\"", PROTO_EVALUE, "eventId"},
+        {"\"details\":null,", "", PROTO_EMISSING, "details"},
+        {"\"referrer\":null,", "", PROTO_EMISSING, "referrer"},
+        {"\"failReason\":null,", "", PROTO_EMISSING, "failReason"},
+        {"\"depositAddress\":null,", "", PROTO_EMISSING, "depositAddress"},
+        {",\"previousStatus\":null", "", PROTO_EMISSING, "previousStatus"},
+        {"\"inTxHashes\":[]", "\"inTxHashes\":null", PROTO_ETYPE, "inTxHashes"},
+        {"\"originChainId\":0", "\"originChainId\":-1", PROTO_ERANGE, "originChainId"},
+        {"\"updatedAt\":1", "\"updatedAt\":0", PROTO_ERANGE, "updatedAt"},
+        {"\"failReason\":null", "\"failReason\":\"\"", PROTO_EVALUE, "failReason"},
+        {"\"previousStatus\":null", "\"previousStatus\":\"a b\"", PROTO_EVALUE,
+         "previousStatus"},
+        {"\"requestId\":\"r1\"", "\"requestId\":\"r 1\"", PROTO_EVALUE, "requestId"},
+        {"{", "[", PROTO_EJSON, ""},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        char buf[1024];
+        if (rows[i].from == NULL) {
+            snprintf(buf, sizeof(buf), "%s", good);
+        } else {
+            const char *at = strstr(good, rows[i].from);
+            assert_non_null(at);
+            snprintf(buf, sizeof(buf), "%.*s%s%s", (int)(at - good), good, rows[i].to,
+                     at + strlen(rows[i].from));
+        }
+        struct status_event ev;
+        struct proto_err err;
+        int rc = proto_event_from_record(buf, strlen(buf), &ev, &err);
+        if (rc != rows[i].code)
+            fail_msg("row %zu: %s -> %d (%s %s), want %d", i, buf, rc, err.field, err.msg,
+                     rows[i].code);
+        if (rc != 0)
+            assert_string_equal(err.field, rows[i].field);
+        if (rc != 0)
+            assert_null(ev.request_id); /* cleaned on failure */
+        status_event_cleanup(&ev);
+    }
+}
+
+static void test_copy_equal(void **state)
+{
+    struct status_event a, b;
+    (void)state;
+    full_event(&a);
+    assert_int_equal(status_event_copy(&b, &a), 0);
+    assert_true(status_event_equal(&a, &b));
+    b.deposit->depositor = strdup("x");
+    assert_false(status_event_equal(&a, &b));
+    free(b.deposit->depositor);
+    b.deposit->depositor = NULL;
+    b.event_id[5] ^= 1;
+    assert_false(status_event_equal(&a, &b));
+    b.event_id[5] ^= 1;
+    free(b.tx_hashes.v[0]);
+    b.tx_hashes.v[0] = strdup("0xbc");
+    assert_false(status_event_equal(&a, &b));
+    status_event_cleanup(&b);
+    status_event_cleanup(&a);
+    status_event_cleanup(NULL);
+}
+
+/* ---- allocation failure ------------------------------------------------------------------ */
+
+enum op { OP_WEBHOOK, OP_WS, OP_STATUS, OP_RECORD, OP_COPY, OP_FROM_RECORD, OP_COUNT };
+
+static void test_chaos_encoders(void **state)
+{
+    struct status_event ev;
+    (void)state;
+    full_event(&ev);
+    /* a long details string makes the buffer grow several times */
+    free(ev.details);
+    ev.details = malloc(4001);
+    memset(ev.details, '\n', 4000);
+    ev.details[4000] = '\0';
+    size_t rlen;
+    char *rec = proto_event_record(&ev, &rlen);
+    for (int op = 0; op < OP_COUNT; op++) {
+        for (long n = 1;; n++) {
+            long live = chaos_live;
+            struct status_event out;
+            struct proto_err err;
+            size_t len = 7;
+            char *text = NULL;
+            int rc = 0;
+            chaos_arm(n);
+            switch (op) {
+            case OP_WEBHOOK: text = proto_event_webhook_body(&ev, &len); break;
+            case OP_WS: text = proto_event_ws_frame(&ev, 1, 9, &len); break;
+            case OP_STATUS: text = proto_event_status_v3(&ev, &len); break;
+            case OP_RECORD: text = proto_event_record(&ev, &len); break;
+            case OP_COPY: rc = status_event_copy(&out, &ev); break;
+            case OP_FROM_RECORD: rc = proto_event_from_record(rec, rlen, &out, &err); break;
+            }
+            chaos_disarm();
+            int ok = op < OP_COPY ? text != NULL : rc == 0;
+            if (ok != !chaos_tripped)
+                fail_msg("op %d n %ld: ok %d tripped %d rc %d", op, n, ok, chaos_tripped, rc);
+            if (op >= OP_COPY) {
+                if (ok)
+                    assert_true(status_event_equal(&out, &ev));
+                else
+                    assert_int_equal(rc, PROTO_ENOMEM);
+                status_event_cleanup(&out);
+            } else if (!ok) {
+                assert_int_equal(len, 0);
+            }
+            free(text);
+            assert_int_equal(chaos_live, live);
+            if (ok)
+                break;
+        }
+    }
+    free(rec);
+    status_event_cleanup(&ev);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_status_names),
+        cmocka_unit_test(test_source_names),
+        cmocka_unit_test(test_reason_lists),
+        cmocka_unit_test(test_event_id),
+        cmocka_unit_test(test_webhook_body_exact),
+        cmocka_unit_test(test_ws_frame_exact),
+        cmocka_unit_test(test_status_v3_matches_upstream),
+        cmocka_unit_test(test_webhook_data_matches_upstream),
+        cmocka_unit_test(test_nulls_never_in_upstream_shapes),
+        cmocka_unit_test(test_escaping),
+        cmocka_unit_test(test_record_roundtrip),
+        cmocka_unit_test(test_record_invalid),
+        cmocka_unit_test(test_copy_equal),
+        cmocka_unit_test(test_chaos_encoders),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
