@@ -1,6 +1,7 @@
 # statusrelay - one GNU Makefile. `make deps`, `make`, `make test`, `make asan`, `make fuzz`,
 # `make demo`, `make bench`, `make clean`. Objects go to $(B)/, the binary to $(BIN).
 
+SHELL   := /bin/bash
 PKGS    := libevent libevent_pthreads libwebsockets jansson hiredis libcurl openssl
 DEBS    := build-essential pkg-config libevent-dev libwebsockets-dev libjansson-dev \
            libhiredis-dev libssl-dev libcurl4-openssl-dev libcmocka-dev redis-server \
@@ -44,36 +45,40 @@ all: $(BIN) helpers
 
 $(B)/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+	@echo "  CC      $<"
+	@$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
 
 $(EMBED_C): $(EMBED_SRC) relay/embed.pl
 	@mkdir -p $(@D)
 	perl relay/embed.pl $(EMBED_SRC) > $@.tmp && mv $@.tmp $@
 
 $(B)/gen/embedded.o: $(EMBED_C)
-	$(CC) $(ALL_CFLAGS) -c $< -o $@
+	@$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(LIBSR): $(LIB_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	@ar rcs $@ $^
 
 $(LIBPROTO): $(PROTO_SRC:%.c=$(B)/%.o)
 	@rm -f $@
-	ar rcs $@ $^
+	@ar rcs $@ $^
 
 $(BIN): $(MAIN_OBJ) $(LIBSR)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_LDFLAGS) -o $@ $(MAIN_OBJ) $(LIBSR) $(PKG_LIBS) -lm
+	@echo "  LINK    $@"
+	@$(CC) $(ALL_LDFLAGS) -o $@ $(MAIN_OBJ) $(LIBSR) $(PKG_LIBS) -lm
 
 helpers: $(HELPER_BIN)
 $(B)/helpers/%: tests/helpers/%.c $(LIBSR)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIBSR) $(PKG_LIBS) -lm
+	@echo "  LINK    $@"
+	@$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIBSR) $(PKG_LIBS) -lm
 
 # Unit tests cover protocol/ (pure) and link only libproto.a: no network, under a second.
 $(B)/tests/%: tests/unit/%.c $(LIBPROTO)
 	@mkdir -p $(@D)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIBPROTO) $(PKG_LIBS) -lcmocka -lm
+	@echo "  LINK    $@"
+	@$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIBPROTO) $(PKG_LIBS) -lcmocka -lm
 
 # ---- dependencies -------------------------------------------------------------------------
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

@@ -141,13 +141,12 @@ static int deposit_merge(struct proto_deposit **dst, const struct proto_deposit 
         l = &none;
     if (o == NULL)
         o = &none;
-    return set_str(&d->address, o->address != NULL ? o->address : l->address) != 0 ||
-                   set_str(&d->type, o->type != NULL ? o->type : l->type) != 0 ||
-                   set_str(&d->depositor, o->depositor != NULL ? o->depositor : l->depositor) != 0 ||
-                   set_str(&d->deposit_tx_hash, o->deposit_tx_hash != NULL ? o->deposit_tx_hash
-                                                                          : l->deposit_tx_hash) != 0
-               ? -1
-               : 0;
+#define FIELD(f) (o->f != NULL ? o->f : l->f)
+    int rc = set_str(&d->address, FIELD(address)) != 0 || set_str(&d->type, FIELD(type)) != 0 ||
+             set_str(&d->depositor, FIELD(depositor)) != 0 ||
+             set_str(&d->deposit_tx_hash, FIELD(deposit_tx_hash)) != 0;
+#undef FIELD
+    return rc ? -1 : 0;
 }
 
 /* Pick an optional string for the merged state. */

@@ -134,6 +134,15 @@ static int parse_string(struct jparser *P, const char **out, uint32_t *outlen)
     size_t n = 0;
     P->p++;
     for (;;) {
+        /* fast path: a run of plain ASCII copied at once */
+        const unsigned char *run = P->p;
+        while (P->p < P->end && *P->p >= 0x20 && *P->p < 0x80 && *P->p != '"' && *P->p != '\\')
+            P->p++;
+        if (P->p != run) {
+            if (dst != NULL)
+                memcpy(dst + n, run, (size_t)(P->p - run));
+            n += (size_t)(P->p - run);
+        }
         if (P->p >= P->end)
             return jerr(P, "unterminated string");
         unsigned c = *P->p;
@@ -779,7 +788,8 @@ static int rd_status(const struct nctx *c, const struct jv *obj, struct status_e
 {
     const struct jv *s;
     int p, rc;
-    if ((rc = rd_str(c, obj, "status", 1, &s, &p)) != 0 || (rc = check_token(c, "status", s)) != 0 ||
+    if ((rc = rd_str(c, obj, "status", 1, &s, &p)) != 0 ||
+        (rc = check_token(c, "status", s)) != 0 ||
         (rc = copy_str(c, "status", s, &ev->status)) != 0)
         return rc;
     ev->st = proto_status_parse(ev->status);
@@ -1216,7 +1226,9 @@ int proto_normalize_requests_page(const char *buf, size_t len, int64_t observed_
     struct jdoc doc;
     struct nctx c = {err, "", 0};
     int rc, p;
-    char *cont = NULL;
+    char *cont = NULL, *unused;
+    if (continuation == NULL)
+        continuation = &unused;
     *continuation = NULL;
     if ((rc = jdoc_parse(buf, len, &doc, err)) != 0)
         return rc;
@@ -1254,8 +1266,10 @@ int proto_normalize_requests_page(const char *buf, size_t len, int64_t observed_
             cb(arg, irc, &ev, &ierr);
         status_event_cleanup(&ev);
     }
-    *continuation = cont;
-    cont = NULL;
+    if (continuation != &unused) {
+        *continuation = cont;
+        cont = NULL;
+    }
 out:
     free(cont);
     jdoc_free(&doc);

@@ -5,6 +5,9 @@
  * status_event_cleanup) and returns 0 or a PROTO_E* code with *err filled. Unknown status /
  * failReason / refundFailReason values are kept verbatim and flagged, never rejected.
  * null and absent reasons become "N/A". observed_at is the caller's clock (ms).
+ * Input must be strict RFC 8259 JSON (read by protocol/'s own reader, see normalize.c):
+ * duplicate object keys, raw NUL bytes, \u0000, invalid UTF-8, lone surrogates, trailing
+ * bytes and nesting deeper than PROTO_MAX_DEPTH are PROTO_EJSON; unknown fields are ignored.
  * runs on: any thread (pure). */
 #ifndef PROTO_NORMALIZE_H
 #define PROTO_NORMALIZE_H
@@ -50,7 +53,10 @@ int proto_normalize_requests_item(const char *buf, size_t len, int64_t observed_
 /* A whole GET /requests/v3 page: calls cb for each item (items that fail to normalise are
  * passed with rc < 0 and err set, and do not stop the walk); *continuation gets a malloc'd
  * copy of the cursor or NULL when absent/null/empty (caller frees). Returns 0 or PROTO_E*
- * when the page itself is malformed. */
+ * when the page itself is malformed (PROTO_ENOMEM stops the walk; *continuation is then NULL).
+ * ev belongs to the walker and is cleaned after cb returns: cb may move it out (copy the
+ * struct, then status_event_init(ev)). continuation may be NULL when the cursor is not
+ * wanted. */
 typedef void proto_requests_item_cb(void *arg, int rc, struct status_event *ev,
                                     const struct proto_err *err);
 int proto_normalize_requests_page(const char *buf, size_t len, int64_t observed_at,

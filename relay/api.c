@@ -27,6 +27,7 @@
  *     once Redis holds the observation; "ignored" is a well-formed event type we do not handle
  *     (acknowledged so that the upstream does not retry it). */
 #include "relay/api.h"
+#include "relay/api_webhooks.h"
 #include "protocol/event.h"
 #include "protocol/lifecycle.h"
 #include "protocol/normalize.h"
@@ -90,6 +91,7 @@ struct ctx {
     struct evhttp_request *req; /* NULL once the client is gone */
     struct evhttp_connection *evcon;
     struct ctx *prev, *next; /* api->pending */
+    const struct route *route;
     int linked;
     int head;                      /* HEAD request: headers only */
     int upstream_shape;            /* errors also carry {"message","errorCode"} */
@@ -116,23 +118,36 @@ struct route {
     const char *pattern; /* "/v1/requests/{}": "{}" matches one path segment */
     route_fn *fn;
     enum route_auth auth;
+    int arg; /* handler's own use (h_webhooks: enum api_wh_route) */
 };
 
 static route_fn h_healthz, h_readyz, h_metrics, h_track, h_list, h_get, h_untrack, h_events,
-    h_status_v3, h_ingest;
+    h_status_v3, h_ingest, h_webhooks;
 
-/* The route table: add endpoints here (webhooks, deliveries, replay come next). */
+/* The route table: {method, pattern, handler, auth, handler argument}; an endpoint is one row.
+ * A request whose path matches a row but not its method is 405 with the methods that match. */
 static const struct route routes[] = {
-    {EVHTTP_REQ_GET, "/healthz", h_healthz, AUTH_NONE},
-    {EVHTTP_REQ_GET, "/readyz", h_readyz, AUTH_NONE},
-    {EVHTTP_REQ_GET, "/metrics", h_metrics, AUTH_TOKEN},
-    {EVHTTP_REQ_POST, "/v1/requests", h_track, AUTH_TOKEN},
-    {EVHTTP_REQ_GET, "/v1/requests", h_list, AUTH_TOKEN},
-    {EVHTTP_REQ_GET, "/v1/requests/{}", h_get, AUTH_TOKEN},
-    {EVHTTP_REQ_DELETE, "/v1/requests/{}", h_untrack, AUTH_TOKEN},
-    {EVHTTP_REQ_GET, "/v1/events", h_events, AUTH_TOKEN},
-    {EVHTTP_REQ_GET, "/intents/status/v3", h_status_v3, AUTH_TOKEN},
-    {EVHTTP_REQ_POST, "/v1/ingest/upstream", h_ingest, AUTH_SIGNATURE},
+    {EVHTTP_REQ_GET, "/healthz", h_healthz, AUTH_NONE, 0},
+    {EVHTTP_REQ_GET, "/readyz", h_readyz, AUTH_NONE, 0},
+    {EVHTTP_REQ_GET, "/metrics", h_metrics, AUTH_TOKEN, 0},
+    {EVHTTP_REQ_POST, "/v1/requests", h_track, AUTH_TOKEN, 0},
+    {EVHTTP_REQ_GET, "/v1/requests", h_list, AUTH_TOKEN, 0},
+    {EVHTTP_REQ_GET, "/v1/requests/{}", h_get, AUTH_TOKEN, 0},
+    {EVHTTP_REQ_DELETE, "/v1/requests/{}", h_untrack, AUTH_TOKEN, 0},
+    {EVHTTP_REQ_GET, "/v1/events", h_events, AUTH_TOKEN, 0},
+    {EVHTTP_REQ_GET, "/intents/status/v3", h_status_v3, AUTH_TOKEN, 0},
+    {EVHTTP_REQ_POST, "/v1/ingest/upstream", h_ingest, AUTH_SIGNATURE, 0},
+    /* relay/api_webhooks.c */
+    {EVHTTP_REQ_POST, "/v1/webhooks", h_webhooks, AUTH_TOKEN, API_WH_CREATE},
+    {EVHTTP_REQ_GET, "/v1/webhooks", h_webhooks, AUTH_TOKEN, API_WH_LIST},
+    {EVHTTP_REQ_GET, "/v1/webhooks/{}", h_webhooks, AUTH_TOKEN, API_WH_GET},
+    {EVHTTP_REQ_PATCH, "/v1/webhooks/{}", h_webhooks, AUTH_TOKEN, API_WH_PATCH},
+    {EVHTTP_REQ_DELETE, "/v1/webhooks/{}", h_webhooks, AUTH_TOKEN, API_WH_DELETE},
+    {EVHTTP_REQ_POST, "/v1/webhooks/{}/rotate-secret", h_webhooks, AUTH_TOKEN, API_WH_ROTATE},
+    {EVHTTP_REQ_POST, "/v1/webhooks/{}/reveal-secret", h_webhooks, AUTH_TOKEN, API_WH_REVEAL},
+    {EVHTTP_REQ_POST, "/v1/webhooks/{}/test", h_webhooks, AUTH_TOKEN, API_WH_TEST},
+    {EVHTTP_REQ_GET, "/v1/webhooks/{}/deliveries", h_webhooks, AUTH_TOKEN, API_WH_DELIVERIES},
+    {EVHTTP_REQ_POST, "/v1/replay", h_webhooks, AUTH_TOKEN, API_WH_REPLAY},
 };
 
 static const struct {
@@ -1159,6 +1174,46 @@ static void h_ingest(struct ctx *x)
     status_event_cleanup(&ev);
 }
 
+/* ---- webhook endpoints, deliveries, replay: adapter to relay/api_webhooks.c ------------- */
+
+static const char *wh_query(void *ctx, const char *key)
+{
+    return query_get(ctx, key);
+}
+
+static void wh_reply_json(void *ctx, int code, json_t *body)
+{
+    reply_json(ctx, code, body);
+}
+
+static void wh_reply_error(void *ctx, int code, const char *ecode, const char *field,
+                           const char *message)
+{
+    reply_error(ctx, code, ecode, field, "%s", message);
+}
+
+static void wh_reply_empty(void *ctx, int code)
+{
+    reply_empty(ctx, code);
+}
+
+static void h_webhooks(struct ctx *x)
+{
+    struct api_wh_req r = {
+        .ctx = x,
+        .c = x->api->c,
+        .id = x->param[0],
+        .id_len = x->param_len[0],
+        .body = x->body,
+        .body_len = x->body_len,
+        .query = wh_query,
+        .reply_json = wh_reply_json,
+        .reply_error = wh_reply_error,
+        .reply_empty = wh_reply_empty,
+    };
+    api_webhooks_handle((enum api_wh_route)x->route->arg, &r);
+}
+
 /* ---- dispatch -------------------------------------------------------------------------------- */
 
 static int authorized(struct api *a, struct evhttp_request *req)
@@ -1294,6 +1349,7 @@ static void on_request(struct evhttp_request *req, void *arg)
                 r = &routes[i];
         }
     if (r != NULL) {
+        x->route = r;
         auth = r->auth;
         route_match(r->pattern, segs, lens, nsegs, x);
     }

@@ -8,7 +8,8 @@
  *   GET    /v1/webhooks/{}                     API_WH_GET      200 endpoint (no secret)
  *   PATCH  /v1/webhooks/{}                     API_WH_PATCH    200 endpoint
  *   DELETE /v1/webhooks/{}                     API_WH_DELETE   204
- *   POST   /v1/webhooks/{}/rotate-secret       API_WH_ROTATE   200 {secret, previousSecretExpiresAt}
+ *   POST   /v1/webhooks/{}/rotate-secret       API_WH_ROTATE   200 {secret,
+ *                                                              previousSecretExpiresAt}
  *   POST   /v1/webhooks/{}/reveal-secret       API_WH_REVEAL   200 {secret}
  *   POST   /v1/webhooks/{}/test                API_WH_TEST     200 {ok, statusCode, ...}
  *   GET    /v1/webhooks/{}/deliveries          API_WH_DELIVERIES 200 {deliveries, cursor}

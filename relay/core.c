@@ -11,6 +11,7 @@
 #include "relay/poller.h"
 #include "relay/upstream.h"
 #include "relay/util.h"
+#include "relay/webhooks.h"
 #include "relay/ws_thread.h"
 #include "relay/xq.h"
 #include "store/apply.h"
@@ -141,6 +142,7 @@ int core_start(struct core *c)
     if (api_start(c->api) != 0)
         return -1;
     store_start(c->store);
+    webhooks_start(c);
     poller_start(c->poller);
     upstream_start(c->upstream);
     log_info("statusrelay started", "http=%s ws=%s upstream=%s instance=%s", cfg->http_listen,
@@ -184,13 +186,16 @@ void core_free(struct core *c)
         xq_push(c->to_ws, xmsg_new(XMSG_SHUTDOWN, 0, NULL, 0));
         ws_thread_stop(c->ws);
     }
+    /* Completions first, while every module they call back into is alive: httpc and store
+     * finish their in-flight work with "shutdown"/"disconnected" errors. */
+    webhooks_stop(c);
+    httpc_free(c->httpc);
+    store_free(c->store);
     api_free(c->api);
     upstream_free(c->upstream);
-    applier_free(c->applier);
     poller_free(c->poller);
-    httpc_free(c->httpc); /* completes in-flight requests: their owners are still alive */
+    applier_free(c->applier);
     ingest_free(c->ingest);
-    store_free(c->store);
     xq_free(c->to_core);
     xq_free(c->to_ws);
     if (c->wake_ev)

@@ -23,6 +23,7 @@ struct ingest;
 struct upstream;
 struct poller;
 struct api;
+struct webhooks;
 
 struct core {
     const struct config *cfg;
@@ -37,6 +38,7 @@ struct core {
     struct upstream *upstream;
     struct poller *poller;
     struct api *api;
+    struct webhooks *webhooks; /* endpoints, fan-out and dispatcher (relay/webhooks.c) */
     struct metrics metrics;
     char instance_id[40]; /* random per process: lease holder name, consumer name */
     int64_t started_ms;

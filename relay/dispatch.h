@@ -2,9 +2,9 @@
  * sends them through httpc (libcurl multi on the core loop), records outcomes in batches
  * (store/wh_done.lua), and reaps expired leases of crashed processes (store/wh_reap.lua).
  *
- * Per endpoint: an AIMD concurrency window (starts at STATUSRELAY_ENDPOINT_CONCURRENCY,
- * halves on 429/502/503/504 or a timeout at most once per round trip, grows by one per
- * window of successes); the claim only takes what each endpoint's window has free, so a slow
+ * Per endpoint: an AIMD concurrency window (starts at 4, grows by one per window of
+ * successes up to STATUSRELAY_ENDPOINT_CONCURRENCY, halves on 429/502/503/504 or a timeout
+ * at most once per round trip, never below 1); the claim only takes what each endpoint's window has free, so a slow
  * endpoint's backlog stays in Redis and never holds leases or slots of others.
  * Outcomes: 2xx delivered; 410 dead and the endpoint disabled; forbidden_target dead at
  * once; anything else retried after the schedule's next delay (+0..20% jitter; Retry-After

@@ -124,7 +124,8 @@ static void on_group(void *arg, const char *err, redisReply *r)
     if (callback_enter(fo))
         return;
     idle(fo);
-    if (err == NULL || (err == store_err_server && r->str && strncmp(r->str, "BUSYGROUP", 9) == 0)) {
+    int busy = err == store_err_server && r->str && strncmp(r->str, "BUSYGROUP", 9) == 0;
+    if (err == NULL || busy) {
         fo->group_ready = 1;
         step(fo);
     } else {
@@ -224,7 +225,7 @@ static void step(struct fanout *fo)
     fo->busy = 1;
     fo->pending++;
     if (!fo->group_ready) {
-        r = store_cmd(s, on_group, fo, "XGROUP CREATE %s %s $ MKSTREAM", fo->k_events,
+        r = store_cmd(s, on_group, fo, "XGROUP CREATE %s %s 0 MKSTREAM", fo->k_events,
                       FANOUT_GROUP);
     } else if (fo->need_claim) {
         r = store_cmd(s, on_claim, fo, "XAUTOCLAIM %s %s %s 0 %s COUNT 1000 JUSTID",
@@ -443,6 +444,19 @@ static void on_ingest_event(void *arg, enum proto_verdict v, const struct status
         fanout_kick(fo);
 }
 
+static void on_store_state(void *arg, int up)
+{
+    struct fanout *fo = arg;
+    if (fo->closing)
+        return;
+    if (up) {
+        event_active(fo->lease_ev, EV_TIMEOUT, 0);
+    } else {
+        fo->group_ready = 0; /* re-check after a reconnect (Redis may have restarted) */
+        fo->need_pending = 1;
+    }
+}
+
 struct fanout *fanout_new(struct core *c, struct webhooks *w, struct dispatch *dp)
 {
     struct fanout *fo = xcalloc(1, sizeof(*fo));
@@ -464,6 +478,7 @@ struct fanout *fanout_new(struct core *c, struct webhooks *w, struct dispatch *d
     event_active(fo->lease_ev, EV_TIMEOUT, 0); /* try for the lease at once */
     if (c->ingest)
         ingest_on_event(c->ingest, on_ingest_event, fo);
+    store_on_state(c->store, on_store_state, fo);
     return fo;
 }
 

@@ -6,8 +6,10 @@
  * request's events are fanned out in stream (= seq) order. A new holder first claims the
  * pending entries of the previous one (XAUTOCLAIM) and re-reads its own pending entries: a
  * crash between reading and the script is replayed, never lost, never doubled. The group is
- * recreated on NOGROUP. New events of this process wake the reader at once (ingest
- * listener); events of other processes are picked up by a 50 ms poll.
+ * created at id 0 (endpoints only match events created after they were registered, so an
+ * old stream costs a scan, never a stray delivery) and recreated on NOGROUP. New events of
+ * this process wake the reader at once (ingest listener); events of other processes are
+ * picked up by a 50 ms poll.
  * runs on: core thread. */
 #ifndef RELAY_FANOUT_H
 #define RELAY_FANOUT_H

@@ -3,6 +3,7 @@
  * combination; label values are fixed names from the tables below (no escaping needed).
  * runs on: core thread (reads struct metrics, which only the core thread writes). */
 #include "relay/metrics.h"
+#include "relay/webhooks.h"
 #include "relay/core.h"
 #include "relay/upstream.h"
 #include "store/store.h"
@@ -122,4 +123,6 @@ void metrics_render(struct core *c, struct evbuffer *out)
     }
     gauge(out, "start_time_ms", "Process start time (unix ms).", c->started_ms);
     gauge(out, "shutting_down", "1 while the process is shutting down.", c->shutting_down != 0);
+    if (c->webhooks != NULL)
+        webhooks_metrics_render(c, out);
 }

@@ -164,7 +164,7 @@ static void on_poll_done(void *arg, const struct httpc_resp *r)
         reschedule(p, op->id, now + (p->backoff_ms > 1000 ? p->backoff_ms : 1000));
     } else {
         /* 4xx other than 429: the upstream does not know the id (yet), or refuses it */
-        log_info("upstream status call refused", "request=%s status=%ld body=\"%.120s\"", op->id,
+        log_debug("upstream status call refused", "request=%s status=%ld body=\"%.120s\"", op->id,
                  r->status, r->body);
         reschedule(p, op->id, now + p->c->cfg->poll_safety_interval_ms);
     }

@@ -18,6 +18,7 @@
 
 #include <jansson.h>
 #include <libwebsockets.h>
+#include <openssl/x509_vfy.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +73,7 @@ struct upstream_ws {
     unsigned fails;       /* consecutive failed attempts: backoff exponent */
     int peer_code;
     char peer_reason[124];
+    char tls_error[112];  /* certificate verification failure of this attempt, for DOWN */
     int warned_preready;
     /* receive: one message being reassembled */
     unsigned char *rx;
@@ -207,7 +209,8 @@ struct upstream_ws *upstream_ws_new(const struct upstream_ws_opts *o, struct xq 
     u->to_core = to_core;
     if (o->url == NULL || parse_url(u, o->url, o->api_key) != 0) {
         log_err("upstream websocket URL is not usable (want ws:// or wss://host[:port][/path])",
-                "");
+                "url=%.*s", o->url ? (int)strcspn(o->url, "?#") : 6,
+                o->url ? o->url : "(null)"); /* no query: it may hold a key */
         upstream_ws_free(u);
         return NULL;
     }
@@ -424,12 +427,13 @@ static void connect_now(struct upstream_ws *u)
     u->first_attempt = 0;
     u->peer_code = 0;
     u->peer_reason[0] = '\0';
+    u->tls_error[0] = '\0';
     u->warned_preready = 0;
     u->outbox_warned = 0;
     set_state(u, UPSTREAM_WS_CONNECTING);
     schedule(u, &u->sul_connect, on_connect_timeout, u->connect_timeout_ms);
-    log_info("upstream websocket connecting", "gen=%llu url=%s", (unsigned long long)u->gen,
-             u->log_url);
+    log_debug("upstream websocket connecting", "gen=%llu url=%s", (unsigned long long)u->gen,
+              u->log_url);
 
     struct lws_client_connect_info i;
     memset(&i, 0, sizeof(i));
@@ -449,7 +453,8 @@ static void connect_now(struct upstream_ws *u)
     if (w == NULL) {
         /* failed synchronously (DNS, socket): lws suppresses CONNECTION_ERROR in that case */
         if (active(u))
-            conn_end(u, 0, "connect failed", END_BY_LWS, RETRY_BACKOFF);
+            conn_end(u, 0, "connect failed (name resolution or socket)", END_BY_LWS,
+                     RETRY_BACKOFF);
         return;
     }
     if (active(u))
@@ -635,24 +640,21 @@ void upstream_ws_on_msg(struct upstream_ws *u, struct xmsg *m)
         if (u->wanted) {
             u->wanted = 0;
             if (active(u)) {
-                conn_end(u, 1000, "stopped", END_CLOSE, RETRY_BACKOFF);
+                conn_end(u, 1000, "stopped", END_CLOSE, RETRY_BACKOFF); /* logs "closed" */
             } else {
                 lws_sul_cancel(&u->sul_retry);
                 set_state(u, UPSTREAM_WS_IDLE);
+                log_info("upstream websocket stopped", "gen=%llu", (unsigned long long)u->gen);
             }
-            log_info("upstream websocket stopped", "gen=%llu", (unsigned long long)u->gen);
         }
         break;
     case XMSG_UP_RECONNECT:
         if (!u->wanted || u->shutting_down)
             break;
-        if (active(u)) {
-            log_info("upstream websocket reconnect requested", "gen=%llu",
-                     (unsigned long long)u->gen);
-            conn_end(u, 1000, "reconnect requested", END_CLOSE, RETRY_NOW);
-        } else {
+        if (active(u))
+            conn_end(u, 1000, "reconnect requested", END_CLOSE, RETRY_NOW); /* logs "down" */
+        else
             wait_then_connect(u, 0);
-        }
         break;
     case XMSG_UP_SEND:
         if (m->gen == u->gen && u->state == UPSTREAM_WS_READY && u->wsi != NULL) {
@@ -708,6 +710,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     case LWS_CALLBACK_CLIENT_CLOSED:
     case LWS_CALLBACK_CLIENT_WRITEABLE:
     case LWS_CALLBACK_WSI_DESTROY:
+    case LWS_CALLBACK_OPENSSL_PERFORM_SERVER_CERT_VERIFICATION:
         tag = (uintptr_t)lws_get_opaque_user_data(wsi);
         current = tag != 0 && tag == u->gen && active(u);
         break;
@@ -719,7 +722,9 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
         if (current) {
             char why[160];
-            if (in != NULL && len > 0)
+            if (u->tls_error[0] != '\0') /* lws's own text for it is an opaque SSL error */
+                snprintf(why, sizeof(why), "%s", u->tls_error);
+            else if (in != NULL && len > 0)
                 snprintf(why, sizeof(why), "%.*s", (int)strnlen(in, len), (const char *)in);
             else
                 snprintf(why, sizeof(why), "connection error");
@@ -728,6 +733,17 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         return 0;
     case LWS_CALLBACK_CLIENT_FILTER_PRE_ESTABLISH:
         return current ? 0 : -1;
+    case LWS_CALLBACK_OPENSSL_PERFORM_SERVER_CERT_VERIFICATION:
+        /* user = X509_STORE_CTX, len = OpenSSL's preverify_ok; lws sends this to the context's
+         * first protocol, which is ours (ws_thread creates the client vhost first). Only
+         * note the reason: returning 0 keeps OpenSSL's verdict. */
+        if (current && len == 0 && user != NULL) {
+            int err = X509_STORE_CTX_get_error((X509_STORE_CTX *)user);
+            if (err != X509_V_OK)
+                snprintf(u->tls_error, sizeof(u->tls_error), "certificate verify failed: %s",
+                         X509_verify_cert_error_string(err));
+        }
+        return 0;
     case LWS_CALLBACK_CLIENT_ESTABLISHED:
         if (!current)
             return -1;

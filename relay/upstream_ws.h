@@ -14,11 +14,20 @@
  *
  * Reconnects use capped exponential backoff with full jitter (delay uniform in
  * [0, min(30 s, 250 ms * 2^n)], n = consecutive failures; n resets once a connection stayed
- * ready for UPSTREAM_WS_STABLE_MS). A close with 1012 (service restart) and XMSG_UP_RECONNECT
- * reconnect at once. Liveness: a websocket ping every ping_interval; when neither a pong nor
- * any data arrives within ping_timeout of the first unanswered ping, the connection is dropped
- * (DOWN, reason "ping timeout"). An attempt that is not ready within connect_timeout is dropped
- * the same way.
+ * ready for UPSTREAM_WS_STABLE_MS). XMSG_UP_RECONNECT reconnects at once. A close by the peer
+ * with 1012 (service restart) reconnects at once too, at most once per
+ * UPSTREAM_WS_RESTART_GAP_MS (else backoff). Caveat: libwebsockets 4.1 rewrites a received
+ * 1012..1015 into 1002 before we see it, so a peer close 1002 is treated as a possible restart
+ * and DOWN then carries code 1002 (the reason text is intact).
+ * Liveness: a websocket ping every ping_interval; when neither a pong nor any data arrives
+ * within ping_timeout of the first unanswered ping, the connection is dropped (DOWN, reason
+ * "ping timeout"). An attempt not ready within connect_timeout is dropped the same way
+ * ("connect timeout", or "no ready greeting in time" once upgraded).
+ *
+ * TLS (wss://): verified against the OS CA store (OpenSSL default paths, so SSL_CERT_FILE /
+ * SSL_CERT_DIR apply) with host name / IP check; a failure ends the attempt with reason
+ * "certificate verify failed: <OpenSSL's text>". DNS resolution is synchronous in Debian's
+ * lws 4.1 (no async DNS): a slow resolver stalls the ws thread for that long.
  *
  * Messages handled (upstream_ws_on_msg): XMSG_UP_START (connect; idempotent), XMSG_UP_STOP
  * (close with 1000, no reconnect until the next START), XMSG_UP_RECONNECT (drop and reconnect

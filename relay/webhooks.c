@@ -369,7 +369,11 @@ static void on_load(void *arg, const char *err, redisReply *r)
                 wh = xcalloc(1, sizeof(*wh));
                 wh->refs = 1;
                 snprintf(wh->id, sizeof(wh->id), "%s", id);
-                wh->cwnd = (double)w->c->cfg->endpoint_concurrency;
+                /* slow start: a new endpoint earns its window (a hostile one never holds
+                 * more than a few connections before its timeouts halve it) */
+                wh->cwnd = w->c->cfg->endpoint_concurrency < WH_CWND_START
+                               ? (double)w->c->cfg->endpoint_concurrency
+                               : WH_CWND_START;
             }
             values_from_row(wh, row);
             nv[k++] = wh;
@@ -904,6 +908,7 @@ int webhooks_start(struct core *c)
     store_script_init(&w->sc[WH_SC_LIST], "wh_list");
     store_script_init(&w->sc[WH_SC_REQUEUE], "wh_requeue");
     store_script_init(&w->sc[WH_SC_FANOUT], "wh_fanout");
+    store_script_init(&w->sc[WH_SC_EVENTS_BY_REQUEST], "events_by_request");
     c->webhooks = w;
     store_on_state(c->store, on_store_state, w);
     w->dp = dispatch_new(c, w);

@@ -29,6 +29,7 @@ struct store_script;
 #define WH_MAX_FILTER_VALUES 1000 /* values per filter list */
 #define WH_RETENTION_MS (7LL * 24 * 3600 * 1000) /* finished deliveries and bodies */
 #define WH_LIST_CAP 100000       /* deliveries listed per endpoint (oldest trimmed) */
+#define WH_CWND_START 4          /* initial AIMD window of an endpoint (capped by the setting) */
 
 enum wh_scheme { WH_SCHEME_STANDARD = 0, WH_SCHEME_UPSTREAM, WH_SCHEME_BOTH };
 
@@ -148,7 +149,13 @@ int webhooks_put(struct webhooks *w, const char *id, int create, const char *con
 int webhooks_delete(struct webhooks *w, const char *id, webhooks_put_cb *cb, void *arg);
 
 /* Script handles for the API's reads and replays. */
-enum wh_script { WH_SC_LIST = 0, WH_SC_REQUEUE, WH_SC_FANOUT, WH_SC_COUNT };
+enum wh_script {
+    WH_SC_LIST = 0,
+    WH_SC_REQUEUE,
+    WH_SC_FANOUT,
+    WH_SC_EVENTS_BY_REQUEST, /* store/events_by_request.lua (the API's, read only) */
+    WH_SC_COUNT
+};
 const struct store_script *webhooks_script(struct webhooks *w, enum wh_script which);
 
 /* Build the endpoint JSON object of the API (without the secret). New reference. */

@@ -248,29 +248,8 @@ struct ws_thread *ws_thread_start(const struct ws_thread_opts *o)
         return NULL;
     }
 
-    /* dashboard vhost: protocols[0] takes plain HTTP and protocol-less upgrades */
-    if (t->dash != NULL) {
-        ws_server_protocol(t->dash, &t->dash_protos[0]);
-        struct lws_context_creation_info vi;
-        memset(&vi, 0, sizeof(vi));
-        vi.vhost_name = "dashboard";
-        vi.port = port;
-        vi.iface = t->iface;
-        vi.protocols = t->dash_protos;
-        /* lws binds an IPv4 literal on an IPv6 socket as "any address": keep IPv4 on IPv4 */
-        vi.options = LWS_SERVER_OPTION_FAIL_UPON_UNABLE_TO_BIND |
-                     (family == AF_INET ? LWS_SERVER_OPTION_DISABLE_IPV6 : 0);
-        struct lws_vhost *vh = lws_create_vhost(t->ctx, &vi);
-        if (vh == NULL) {
-            log_err("dashboard listen failed", "listen=%s", o->listen);
-            lws_context_destroy(t->ctx);
-            free_parts(t);
-            return NULL;
-        }
-        t->dash_port = lws_get_vhost_listen_port(vh);
-    }
-
-    /* upstream client vhost: the upstream protocol, then the wake handler */
+    /* upstream client vhost first: lws sends OPENSSL_PERFORM_SERVER_CERT_VERIFICATION to the
+     * first vhost's protocols[0], and that should be the upstream client */
     upstream_ws_protocol(t->up, &t->up_protos[0]);
     t->up_protos[1].name = "statusrelay-ws-thread";
     t->up_protos[1].callback = on_thread_cb;
@@ -292,6 +271,28 @@ struct ws_thread *ws_thread_start(const struct ws_thread_opts *o)
         return NULL;
     }
     upstream_ws_attach(t->up, t->ctx, uvh);
+
+    /* dashboard vhost: protocols[0] takes plain HTTP and protocol-less upgrades */
+    if (t->dash != NULL) {
+        ws_server_protocol(t->dash, &t->dash_protos[0]);
+        struct lws_context_creation_info dv;
+        memset(&dv, 0, sizeof(dv));
+        dv.vhost_name = "dashboard";
+        dv.port = port;
+        dv.iface = t->iface;
+        dv.protocols = t->dash_protos;
+        /* lws binds an IPv4 literal on an IPv6 socket as "any address": keep IPv4 on IPv4 */
+        dv.options = LWS_SERVER_OPTION_FAIL_UPON_UNABLE_TO_BIND |
+                     (family == AF_INET ? LWS_SERVER_OPTION_DISABLE_IPV6 : 0);
+        struct lws_vhost *vh = lws_create_vhost(t->ctx, &dv);
+        if (vh == NULL) {
+            log_err("dashboard listen failed", "listen=%s", o->listen);
+            lws_context_destroy(t->ctx);
+            free_parts(t);
+            return NULL;
+        }
+        t->dash_port = lws_get_vhost_listen_port(vh);
+    }
 
     t->wake_ctx = t->ctx;
     xq_set_wake(t->to_ws, wake_ws, t);

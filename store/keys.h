@@ -14,14 +14,32 @@
  *   {P}:budget:<unix minute>     string  upstream HTTP calls spent in that minute (all
  *                                        processes), expires after 2 minutes
  *   {P}:leader                   string  holder of the upstream websocket lease (PX)
- *   {P}:wh:<id>                  hash    webhook endpoint
+ *   {P}:wh:<id>                  hash    webhook endpoint: url, filters, headers (JSON),
+ *                                        description, enabled ("1"/"0"), signatureScheme,
+ *                                        signing, mode ("all"/"latest"), secret, prevSecret,
+ *                                        prevExpiresAt, createdAt, failSince, disabledReason,
+ *                                        disabledAt
  *   {P}:whs                      zset    endpoint ids by creation time
- *   {P}:dl:<delivery id>         hash    delivery: state, attempts, next attempt
- *   {P}:due                      zset    pending deliveries by due time (ms)
+ *   {P}:whv                      string  endpoint-set version, INCR on every change: fan-out
+ *                                        refuses to match against a stale set
+ *   {P}:fanout                   string  holder of the webhook fan-out lease (PX)
+ *   {P}:body:<event id>          string  the webhook body of an event, encoded once (PX
+ *                                        retention); missing -> re-encoded from the stream
+ *   {P}:dl:<delivery id>         hash    delivery "<event id>.<endpoint id>": ev, wh, rid,
+ *                                        seq, st (event status), sid (stream id), et (event
+ *                                        ms), ct (created ms), state (pending|delivered|dead|
+ *                                        superseded|skipped), att (attempts this run), nlog,
+ *                                        a<n> (attempt log JSON), next (due ms), q ("1" when
+ *                                        queued or in flight), rp ("1" replay), done (ms)
+ *   {P}:due                      zset    endpoint ids with queued deliveries, score = the
+ *                                        earliest due time of that endpoint's queue
+ *   {P}:dq:<wh>                  zset    an endpoint's queued deliveries by due time (ms)
  *   {P}:inflight                 zset    claimed deliveries by lease expiry (ms)
  *   {P}:dead                     zset    dead deliveries by time of death
- *   {P}:dls:<webhook id>         zset    an endpoint's deliveries by creation time
- *   {P}:order:<wh>:<id>          list    per endpoint and request: delivery ids in seq order
+ *   {P}:skipped                  zset    deliveries skipped while their endpoint was disabled
+ *   {P}:dls:<webhook id>         zset    an endpoint's deliveries by creation time (listing)
+ *   {P}:order:<wh>:<id>          zset    per endpoint and request: unfinished delivery ids
+ *                                        by seq; only one member is queued at a time
  *
  * runs on: any thread (pure string building). */
 #ifndef STORE_KEYS_H

@@ -43,6 +43,8 @@ local function ensure_active(ok, wh)
 end
 
 local total = 0
+local leased = {}
+local bodies = {}
 local whs = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, 2000)
 for _, wh in ipairs(whs) do
   if total >= max then
@@ -77,15 +79,24 @@ for _, wh in ipairs(whs) do
     local n = math.min(lim[wh] or def, max - total)
     if n > 0 then
       local ids = redis.call('ZRANGEBYSCORE', dq, '-inf', now, 'LIMIT', 0, n)
+      if #ids > 0 then
+        redis.call('ZREM', dq, unpack(ids))
+      end
       for _, did in ipairs(ids) do
-        redis.call('ZREM', dq, did)
         local dl = tag .. ':dl:' .. did
         local h = redis.call('HMGET', dl, 'ev', 'rp', 'sid', 'state')
         if h[1] and h[4] == 'pending' then
           local att = redis.call('HINCRBY', dl, 'att', 1)
-          redis.call('ZADD', KEYS[2], now + lease, did)
-          local body = redis.call('GET', tag .. ':body:' .. h[1])
+          leased[#leased + 1] = now + lease
+          leased[#leased + 1] = did
+          local body = bodies[h[1]]
           local kind = 'b'
+          if not body then
+            body = redis.call('GET', tag .. ':body:' .. h[1])
+            if body then
+              bodies[h[1]] = body
+            end
+          end
           if not body then
             kind, body = 'x', ''
             local e = redis.call('XRANGE', tag .. ':events', h[3], h[3])
@@ -111,5 +122,8 @@ for _, wh in ipairs(whs) do
       fix_due(wh)
     end
   end
+end
+if #leased > 0 then
+  redis.call('ZADD', KEYS[2], unpack(leased))
 end
 return out

@@ -11,6 +11,9 @@ local now = tonumber(ARGV[2])
 local disable_after = tonumber(ARGV[3])
 local ttl = ARGV[4]
 local disabled = {}
+local touched = {}
+local healthy = {}
+local modes = {}
 
 local function fix_due(wh)
   local f = redis.call('ZRANGE', tag .. ':dq:' .. wh, 0, 0, 'WITHSCORES')
@@ -28,25 +31,30 @@ local function supersede(did, wh, ok)
   redis.call('ZREM', ok, did)
   redis.call('ZREM', tag .. ':dq:' .. wh, did)
   redis.call('PEXPIRE', dl, ttl)
+  touched[wh] = true
 end
 
 -- the delivery left its order set: queue the next one (lowest seq; latest mode: newest)
-local function finish(did, wh, rid)
+local function finish(did, wh, rid, held)
   local ok = tag .. ':order:' .. wh .. ':' .. rid
   redis.call('ZREM', ok, did)
-  redis.call('ZREM', tag .. ':dq:' .. wh, did)
+  if not held then
+    redis.call('ZREM', tag .. ':dq:' .. wh, did)
+    touched[wh] = true
+  end
   local mem = redis.call('ZRANGE', ok, 0, -1)
   if #mem == 0 then
-    fix_due(wh)
     return
   end
   for _, m in ipairs(mem) do
     if redis.call('HGET', tag .. ':dl:' .. m, 'q') == '1' then
-      fix_due(wh)
       return
     end
   end
-  if redis.call('HGET', tag .. ':wh:' .. wh, 'mode') == 'latest' then
+  if modes[wh] == nil then
+    modes[wh] = redis.call('HGET', tag .. ':wh:' .. wh, 'mode') or 'all'
+  end
+  if modes[wh] == 'latest' then
     for i = 1, #mem - 1 do
       supersede(mem[i], wh, ok)
     end
@@ -56,7 +64,7 @@ local function finish(did, wh, rid)
   local at = math.max(now, nx)
   redis.call('HSET', tag .. ':dl:' .. mem[1], 'q', '1', 'next', at)
   redis.call('ZADD', tag .. ':dq:' .. wh, at, mem[1])
-  fix_due(wh)
+  touched[wh] = true
 end
 
 local function disable(wh, reason)
@@ -76,17 +84,21 @@ for i = 5, #ARGV, 5 do
   if h[1] then
     local held = redis.call('ZREM', KEYS[2], did) == 1
     local n = redis.call('HINCRBY', dl, 'nlog', 1)
-    redis.call('HSET', dl, 'a' .. n, att)
     local whk = tag .. ':wh:' .. wh
     if outcome == 'ok' then
       if h[1] == 'pending' then
-        redis.call('HSET', dl, 'state', 'delivered', 'done', now)
+        redis.call('HSET', dl, 'a' .. n, att, 'state', 'delivered', 'done', now)
         redis.call('HDEL', dl, 'q', 'next')
         redis.call('PEXPIRE', dl, ttl)
-        finish(did, wh, h[2])
+        finish(did, wh, h[2], held)
+      else
+        redis.call('HSET', dl, 'a' .. n, att)
       end
-      redis.call('HDEL', whk, 'failSince')
-    elseif h[1] == 'pending' then
+      healthy[wh] = true
+    else
+      redis.call('HSET', dl, 'a' .. n, att)
+    end
+    if outcome ~= 'ok' and h[1] == 'pending' then
       if redis.call('EXISTS', whk) == 1 then
         redis.call('HSETNX', whk, 'failSince', now)
         local since = tonumber(redis.call('HGET', whk, 'failSince'))
@@ -100,15 +112,21 @@ for i = 5, #ARGV, 5 do
         if held then
           redis.call('HSET', dl, 'next', nx, 'q', '1')
           redis.call('ZADD', tag .. ':dq:' .. wh, nx, did)
-          fix_due(wh)
+          touched[wh] = true
         end
       else
         redis.call('HSET', dl, 'state', 'dead', 'done', now)
         redis.call('HDEL', dl, 'q', 'next')
         redis.call('ZADD', KEYS[4], now, did)
-        finish(did, wh, h[2])
+        finish(did, wh, h[2], held)
       end
     end
   end
+end
+for wh in pairs(healthy) do
+  redis.call('HDEL', tag .. ':wh:' .. wh, 'failSince')
+end
+for wh in pairs(touched) do
+  fix_due(wh)
 end
 return disabled

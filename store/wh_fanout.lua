@@ -32,10 +32,14 @@ local function fix_due(wh)
   end
 end
 
+local touched = {}
+local modes = {}
+local capped = {}
+
 local function enqueue(did, wh, at)
   redis.call('HSET', tag .. ':dl:' .. did, 'q', '1', 'next', at)
   redis.call('ZADD', tag .. ':dq:' .. wh, at, did)
-  fix_due(wh)
+  touched[wh] = true
 end
 
 local function supersede(did, wh, ok)
@@ -45,6 +49,7 @@ local function supersede(did, wh, ok)
   redis.call('ZREM', ok, did)
   redis.call('ZREM', tag .. ':dq:' .. wh, did)
   redis.call('PEXPIRE', dl, ttl)
+  touched[wh] = true
 end
 
 -- Exactly one member of an order set is queued (in dq or in flight) at a time: the lowest
@@ -86,8 +91,10 @@ while i <= #ARGV do
     local did = ev .. '.' .. wh
     local dl = tag .. ':dl:' .. did
     local state = redis.call('HGET', dl, 'state')
-    local whk = tag .. ':wh:' .. wh
-    local latest = redis.call('HGET', whk, 'mode') == 'latest'
+    if modes[wh] == nil then
+      modes[wh] = redis.call('HGET', tag .. ':wh:' .. wh, 'mode') or 'all'
+    end
+    local latest = modes[wh] == 'latest'
     local ok = tag .. ':order:' .. wh .. ':' .. rid
     if not state then
       count = count + 1
@@ -96,8 +103,12 @@ while i <= #ARGV do
                  'state', kind == 's' and 'skipped' or 'pending')
       local dls = tag .. ':dls:' .. wh
       redis.call('ZADD', dls, now, did)
-      if cap > 0 and redis.call('ZCARD', dls) > cap + 100 then
-        redis.call('ZREMRANGEBYRANK', dls, 0, 99)
+      if cap > 0 and not capped[wh] then
+        capped[wh] = true
+        local over = redis.call('ZCARD', dls) - cap
+        if over > 0 then
+          redis.call('ZREMRANGEBYRANK', dls, 0, over - 1)
+        end
       end
       if kind == 's' then
         redis.call('ZADD', tag .. ':skipped', now, did)
@@ -126,6 +137,9 @@ while i <= #ARGV do
     end
   end
   i = i + 2 * n
+end
+for wh in pairs(touched) do
+  fix_due(wh)
 end
 if not replay and #sids > 0 then
   redis.call('XACK', KEYS[1], ARGV[5], unpack(sids))

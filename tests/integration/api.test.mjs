@@ -178,6 +178,11 @@ describe('health and routing', () => {
     assert.match(d.headers.allow, /DELETE/);
     assertError(await request(A.url, 'POST', '/healthz'), 405, 'method_not_allowed');
     assertError(await request(A.url, 'PATCH', '/v1/events'), 405, 'method_not_allowed');
+    // webhook routes (relay/api_webhooks.c) share the router
+    const w = await request(A.url, 'PUT', '/v1/webhooks/wh_x');
+    assertError(w, 405, 'method_not_allowed');
+    assert.deepEqual(w.headers.allow.split(', ').sort(), ['DELETE', 'GET', 'HEAD', 'PATCH']);
+    assertError(await request(A.url, 'GET', '/v1/webhooks/wh_x/nope'), 404, 'not_found');
   });
 
   test('GET /metrics is Prometheus text with HELP/TYPE lines', async () => {
@@ -212,6 +217,8 @@ describe('admin token', () => {
     assertError(await request(B.url, 'GET', '/metrics'), 401, 'unauthorized');
     assertError(await request(B.url, 'GET', '/intents/status/v3?requestId=abc'), 401, 'unauthorized');
     assertError(await request(B.url, 'GET', '/no-such-path'), 401, 'unauthorized');
+    assertError(await request(B.url, 'POST', '/v1/webhooks', { body: '{}' }), 401, 'unauthorized');
+    assertError(await request(B.url, 'POST', '/v1/replay', { body: '{}' }), 401, 'unauthorized');
     const ok = await request(B.url, 'GET', '/v1/requests', { headers: { authorization: `Bearer ${TOKEN}` } });
     assert.equal(ok.status, 200, ok.text);
     const lower = await request(B.url, 'GET', '/v1/requests', { headers: { authorization: `bearer ${TOKEN}` } });
@@ -351,6 +358,13 @@ describe('requests', () => {
     assert.deepEqual(r4.body, { tracked: 1000, created: 1000 });
   });
 
+  test('metadata given with requestIds is stored for each id', async () => {
+    const a = rid(); const b = rid();
+    const r = await request(A.url, 'POST', '/v1/requests', { body: JSON.stringify({ requestIds: [a, b], metadata: { batch: 7 } }) });
+    assert.equal(r.status, 201);
+    for (const x of [a, b]) assert.deepEqual((await request(A.url, 'GET', `/v1/requests/${x}`)).body.metadata, { batch: 7 });
+  });
+
   test('GET /v1/requests/{id}: tracked, not yet observed', async () => {
     const id = rid();
     await request(A.url, 'POST', '/v1/requests', { body: JSON.stringify({ requestId: id, metadata: { customer: 'c-1' } }) });
@@ -465,6 +479,11 @@ describe('upstream webhook ingest, events and /intents/status/v3', () => {
       'x\u0000y']) {
       assertError(await ingest(A.url, bad), 400, 'invalid_body');
     }
+    // a well-formed event type we do not handle is acknowledged, not retried by the upstream
+    const other = JSON.stringify({ event: 'request.created', timestamp: Date.now(), data: {} });
+    const ig = await ingest(A.url, other);
+    assert.equal(ig.status, 200, ig.text);
+    assert.deepEqual(ig.body, { result: 'ignored' });
     const m = await request(A.url, 'GET', '/metrics');
     const count = (k) => Number(m.text.match(new RegExp(`statusrelay_webhook_ingest_total\\{result="${k}"\\} (\\d+)`))[1]);
     assert.ok(count('ok') >= 5);
@@ -512,6 +531,12 @@ describe('upstream webhook ingest, events and /intents/status/v3', () => {
     assert.equal(after.body.events.length, 1);
     assert.equal(after.body.events[0].status, 'waiting');
     assert.deepEqual((await request(A.url, 'GET', `/v1/events?requestId=${rid()}`)).body, { events: [], cursor: null });
+    // a bare ms timestamp: events created after that millisecond
+    const ms = Number(evs[0].streamId.split('-')[0]);
+    const byMs = await request(A.url, 'GET', `/v1/events?requestId=${id}&after=${ms - 1}`);
+    assert.ok(byMs.body.events.some((e) => e.streamId === evs[0].streamId));
+    const byMs2 = await request(A.url, 'GET', `/v1/events?requestId=${id}&after=${ms}`);
+    assert.ok(!byMs2.body.events.some((e) => e.streamId === evs[0].streamId));
   });
 
   test('GET /v1/requests?status= filters by current status', async () => {
@@ -522,6 +547,24 @@ describe('upstream webhook ingest, events and /intents/status/v3', () => {
     const p = await request(A.url, 'GET', '/v1/requests?status=pending&limit=500');
     assert.ok(!p.body.requests.some((o) => o.requestId === id));
     assert.deepEqual((await request(A.url, 'GET', '/v1/requests?status=nosuchstatus')).body, { requests: [], cursor: null });
+  });
+
+  test('list paging survives the cursor request leaving the status index', async () => {
+    // three requests tracked together share one first-seen score: ties sort by id
+    const ids = [rid(), rid(), rid()].sort();
+    await request(A.url, 'POST', '/v1/requests', { body: JSON.stringify({ requestIds: ids }) });
+    const now = Date.now();
+    for (const x of ids) assert.equal((await ingest(A.url, webhookBody(x, 'delayed', now))).body.result, 'accepted');
+    const p1 = await request(A.url, 'GET', '/v1/requests?status=delayed&limit=1');
+    assert.deepEqual(p1.body.requests.map((o) => o.requestId), [ids[0]]);
+    assert.equal(typeof p1.body.cursor, 'string');
+    // ids[0] moves to another status: its cursor must still resume after it
+    assert.equal((await ingest(A.url, webhookBody(ids[0], 'submitted', now + 1))).body.result, 'accepted');
+    const p2 = await request(A.url, 'GET', `/v1/requests?status=delayed&limit=1&cursor=${p1.body.cursor}`);
+    assert.deepEqual(p2.body.requests.map((o) => o.requestId), [ids[1]]);
+    const p3 = await request(A.url, 'GET', `/v1/requests?status=delayed&limit=5&cursor=${p2.body.cursor}`);
+    assert.deepEqual(p3.body.requests.map((o) => o.requestId), [ids[2]]);
+    assert.equal(p3.body.cursor, null);
   });
 
   test('GET /intents/status/v3 from the cache: the upstream shape', async () => {

@@ -273,7 +273,8 @@ static void test_nulls_never_in_upstream_shapes(void **state)
          *r = proto_event_record(&ev, &len);
     assert_non_null(strstr(w, "\"originChainId\":null,\"destinationChainId\":null,"
                               "\"depositAddress\":null,\"requestId\":\"r1\",\"referrer\":null,"
-                              "\"details\":null,\"failReason\":\"N/A\",\"refundFailReason\":\"N/A\"}"));
+                              "\"details\":null,\"failReason\":\"N/A\","
+                              "\"refundFailReason\":\"N/A\"}"));
     assert_string_equal(s, "{\"status\":\"pending\",\"inTxHashes\":[],\"txHashes\":[],"
                            "\"updatedAt\":1,\"originChainId\":null,\"destinationChainId\":null,"
                            "\"failReason\":\"N/A\",\"refundFailReason\":\"N/A\"}");
@@ -298,8 +299,8 @@ static void test_escaping(void **state)
         {"q\"b\\s/", "\"q\\\"b\\\\s/\"", 1},
         {"\b\f\n\r\t", "\"\\b\\f\\n\\r\\t\"", 1},
         {"\x01\x1f\x7f", "\"\\u0001\\u001f\x7f\"", 1},
-        {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xe2\x80\xa8", "\"caf\xc3\xa9 \xe2\x82\xac "
-                                                               "\xf0\x9f\x98\x80 \xe2\x80\xa8\"", 1},
+        {"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xe2\x80\xa8",
+         "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80 \xe2\x80\xa8\"", 1},
         {"bad\xff", "\"bad\\ufffd\"", 0},
         {"cut\xe2\x82", "\"cut\\ufffd\\ufffd\"", 0},
         {"over\xc0\xaf", "\"over\\ufffd\\ufffd\"", 0},

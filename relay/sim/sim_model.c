@@ -1,0 +1,846 @@
+/* sim_model.c - see sim_model.h. runs on: the simulator's lws thread.
+ *
+ * Timers: one lws sul for the whole model, armed for the earliest due request of a binary
+ * min-heap. (lws keeps its own timers in a sorted list with linear insertion; tens of
+ * thousands of requests in load mode each with its own sul would make every insert O(n).) */
+#include "relay/sim/sim_model.h"
+#include "relay/sim/sim_json.h"
+#include "relay/sim/sim_map.h"
+#include "relay/log.h"
+#include "relay/util.h"
+
+#include <libwebsockets.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- random ------------------------------------------------------------------------- */
+
+uint64_t sim_rng_next(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+uint64_t sim_rng_below(uint64_t *state, uint64_t n)
+{
+    return n ? sim_rng_next(state) % n : 0;
+}
+
+double sim_rng_unit(uint64_t *state)
+{
+    return (double)(sim_rng_next(state) >> 11) / 9007199254740992.0;
+}
+
+/* A stream for the n-th member of a family (generated requests, scripted requests, sockets). */
+static uint64_t stream_seed(uint64_t seed, uint64_t family, uint64_t n)
+{
+    uint64_t s = seed ^ (family * 0xd1b54a32d192ed03ULL);
+    uint64_t t = s + n * 0x9e3779b97f4a7c15ULL;
+    return sim_rng_next(&t) ^ sim_rng_next(&s);
+}
+
+enum { FAM_GEN = 1, FAM_CTL = 2, FAM_SOCK = 3 };
+
+/* ---- lifecycles ------------------------------------------------------------------------ */
+
+enum reason_kind { RK_NONE, RK_REFUNDABLE, RK_FINAL };
+
+struct tmpl_step {
+    const char *status;
+    int pct; /* of --step before entering this step (first step: 0) */
+    enum reason_kind reason;
+};
+
+struct tmpl {
+    const char *name;
+    int deposit;     /* deposit-address request */
+    int64_t origin;  /* fixed origin chain, 0 = random */
+    int nsteps;
+    struct tmpl_step steps[8];
+};
+
+static const struct tmpl tmpls[] = {
+    {"success", 0, 0, 4, {{"waiting", 0}, {"pending", 100}, {"submitted", 100}, {"success", 50}}},
+    {"depositing", 0, 0, 4,
+     {{"depositing", 0}, {"pending", 60}, {"submitted", 100}, {"success", 50}}},
+    {"delayed", 0, 0, 5,
+     {{"waiting", 0}, {"pending", 100}, {"delayed", 150}, {"submitted", 400}, {"success", 50}}},
+    {"refund", 0, 0, 5,
+     {{"waiting", 0},
+      {"pending", 100},
+      {"failure", 150, RK_REFUNDABLE},
+      {"pending", 40},
+      {"refund", 120}}},
+    {"failure", 0, 0, 3, {{"waiting", 0}, {"pending", 100}, {"failure", 150, RK_FINAL}}},
+    {"deposit-address", 1, 0, 4,
+     {{"waiting", 0}, {"pending", 200}, {"submitted", 100}, {"success", 50}}},
+    {"solana", 0, 792703809, 4,
+     {{"waiting", 0}, {"pending", 60}, {"submitted", 80}, {"success", 40}}},
+};
+#define NTMPL ((int)ARRAY_LEN(tmpls))
+
+const char *sim_model_lifecycles(void)
+{
+    return "success depositing delayed refund failure deposit-address solana";
+}
+
+static const char *const refundable_reasons[] = {
+    "SOLVER_CAPACITY_EXCEEDED", "DEPOSITED_AMOUNT_TOO_LOW_TO_FILL", "ORDER_EXPIRED", "SLIPPAGE",
+    "TRANSACTION_REVERTED", "EXECUTION_REVERTED", "DOUBLE_SPEND", "TTL_EXPIRED",
+};
+static const char *const final_reasons[] = {"SLIPPAGE", "EXECUTION_REVERTED", "TOO_LITTLE_RECEIVED"};
+static const char *const final_details[] = {
+    "Fill simulation reverted: output below quoted minimum",
+    "execution reverted: TRANSFER_FROM_FAILED",
+    "Fill transaction reverted on destination",
+};
+static const char *const referrers[] = {"relay.link", "example-app", "wallet-x", NULL, NULL};
+
+/* Weighted chain pick: origin and destination of generated requests. */
+static const struct {
+    int64_t id;
+    int weight;
+} chain_weights[] = {
+    {8453, 25}, {42161, 15}, {1, 15}, {10, 8}, {137, 7}, {792703809, 20}, {8253038, 5}, {1337, 5},
+};
+
+/* ---- model ------------------------------------------------------------------------------ */
+
+struct sim_model {
+    uint64_t seed;
+    int64_t retain;
+    sim_change_cb cb;
+    void *cb_arg;
+    struct lws_context *ctx;
+    lws_sorted_usec_list_t sul;
+    int sul_armed;
+    int64_t sul_due_ms;
+    struct sim_map *by_id;
+    struct sim_map *interned;
+    struct sim_req *oldest, *newest;
+    size_t count, active;
+    uint64_t seq, gen_n, ctl_n, sock_n, evicted;
+    struct sim_req **heap;
+    size_t heap_len, heap_cap;
+    int mix_weight[NTMPL];
+    int mix_total;
+};
+
+const char *sim_model_intern(struct sim_model *m, const char *s)
+{
+    if (s == NULL)
+        return NULL;
+    const char *v = sim_map_get(m->interned, s);
+    if (v != NULL)
+        return v;
+    char *c = xstrdup(s);
+    sim_map_put(m->interned, c, c);
+    return c;
+}
+
+struct sim_model *sim_model_new(uint64_t seed, int64_t retain, sim_change_cb cb, void *arg)
+{
+    struct sim_model *m = xcalloc(1, sizeof(*m));
+    m->seed = seed;
+    m->retain = retain;
+    m->cb = cb;
+    m->cb_arg = arg;
+    m->by_id = sim_map_new();
+    m->interned = sim_map_new();
+    char err[128];
+    if (sim_model_set_mix(m, "success:1", err, sizeof(err)) != 0)
+        abort();
+    return m;
+}
+
+void sim_model_attach(struct sim_model *m, struct lws_context *ctx)
+{
+    m->ctx = ctx;
+}
+
+static void req_free(struct sim_req *r)
+{
+    for (int i = 0; i < r->nin; i++)
+        free(r->in[i].hash);
+    for (int i = 0; i < r->nout; i++)
+        free(r->out[i].hash);
+    free(r->in);
+    free(r->out);
+    if (r->dep != NULL)
+        free(r->dep->tx_hash);
+    free(r->dep);
+    free(r->steps);
+    free(r->hist);
+    free(r);
+}
+
+static void free_interned(void *arg, const char *key, void *val)
+{
+    free(val);
+}
+
+void sim_model_free(struct sim_model *m, int detached)
+{
+    if (m == NULL)
+        return;
+    if (!detached && m->ctx != NULL)
+        lws_sul_cancel(&m->sul);
+    for (struct sim_req *r = m->oldest, *n; r != NULL; r = n) {
+        n = r->next;
+        req_free(r);
+    }
+    sim_map_free(m->by_id);
+    sim_map_each(m->interned, free_interned, NULL);
+    sim_map_free(m->interned);
+    free(m->heap);
+    free(m);
+}
+
+int sim_model_set_mix(struct sim_model *m, const char *mix, char *err, size_t errn)
+{
+    int w[NTMPL] = {0}, total = 0;
+    char buf[512];
+    if (mix == NULL || strlen(mix) >= sizeof(buf)) {
+        snprintf(err, errn, "expected name:weight,... with names %s", sim_model_lifecycles());
+        return -1;
+    }
+    strcpy(buf, mix);
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        while (*t == ' ')
+            t++;
+        char *colon = strchr(t, ':');
+        long weight = 1;
+        if (colon != NULL) {
+            *colon = '\0';
+            char *end;
+            weight = strtol(colon + 1, &end, 10);
+            if (*end != '\0' || colon[1] == '\0' || weight < 0 || weight > 1000000) {
+                snprintf(err, errn, "bad weight for %s", t);
+                return -1;
+            }
+        }
+        int i;
+        for (i = 0; i < NTMPL; i++)
+            if (strcmp(tmpls[i].name, t) == 0)
+                break;
+        if (i == NTMPL) {
+            snprintf(err, errn, "unknown lifecycle \"%s\" (known: %s)", t,
+                     sim_model_lifecycles());
+            return -1;
+        }
+        w[i] += (int)weight;
+        total += (int)weight;
+    }
+    if (total <= 0) {
+        snprintf(err, errn, "the weights add up to zero");
+        return -1;
+    }
+    memcpy(m->mix_weight, w, sizeof(w));
+    m->mix_total = total;
+    return 0;
+}
+
+/* ---- text generators ------------------------------------------------------------------- */
+
+static void rand_hex(uint64_t *rng, char *out, int n)
+{
+    static const char hex[] = "0123456789abcdef";
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++) {
+        if (i % 16 == 0)
+            v = sim_rng_next(rng);
+        out[i] = hex[v & 15];
+        v >>= 4;
+    }
+    out[n] = '\0';
+}
+
+/* Base58 (Bitcoin alphabet) of n random bytes. out holds at least 2n bytes. */
+static void rand_base58(uint64_t *rng, char *out, int n)
+{
+    static const char alpha[] = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
+    unsigned char bytes[64];
+    for (int i = 0; i < n; i++)
+        bytes[i] = (unsigned char)sim_rng_next(rng);
+    bytes[0] |= 1; /* no leading zero bytes: a full-length signature, like real ones */
+    unsigned char digits[128];
+    int nd = 0;
+    for (int i = 0; i < n; i++) {
+        int carry = bytes[i];
+        for (int j = 0; j < nd; j++) {
+            carry += digits[j] << 8;
+            digits[j] = (unsigned char)(carry % 58);
+            carry /= 58;
+        }
+        while (carry > 0) {
+            digits[nd++] = (unsigned char)(carry % 58);
+            carry /= 58;
+        }
+    }
+    for (int i = 0; i < nd; i++)
+        out[i] = alpha[digits[nd - 1 - i]];
+    out[nd] = '\0';
+}
+
+static void rand_hash(uint64_t *rng, int64_t chain, char *out)
+{
+    const char *vm = sim_chain_vm(chain);
+    if (strcmp(vm, "svm") == 0) {
+        rand_base58(rng, out, 64);
+    } else if (strcmp(vm, "bvm") == 0) {
+        rand_hex(rng, out, 64);
+    } else {
+        out[0] = '0';
+        out[1] = 'x';
+        rand_hex(rng, out + 2, 64);
+    }
+}
+
+static void rand_address(uint64_t *rng, int64_t chain, char *out)
+{
+    const char *vm = sim_chain_vm(chain);
+    if (strcmp(vm, "svm") == 0) {
+        rand_base58(rng, out, 32);
+    } else if (strcmp(vm, "bvm") == 0) {
+        static const char b32[] = "qpzry9x8gf2tvdw0s3jn54khce6mua7l";
+        memcpy(out, "bc1q", 4);
+        for (int i = 0; i < 38; i++)
+            out[4 + i] = b32[sim_rng_below(rng, 32)];
+        out[42] = '\0';
+    } else {
+        out[0] = '0';
+        out[1] = 'x';
+        rand_hex(rng, out + 2, 40);
+    }
+}
+
+static int64_t pick_chain(uint64_t *rng, int64_t not)
+{
+    for (;;) {
+        int total = 0;
+        for (size_t i = 0; i < ARRAY_LEN(chain_weights); i++)
+            total += chain_weights[i].weight;
+        int64_t x = (int64_t)sim_rng_below(rng, (uint64_t)total);
+        for (size_t i = 0; i < ARRAY_LEN(chain_weights); i++) {
+            x -= chain_weights[i].weight;
+            if (x < 0) {
+                if (chain_weights[i].id != not)
+                    return chain_weights[i].id;
+                break;
+            }
+        }
+    }
+}
+
+static int64_t rand_block(uint64_t *rng, int64_t chain)
+{
+    const char *vm = sim_chain_vm(chain);
+    if (strcmp(vm, "svm") == 0)
+        return 330000000 + (int64_t)sim_rng_below(rng, 5000000);
+    if (strcmp(vm, "bvm") == 0)
+        return 905000 + (int64_t)sim_rng_below(rng, 5000);
+    return 20000000 + (int64_t)sim_rng_below(rng, 15000000);
+}
+
+/* ---- timers ----------------------------------------------------------------------------- */
+
+static void heap_swap(struct sim_model *m, size_t a, size_t b)
+{
+    struct sim_req *t = m->heap[a];
+    m->heap[a] = m->heap[b];
+    m->heap[b] = t;
+    m->heap[a]->heap_idx = (int)a;
+    m->heap[b]->heap_idx = (int)b;
+}
+
+static void heap_up(struct sim_model *m, size_t i)
+{
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (m->heap[p]->due_ms <= m->heap[i]->due_ms)
+            break;
+        heap_swap(m, p, i);
+        i = p;
+    }
+}
+
+static void heap_down(struct sim_model *m, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, s = i;
+        if (l < m->heap_len && m->heap[l]->due_ms < m->heap[s]->due_ms)
+            s = l;
+        if (r < m->heap_len && m->heap[r]->due_ms < m->heap[s]->due_ms)
+            s = r;
+        if (s == i)
+            break;
+        heap_swap(m, s, i);
+        i = s;
+    }
+}
+
+static void heap_remove(struct sim_model *m, struct sim_req *r)
+{
+    if (r->heap_idx < 0)
+        return;
+    size_t i = (size_t)r->heap_idx, last = m->heap_len - 1;
+    if (i != last) {
+        heap_swap(m, i, last);
+        m->heap_len--;
+        heap_down(m, i);
+        heap_up(m, i);
+    } else {
+        m->heap_len--;
+    }
+    r->heap_idx = -1;
+}
+
+static void on_timer(lws_sorted_usec_list_t *sul);
+
+/* Arm the lws timer for the earliest due request (if it changed). */
+static void rearm(struct sim_model *m)
+{
+    if (m->ctx == NULL)
+        return;
+    if (m->heap_len == 0) {
+        if (m->sul_armed)
+            lws_sul_cancel(&m->sul);
+        m->sul_armed = 0;
+        return;
+    }
+    int64_t due = m->heap[0]->due_ms;
+    if (m->sul_armed && m->sul_due_ms == due)
+        return;
+    int64_t delay = due - mono_ms();
+    if (delay < 0)
+        delay = 0;
+    lws_sul_schedule(m->ctx, 0, &m->sul, on_timer, delay * LWS_US_PER_MS);
+    m->sul_armed = 1;
+    m->sul_due_ms = due;
+}
+
+static void schedule(struct sim_model *m, struct sim_req *r, int64_t delay_ms)
+{
+    heap_remove(m, r);
+    r->due_ms = mono_ms() + delay_ms;
+    if (m->heap_len == m->heap_cap) {
+        m->heap_cap = m->heap_cap ? m->heap_cap * 2 : 256;
+        m->heap = xrealloc(m->heap, m->heap_cap * sizeof(*m->heap));
+    }
+    r->heap_idx = (int)m->heap_len;
+    m->heap[m->heap_len++] = r;
+    heap_up(m, (size_t)r->heap_idx);
+    rearm(m);
+}
+
+static void on_timer(lws_sorted_usec_list_t *sul)
+{
+    struct sim_model *m = lws_container_of(sul, struct sim_model, sul);
+    m->sul_armed = 0;
+    int64_t now = mono_ms();
+    /* Bounded per tick so a huge backlog cannot starve the network side of the loop. */
+    for (int n = 0; n < 20000 && m->heap_len > 0 && m->heap[0]->due_ms <= now; n++) {
+        struct sim_req *r = m->heap[0];
+        heap_remove(m, r);
+        sim_model_advance(m, r);
+    }
+    rearm(m);
+}
+
+/* ---- state changes ---------------------------------------------------------------------- */
+
+static int is_status(const char *s, const char *want)
+{
+    return s != NULL && strcmp(s, want) == 0;
+}
+
+static struct sim_tx *add_tx(struct sim_req *r, int out, const char *hash, int64_t chain,
+                             enum sim_tx_kind kind)
+{
+    int *n = out ? &r->nout : &r->nin;
+    struct sim_tx **arr = out ? &r->out : &r->in;
+    if (*n >= SIM_MAX_TXS)
+        return NULL;
+    *arr = xrealloc(*arr, (size_t)(*n + 1) * sizeof(**arr));
+    struct sim_tx *t = &(*arr)[(*n)++];
+    memset(t, 0, sizeof(*t));
+    t->hash = xstrdup(hash);
+    t->chain_id = chain;
+    t->at_ms = wall_ms();
+    t->block = rand_block(&r->rng, chain);
+    t->fee = 20000000000LL + (int64_t)sim_rng_below(&r->rng, 900000000000LL);
+    t->kind = kind;
+    return t;
+}
+
+static int has_out_kind(const struct sim_req *r, enum sim_tx_kind kind)
+{
+    for (int i = 0; i < r->nout; i++)
+        if (r->out[i].kind == kind)
+            return 1;
+    return 0;
+}
+
+/* The tx hashes a status implies: the deposit is seen from depositing/pending on, the fill
+ * appears with submitted, the refund with refund. */
+static void implied_hashes(struct sim_req *r)
+{
+    const char *s = r->status;
+    char h[160];
+    int deposit_seen = is_status(s, "depositing") || is_status(s, "pending") ||
+                       is_status(s, "delayed") || is_status(s, "submitted") ||
+                       is_status(s, "success") || is_status(s, "refund") ||
+                       is_status(s, "failure");
+    if (deposit_seen && r->dep != NULL && r->dep->tx_hash == NULL) {
+        rand_hash(&r->rng, r->origin, h);
+        r->dep->tx_hash = xstrdup(h);
+        snprintf(r->dep->depositor, sizeof(r->dep->depositor), "%s", r->user);
+    }
+    if (deposit_seen && r->nin == 0) {
+        rand_hash(&r->rng, r->origin, h); /* for deposit addresses: the sweep */
+        add_tx(r, 0, h, r->origin, SIM_TX_DEPOSIT);
+    }
+    if ((is_status(s, "submitted") || is_status(s, "success")) && !has_out_kind(r, SIM_TX_FILL)) {
+        rand_hash(&r->rng, r->dest, h);
+        add_tx(r, 1, h, r->dest, SIM_TX_FILL);
+    }
+    if (is_status(s, "refund") && !has_out_kind(r, SIM_TX_REFUND)) {
+        rand_hash(&r->rng, r->origin, h);
+        add_tx(r, 1, h, r->origin, SIM_TX_REFUND);
+    }
+}
+
+static void hist_add(struct sim_req *r)
+{
+    if (r->nhist == 64) { /* keep the last 64 */
+        memmove(r->hist, r->hist + 1, 63 * sizeof(*r->hist));
+        r->nhist--;
+    }
+    if (r->nhist == r->hist_cap) {
+        r->hist_cap = r->hist_cap ? r->hist_cap * 2 : 6;
+        r->hist = xrealloc(r->hist, (size_t)r->hist_cap * sizeof(*r->hist));
+    }
+    r->hist[r->nhist].status = r->status;
+    r->hist[r->nhist].updated_ms = r->updated_ms;
+    r->nhist++;
+}
+
+/* Enter a status. fail/refund_fail: explicit reported values (NULL = the usual rules:
+ * failReason is the remembered reason on failure/fallback/refund, else "N/A"). */
+static void enter(struct sim_model *m, struct sim_req *r, const char *status, const char *fail,
+                  const char *refund_fail, const char *details, int auto_hashes,
+                  int64_t updated_at)
+{
+    r->status = sim_model_intern(m, status);
+    if (fail != NULL && strcmp(fail, "N/A") != 0)
+        r->kept_fail_reason = sim_model_intern(m, fail);
+    if (refund_fail != NULL && strcmp(refund_fail, "N/A") != 0)
+        r->kept_refund_reason = sim_model_intern(m, refund_fail);
+    if (auto_hashes)
+        implied_hashes(r);
+    int failed = is_status(status, "failure") || is_status(status, "fallback") ||
+                 is_status(status, "refund");
+    if (fail != NULL)
+        r->fail_reason = sim_model_intern(m, fail);
+    else if (failed)
+        r->fail_reason = r->kept_fail_reason ? r->kept_fail_reason : "UNKNOWN";
+    else
+        r->fail_reason = "N/A";
+    if (refund_fail != NULL)
+        r->refund_fail_reason = sim_model_intern(m, refund_fail);
+    else
+        r->refund_fail_reason = r->kept_refund_reason ? r->kept_refund_reason : "N/A";
+    r->details = details != NULL ? sim_model_intern(m, details) : NULL;
+    int64_t now = wall_ms();
+    if (updated_at > 0)
+        r->updated_ms = updated_at;
+    else
+        r->updated_ms = now > r->updated_ms ? now : r->updated_ms + 1;
+    hist_add(r);
+    if (m->cb != NULL)
+        m->cb(m->cb_arg, r);
+}
+
+static void set_terminal(struct sim_model *m, struct sim_req *r)
+{
+    if (!r->terminal) {
+        r->terminal = 1;
+        m->active--;
+    }
+}
+
+/* After entering steps[pos]: schedule the next step, or mark the end of the path. */
+static void plan_next(struct sim_model *m, struct sim_req *r)
+{
+    heap_remove(m, r);
+    if (r->pos + 1 >= r->nsteps) {
+        set_terminal(m, r);
+        rearm(m);
+        return;
+    }
+    int64_t d = r->steps[r->pos + 1].delay_ms;
+    if (d >= 0)
+        schedule(m, r, d);
+    else
+        rearm(m);
+}
+
+int sim_model_advance(struct sim_model *m, struct sim_req *r)
+{
+    if (r->pos + 1 >= r->nsteps)
+        return -1;
+    r->pos++;
+    const struct sim_step *s = &r->steps[r->pos];
+    /* Plan before calling out: the change callback must see a consistent request. */
+    plan_next(m, r);
+    enter(m, r, s->status, s->fail_reason, s->refund_fail_reason, s->details, r->auto_hashes,
+          0);
+    return 0;
+}
+
+void sim_model_set_status(struct sim_model *m, struct sim_req *r, const struct sim_set *set)
+{
+    for (int i = 0; i < set->nin; i++)
+        add_tx(r, 0, set->in_hashes[i], r->origin, SIM_TX_DEPOSIT);
+    for (int i = 0; i < set->nout; i++)
+        add_tx(r, 1, set->out_hashes[i], r->dest, SIM_TX_OTHER);
+    enter(m, r, set->status, set->fail_reason, set->refund_fail_reason,
+          set->details_set ? set->details : NULL, r->auto_hashes && !set->no_auto_hashes,
+          set->updated_at);
+}
+
+/* ---- creation --------------------------------------------------------------------------- */
+
+static int find_tmpl(const char *name)
+{
+    for (int i = 0; i < NTMPL; i++)
+        if (strcmp(tmpls[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+static void evict(struct sim_model *m)
+{
+    if (m->retain <= 0 || (int64_t)m->count <= m->retain)
+        return;
+    struct sim_req *r = m->oldest;
+    for (int i = 0; r != NULL && i < 64 && !r->terminal; i++)
+        r = r->next;
+    if (r == NULL || !r->terminal)
+        return;
+    heap_remove(m, r);
+    sim_map_del(m->by_id, r->id);
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        m->oldest = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    else
+        m->newest = r->prev;
+    m->count--;
+    m->evicted++;
+    req_free(r);
+}
+
+static int id_ok(const char *id)
+{
+    size_t n = strlen(id);
+    if (n == 0 || n >= SIM_ID_MAX)
+        return 0;
+    for (const char *p = id; *p; p++)
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+              *p == '_' || *p == ':' || *p == '.' || *p == '-'))
+            return 0;
+    return 1;
+}
+
+struct sim_req *sim_model_create(struct sim_model *m, const struct sim_spec *spec,
+                                 const char **err)
+{
+    int ti = -1;
+    if (spec->lifecycle != NULL) {
+        if ((ti = find_tmpl(spec->lifecycle)) < 0) {
+            *err = "unknown lifecycle";
+            return NULL;
+        }
+    }
+    if (spec->id != NULL) {
+        if (!id_ok(spec->id)) {
+            *err = "id must be 1..128 characters of [A-Za-z0-9_:.-]";
+            return NULL;
+        }
+        if (sim_map_get(m->by_id, spec->id) != NULL) {
+            *err = "a request with this id exists";
+            return NULL;
+        }
+    }
+    if (spec->lifecycle == NULL && spec->nsteps == 0 && m->mix_total <= 0) {
+        *err = "no lifecycle";
+        return NULL;
+    }
+    if (spec->nsteps > SIM_MAX_STEPS) {
+        *err = "path too long";
+        return NULL;
+    }
+
+    evict(m); /* before, never after: the caller uses the request it gets back */
+    struct sim_req *r = xcalloc(1, sizeof(*r));
+    r->heap_idx = -1;
+    r->rng = spec->generated ? stream_seed(m->seed, FAM_GEN, m->gen_n++)
+                             : stream_seed(m->seed, FAM_CTL, m->ctl_n++);
+    uint64_t *rng = &r->rng;
+    if (ti < 0 && spec->nsteps == 0) { /* pick from the mix */
+        int64_t x = (int64_t)sim_rng_below(rng, (uint64_t)m->mix_total);
+        for (ti = 0; ti < NTMPL; ti++) {
+            x -= m->mix_weight[ti];
+            if (x < 0)
+                break;
+        }
+        if (ti >= NTMPL)
+            ti = 0;
+    }
+    const struct tmpl *t = ti >= 0 ? &tmpls[ti] : NULL;
+    r->lifecycle = t ? t->name : "scripted";
+
+    if (spec->id != NULL) {
+        snprintf(r->id, sizeof(r->id), "%s", spec->id);
+    } else {
+        r->id[0] = '0';
+        r->id[1] = 'x';
+        rand_hex(rng, r->id + 2, 64);
+        if (sim_map_get(m->by_id, r->id) != NULL) { /* same seed reused in one process */
+            char suffix[9];
+            rand_hex(rng, suffix, 8);
+            memcpy(r->id + 2, suffix, 8);
+        }
+    }
+    r->origin = spec->origin ? spec->origin : t && t->origin ? t->origin : pick_chain(rng, 0);
+    r->dest = spec->dest ? spec->dest : pick_chain(rng, r->origin);
+    rand_address(rng, r->origin, r->user);
+    if (spec->user != NULL)
+        snprintf(r->user, sizeof(r->user), "%s", spec->user);
+    if (sim_rng_below(rng, 4) == 0 && strcmp(sim_chain_vm(r->origin), sim_chain_vm(r->dest)) == 0)
+        snprintf(r->recipient, sizeof(r->recipient), "%s", r->user);
+    else
+        rand_address(rng, r->dest, r->recipient);
+    r->referrer = spec->referrer ? sim_model_intern(m, spec->referrer)
+                                 : referrers[sim_rng_below(rng, ARRAY_LEN(referrers))];
+    r->amount_wei = 1000000000000000LL + (int64_t)sim_rng_below(rng, 4000000000000000000LL);
+    r->auto_hashes = !spec->no_auto_hashes;
+
+    int deposit = spec->deposit >= 0 ? spec->deposit : t ? t->deposit : 0;
+    if (deposit) {
+        r->dep = xcalloc(1, sizeof(*r->dep));
+        rand_address(rng, r->origin, r->dep->address);
+        r->dep->type = spec->deposit_type ? sim_model_intern(m, spec->deposit_type)
+                       : sim_rng_below(rng, 2)  ? "strict"
+                                                : "open";
+        snprintf(r->dep->recovery, sizeof(r->dep->recovery), "%s", r->user);
+    }
+
+    /* The path: each step with its concrete delay. */
+    if (t != NULL && spec->nsteps == 0) {
+        const char *reason = refundable_reasons[sim_rng_below(rng, ARRAY_LEN(refundable_reasons))];
+        r->nsteps = t->nsteps;
+        r->steps = xcalloc((size_t)r->nsteps, sizeof(*r->steps));
+        for (int i = 0; i < t->nsteps; i++) {
+            const struct tmpl_step *ts = &t->steps[i];
+            struct sim_step *s = &r->steps[i];
+            s->status = ts->status;
+            if (ts->reason == RK_REFUNDABLE) {
+                s->fail_reason = reason;
+            } else if (ts->reason == RK_FINAL) {
+                s->fail_reason = final_reasons[sim_rng_below(rng, ARRAY_LEN(final_reasons))];
+                s->refund_fail_reason = "AMOUNT_TOO_LOW_TO_REFUND";
+                s->details = final_details[sim_rng_below(rng, ARRAY_LEN(final_details))];
+            }
+            if (i == 0 || spec->step_ms <= 0)
+                s->delay_ms = i == 0 ? 0 : -1;
+            else /* pct of the step, with +-50% jitter */
+                s->delay_ms = (int64_t)((double)spec->step_ms * ts->pct / 100.0 *
+                                        (0.5 + sim_rng_unit(rng)));
+        }
+    } else {
+        r->nsteps = spec->nsteps;
+        r->steps = xcalloc((size_t)r->nsteps, sizeof(*r->steps));
+        for (int i = 0; i < spec->nsteps; i++) {
+            const struct sim_step *in = &spec->steps[i];
+            struct sim_step *s = &r->steps[i];
+            s->status = sim_model_intern(m, in->status);
+            s->fail_reason = sim_model_intern(m, in->fail_reason);
+            s->refund_fail_reason = sim_model_intern(m, in->refund_fail_reason);
+            s->details = sim_model_intern(m, in->details);
+            s->delay_ms = in->delay_ms >= 0 ? in->delay_ms : spec->step_ms > 0 ? spec->step_ms : -1;
+        }
+    }
+    if (r->nsteps == 0) { /* unreachable: checked above; keep the invariant nsteps >= 1 */
+        req_free(r);
+        *err = "empty path";
+        return NULL;
+    }
+
+    int64_t now = wall_ms();
+    r->seq = ++m->seq;
+    r->quote_created_ms = now - 2000 - (int64_t)sim_rng_below(rng, 30000);
+    r->created_ms = now;
+    r->updated_ms = 0;
+    sim_map_put(m->by_id, r->id, r);
+    r->prev = m->newest;
+    if (m->newest)
+        m->newest->next = r;
+    else
+        m->oldest = r;
+    m->newest = r;
+    m->count++;
+    m->active++;
+
+    r->pos = 0;
+    plan_next(m, r);
+    const struct sim_step *s = &r->steps[0];
+    enter(m, r, s->status, s->fail_reason, s->refund_fail_reason, s->details, r->auto_hashes, 0);
+    return r;
+}
+
+struct sim_req *sim_model_find(const struct sim_model *m, const char *id)
+{
+    return sim_map_get(m->by_id, id);
+}
+
+struct sim_req *sim_model_oldest(const struct sim_model *m)
+{
+    return m->oldest;
+}
+
+struct sim_req *sim_model_newest(const struct sim_model *m)
+{
+    return m->newest;
+}
+
+size_t sim_model_count(const struct sim_model *m)
+{
+    return m->count;
+}
+
+size_t sim_model_active(const struct sim_model *m)
+{
+    return m->active;
+}
+
+uint64_t sim_model_evicted(const struct sim_model *m)
+{
+    return m->evicted;
+}
+
+void sim_model_socket_id(struct sim_model *m, char *out)
+{
+    static const char b36[] = "0123456789abcdefghijklmnopqrstuvwxyz";
+    uint64_t rng = stream_seed(m->seed, FAM_SOCK, m->sock_n++);
+    for (int i = 0; i < 11; i++)
+        out[i] = b36[sim_rng_below(&rng, 36)];
+    out[11] = '\0';
+}
