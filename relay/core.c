@@ -164,6 +164,8 @@ void core_stop(struct core *c)
     c->shutting_down = 1;
     if (c->api)
         api_stop_accepting(c->api);
+    if (c->upstream)
+        upstream_shutdown(c->upstream); /* hand the upstream websocket to another process */
     /* give in-flight work a moment; deliveries get their grace period in the dispatcher */
     cp->stop_ev = evtimer_new(c->base, on_stop, c);
     struct timeval tv = {0, 200 * 1000};

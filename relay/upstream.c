@@ -16,13 +16,14 @@
 #include "store/keys.h"
 #include "store/store.h"
 
+#include <event2/event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define SUB_ACKED 1u
 
-enum up_state { UP_IDLE = 0, UP_CONNECTING, UP_READY };
+enum up_state { UP_IDLE = 0, UP_CONNECTING, UP_READY, UP_STANDBY };
 
 struct upstream {
     struct core *c;
@@ -33,7 +34,17 @@ struct upstream {
     int64_t lagging_until; /* mono ms: fast polling after a lagging report */
     int started, loaded;
     uint64_t rejected_logged;
+    /* leader lease: exactly one process holds the upstream websocket */
+    struct store_script lease_sc, release_sc;
+    struct event *lease_ev;
+    int held;               /* we hold the lease */
+    int renewing;
+    int64_t last_renew_ok;  /* mono ms */
+    int remote_ws_ok;       /* the holder (maybe us) reports a healthy websocket */
 };
+
+static void on_lease_tick(evutil_socket_t fd, short what, void *arg);
+static void clear_ack(void *arg, const char *id, uint32_t *value);
 
 static void send_frame(struct upstream *u, const char *type, const char *id)
 {
@@ -95,6 +106,9 @@ struct upstream *upstream_new(struct core *c)
     u->down_since_wall = wall_ms();
     ingest_on_event(c->ingest, on_event, u);
     store_on_state(c->store, on_store_state, u);
+    store_script_init(&u->lease_sc, "leader");
+    store_script_init(&u->release_sc, "leader_release");
+    u->lease_ev = event_new(c->base, -1, EV_PERSIST, on_lease_tick, u);
     return u;
 }
 
@@ -103,17 +117,98 @@ void upstream_free(struct upstream *u)
     if (u == NULL)
         return;
     idmap_free(u->subs);
+    if (u->lease_ev)
+        event_free(u->lease_ev);
     free(u);
+}
+
+static void take_lead(struct upstream *u)
+{
+    u->held = 1;
+    u->state = UP_CONNECTING;
+    u->c->metrics.upstream_ws_state = 1;
+    u->down_since_mono = mono_ms();
+    u->down_since_wall = wall_ms();
+    log_info("upstream websocket lease taken", "instance=%s", u->c->instance_id);
+    xq_push(u->c->to_ws, xmsg_new(XMSG_UP_START, 0, NULL, 0));
+}
+
+static void lose_lead(struct upstream *u, const char *why)
+{
+    if (!u->held)
+        return;
+    u->held = 0;
+    u->state = UP_STANDBY;
+    u->c->metrics.upstream_ws_state = 0;
+    idmap_each(u->subs, clear_ack, u);
+    log_warn("upstream websocket lease lost", "reason=%s", why);
+    xq_push(u->c->to_ws, xmsg_new(XMSG_UP_STOP, 0, NULL, 0));
+}
+
+static void on_lease(void *arg, const char *err, redisReply *r)
+{
+    struct upstream *u = arg;
+    u->renewing = 0;
+    if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2)
+        return; /* keep our view; the expiry check in on_lease_tick decides */
+    u->last_renew_ok = mono_ms();
+    u->remote_ws_ok = r->element[1]->integer == 1;
+    if (r->element[0]->integer == 1 && !u->held && !u->c->shutting_down)
+        take_lead(u);
+    else if (r->element[0]->integer == 0 && u->held)
+        lose_lead(u, "taken");
+}
+
+static void lease_keys(struct upstream *u, char *k1, char *k2)
+{
+    key_build(k1, KEY_MAX, store_tag(u->c->store), "leader", NULL, NULL);
+    key_build(k2, KEY_MAX, store_tag(u->c->store), "wsok", NULL, NULL);
+}
+
+static void on_lease_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct upstream *u = arg;
+    int64_t lease = u->c->cfg->leader_lease_ms;
+    /* could not renew for a whole lease: someone else may hold it now */
+    if (u->held && mono_ms() - u->last_renew_ok > lease)
+        lose_lead(u, "not renewed");
+    if (u->renewing || u->c->shutting_down)
+        return;
+    char k1[KEY_MAX], k2[KEY_MAX], ms[24];
+    lease_keys(u, k1, k2);
+    snprintf(ms, sizeof(ms), "%lld", (long long)lease);
+    const char *argv[] = {k1, k2, u->c->instance_id, ms, u->held && u->state == UP_READY ? "1" : "0"};
+    if (store_eval(u->c->store, &u->lease_sc, on_lease, u, 2, 5, argv, NULL) == 0)
+        u->renewing = 1;
 }
 
 void upstream_start(struct upstream *u)
 {
     u->started = 1;
-    u->state = UP_CONNECTING;
-    u->c->metrics.upstream_ws_state = 1;
+    u->state = UP_STANDBY;
     if (store_ready(u->c->store) && !u->loaded)
         load_tracked(u);
-    xq_push(u->c->to_ws, xmsg_new(XMSG_UP_START, 0, NULL, 0));
+    int64_t period = u->c->cfg->leader_lease_ms / 4;
+    struct timeval tv = {period / 1000, (period % 1000) * 1000};
+    evtimer_add(u->lease_ev, &tv);
+    on_lease_tick(-1, 0, u);
+}
+
+void upstream_shutdown(struct upstream *u)
+{
+    if (!u->held)
+        return;
+    char k1[KEY_MAX], k2[KEY_MAX];
+    lease_keys(u, k1, k2);
+    const char *argv[] = {k1, k2, u->c->instance_id};
+    store_eval(u->c->store, &u->release_sc, NULL, NULL, 2, 3, argv, NULL);
+    u->held = 0;
+    xq_push(u->c->to_ws, xmsg_new(XMSG_UP_STOP, 0, NULL, 0));
+}
+
+int upstream_held(const struct upstream *u)
+{
+    return u->held;
 }
 
 static void clear_ack(void *arg, const char *id, uint32_t *value)
@@ -151,6 +246,8 @@ static void on_frame(struct upstream *u, const struct xmsg *m)
 
 void upstream_on_msg(struct upstream *u, const struct xmsg *m)
 {
+    if (!u->held)
+        return; /* late messages of a connection we gave up */
     switch (m->type) {
     case XMSG_UP_READY:
         u->gen = m->gen;
@@ -202,14 +299,18 @@ void upstream_untrack(struct upstream *u, const char *id)
 int upstream_confirmed(const struct upstream *u, const char *id)
 {
     uint32_t v;
-    if (u->state != UP_READY || mono_ms() < u->lagging_until)
+    if (mono_ms() < u->lagging_until)
+        return 0;
+    if (!u->held) /* standby: trust the holder's health report */
+        return u->remote_ws_ok;
+    if (u->state != UP_READY)
         return 0;
     return idmap_get(u->subs, id, &v) && (v & SUB_ACKED);
 }
 
 const char *upstream_state_name(const struct upstream *u)
 {
-    static const char *const names[] = {"down", "connecting", "ready"};
+    static const char *const names[] = {"down", "connecting", "ready", "standby"};
     return names[u->state];
 }
 

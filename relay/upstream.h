@@ -14,8 +14,14 @@ struct upstream;
 
 struct upstream *upstream_new(struct core *c);
 void upstream_free(struct upstream *u);
-/* Begin holding the upstream websocket (leader) and load tracked ids from Redis. */
+/* Load tracked ids from Redis and compete for the upstream websocket lease
+ * ({P}:leader, STATUSRELAY_LEADER_LEASE, renewed every quarter lease); the holder connects,
+ * the others stand by and take over when the holder stops renewing. */
 void upstream_start(struct upstream *u);
+/* Give the lease up (graceful shutdown) so another process takes over at once. */
+void upstream_shutdown(struct upstream *u);
+/* 1 while this process holds the upstream websocket lease. */
+int upstream_held(const struct upstream *u);
 /* Handle an XMSG_UP_* message from the ws thread (takes nothing; caller frees m). */
 void upstream_on_msg(struct upstream *u, const struct xmsg *m);
 /* Subscribe / unsubscribe one id (no-op when already in that state). */
