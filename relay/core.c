@@ -92,7 +92,11 @@ struct core *core_new(const struct config *cfg)
     snprintf(c->instance_id, sizeof(c->instance_id), "%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0],
              rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
     evthread_use_pthreads();
-    c->base = event_base_new();
+    /* the changelist saves two epoll_ctl calls per keep-alive request in httpc */
+    struct event_config *ecfg = event_config_new();
+    event_config_set_flag(ecfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+    c->base = event_base_new_with_config(ecfg);
+    event_config_free(ecfg);
     if (c->base == NULL) {
         log_err("event_base_new failed", "");
         free(cp);

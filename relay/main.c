@@ -1,6 +1,7 @@
 /* main.c - subcommand dispatch. runs on: main thread. */
 #include "relay/commands.h"
 
+#include <curl/curl.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -47,6 +48,8 @@ int main(int argc, char **argv)
         printf("statusrelay %s\n", STATUSRELAY_VERSION);
         return 0;
     }
+    /* before any thread starts: curl's global state is not thread-safe to initialise */
+    curl_global_init(CURL_GLOBAL_DEFAULT);
     if (strcmp(cmd, "serve") == 0)
         return serve_main(argc - 2, argv + 2);
     if (strcmp(cmd, "sim") == 0)
