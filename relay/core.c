@@ -138,6 +138,7 @@ int core_start(struct core *c)
         .api_key = cfg->upstream_api_key,
         .ping_interval_ms = cfg->upstream_ping_interval_ms,
         .ping_timeout_ms = cfg->upstream_ping_timeout_ms,
+        .dash_queue_max = cfg->ws_queue_max,
         .to_ws = c->to_ws,
         .to_core = c->to_core,
     };
