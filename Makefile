@@ -5,7 +5,7 @@ SHELL   := /bin/bash
 PKGS    := libevent libevent_pthreads libwebsockets jansson hiredis libcurl openssl
 DEBS    := build-essential pkg-config libevent-dev libwebsockets-dev libjansson-dev \
            libhiredis-dev libssl-dev libcurl4-openssl-dev libcmocka-dev redis-server \
-           clang libclang-rt-14-dev openssl curl ca-certificates procps \
+           clang libclang-rt-14-dev openssl curl ca-certificates procps prometheus \
            wrk nginx libnginx-mod-nchan linux-perf
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -Wwrite-strings -Wformat=2 -Wno-unused-parameter -Wno-format-zero-length

@@ -4,6 +4,7 @@
  * (drained on wake_ev, activated from the ws thread with event_active, which is safe because
  * evthread_use_pthreads() ran before event_base_new()). */
 #include "relay/core.h"
+#include "relay/dispatch.h"
 #include "relay/api.h"
 #include "relay/httpc.h"
 #include "relay/ingest.h"
@@ -15,6 +16,7 @@
 #include "relay/ws_thread.h"
 #include "relay/xq.h"
 #include "store/apply.h"
+#include "store/keys.h"
 #include "store/store.h"
 
 #include <event2/event.h>
@@ -26,7 +28,8 @@
 
 struct core_priv {
     struct core c; /* first: struct core * and struct core_priv * are interchangeable */
-    struct event *sig_term, *sig_int, *sig_hup, *stop_ev;
+    struct event *sig_term, *sig_int, *sig_hup, *stop_ev, *depth_ev;
+    int64_t stop_deadline; /* mono ms */
     int exit_status;
 };
 
@@ -67,6 +70,38 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     }
     log_info("shutting down", "signal=%d", (int)sig);
     core_stop(c);
+}
+
+/* Queue depths and requests by status for /metrics: one pipelined round of ZCARDs every 2 s
+ * (cheap: O(1) each), so rendering /metrics never waits for Redis. */
+static void on_zcard(void *arg, const char *err, redisReply *r)
+{
+    int64_t *dst = arg;
+    if (err == NULL && r->type == REDIS_REPLY_INTEGER)
+        *dst = r->integer;
+}
+
+static void on_depths(evutil_socket_t fd, short what, void *arg)
+{
+    struct core *c = arg;
+    if (!store_ready(c->store))
+        return;
+    struct metrics *m = &c->metrics;
+    const char *tag = store_tag(c->store);
+    char k[KEY_MAX];
+    const struct {
+        const char *kind;
+        int64_t *dst;
+    } q[] = {{"due", &m->q_due}, {"inflight", &m->q_inflight}, {"dead", &m->q_dead},
+             {"poll", &m->tracked_polled}};
+    for (size_t i = 0; i < ARRAY_LEN(q); i++) {
+        key_build(k, sizeof(k), tag, q[i].kind, NULL, NULL);
+        store_cmd(c->store, on_zcard, q[i].dst, "ZCARD %s", k);
+    }
+    for (int i = 0; i < METRICS_STATUSES; i++) {
+        key_build(k, sizeof(k), tag, "st", metrics_statuses[i], NULL);
+        store_cmd(c->store, on_zcard, &m->requests_by_status[i], "ZCARD %s", k);
+    }
 }
 
 /* A Redis setting we refuse to run with (allkeys eviction) stops the daemon at once. */
@@ -126,6 +161,11 @@ struct core *core_new(const struct config *cfg)
     event_add(cp->sig_int, NULL);
     event_add(cp->sig_hup, NULL);
     signal(SIGPIPE, SIG_IGN);
+    c->metrics.q_due = c->metrics.q_inflight = c->metrics.q_dead = -1;
+    c->metrics.tracked_polled = -1;
+    cp->depth_ev = event_new(c->base, -1, EV_PERSIST, on_depths, c);
+    struct timeval tv = {2, 0};
+    evtimer_add(cp->depth_ev, &tv);
     return c;
 }
 
@@ -155,9 +195,22 @@ int core_start(struct core *c)
     return 0;
 }
 
+/* Shutdown: wait (up to STATUSRELAY_SHUTDOWN_GRACE) until no delivery is in flight and
+ * every outcome is recorded, then leave the loop; core_free closes the rest. */
 static void on_stop(evutil_socket_t fd, short what, void *arg)
 {
-    struct core *c = arg;
+    struct core_priv *cp = arg;
+    struct core *c = &cp->c;
+    struct dispatch *d = c->webhooks ? webhooks_dispatch(c->webhooks) : NULL;
+    int busy = dispatch_busy(d) && store_ready(c->store);
+    if (busy && mono_ms() < cp->stop_deadline) {
+        struct timeval tv = {0, 50 * 1000};
+        evtimer_add(cp->stop_ev, &tv);
+        return;
+    }
+    if (busy)
+        log_warn("shutdown grace over, deliveries in flight return to the queue when their "
+                 "lease expires", "");
     event_base_loopexit(c->base, NULL);
 }
 
@@ -171,9 +224,9 @@ void core_stop(struct core *c)
         api_stop_accepting(c->api);
     if (c->upstream)
         upstream_shutdown(c->upstream); /* hand the upstream websocket to another process */
-    /* give in-flight work a moment; deliveries get their grace period in the dispatcher */
-    cp->stop_ev = evtimer_new(c->base, on_stop, c);
-    struct timeval tv = {0, 200 * 1000};
+    cp->stop_deadline = mono_ms() + c->cfg->shutdown_grace_ms;
+    cp->stop_ev = evtimer_new(c->base, on_stop, cp);
+    struct timeval tv = {0, 50 * 1000};
     evtimer_add(cp->stop_ev, &tv);
 }
 
@@ -207,7 +260,7 @@ void core_free(struct core *c)
     xq_free(c->to_ws);
     if (c->wake_ev)
         event_free(c->wake_ev);
-    struct event *evs[] = {cp->sig_term, cp->sig_int, cp->sig_hup, cp->stop_ev};
+    struct event *evs[] = {cp->sig_term, cp->sig_int, cp->sig_hup, cp->stop_ev, cp->depth_ev};
     for (size_t i = 0; i < ARRAY_LEN(evs); i++)
         if (evs[i])
             event_free(evs[i]);

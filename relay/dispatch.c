@@ -386,7 +386,7 @@ static void on_http_done(void *arg, const struct httpc_resp *resp)
         resp->status < 300) {
         a->outcome = "ok";
         m->wh_delivered++;
-        m->wh_latency_ms_sum += (uint64_t)resp->latency_ms;
+        metrics_observe_delivery(m, resp->latency_ms);
     } else if (resp->err == NULL && resp->status == 410) {
         a->outcome = "gone";
         m->wh_dead++;
@@ -618,7 +618,7 @@ static void on_claim(void *arg, const char *err, redisReply *r)
 
 static void claim(struct dispatch *d)
 {
-    if (d->closing || d->claiming || !store_ready(d->c->store) ||
+    if (d->closing || d->claiming || d->c->shutting_down || !store_ready(d->c->store) ||
         strcmp(webhooks_version(d->w), "-") == 0)
         return;
     if (d->inflight >= DISPATCH_MAX_INFLIGHT)
@@ -787,4 +787,9 @@ void dispatch_free(struct dispatch *d)
     event_free(d->flush_ev);
     d->tick_ev = d->reap_ev = d->kick_ev = d->flush_ev = NULL;
     maybe_free(d);
+}
+
+int dispatch_busy(const struct dispatch *d)
+{
+    return d != NULL && (d->inflight > 0 || d->pending > 0 || d->res_head != NULL);
 }

@@ -26,6 +26,9 @@ struct status_event;
 struct dispatch *dispatch_new(struct core *c, struct webhooks *w);
 /* Stop claiming; attempts in flight complete into nothing (their leases expire). */
 void dispatch_free(struct dispatch *d);
+/* 1 while attempts are in flight or their outcomes are still being written (graceful
+ * shutdown waits for 0; claiming stops once core->shutting_down is set). */
+int dispatch_busy(const struct dispatch *d);
 /* New due work may exist: claim now (coalesced). */
 void dispatch_kick(struct dispatch *d);
 

@@ -5,6 +5,7 @@
 #include "relay/metrics.h"
 #include "relay/webhooks.h"
 #include "relay/core.h"
+#include "relay/ws_thread.h"
 #include "relay/upstream.h"
 #include "store/store.h"
 
@@ -52,6 +53,54 @@ static void gauge(struct evbuffer *out, const char *name, const char *help, int6
 {
     family(out, name, "gauge", help);
     sample_i(out, name, v);
+}
+
+const int64_t metrics_lat_bounds_ms[METRICS_LAT_BUCKETS] = {5,   10,   25,   50,   100,  250,
+                                                             500, 1000, 2500, 5000, 10000};
+const char *const metrics_statuses[METRICS_STATUSES] = {
+    "waiting", "depositing", "pending", "submitted", "success",
+    "failure", "refund",     "delayed", "fallback",  "received"};
+
+void metrics_observe_delivery(struct metrics *m, int64_t latency_ms)
+{
+    m->wh_latency_ms_sum += (uint64_t)latency_ms;
+    for (int i = 0; i < METRICS_LAT_BUCKETS; i++)
+        if (latency_ms <= metrics_lat_bounds_ms[i]) {
+            m->wh_latency_buckets[i]++;
+            break;
+        }
+}
+
+static void render_depths(const struct metrics *m, struct evbuffer *out)
+{
+    family(out, "webhook_queue_depth", "gauge",
+           "Deliveries by queue: due (pending), in flight (leased), dead (all processes).");
+    const char *q[] = {"due", "inflight", "dead"};
+    int64_t v[] = {m->q_due, m->q_inflight, m->q_dead};
+    for (int i = 0; i < 3; i++)
+        evbuffer_add_printf(out, "statusrelay_webhook_queue_depth{queue=\"%s\"} %" PRId64 "\n",
+                            q[i], v[i]);
+    gauge(out, "tracked_requests_polled", "Tracked requests not final yet (the poll set).",
+          m->tracked_polled);
+    family(out, "requests_by_status", "gauge", "Known requests by current status.");
+    for (int i = 0; i < METRICS_STATUSES; i++)
+        evbuffer_add_printf(out, "statusrelay_requests_by_status{status=\"%s\"} %" PRId64 "\n",
+                            metrics_statuses[i], m->requests_by_status[i]);
+    family(out, "webhook_delivery_latency_seconds", "histogram",
+           "Latency of delivered webhook attempts.");
+    uint64_t cum = 0;
+    for (int i = 0; i < METRICS_LAT_BUCKETS; i++) {
+        cum += m->wh_latency_buckets[i];
+        evbuffer_add_printf(out,
+                            "statusrelay_webhook_delivery_latency_seconds_bucket{le=\"%g\"} %" PRIu64
+                            "\n",
+                            (double)metrics_lat_bounds_ms[i] / 1000.0, cum);
+    }
+    evbuffer_add_printf(out,
+                        "statusrelay_webhook_delivery_latency_seconds_bucket{le=\"+Inf\"} %" PRIu64
+                        "\nstatusrelay_webhook_delivery_latency_seconds_sum %.3f\n"
+                        "statusrelay_webhook_delivery_latency_seconds_count %" PRIu64 "\n",
+                        m->wh_delivered, (double)m->wh_latency_ms_sum / 1000.0, m->wh_delivered);
 }
 
 void metrics_render(struct core *c, struct evbuffer *out)
@@ -117,11 +166,27 @@ void metrics_render(struct core *c, struct evbuffer *out)
         counter(out, "redis_reconnects_total", "Redis reconnects.", st.reconnects);
         counter(out, "redis_timeouts_total", "Redis commands that timed out.", st.timeouts);
         gauge(out, "redis_pending_commands", "Redis commands waiting for an answer.", st.pending);
-        family(out, "redis_command_latency_ms", "summary", "Redis command latency (ms).");
-        sample(out, "redis_command_latency_ms_sum", st.latency_ms_sum);
-        sample(out, "redis_command_latency_ms_count", st.latency_n);
+        family(out, "redis_command_latency_seconds", "summary", "Redis command latency.");
+        evbuffer_add_printf(out, "statusrelay_redis_command_latency_seconds_sum %.3f\n",
+                            (double)st.latency_ms_sum / 1000.0);
+        sample(out, "redis_command_latency_seconds_count", st.latency_n);
     }
-    gauge(out, "start_time_ms", "Process start time (unix ms).", c->started_ms);
+    family(out, "start_time_seconds", "gauge", "Process start time (unix seconds).");
+    evbuffer_add_printf(out, "statusrelay_start_time_seconds %.3f\n", (double)c->started_ms / 1000.0);
+    render_depths(m, out);
+    if (c->ws != NULL) {
+        struct ws_thread_stats wst;
+        ws_thread_stats(c->ws, &wst);
+        gauge(out, "dashboard_clients", "Open dashboard websocket connections.",
+              (int64_t)wst.dash.sessions);
+        counter(out, "dashboard_slow_closed_total", "Dashboard clients cut off for being slow.",
+                wst.dash.slow_closed);
+        counter(out, "upstream_ws_frames_total", "Frames received on the upstream websocket.",
+                wst.up.frames_in);
+    }
+    if (c->upstream != NULL)
+        gauge(out, "upstream_subscriptions", "Request ids subscribed on the upstream websocket.",
+              (int64_t)upstream_subscriptions(c->upstream));
     gauge(out, "shutting_down", "1 while the process is shutting down.", c->shutting_down != 0);
     if (c->webhooks != NULL)
         webhooks_metrics_render(c, out);

@@ -11,6 +11,16 @@
 
 enum metrics_outcome { MO_ACCEPTED = 0, MO_DUPLICATE, MO_STALE, MO_REJECTED, MO_COUNT };
 
+/* delivery latency histogram bounds (ms); a last +Inf bucket is implied by the count */
+#define METRICS_LAT_BUCKETS 11
+extern const int64_t metrics_lat_bounds_ms[METRICS_LAT_BUCKETS];
+/* statuses counted by the requests_by_status gauge */
+#define METRICS_STATUSES 10
+extern const char *const metrics_statuses[METRICS_STATUSES];
+/* Record one delivered attempt's latency in the histogram. */
+struct metrics;
+void metrics_observe_delivery(struct metrics *m, int64_t latency_ms);
+
 #define METRICS_HTTP_PATHS 3 /* status_v3, requests_v3, other */
 #define METRICS_HTTP_CLASSES 6 /* 2xx 3xx 4xx 429 5xx error */
 #define METRICS_API_CLASSES 5  /* REST answers: 1xx 2xx 3xx 4xx 5xx */
@@ -37,6 +47,11 @@ struct metrics {
     uint64_t wh_endpoints_disabled;    /* endpoints disabled (410, failing) */
     uint64_t wh_leases_reaped;         /* expired leases returned to the queue */
     uint64_t wh_latency_ms_sum;        /* sum of latencies of delivered attempts */
+    uint64_t wh_latency_buckets[METRICS_LAT_BUCKETS]; /* delivered attempts, latency <= le */
+    /* gauges refreshed from Redis every 2 s by core.c (-1 until the first read) */
+    int64_t q_due, q_inflight, q_dead;  /* deliveries by queue */
+    int64_t tracked_polled;             /* tracked, unfinished requests (the poll set) */
+    int64_t requests_by_status[METRICS_STATUSES];
     uint64_t api_responses[METRICS_API_CLASSES]; /* REST answers by class: 1xx..5xx */
 };
 

@@ -975,8 +975,6 @@ void webhooks_metrics_render(struct core *c, struct evbuffer *out)
          m->wh_endpoints_disabled},
         {"webhook_leases_reaped_total", "expired delivery leases returned to the queue",
          m->wh_leases_reaped},
-        {"webhook_delivered_latency_ms_total", "sum of latencies of delivered attempts (ms)",
-         m->wh_latency_ms_sum},
     };
     for (size_t i = 0; i < ARRAY_LEN(rows); i++)
         evbuffer_add_printf(out, "# HELP statusrelay_%s %s\n# TYPE statusrelay_%s counter\n"

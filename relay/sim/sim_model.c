@@ -63,22 +63,22 @@ struct tmpl {
 };
 
 static const struct tmpl tmpls[] = {
-    {"success", 0, 0, 4, {{"waiting", 0}, {"pending", 100}, {"submitted", 100}, {"success", 50}}},
+    {"success", 0, 0, 4, {{"waiting", 0, RK_NONE}, {"pending", 100, RK_NONE}, {"submitted", 100, RK_NONE}, {"success", 50, RK_NONE}}},
     {"depositing", 0, 0, 4,
-     {{"depositing", 0}, {"pending", 60}, {"submitted", 100}, {"success", 50}}},
+     {{"depositing", 0, RK_NONE}, {"pending", 60, RK_NONE}, {"submitted", 100, RK_NONE}, {"success", 50, RK_NONE}}},
     {"delayed", 0, 0, 5,
-     {{"waiting", 0}, {"pending", 100}, {"delayed", 150}, {"submitted", 400}, {"success", 50}}},
+     {{"waiting", 0, RK_NONE}, {"pending", 100, RK_NONE}, {"delayed", 150, RK_NONE}, {"submitted", 400, RK_NONE}, {"success", 50, RK_NONE}}},
     {"refund", 0, 0, 5,
-     {{"waiting", 0},
-      {"pending", 100},
+     {{"waiting", 0, RK_NONE},
+      {"pending", 100, RK_NONE},
       {"failure", 150, RK_REFUNDABLE},
-      {"pending", 40},
-      {"refund", 120}}},
-    {"failure", 0, 0, 3, {{"waiting", 0}, {"pending", 100}, {"failure", 150, RK_FINAL}}},
+      {"pending", 40, RK_NONE},
+      {"refund", 120, RK_NONE}}},
+    {"failure", 0, 0, 3, {{"waiting", 0, RK_NONE}, {"pending", 100, RK_NONE}, {"failure", 150, RK_FINAL}}},
     {"deposit-address", 1, 0, 4,
-     {{"waiting", 0}, {"pending", 200}, {"submitted", 100}, {"success", 50}}},
+     {{"waiting", 0, RK_NONE}, {"pending", 200, RK_NONE}, {"submitted", 100, RK_NONE}, {"success", 50, RK_NONE}}},
     {"solana", 0, 792703809, 4,
-     {{"waiting", 0}, {"pending", 60}, {"submitted", 80}, {"success", 40}}},
+     {{"waiting", 0, RK_NONE}, {"pending", 60, RK_NONE}, {"submitted", 80, RK_NONE}, {"success", 40, RK_NONE}}},
 };
 #define NTMPL ((int)ARRAY_LEN(tmpls))
 
