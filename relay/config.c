@@ -54,6 +54,10 @@ const struct setting config_settings[] = {
      "subscriptions per dashboard connection"},
     {"ws-queue-max", SET_INT, F(ws_queue_max), "1024", 0, 16,
      "frames queued per dashboard connection before it is conflated, then cut off"},
+    {"ws-ping-interval", SET_DURATION, F(ws_ping_interval_ms), "20s", 0, 100,
+     "dashboard websocket: ping a client silent this long"},
+    {"ws-ping-timeout", SET_DURATION, F(ws_ping_timeout_ms), "60s", 0, 200,
+     "dashboard websocket: drop a client silent this long (no frame, no pong)"},
     {"allow-private-targets", SET_BOOL, F(allow_private_targets), "false", 0, 0,
      "allow webhook URLs resolving to private, loopback or link-local addresses"},
     {"retry-schedule", SET_DURLIST, F(retry_schedule), "0s,5s,5m,30m,2h,5h,10h,10h", 0, 0,
@@ -121,6 +125,8 @@ int config_load(struct config *c, int argc, char **argv, const char **rest, int 
     if (c->upstream_ping_timeout_ms <= c->upstream_ping_interval_ms)
         return invalid("STATUSRELAY_UPSTREAM_PING_TIMEOUT",
                        "must exceed STATUSRELAY_UPSTREAM_PING_INTERVAL");
+    if (c->ws_ping_timeout_ms <= c->ws_ping_interval_ms)
+        return invalid("STATUSRELAY_WS_PING_TIMEOUT", "must exceed STATUSRELAY_WS_PING_INTERVAL");
     if ((c->admin_token == NULL || c->admin_token[0] == '\0') &&
         !is_loopback_listen(c->http_listen))
         return invalid("STATUSRELAY_ADMIN_TOKEN", "required when listening beyond loopback");

@@ -7,6 +7,7 @@
 #include "relay/dispatch.h"
 #include "relay/api.h"
 #include "relay/httpc.h"
+#include "relay/hub.h"
 #include "relay/ingest.h"
 #include "relay/log.h"
 #include "relay/poller.h"
@@ -45,8 +46,13 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
             if (c->upstream)
                 upstream_on_msg(c->upstream, m);
             break;
+        case XMSG_DASH_OPEN:
+        case XMSG_DASH_MSG:
+        case XMSG_DASH_GONE:
+            hub_on_msg(c->hub, m);
+            break;
         default:
-            break; /* dashboard messages: see hub (later) */
+            break;
         }
         xmsg_free(m);
     }
@@ -154,6 +160,7 @@ struct core *core_new(const struct config *cfg)
     c->applier = applier_new(c->store, cfg->event_retention, poller_next_poll, c->poller);
     c->upstream = upstream_new(c);
     c->api = api_new(c);
+    c->hub = hub_new(c);
     cp->sig_term = evsignal_new(c->base, SIGTERM, on_signal, c);
     cp->sig_int = evsignal_new(c->base, SIGINT, on_signal, c);
     cp->sig_hup = evsignal_new(c->base, SIGHUP, on_signal, c);
@@ -248,6 +255,7 @@ void core_free(struct core *c)
     }
     /* Completions first, while every module they call back into is alive: httpc and store
      * finish their in-flight work with "shutdown"/"disconnected" errors. */
+    hub_free(c->hub);
     webhooks_stop(c);
     httpc_free(c->httpc);
     store_free(c->store);

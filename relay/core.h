@@ -24,6 +24,7 @@ struct upstream;
 struct poller;
 struct api;
 struct webhooks;
+struct hub;
 
 struct core {
     const struct config *cfg;
@@ -39,6 +40,7 @@ struct core {
     struct poller *poller;
     struct api *api;
     struct webhooks *webhooks; /* endpoints, fan-out and dispatcher (relay/webhooks.c) */
+    struct hub *hub;           /* dashboard stream, core side (relay/hub.c) */
     struct metrics metrics;
     char instance_id[40]; /* random per process: lease holder name, consumer name */
     int64_t started_ms;

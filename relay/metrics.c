@@ -184,9 +184,7 @@ void metrics_render(struct core *c, struct evbuffer *out)
         counter(out, "upstream_ws_frames_total", "Frames received on the upstream websocket.",
                 wst.up.frames_in);
     }
-    if (c->upstream != NULL)
-        gauge(out, "upstream_subscriptions", "Request ids subscribed on the upstream websocket.",
-              (int64_t)upstream_subscriptions(c->upstream));
+
     gauge(out, "shutting_down", "1 while the process is shutting down.", c->shutting_down != 0);
     if (c->webhooks != NULL)
         webhooks_metrics_render(c, out);

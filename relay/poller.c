@@ -86,6 +86,8 @@ static void note_result(struct poller *p, const struct httpc_resp *r)
         p->backoff_ms = 0;
         return;
     }
+    if (mono_ms() < p->backoff_until)
+        return; /* answers of calls started before the pause: one escalation per pause */
     p->backoff_ms = p->backoff_ms ? p->backoff_ms * 2 : 500;
     if (p->backoff_ms > BACKOFF_MAX_MS)
         p->backoff_ms = BACKOFF_MAX_MS;

@@ -95,6 +95,8 @@ static void on_store_state(void *arg, int up)
     struct upstream *u = arg;
     if (up && !u->loaded)
         load_tracked(u);
+    if (up && u->started && !u->renewing)
+        on_lease_tick(-1, 0, u); /* compete for the lease as soon as Redis answers */
 }
 
 struct upstream *upstream_new(struct core *c)

@@ -26,18 +26,35 @@ enum xmsg_type {
     XMSG_UP_READY,      /* ready greeting received on connection gen; data = socket id */
     XMSG_UP_FRAME,      /* one text frame received on connection gen; data = raw bytes */
     XMSG_UP_DOWN,       /* connection gen closed; code = close code or 0; data = reason */
-    /* core -> ws: dashboard server */
-    XMSG_DASH_SEND,     /* frame to one session (data) */
+    /* core -> ws: dashboard server (relay/hub.c decides, relay/ws_server.c moves frames) */
+    XMSG_DASH_SEND,     /* frame to one session (data). key = conflation key: a request id
+                           (snapshots) or "~stats"; "" = never conflated (acks, errors, ...) */
     XMSG_DASH_EVENT,    /* shared event frame (shared) for every session whose filter matches
-                           (request id in key, status/chains in the meta fields) */
-    XMSG_DASH_CLOSE,    /* close one session with code */
-    XMSG_DASH_ACCEPT_SUB, /* core approved a subscription: data = filter JSON for the session */
+                           (request id in key, status/chains in the meta fields); conflation
+                           key = the request id */
+    XMSG_DASH_CLOSE,    /* close one session with code; data = reason */
+    XMSG_DASH_ACCEPT_SUB, /* core approved a filter change of one session: code = enum
+                             dash_op; DASH_OP_*_ID: key = request id; DASH_OP_*_BROAD: gen =
+                             the session's subscription number, data = filter JSON (ADD).
+                             session 0 + DASH_OP_CONFIG: server settings, see dash_op */
     /* ws -> core: dashboard server */
-    XMSG_DASH_OPEN,     /* new session; data = peer address text */
+    XMSG_DASH_OPEN,     /* new session; data = peer address text, key = the "token" URL query
+                           parameter ("" when absent or longer than the field), code = 1 when
+                           the upgrade came from a cross-origin page (Origin host != Host) */
     XMSG_DASH_MSG,      /* text message from a session */
     XMSG_DASH_GONE,     /* session closed */
     /* both */
     XMSG_SHUTDOWN,      /* core -> ws: close everything (dashboard clients with 1001), exit */
+};
+
+/* XMSG_DASH_ACCEPT_SUB operations (in xmsg.code). */
+enum dash_op {
+    DASH_OP_ADD_ID = 1, /* route events of request key to the session */
+    DASH_OP_DEL_ID,     /* stop routing key */
+    DASH_OP_ADD_BROAD,  /* add broad filter number gen: data = {"status":[..],
+                           "originChainIds":[..],"destinationChainIds":[..]} ({} = all) */
+    DASH_OP_DEL_BROAD,  /* remove broad filter number gen */
+    DASH_OP_CONFIG,     /* session 0: data = "<ping interval ms> <ping timeout ms>" */
 };
 
 /* A refcounted immutable byte buffer with XQ_PRE headroom. */

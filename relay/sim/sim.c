@@ -231,6 +231,7 @@ static void gen_tick(lws_sorted_usec_list_t *sul)
         log_info("every generated lifecycle finished, exiting", "made=%llu",
                  (unsigned long long)s->gen_made);
         s->stop = 1;
+        lws_cancel_service(s->ctx); /* the loop would otherwise sleep in poll() */
         return;
     }
     if (s->gen_running || s->cfg.exit_when_done)

@@ -1,6 +1,6 @@
 /* sim_control.c - see sim_control.h. runs on: the simulator's lws thread.
  *
- *   GET    /_sim/health                      {"ok":true}
+ *   GET    /_sim/health                      {"ok":true,"sanitized":bool}
  *   POST   /_sim/requests                    create a request (201 + view)
  *   GET    /_sim/requests?after=SEQ&limit=N  ids in creation order after SEQ (for load tools)
  *   GET    /_sim/requests/{id}               view with history and the status v3 body
@@ -22,6 +22,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define SANITIZED 1 /* reported by /_sim/health: load tests expect less of such a build */
+#else
+#define SANITIZED 0
+#endif
 
 #define STR_MAX 64       /* status and reason values */
 #define DETAILS_MAX 4096
@@ -581,7 +587,7 @@ void sim_control_handle(struct sim *s, enum sim_method method, const char *path,
     const char *rest = path + 5; /* after "/_sim" */
     if (strcmp(rest, "/health") == 0) {
         out->status = 200;
-        sbuf_adds(&out->body, "{\"ok\":true}");
+        sbuf_addf(&out->body, "{\"ok\":true,\"sanitized\":%s}", SANITIZED ? "true" : "false");
     } else if (strncmp(rest, "/requests", 9) == 0 && (rest[9] == '\0' || rest[9] == '/')) {
         requests(s, method, rest + 9, q, in, out);
     } else if (strcmp(rest, "/faults") == 0 || strcmp(rest, "/faults/reset") == 0) {

@@ -37,6 +37,7 @@ struct hsess {
     int body_too_big;
     int responded;         /* resp is ready */
     int holding;           /* waiting for the delay timer */
+    int close_after;       /* POST without a length: answer, then close */
     struct sim_resp resp;
     lws_sorted_usec_list_t sul;
 };
@@ -544,7 +545,7 @@ static void sess_reset(struct hsess *h)
     h->body_too_big = 0;
     sbuf_free(&h->resp.body);
     memset(&h->resp, 0, sizeof(h->resp));
-    h->responded = h->holding = h->active = 0;
+    h->responded = h->holding = h->active = h->close_after = 0;
     h->has_key = 0;
     h->q.n = 0;
     h->q.used = 0;
@@ -641,7 +642,10 @@ static int write_answer(struct hsess *h)
     if (blen > 0 && lws_write(h->wsi, (unsigned char *)r->body.p + LWS_PRE, blen,
                               LWS_WRITE_HTTP_FINAL) < 0)
         return -1;
+    int close_after = h->close_after;
     sess_reset(h);
+    if (close_after && !lws_send_pipe_choked(h->wsi))
+        return -1; /* lws still expects a body on this connection: do not reuse it */
     if (lws_http_transaction_completed(h->wsi))
         return -1;
     return 0;
@@ -673,9 +677,13 @@ int sim_http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *u
             h->has_key = 1;
         if (h->method == SIM_M_POST || h->method == SIM_M_PUT) {
             /* The body follows (HTTP_BODY, then HTTP_BODY_COMPLETION, also for an explicit
-             * Content-Length: 0 on POST). A PUT without a length has nothing to wait for. */
-            if (h->method == SIM_M_PUT && !lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH))
+             * Content-Length: 0 on POST). */
+            if (!lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_CONTENT_LENGTH) &&
+                !lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_TRANSFER_ENCODING)) {
+                /* No body at all (curl -X POST without -d): lws would wait for one. */
+                h->close_after = 1;
                 dispatch(h);
+            }
             return 0;
         }
         dispatch(h);

@@ -263,7 +263,7 @@ static void rand_hex(uint64_t *rng, char *out, int n)
 static void rand_base58(uint64_t *rng, char *out, int n)
 {
     static const char alpha[] = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
-    unsigned char bytes[64];
+    unsigned char bytes[64] = {0};
     for (int i = 0; i < n; i++)
         bytes[i] = (unsigned char)sim_rng_next(rng);
     bytes[0] |= 1; /* no leading zero bytes: a full-length signature, like real ones */

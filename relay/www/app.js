@@ -1,0 +1,366 @@
+// statusrelay live page: one websocket to this port (the dashboard stream), no framework.
+// Subscribes to every event (with the stream token from ?token= or the form) and to the
+// per-second stats frames; keeps the newest state per request; resumes from the last
+// statusrelay.streamId after a disconnect. Everything from the wire goes in as text only.
+'use strict';
+
+const EVENT = 'request.status.updated';
+const MAX_ROWS = 500;
+const STATUSES = ['waiting', 'depositing', 'pending', 'submitted', 'delayed', 'success',
+  'failure', 'refund'];
+const CHAINS = {
+  1: ['Ethereum', '#627eea'], 10: ['Optimism', '#ff0420'], 56: ['BNB', '#f0b90b'],
+  137: ['Polygon', '#8247e5'], 8453: ['Base', '#0052ff'], 42161: ['Arbitrum', '#28a0f0'],
+  792703809: ['Solana', '#14f195'], 8253038: ['Bitcoin', '#f7931a'], 1337: ['Hyperliquid', '#50d2c1'],
+  7777777: ['Zora', '#a1723a'], 59144: ['Linea', '#61dfff'], 324: ['zkSync', '#8c8dfc'],
+};
+
+const $ = (id) => document.getElementById(id);
+const state = {
+  reqs: new Map(),        // requestId -> { data, relay, firstAt, changedAt, events: [] }
+  selected: null,
+  lastStreamId: null,
+  token: new URLSearchParams(location.search).get('token') || sessionStorage.getItem('sr-token') || '',
+  ws: null, retry: 0, authFailed: false, watch: new Set(),
+  statusOn: new Set(), idFilter: '', dirty: true, rates: [],
+};
+
+// ---- helpers -------------------------------------------------------------------------------
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined && text !== null) e.textContent = String(text);
+  return e;
+}
+function short(id) { return id.length > 20 ? `${id.slice(0, 10)}…${id.slice(-6)}` : id; }
+function ago(ms) {
+  if (!ms) return '–';
+  const s = Math.max(0, Math.round((Date.now() - ms) / 1000));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m ${s % 60}s`;
+  if (s < 86400) return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
+  return `${Math.floor(s / 86400)}d`;
+}
+function clock(ms) { return ms ? new Date(ms).toLocaleTimeString([], { hour12: false }) : '–'; }
+function fmt(n) { return typeof n === 'number' ? n.toLocaleString() : '–'; }
+function badge(status) {
+  const s = String(status || 'unknown');
+  return el('span', `badge s-${STATUSES.includes(s) || s === 'fallback' || s === 'received' ? s : 'other'}`, s);
+}
+function chain(id) {
+  const c = CHAINS[id];
+  const w = el('span', 'chain');
+  const dot = el('i');
+  if (c) dot.style.background = c[1];
+  w.append(dot, document.createTextNode(c ? c[0] : String(id ?? '?')));
+  w.title = `chain ${id}`;
+  return w;
+}
+function route(d) {
+  const r = el('span', 'route');
+  r.append(chain(d.originChainId), el('span', 'arrow', '→'), chain(d.destinationChainId));
+  return r;
+}
+function notice(text, ms = 5000) {
+  const n = $('notice');
+  n.textContent = text;
+  n.hidden = false;
+  clearTimeout(notice.t);
+  notice.t = setTimeout(() => { n.hidden = true; }, ms);
+}
+function cmpSid(a, b) {
+  const [am, as] = a.split('-').map(Number), [bm, bs] = b.split('-').map(Number);
+  return am !== bm ? am - bm : (as || 0) - (bs || 0);
+}
+
+// ---- the stream ----------------------------------------------------------------------------
+function send(obj) { if (state.ws && state.ws.readyState === 1) state.ws.send(JSON.stringify(obj)); }
+
+function connect() {
+  const url = new URL(location.href);
+  url.protocol = location.protocol === 'https:' ? 'wss:' : 'ws:';
+  url.pathname = '/';
+  url.search = state.token ? `?token=${encodeURIComponent(state.token)}` : '';
+  url.hash = '';
+  setConn('connecting…', 'pill-warn');
+  const ws = new WebSocket(url.href);
+  state.ws = ws;
+  ws.onmessage = (e) => { try { onFrame(JSON.parse(e.data)); } catch (err) { console.error(err); } };
+  ws.onclose = (e) => {
+    if (state.ws !== ws) return;
+    state.ws = null;
+    const wait = Math.min(10000, 500 * 2 ** state.retry++) * (0.5 + Math.random() / 2);
+    setConn(`reconnecting (${e.code})`, 'pill-bad');
+    setTimeout(connect, wait);
+  };
+}
+
+function subscribeAll() {
+  const sub = { type: 'subscribe', event: EVENT, snapshotLimit: 200 };
+  if (state.token) sub.token = state.token;
+  if (state.lastStreamId) sub.lastEventId = state.lastStreamId;
+  send(sub);
+  send({ type: 'subscribe', event: 'statusrelay.stats', ...(state.token ? { token: state.token } : {}) });
+  for (const id of state.watch) send({ type: 'subscribe', event: EVENT, filters: { id } });
+}
+
+function onFrame(f) {
+  if (f.event === EVENT && f.data) return onEvent(f);
+  switch (f.type) {
+    case 'connection':
+      state.retry = 0;
+      setConn('live', 'pill-ok');
+      subscribeAll();
+      break;
+    case 'subscribe':
+      if (f.status === 'error') {
+        if (f.error?.code === 'unauthorized') {
+          state.authFailed = true;
+          $('auth').hidden = false;
+          setConn('live · token needed', 'pill-warn');
+        } else {
+          notice(`subscribe refused: ${f.error?.message || f.error?.code}`);
+        }
+      } else if (!f.data?.filters?.id && f.data?.event === EVENT) {
+        $('auth').hidden = true;
+      }
+      break;
+    case 'stats': onStats(f.data); break;
+    case 'history': onHistory(f); break;
+    case 'gap': notice('Some events were too old to replay: showing a fresh snapshot.'); break;
+    case 'conflated': notice(`The page fell behind: ${f.data?.dropped} intermediate states were skipped.`); break;
+    case 'resumed': break;
+    case 'error': console.warn('stream error', f.error); break;
+    default: break;
+  }
+}
+
+function onEvent(f) {
+  const d = f.data, r = f.statusrelay || {};
+  if (r.streamId && (!state.lastStreamId || cmpSid(r.streamId, state.lastStreamId) > 0)) state.lastStreamId = r.streamId;
+  let q = state.reqs.get(d.requestId);
+  if (!q) {
+    q = { data: d, relay: r, firstAt: d.updatedAt, changedAt: d.updatedAt, events: [], seen: 0 };
+    state.reqs.set(d.requestId, q);
+  }
+  if ((r.seq ?? 0) >= (q.relay.seq ?? 0)) { // never regress: a snapshot may trail an event
+    if (d.status !== q.data.status || !q.changedAt) q.changedAt = d.updatedAt;
+    q.data = d;
+    q.relay = r;
+  }
+  if (r.seq === 1) q.firstAt = d.updatedAt;
+  else q.firstAt = Math.min(q.firstAt || d.updatedAt, d.updatedAt);
+  if (!r.snapshot && !q.events.some((e) => e.statusrelay?.eventId === r.eventId)) {
+    q.events.push(f);
+    q.events.sort((a, b) => (a.statusrelay?.seq ?? 0) - (b.statusrelay?.seq ?? 0));
+  }
+  q.seen = Date.now();
+  q.flash = true;
+  if (state.reqs.size > MAX_ROWS * 2) prune();
+  state.dirty = true;
+  if (state.selected === d.requestId) renderTimeline();
+}
+
+function prune() {
+  const all = [...state.reqs.values()].sort((a, b) => b.seen - a.seen);
+  for (const q of all.slice(MAX_ROWS)) if (q.data.requestId !== state.selected) state.reqs.delete(q.data.requestId);
+}
+
+// ---- counters ------------------------------------------------------------------------------
+function onStats(s) {
+  if (!s) return;
+  $('c-rate').textContent = (s.events?.perSecond ?? 0).toFixed(s.events?.perSecond >= 10 ? 0 : 1);
+  $('c-events').textContent = fmt(s.events?.total);
+  counter('c-ok', s.deliveries?.ok);
+  counter('c-failed', s.deliveries?.failed);
+  $('c-retries').textContent = `retries ${fmt(s.deliveries?.retries)}`;
+  counter('c-dead', s.deliveries?.dead);
+  const up = s.upstream?.state ?? '–';
+  $('c-up').textContent = up;
+  $('c-up').style.color = up === 'ready' ? 'var(--ok)' : up === 'standby' ? 'var(--muted)'
+    : up === 'connecting' ? 'var(--warn)' : 'var(--bad)';
+  $('c-up-sub').textContent = `${fmt(s.upstream?.subscriptions)} subs · ${fmt(s.upstream?.reconnects)} reconnects`;
+  const p = $('upstream');
+  p.textContent = `upstream: ${up}`;
+  p.className = `pill ${up === 'ready' ? 'pill-ok' : up === 'standby' ? '' : up === 'connecting' ? 'pill-warn' : 'pill-bad'}`;
+  $('c-tracked').textContent = fmt(s.requests?.tracked);
+  $('c-dash').textContent = `${fmt(s.dashboard?.sessions)} dashboard clients`;
+  $('instance').textContent = s.instance ? `instance ${s.instance.slice(0, 8)}` : '';
+  state.rates.push(s.events?.perSecond ?? 0);
+  if (state.rates.length > 60) state.rates.shift();
+  spark();
+}
+
+// a coloured counter only once it is non-zero: zeros stay calm
+function counter(id, v) {
+  const e = $(id);
+  e.textContent = fmt(v);
+  e.closest('.card').classList.toggle('zero', !v);
+}
+
+function spark() {
+  const c = $('spark'), g = c.getContext('2d');
+  const w = c.width, h = c.height, v = state.rates, max = Math.max(1, ...v);
+  g.clearRect(0, 0, w, h);
+  if (v.length < 2) return;
+  g.beginPath();
+  v.forEach((x, i) => {
+    const px = (i / (60 - 1)) * w, py = h - 2 - (x / max) * (h - 4);
+    i ? g.lineTo(px, py) : g.moveTo(px, py);
+  });
+  g.strokeStyle = '#1f6feb';
+  g.lineWidth = 1.5;
+  g.stroke();
+}
+
+// ---- table ---------------------------------------------------------------------------------
+function visible() {
+  const idf = state.idFilter.toLowerCase();
+  return [...state.reqs.values()]
+    .filter((q) => (!idf || q.data.requestId.toLowerCase().includes(idf)) &&
+      (state.statusOn.size === 0 || state.statusOn.has(q.data.status)))
+    .sort((a, b) => (b.data.updatedAt || 0) - (a.data.updatedAt || 0))
+    .slice(0, MAX_ROWS);
+}
+
+function renderChips() {
+  const counts = {};
+  for (const q of state.reqs.values()) counts[q.data.status] = (counts[q.data.status] || 0) + 1;
+  const box = $('f-status');
+  box.textContent = '';
+  for (const s of STATUSES) {
+    const c = el('span', `chip${state.statusOn.has(s) ? ' on' : ''}`, s);
+    c.dataset.status = s;
+    c.append(el('span', 'n', counts[s] || 0));
+    c.onclick = () => {
+      state.statusOn.has(s) ? state.statusOn.delete(s) : state.statusOn.add(s);
+      state.dirty = true;
+      render();
+    };
+    box.append(c);
+  }
+}
+
+function render() {
+  state.dirty = false;
+  const rows = visible();
+  const body = $('rows');
+  body.textContent = '';
+  for (const q of rows) {
+    const d = q.data, tr = el('tr');
+    tr.dataset.id = d.requestId;
+    if (d.requestId === state.selected) tr.classList.add('sel');
+    if (q.flash) { tr.classList.add('flash'); q.flash = false; setTimeout(() => tr.classList.remove('flash'), 50); }
+    const idc = el('td', 'mono', short(d.requestId));
+    idc.title = d.requestId;
+    const rt = el('td');
+    rt.append(route(d));
+    const st = el('td');
+    st.append(badge(d.status));
+    tr.append(idc, rt, st, el('td', 'age', ago(q.firstAt)), el('td', 'changed', ago(q.changedAt)),
+      el('td', 'num', q.relay.seq ?? '–'));
+    tr.onclick = () => select(d.requestId);
+    body.append(tr);
+  }
+  $('empty').hidden = rows.length > 0;
+  $('empty').textContent = state.reqs.size ? 'No request matches the filter.' : 'Waiting for events…';
+  $('shown').textContent = `${rows.length} of ${state.reqs.size} requests`;
+  renderChips();
+}
+
+// ---- timeline ------------------------------------------------------------------------------
+function select(id) {
+  state.selected = id;
+  $('timeline').hidden = false;
+  send({ type: 'history', event: EVENT, filters: { id } });
+  renderTimeline();
+  state.dirty = true;
+}
+
+function onHistory(f) {
+  if (f.status !== 'success') return;
+  const id = f.data?.filters?.id, q = state.reqs.get(id);
+  if (!q) return;
+  for (const ev of f.data.events || [])
+    if (!q.events.some((e) => e.statusrelay?.eventId === ev.statusrelay?.eventId)) q.events.push(ev);
+  q.events.sort((a, b) => (a.statusrelay?.seq ?? 0) - (b.statusrelay?.seq ?? 0));
+  const first = q.events[0];
+  if (first?.statusrelay?.seq === 1) q.firstAt = first.data.updatedAt;
+  if (state.selected === id) renderTimeline();
+}
+
+function meta(dl, k, v) {
+  dl.append(el('dt', null, k));
+  const dd = el('dd');
+  typeof v === 'object' && v instanceof Node ? dd.append(v) : (dd.textContent = v);
+  dl.append(dd);
+}
+
+function renderTimeline() {
+  const q = state.reqs.get(state.selected);
+  if (!q) return;
+  const d = q.data;
+  $('tl-id').textContent = d.requestId;
+  const m = $('tl-meta');
+  m.textContent = '';
+  const dl = el('dl', 'tl-meta');
+  meta(dl, 'status', badge(d.status));
+  meta(dl, 'route', route(d));
+  meta(dl, 'updated', `${clock(d.updatedAt)} (${ago(d.updatedAt)} ago)`);
+  if (d.failReason && d.failReason !== 'N/A') meta(dl, 'fail reason', d.failReason);
+  if (d.refundFailReason && d.refundFailReason !== 'N/A') meta(dl, 'refund fail', d.refundFailReason);
+  m.append(...dl.childNodes);
+  const list = $('tl-list');
+  list.textContent = '';
+  const evs = [...q.events].reverse();
+  evs.forEach((f, i) => {
+    const r = f.statusrelay || {}, e = f.data;
+    const li = el('li', `tl-item${i === 0 ? ' latest' : ''}`);
+    const head = el('div', 'tl-head');
+    head.append(badge(e.status), el('span', 'tl-time', clock(e.updatedAt)), el('span', 'tag', r.source || '?'),
+      el('span', 'tag', `seq ${r.seq ?? '?'}`));
+    const body = el('div', 'tl-body');
+    if (r.previousStatus) body.append(document.createTextNode(`from ${r.previousStatus}`));
+    const tx = [...(e.inTxHashes || []).map((h) => `in ${short(h)}`), ...(e.txHashes || []).map((h) => `out ${short(h)}`)];
+    if (tx.length) { body.append(el('br')); body.append(el('span', 'mono', tx.join(' · '))); }
+    if (e.failReason && e.failReason !== 'N/A') { body.append(el('br')); body.append(document.createTextNode(`reason ${e.failReason}`)); }
+    li.append(head, body);
+    list.append(li);
+  });
+  if (!evs.length) list.append(el('li', 'muted small', 'No events yet.'));
+}
+
+// ---- wiring --------------------------------------------------------------------------------
+function setConn(text, cls) {
+  const c = $('conn');
+  c.textContent = text;
+  c.className = `pill ${cls}`;
+}
+
+document.addEventListener('DOMContentLoaded', () => {
+  $('f-id').addEventListener('input', (e) => { state.idFilter = e.target.value.trim(); state.dirty = true; });
+  $('id-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const id = $('f-id').value.trim();
+    if (!/^[A-Za-z0-9_:.-]{1,128}$/.test(id)) { notice('That is not a request id.'); return; }
+    state.watch.add(id);
+    send({ type: 'subscribe', event: EVENT, filters: { id } });
+    notice(`Watching ${short(id)}`, 2500);
+  });
+  $('auth-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    state.token = $('auth-token').value.trim();
+    sessionStorage.setItem('sr-token', state.token);
+    $('auth').hidden = true;
+    if (state.ws) state.ws.close(1000, 'new token');
+  });
+  $('tl-close').addEventListener('click', () => { state.selected = null; $('timeline').hidden = true; state.dirty = true; });
+  renderChips();
+  connect();
+  setInterval(() => { state.dirty = true; }, 1000);
+  let last = 0; // at most ~5 table renders a second, whatever the event rate
+  (function loop(t) {
+    if (state.dirty && t - last >= 200) { last = t; render(); }
+    requestAnimationFrame(loop);
+  })(0);
+});

@@ -1,0 +1,267 @@
+// ingest.test.mjs - the left half of the data flow end to end: the simulator plays the
+// upstream, a real redis-server holds the state, and the daemon must know the true state of
+// every tracked request whatever the upstream websocket does.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { until } from './lib/proc.mjs';
+import { startRedis, startDaemon } from './lib/stack.mjs';
+import { startSim } from './lib/sim.mjs';
+
+const KEY = 'ingest-test-key';
+let redis, sim;
+let prefixN = 0;
+
+before(async () => {
+  redis = await startRedis({ aof: true });
+  sim = await startSim({ apiKey: KEY, seed: 11, rateLimit: 0 });
+});
+after(async () => { await sim?.stop(); await redis?.stop(); });
+
+async function daemon(extra = {}) {
+  return startDaemon({
+    redisUrl: redis.url, apiUrl: sim.url, wsUrl: sim.wsUrl, apiKey: KEY,
+    env: {
+      STATUSRELAY_REDIS_PREFIX: `ing${prefixN++}`, STATUSRELAY_POLL_SAFETY_INTERVAL: '30s',
+      STATUSRELAY_UPSTREAM_PING_INTERVAL: '1s', STATUSRELAY_UPSTREAM_PING_TIMEOUT: '3s',
+      ...(extra.env ?? {}),
+    },
+    name: `ingest-daemon-${prefixN}`,
+    ...extra.opts,
+  });
+}
+
+async function events(d, id) {
+  const r = await d.get(`/v1/events?requestId=${id}&limit=100`);
+  assert.equal(r.status, 200);
+  return r.body.events;
+}
+
+/** Create a hand-advanced request in the simulator and track it in the daemon. */
+async function scripted(d, path) {
+  const r = await sim.control('/requests', { path, stepMs: 0, autoHashes: true });
+  const t = await d.post('/v1/requests', { requestId: r.id });
+  assert.ok(t.status === 201 || t.status === 200, t.text);
+  return r.id;
+}
+
+async function waitStatus(d, id, status, timeoutMs = 10000) {
+  return until(async () => {
+    const r = await d.get(`/v1/requests/${id}`);
+    return r.status === 200 && r.body.status === status ? r.body : null;
+  }, { msg: `${id.slice(0, 10)} reaches ${status}`, timeoutMs });
+}
+
+async function subscribed(d, n = 1) {
+  await until(async () => {
+    const m = await (await fetch(d.url + '/metrics')).text();
+    const v = /^statusrelay_upstream_ws_subscriptions (\d+)/m.exec(m);
+    return v && Number(v[1]) >= n && /^statusrelay_upstream_ws_state\{state="ready"\} 1$/m.test(m);
+  }, { msg: 'upstream websocket ready and subscribed' });
+}
+
+function assertTimeline(evs, statuses) {
+  assert.deepEqual(evs.map((e) => e.status), statuses, JSON.stringify(evs.map((e) => [e.seq, e.status, e.source])));
+  assert.deepEqual(evs.map((e) => e.seq), statuses.map((_, i) => i + 1));
+}
+
+test('a full lifecycle over the websocket: right final state, event log and seq', async () => {
+  const d = await daemon();
+  try {
+    const path = ['waiting', 'pending', { status: 'failure', failReason: 'SLIPPAGE' }, 'pending', 'refund'];
+    const id = await scripted(d, path);
+    await waitStatus(d, id, 'waiting');
+    await subscribed(d);
+    for (let i = 1; i < path.length; i++) {
+      await sim.control(`/requests/${id}/advance`, {});
+      await waitStatus(d, id, typeof path[i] === 'string' ? path[i] : path[i].status);
+    }
+    const st = (await d.get(`/v1/requests/${id}`)).body;
+    assert.equal(st.seq, 5);
+    assert.equal(st.failReason, 'SLIPPAGE');
+    assert.ok(st.inTxHashes.length >= 1);
+    const evs = await events(d, id);
+    assertTimeline(evs, ['waiting', 'pending', 'failure', 'pending', 'refund']);
+    assert.ok(evs.slice(1).some((e) => e.source === 'ws'), 'websocket delivered the changes');
+    // what the relay serves in the upstream shape equals what the upstream says
+    const ours = (await d.get(`/intents/status/v3?requestId=${id}`)).body;
+    const theirs = await (await fetch(`${sim.url}/intents/status/v3?requestId=${id}`)).json();
+    for (const k of ['status', 'inTxHashes', 'txHashes', 'updatedAt', 'originChainId', 'destinationChainId', 'failReason', 'refundFailReason'])
+      assert.deepEqual(ours[k], theirs[k], k);
+  } finally { await d.stop(); }
+});
+
+for (const mode of ['abrupt', '1012']) {
+  test(`websocket dropped (${mode}) mid-lifecycle: every status lands exactly once, in order`, async () => {
+    const d = await daemon();
+    try {
+      const path = ['waiting', 'pending', 'submitted', 'success'];
+      const ids = [await scripted(d, path), await scripted(d, path), await scripted(d, path)];
+      for (const id of ids) await waitStatus(d, id, 'waiting');
+      await subscribed(d, 3);
+      // each status changes while the connection is down (or just coming back); the relay
+      // must catch every one of them (the upstream keeps no history: a status replaced
+      // before anyone could observe it cannot be recovered by anybody)
+      for (const st of ['pending', 'submitted']) {
+        await sim.control('/faults', { dropWs: mode });
+        for (const id of ids) await sim.control(`/requests/${id}/advance`, {});
+        for (const id of ids) await waitStatus(d, id, st, 15000);
+      }
+      for (const id of ids) await sim.control(`/requests/${id}/advance`, {});
+      for (const id of ids) {
+        await waitStatus(d, id, 'success', 15000);
+        assertTimeline(await events(d, id), path);
+      }
+      const m = await (await fetch(d.url + '/metrics')).text();
+      assert.match(m, /^statusrelay_upstream_ws_reconnects_total [1-9]/m);
+    } finally {
+      await sim.control('/faults', null, 'DELETE');
+      await d.stop();
+    }
+  });
+}
+
+test('a silent websocket (HTTP still answers) is caught by safety polls', async () => {
+  const d = await daemon({ env: { STATUSRELAY_REDIS_PREFIX: `ing${prefixN++}`, STATUSRELAY_POLL_SAFETY_INTERVAL: '1s' } });
+  try {
+    const id = await scripted(d, ['waiting', 'pending', 'submitted', 'success']);
+    await waitStatus(d, id, 'waiting');
+    await subscribed(d);
+    await sim.control('/faults', { silent: true });
+    for (const st of ['pending', 'submitted', 'success']) {
+      await sim.control(`/requests/${id}/advance`, {});
+      await waitStatus(d, id, st, 10000);
+    }
+    const m = await (await fetch(d.url + '/metrics')).text();
+    assert.match(m, /^statusrelay_upstream_ws_lagging_total [1-9]/m);
+    assert.match(d.proc.log(), /upstream websocket lagging/);
+    assertTimeline(await events(d, id), ['waiting', 'pending', 'submitted', 'success']);
+  } finally {
+    await sim.control('/faults', null, 'DELETE');
+    await d.stop();
+  }
+});
+
+test('duplicated and reordered upstream events: no duplicate, no regression', async () => {
+  const d = await daemon();
+  try {
+    const path = ['waiting', 'pending', 'submitted', 'success'];
+    const ids = [];
+    for (let i = 0; i < 4; i++) ids.push(await scripted(d, path));
+    for (const id of ids) await waitStatus(d, id, 'waiting');
+    await subscribed(d, 4);
+    await sim.control('/faults', { duplicate: true, reorder: true });
+    for (let step = 1; step < path.length; step++)
+      for (const id of ids) await sim.control(`/requests/${id}/advance`, {});
+    for (const id of ids) {
+      await waitStatus(d, id, 'success', 15000);
+      const evs = await events(d, id);
+      const seqs = evs.map((e) => e.seq);
+      assert.deepEqual(seqs, [...seqs.keys()].map((k) => k + 1), 'seq has no gap or repeat');
+      assert.equal(evs.at(-1).status, 'success');
+      assert.equal(new Set(evs.map((e) => e.status)).size, evs.length, 'no status twice');
+    }
+    const m = await (await fetch(d.url + '/metrics')).text();
+    assert.match(m, /statusrelay_events_total\{source="ws",outcome="(duplicate|stale)"\} [1-9]/);
+  } finally {
+    await sim.control('/faults', null, 'DELETE');
+    await d.stop();
+  }
+});
+
+test('upstream 503/429 storm: the budget holds and the state converges afterwards', async () => {
+  const budget = 60;
+  const d = await daemon({ env: { STATUSRELAY_REDIS_PREFIX: `ing${prefixN++}`, STATUSRELAY_UPSTREAM_BUDGET: String(budget) } });
+  try {
+    // a websocket that says nothing: only polls can find the truth
+    await sim.control('/faults', { silent: true, httpErrorRate: 1, httpErrorStatus: 0 });
+    const ids = [];
+    for (let i = 0; i < 30; i++) ids.push(await scripted(d, ['waiting', 'pending']));
+    await sim.control('/stats', null, 'DELETE');
+    const t0 = Date.now();
+    await new Promise((r) => setTimeout(r, 8000));
+    const stats = await sim.control('/stats');
+    const calls = stats.http.total;
+    const minutes = (Date.now() - t0) / 60000;
+    console.log(`# storm: ${calls} upstream calls in ${(minutes * 60).toFixed(1)} s with budget ${budget}/min`);
+    // the budget is per calendar minute: at most two minute windows can be touched
+    assert.ok(calls >= 3, `polling goes on during the storm (${calls} calls)`);
+    assert.ok(calls <= 2 * budget, `calls ${calls} exceed the budget`);
+    const m = await (await fetch(d.url + '/metrics')).text();
+    assert.match(m, /statusrelay_upstream_http_total\{path="status_v3",class="(5xx|429)"\} [1-9]/);
+    await sim.control('/faults', { silent: false, httpErrorRate: 0 });
+    for (const id of ids) await sim.control(`/requests/${id}/advance`, {});
+    await sim.control('/faults', null, 'DELETE');
+    for (const id of ids) await waitStatus(d, id, 'pending', 60000);
+  } finally {
+    await sim.control('/faults', null, 'DELETE');
+    await d.stop();
+  }
+});
+
+test('Redis restarted (AOF) mid-stream: nothing accepted is lost, no daemon restart', async () => {
+  const d = await daemon();
+  try {
+    const path = ['waiting', 'pending', 'submitted', 'success'];
+    const ids = [];
+    for (let i = 0; i < 5; i++) ids.push(await scripted(d, path));
+    for (const id of ids) await waitStatus(d, id, 'waiting');
+    await subscribed(d, 5);
+    for (const id of ids) await sim.control(`/requests/${id}/advance`, {});
+    for (const id of ids) await waitStatus(d, id, 'pending');
+    await redis.cmd('BGREWRITEAOF').catch(() => {});
+    await new Promise((r) => setTimeout(r, 1200)); // let everysec fsync
+    redis = await redis.restart();
+    for (const id of ids) await sim.control(`/requests/${id}/advance`, {});
+    for (const id of ids) await sim.control(`/requests/${id}/advance`, {});
+    for (const id of ids) {
+      await waitStatus(d, id, 'success', 30000);
+      assertTimeline(await events(d, id), path);
+    }
+    assert.equal(d.proc.child.exitCode, null, 'daemon kept running');
+    assert.match(d.proc.log(), /redis disconnected/);
+  } finally { await d.stop(); }
+});
+
+test('malformed frames are counted and ignored; the daemon stays up', async () => {
+  const d = await daemon();
+  try {
+    const id = await scripted(d, ['waiting', 'pending']);
+    await waitStatus(d, id, 'waiting');
+    await subscribed(d);
+    await sim.control('/faults', { malformed: 50 });
+    await sim.control(`/requests/${id}/advance`, {});
+    await waitStatus(d, id, 'pending');
+    const m = await (await fetch(d.url + '/metrics')).text();
+    const v = /statusrelay_events_total\{source="ws",outcome="rejected"\} (\d+)/.exec(m);
+    assert.ok(v && Number(v[1]) >= 1, 'rejected frames counted');
+    assert.equal((await d.get('/healthz')).status, 200);
+  } finally {
+    await sim.control('/faults', null, 'DELETE');
+    await d.stop();
+  }
+});
+
+test('10,000 tracked requests: daemon RSS and Redis memory per request (reported)', async () => {
+  const prefix = `ing${prefixN++}`;
+  const before = Number(/used_memory:(\d+)/.exec(await redis.cmd('INFO', 'memory'))[1]);
+  const d = await daemon({ env: { STATUSRELAY_REDIS_PREFIX: prefix, STATUSRELAY_UPSTREAM_BUDGET: '200' } });
+  try {
+    const ids = [];
+    for (let i = 0; i < 10000; i++) ids.push('0x' + (BigInt(i) + 0xabcdef0000000000000000n).toString(16).padStart(64, '0'));
+    for (let i = 0; i < ids.length; i += 1000) {
+      const r = await d.post('/v1/requests', { requestIds: ids.slice(i, i + 1000) });
+      assert.equal(r.status, 201, r.text);
+    }
+    await until(async () => {
+      const m = await (await fetch(d.url + '/metrics')).text();
+      return Number(/^statusrelay_upstream_ws_subscriptions (\d+)/m.exec(m)?.[1] ?? 0) >= 10000;
+    }, { msg: '10,000 subscriptions', timeoutMs: 30000 });
+    await new Promise((r) => setTimeout(r, 2000));
+    const status = fs.readFileSync(`/proc/${d.proc.child.pid}/status`, 'utf8');
+    const rssKb = Number(/VmRSS:\s+(\d+)/.exec(status)[1]);
+    const afterMem = Number(/used_memory:(\d+)/.exec(await redis.cmd('INFO', 'memory'))[1]);
+    console.log(`# 10,000 tracked: daemon RSS ${(rssKb / 1024).toFixed(1)} MiB, Redis ${((afterMem - before) / 10000).toFixed(0)} bytes/request`);
+    assert.ok(rssKb < 64 * 1024, `RSS ${rssKb} KiB`);
+  } finally { await d.stop(); }
+});
