@@ -6,7 +6,7 @@ PKGS    := libevent libevent_pthreads libwebsockets jansson hiredis libcurl open
 DEBS    := build-essential pkg-config libevent-dev libwebsockets-dev libjansson-dev \
            libhiredis-dev libssl-dev libcurl4-openssl-dev libcmocka-dev redis-server \
            clang libclang-rt-14-dev openssl curl ca-certificates procps prometheus \
-           wrk nginx libnginx-mod-nchan linux-perf
+           wrk nginx libnginx-mod-nchan linux-perf chromium
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
            -Wwrite-strings -Wformat=2 -Wno-unused-parameter -Wno-format-zero-length
 SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer

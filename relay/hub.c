@@ -1475,7 +1475,7 @@ static void on_store_state(void *arg, int up)
         h->reading = 0; /* commands in flight complete with an error anyway */
 }
 
-/* ---- stats ------------------------------------------------------------------------------------ */
+/* ---- stats ---------------------------------------------------------------------------------- */
 
 static json_t *stats_json(struct hub *h)
 {
@@ -1483,11 +1483,15 @@ static json_t *stats_json(struct hub *h)
     const struct metrics *m = &c->metrics;
     int64_t now = mono_ms();
     /* events/s over the last few ticks (every process's events: we follow the stream) */
-    int oldest = (h->rate_i + 1) % 6;
     double rate = 0;
-    if (h->rate_ms[oldest] > 0 && now > h->rate_ms[oldest])
-        rate = (double)(h->events_seen - h->rate_seen[oldest]) * 1000.0 /
-               (double)(now - h->rate_ms[oldest]);
+    for (int k = 1; k <= 6; k++) { /* the oldest sample there is (the first seconds too) */
+        int i = (h->rate_i + k) % 6;
+        if (h->rate_ms[i] > 0 && now - h->rate_ms[i] >= 500) {
+            rate = (double)(h->events_seen - h->rate_seen[i]) * 1000.0 /
+                   (double)(now - h->rate_ms[i]);
+            break;
+        }
+    }
     json_t *by_status = json_object();
     for (int i = 0; i < METRICS_STATUSES; i++)
         if (m->requests_by_status[i] >= 0)
@@ -1545,7 +1549,7 @@ static void on_stats_tick(evutil_socket_t fd, short what, void *arg)
     free(t);
 }
 
-/* ---- module ------------------------------------------------------------------------------------ */
+/* ---- module --------------------------------------------------------------------------------- */
 
 struct hub *hub_new(struct core *c)
 {
@@ -1560,6 +1564,7 @@ struct hub *hub_new(struct core *c)
     h->poll_ev = event_new(c->base, -1, EV_PERSIST, on_poll, h);
     h->kick_ev = event_new(c->base, -1, 0, on_poll, h);
     h->stats_ev = event_new(c->base, -1, EV_PERSIST, on_stats_tick, h);
+    h->rate_ms[0] = mono_ms();
     struct timeval pt = {0, HUB_POLL_MS * 1000}, st = {HUB_STATS_MS / 1000,
                                                        (HUB_STATS_MS % 1000) * 1000};
     event_add(h->poll_ev, &pt);

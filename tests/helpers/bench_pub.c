@@ -18,6 +18,8 @@
  *     --active M             requests advanced together (default 1000): event i is step
  *                            (i / M) % K of request (i / (M*K)) * M + i % M, so the events of
  *                            one request are M events apart (never reordered in flight)
+ *     --first N              index of the first event (default 0): a second run with
+ *                            --first = the first run's count continues the same lifecycles
  *     --statuses a,b,c       the K steps of every lifecycle (default
  *                            waiting,pending,submitted,success)
  *     --channel-url T        nchan: POST to T with "{}" replaced by the request index
@@ -59,7 +61,7 @@ struct pub {
     int nchan;
     struct proto_hmac *key;
     double rate;
-    long count, concurrency, active;
+    long count, concurrency, active, first;
     int64_t seconds_ms;
     const char *steps[MAX_STEPS];
     int nsteps;
@@ -171,7 +173,7 @@ static void start_some(struct pub *p)
     }
     while (p->started < target && p->nfree > 0) {
         struct slot *s = p->free_slots[--p->nfree];
-        fill(p, s, p->started);
+        fill(p, s, p->first + p->started);
         struct httpc_req req;
         memset(&req, 0, sizeof(req));
         req.method = "POST";
@@ -217,7 +219,8 @@ static int cmp_i64(const void *a, const void *b)
 static int usage(void)
 {
     fputs("usage: bench_pub [--mode ingest|nchan] [--sign-key KEY] [--rate N] [--count N] "
-          "[--seconds S] [--concurrency N] [--prefix P] [--active M] [--statuses a,b,...] "
+          "[--seconds S] [--concurrency N] [--prefix P] [--active M] [--first N] "
+          "[--statuses a,b,...] "
           "[--channel-url T] URL\n",
           stderr);
     return 2;
@@ -255,6 +258,9 @@ int main(int argc, char **argv)
             i++;
         } else if (!strcmp(a, "--prefix") && v) {
             p.prefix = v;
+            i++;
+        } else if (!strcmp(a, "--first") && v) {
+            p.first = atol(v);
             i++;
         } else if (!strcmp(a, "--active") && v) {
             p.active = atol(v);

@@ -6,6 +6,8 @@
  *   bench_receiver [--host H] [--port N] [--status N] [--verify]
  *     --port N     listen port (default 0: any free port; printed as {"port":N})
  *     --status N   answer status for deliveries (default 204)
+ *     --body JSON  answer this body (Content-Type: application/json) instead of none; with
+ *                  --status 200 the receiver doubles as a fake upstream status API
  *     --verify     verify the Standard Webhooks signature of every delivery whose path has a
  *                  secret (POST /__secret); counts ok / bad / unchecked
  *
@@ -16,8 +18,10 @@
  * into histograms with 0.1 ms buckets up to 60 s; arrivals into a 100 ms timeline.
  *
  * Control (not counted): GET /__stats -> JSON summary (see stats()); POST /__reset clears
- * everything but the secrets; POST /__secret body "PATH SECRET" (whsec_...) sets the secret
- * of one path; GET /__timeline -> {"startMs", "bucketMs", "counts": [...]}.
+ * everything but the secrets; POST /__mark notes the time ("markMs"; the next delivery's
+ * arrival is "firstAfterMarkMs"); POST /__secret body "PATH SECRET" (whsec_...) sets the secret
+ * of one path; GET /__timeline -> {"startMs", "bucketMs", "counts": [...], "byMinute":
+ * {"<unix minute>": arrivals}} (byMinute: the last 64 wall-clock minutes).
  * Exits on SIGTERM / SIGINT.
  * runs on: its own single thread. */
 #define _GNU_SOURCE /* memmem */
@@ -55,12 +59,16 @@ struct secret {
 struct rx {
     struct event_base *base;
     int status, verify;
+    const char *body;
     uint64_t requests, unique, dups, no_id;
     uint64_t sig_ok, sig_bad, sig_unchecked;
     uint64_t bytes;
     int64_t first_us, last_us, reset_us;
+    int64_t mark_us, after_mark_us; /* POST /__mark; first arrival after it */
     struct hist e2e, relay;
     uint32_t tl[TL_BUCKETS];
+    int64_t min_stamp[64]; /* arrivals per unix minute (wall clock), ring of 64 minutes */
+    uint32_t min_count[64];
     /* open addressing set of 64-bit hashes of path + webhook-id (0 = empty) */
     uint64_t *set;
     size_t set_cap, set_n;
@@ -193,10 +201,13 @@ static void reset(struct rx *rx)
     rx->sig_ok = rx->sig_bad = rx->sig_unchecked = 0;
     rx->bytes = 0;
     rx->first_us = rx->last_us = 0;
+    rx->mark_us = rx->after_mark_us = 0;
     rx->reset_us = now_us();
     memset(&rx->e2e, 0, sizeof(rx->e2e));
     memset(&rx->relay, 0, sizeof(rx->relay));
     memset(rx->tl, 0, sizeof(rx->tl));
+    memset(rx->min_stamp, 0, sizeof(rx->min_stamp));
+    memset(rx->min_count, 0, sizeof(rx->min_count));
     if (rx->set)
         memset(rx->set, 0, rx->set_cap * sizeof(*rx->set));
     rx->set_n = 0;
@@ -217,14 +228,16 @@ static void stats(struct rx *rx, struct evhttp_request *req)
     evbuffer_add_printf(b,
                         "{\"requests\":%llu,\"unique\":%llu,\"duplicates\":%llu,\"noId\":%llu,"
                         "\"sigOk\":%llu,\"sigBad\":%llu,\"sigUnchecked\":%llu,\"bytes\":%llu,"
-                        "\"firstMs\":%.3f,\"lastMs\":%.3f,\"spanS\":%.3f,\"rate\":%.1f,",
+                        "\"firstMs\":%.3f,\"lastMs\":%.3f,\"spanS\":%.3f,\"rate\":%.1f,"
+                        "\"markMs\":%.3f,\"firstAfterMarkMs\":%.3f,",
                         (unsigned long long)rx->requests, (unsigned long long)rx->unique,
                         (unsigned long long)rx->dups, (unsigned long long)rx->no_id,
                         (unsigned long long)rx->sig_ok, (unsigned long long)rx->sig_bad,
                         (unsigned long long)rx->sig_unchecked, (unsigned long long)rx->bytes,
                         rx->first_us / 1000.0, rx->last_us / 1000.0, span_s,
                         span_s > 0 ? (double)(rx->requests > 1 ? rx->requests - 1 : 0) / span_s
-                                   : 0.0);
+                                   : 0.0,
+                        rx->mark_us / 1000.0, rx->after_mark_us / 1000.0);
     hist_json(b, "e2e", &rx->e2e);
     evbuffer_add(b, ",", 1);
     hist_json(b, "relay", &rx->relay);
@@ -244,7 +257,16 @@ static void timeline(struct rx *rx, struct evhttp_request *req)
                         (long long)(rx->reset_us / 1000), TL_BUCKET_MS);
     for (int i = 0; i <= last; i++)
         evbuffer_add_printf(b, i ? ",%u" : "%u", rx->tl[i]);
-    evbuffer_add(b, "]}", 2);
+    evbuffer_add(b, "],\"byMinute\":{", 14);
+    int first = 1;
+    for (int i = 0; i < 64; i++) {
+        if (rx->min_stamp[i] == 0)
+            continue;
+        evbuffer_add_printf(b, "%s\"%lld\":%u", first ? "" : ",", (long long)rx->min_stamp[i],
+                            rx->min_count[i]);
+        first = 0;
+    }
+    evbuffer_add(b, "}}", 2);
     reply_text(req, 200, "application/json", b);
     evbuffer_free(b);
 }
@@ -297,6 +319,10 @@ static void on_request(struct evhttp_request *req, void *arg)
         else if (strcmp(path, "/__reset") == 0) {
             reset(rx);
             reply_text(req, 204, NULL, NULL);
+        } else if (strcmp(path, "/__mark") == 0) {
+            rx->mark_us = t;
+            rx->after_mark_us = 0;
+            reply_text(req, 204, NULL, NULL);
         } else if (strcmp(path, "/__secret") == 0)
             set_secret(rx, req);
         else
@@ -307,9 +333,17 @@ static void on_request(struct evhttp_request *req, void *arg)
     if (rx->first_us == 0)
         rx->first_us = t;
     rx->last_us = t;
+    if (rx->mark_us != 0 && rx->after_mark_us == 0)
+        rx->after_mark_us = t;
     int64_t k = (t - rx->reset_us) / 1000 / TL_BUCKET_MS;
     if (k >= 0 && k < TL_BUCKETS)
         rx->tl[k]++;
+    int64_t minute = t / 60000000;
+    if (rx->min_stamp[minute % 64] != minute) {
+        rx->min_stamp[minute % 64] = minute;
+        rx->min_count[minute % 64] = 0;
+    }
+    rx->min_count[minute % 64]++;
 
     struct evkeyvalq *h = evhttp_request_get_input_headers(req);
     const char *id = evhttp_find_header(h, "webhook-id");
@@ -348,6 +382,13 @@ static void on_request(struct evhttp_request *req, void *arg)
                 rx->sig_bad++;
         }
     }
+    if (rx->body != NULL) {
+        struct evbuffer *b = evbuffer_new();
+        evbuffer_add_reference(b, rx->body, strlen(rx->body), NULL, NULL);
+        reply_text(req, rx->status, "application/json", b);
+        evbuffer_free(b);
+        return;
+    }
     evhttp_send_reply(req, rx->status, NULL, NULL);
 }
 
@@ -371,11 +412,13 @@ int main(int argc, char **argv)
             port = atoi(v), i++;
         else if (!strcmp(a, "--status") && v)
             rx.status = atoi(v), i++;
+        else if (!strcmp(a, "--body") && v)
+            rx.body = v, i++;
         else if (!strcmp(a, "--verify"))
             rx.verify = 1;
         else {
             fprintf(stderr, "usage: bench_receiver [--host H] [--port N] [--status N] "
-                            "[--verify]\n");
+                            "[--body JSON] [--verify]\n");
             return 2;
         }
     }

@@ -10,7 +10,7 @@
  *                                    "{i}" in PATH is replaced by the client index
  *                        (default relay-all)
  *     --sub-all JSON     default {"type":"subscribe","event":"request.status.updated",
- *                        "token":"{token}"}
+ *                        "token":"{token}","snapshotLimit":0}
  *     --sub-own JSON     default {"type":"subscribe","event":"request.status.updated",
  *                        "filters":{"id":"{id}"}}
  *     --token T          replaces {token}
@@ -27,9 +27,11 @@
  *            relay frame, nested in "statusrelay"; the publisher's stamp in an nchan message)
  *   frame  = arrival - the FIRST "publishedAt" (the top-level stamp: when the relay sent it)
  * Output, one JSON line each: {"type":"ready",...} once every client is subscribed or has
- * failed, then {"type":"summary","clients","connected","subscribed","failed","closed",
+ * failed, {"type":"progress","messages":n} at most every 500 ms while frames arrive, then
+ * {"type":"summary","clients","connected","subscribed","failed","closed",
  * "messages","snapshots","firstMs","lastMs","rate","origin":{p50Ms,p99Ms,...},"frame":{...}}.
- * SIGUSR1 resets the message counters (end of a warm-up). SIGTERM / SIGINT: summary, exit.
+ * SIGUSR1 resets the message counters (end of a warm-up); SIGUSR2 prints a summary line and
+ * goes on. SIGTERM / SIGINT: summary, exit.
  * runs on: its own single thread. */
 #define _GNU_SOURCE
 #include <libwebsockets.h>
@@ -75,10 +77,12 @@ static struct {
     struct hist origin, frame;
     int64_t t0_ms, deadline_ms, setup_deadline_ms;
     int ready_printed;
+    uint64_t progress_printed;
+    int64_t progress_ms;
     lws_sorted_usec_list_t sul;
 } g;
 
-static volatile sig_atomic_t stop_flag, reset_flag;
+static volatile sig_atomic_t stop_flag, reset_flag, dump_flag;
 
 static int64_t now_us(void)
 {
@@ -256,6 +260,12 @@ static void on_timer(lws_sorted_usec_list_t *sul)
     if (!g.ready_printed && now >= g.setup_deadline_ms)
         print_ready();
     check_ready();
+    if (g.ready_printed && now - g.progress_ms >= 500 && g.messages != g.progress_printed) {
+        g.progress_ms = now;
+        g.progress_printed = g.messages;
+        printf("{\"type\":\"progress\",\"messages\":%llu}\n", (unsigned long long)g.messages);
+        fflush(stdout);
+    }
     lws_sul_schedule(g.ctx, 0, &g.sul, on_timer, 20 * LWS_US_PER_MS);
 }
 
@@ -361,10 +371,28 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     return 0;
 }
 
+static void print_summary(void)
+{
+    double span = g.last_us > g.first_us ? (double)(g.last_us - g.first_us) / 1e6 : 0;
+    printf("{\"type\":\"summary\",\"clients\":%d,\"connected\":%d,\"subscribed\":%d,"
+           "\"failed\":%d,\"closed\":%d,\"messages\":%llu,\"snapshots\":%llu,\"firstMs\":%.3f,"
+           "\"lastMs\":%.3f,\"spanS\":%.3f,\"rate\":%.1f,",
+           g.clients, g.connected, g.subscribed, g.failed, g.closed,
+           (unsigned long long)g.messages, (unsigned long long)g.snapshots, g.first_us / 1000.0,
+           g.last_us / 1000.0, span, span > 0 ? (double)g.messages / span : 0.0);
+    hist_print("origin", &g.origin);
+    printf(",");
+    hist_print("frame", &g.frame);
+    printf("}\n");
+    fflush(stdout);
+}
+
 static void on_sig(int s)
 {
     if (s == SIGUSR1)
         reset_flag = 1;
+    else if (s == SIGUSR2)
+        dump_flag = 1;
     else
         stop_flag = 1;
 }
@@ -386,7 +414,8 @@ int main(int argc, char **argv)
     g.batch = 256;
     g.token = "";
     g.prefix = "b";
-    g.sub_all = "{\"type\":\"subscribe\",\"event\":\"request.status.updated\",\"token\":\"{token}\"}";
+    g.sub_all = "{\"type\":\"subscribe\",\"event\":\"request.status.updated\",\"token\":\"{token}\","
+                "\"snapshotLimit\":0}";
     g.sub_own = "{\"type\":\"subscribe\",\"event\":\"request.status.updated\","
                 "\"filters\":{\"id\":\"{id}\"}}";
     for (int i = 1; i < argc; i++) {
@@ -430,6 +459,7 @@ int main(int argc, char **argv)
     signal(SIGTERM, on_sig);
     signal(SIGINT, on_sig);
     signal(SIGUSR1, on_sig);
+    signal(SIGUSR2, on_sig);
     lws_set_log_level(LLL_ERR, NULL);
     g.c = calloc((size_t)g.clients, sizeof(*g.c));
     static const struct lws_protocols protos[] = {
@@ -460,20 +490,14 @@ int main(int argc, char **argv)
             memset(&g.origin, 0, sizeof(g.origin));
             memset(&g.frame, 0, sizeof(g.frame));
         }
+        if (dump_flag) {
+            dump_flag = 0;
+            print_summary();
+        }
         if (lws_service(g.ctx, 0) < 0)
             break;
     }
-    double span = g.last_us > g.first_us ? (double)(g.last_us - g.first_us) / 1e6 : 0;
-    printf("{\"type\":\"summary\",\"clients\":%d,\"connected\":%d,\"subscribed\":%d,"
-           "\"failed\":%d,\"closed\":%d,\"messages\":%llu,\"snapshots\":%llu,\"firstMs\":%.3f,"
-           "\"lastMs\":%.3f,\"spanS\":%.3f,\"rate\":%.1f,",
-           g.clients, g.connected, g.subscribed, g.failed, g.closed,
-           (unsigned long long)g.messages, (unsigned long long)g.snapshots, g.first_us / 1000.0,
-           g.last_us / 1000.0, span, span > 0 ? (double)g.messages / span : 0.0);
-    hist_print("origin", &g.origin);
-    printf(",");
-    hist_print("frame", &g.frame);
-    printf("}\n");
+    print_summary();
     fflush(stdout);
     lws_context_destroy(g.ctx);
     free(g.c);

@@ -194,7 +194,7 @@ describe('health and routing', () => {
     assert.match(r.text, /statusrelay_webhook_ingest_total\{result="ok"\} \d+/);
     assert.match(r.text, /statusrelay_redis_up 1/);
     for (const line of r.text.trim().split('\n')) {
-      assert.match(line, /^(# (HELP|TYPE) statusrelay_\w+ .+|statusrelay_\w+(\{[^}]*\})? -?\d+)$/, line);
+      assert.match(line, /^(# (HELP|TYPE) statusrelay_\w+ .+|statusrelay_\w+(\{[^}]*\})? -?\d+(\.\d+)?(e[+-]?\d+)?)$/, line);
     }
   });
 });

@@ -262,6 +262,7 @@ test('10,000 tracked requests: daemon RSS and Redis memory per request (reported
     const rssKb = Number(/VmRSS:\s+(\d+)/.exec(status)[1]);
     const afterMem = Number(/used_memory:(\d+)/.exec(await redis.cmd('INFO', 'memory'))[1]);
     console.log(`# 10,000 tracked: daemon RSS ${(rssKb / 1024).toFixed(1)} MiB, Redis ${((afterMem - before) / 10000).toFixed(0)} bytes/request`);
-    assert.ok(rssKb < 64 * 1024, `RSS ${rssKb} KiB`);
+    // a sanitizer build carries shadow memory and quarantine: report only
+    if (!process.env.ASAN_OPTIONS) assert.ok(rssKb < 64 * 1024, `RSS ${rssKb} KiB`);
   } finally { await d.stop(); }
 });

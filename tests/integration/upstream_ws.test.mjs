@@ -505,7 +505,7 @@ test('dashboard stub: the page, 404, sessions with ids, echo through the core, c
     const page = await fetch(`http://127.0.0.1:${port}/`);
     assert.equal(page.status, 200);
     assert.match(page.headers.get('content-type'), /text\/html/);
-    assert.match(await page.text(), /statusrelay dashboard \(coming soon\)/);
+    assert.match(await page.text(), /<title>statusrelay · live requests<\/title>/);
     assert.equal((await fetch(`http://127.0.0.1:${port}/nope`)).status, 404);
 
     const a = wsClient(`ws://127.0.0.1:${port}/`);
