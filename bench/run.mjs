@@ -376,33 +376,36 @@ async function ceilings(rx) {
   const lua = path.join(RUN_DIR, 'post.lua');
   fs.writeFileSync(lua, `wrk.method = "POST"\nwrk.body = ${JSON.stringify(SAMPLE_BODY)}\n` +
     Object.entries(headers).map(([k, v]) => `wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`).join('\n') + '\n');
+  // each ceiling is run twice, alternating, and the better run kept: on a shared machine a
+  // ceiling can only be underestimated by noise. The receiver's CPU per request (from /proc)
+  // gives the cost of signature verification independently of the request rates.
   const wrk = async (conns, p, secs) => {
     await rx.reset();
+    const c0 = procCpuTicks(rx.pid);
     const out = execFileSync('wrk', ['-t1', `-c${conns}`, `-d${secs}s`, '-s', lua, `${rx.base}${p}`], { timeout: (secs + 20) * 1000 }).toString();
+    const cpuS = (procCpuTicks(rx.pid) - c0) / CLK_TCK;
     fs.appendFileSync(path.join(RUN_DIR, 'wrk.log'), out);
     const rps = Number((out.match(/Requests\/sec:\s+([\d.]+)/) ?? [])[1]);
     const st = await rx.stats();
-    return { rps, received: st.requests, sigOk: st.sigOk, sigBad: st.sigBad };
+    return { rps, received: st.requests, sigOk: st.sigOk, sigBad: st.sigBad, receiverCpuUsPerRequest: st.requests ? r2((cpuS * 1e6) / st.requests) : null };
   };
-  const secs = Math.max(2, Math.round(5 * Math.min(1, SCALE * 2)));
-  const c = {};
-  log('ceilings: wrk -> receiver (16 and 128 connections), with and without signature checks');
-  c.wrk16 = await wrk(16, '/ceil', secs);
-  c.wrk16verify = await wrk(16, '/ceil-verify', secs);
-  c.wrk128 = await wrk(128, '/ceil', secs);
-  log('ceilings: bare libcurl multi (httpc_probe) -> receiver');
-  const probe = async (conc) => {
+  const probe = async (conc, secs) => {
     await rx.reset();
     const hdr = Object.entries(headers).flatMap(([k, v]) => ['--header', `${k}: ${v}`]);
     const s = await runTool(`httpc_probe-c${conc}`, path.join(HELPERS, 'httpc_probe'),
       ['--concurrency', String(conc), '--count', String(sc(400000)), '--abort-after-ms', String(secs * 1000), '--quiet', ...hdr, 'POST', `${rx.base}/ceil`, SAMPLE_BODY], { timeoutMs: (secs + 30) * 1000 });
-    return { rps: s.rps, count: s.count, ok: s.ok };
+    return { rps: s.rps, count: s.count, ok: s.ok, connects: s.connects };
   };
-  c.curl16 = await probe(16);
-  c.curl128 = await probe(128);
+  const best = (a, b) => (b.rps > a.rps ? { ...b, runs: [a.rps, b.rps] } : { ...a, runs: [a.rps, b.rps] });
+  const secs = Math.max(2, Math.round(3 * Math.min(1, SCALE * 2)));
+  const c = {};
+  log('ceilings: wrk -> receiver (16 and 128 connections, with and without signature checks) and bare libcurl multi (httpc_probe), each twice');
+  const r1s = [await wrk(16, '/ceil', secs), await wrk(16, '/ceil-verify', secs), await wrk(128, '/ceil', secs), await probe(16, secs), await probe(128, secs)];
+  const r2s = [await wrk(16, '/ceil', secs), await wrk(16, '/ceil-verify', secs), await wrk(128, '/ceil', secs), await probe(16, secs), await probe(128, secs)];
+  [c.wrk16, c.wrk16verify, c.wrk128, c.curl16, c.curl128] = r1s.map((x, i) => best(x, r2s[i]));
   await rx.reset();
-  const verifyCostUs = c.wrk16.rps && c.wrk16verify.rps ? 1e6 / c.wrk16verify.rps - 1e6 / c.wrk16.rps : null;
-  c.verifyCostUsPerRequest = r2(verifyCostUs);
+  const cu = (x) => x.receiverCpuUsPerRequest;
+  c.verifyCostUsPerRequest = cu(c.wrk16verify) != null && cu(c.wrk16) != null ? r2(cu(c.wrk16verify) - cu(c.wrk16)) : null;
   return c;
 }
 
@@ -441,7 +444,7 @@ async function webhooks() {
   const tl1 = await rx.timeline();
   const firstMs = st1.firstMs, lastMs = st1.lastMs;
   const a = {
-    events: N, ingest: p1, delivered: st1.unique, duplicates: st1.duplicates, sigOk: st1.sigOk, sigBad: st1.sigBad,
+    events: N, ingest: p1, delivered: st1.unique, duplicates: st1.duplicates, sigOk: st1.sigOk, sigBad: st1.sigBad, connsOpened: st1.connsOpened,
     ingestRate: r1(p1.rate),
     deliveryRateDuringIngest: r1(rateIn(tl1, tStart + 1000, tIngestEnd)),
     deliveryRateAfterIngest: r1(rateIn(tl1, tIngestEnd, lastMs)),
@@ -516,7 +519,7 @@ async function webhooks() {
   const cpu3 = meter();
   const tl3 = await rx.timeline();
   out.hundredEndpoints = {
-    events: E, ingest: p3, expected: p3.results.accepted * 100, delivered: st3.unique, duplicates: st3.duplicates, sigOk: st3.sigOk, sigBad: st3.sigBad,
+    events: E, ingest: p3, expected: p3.results.accepted * 100, delivered: st3.unique, duplicates: st3.duplicates, sigOk: st3.sigOk, sigBad: st3.sigBad, connsOpened: st3.connsOpened,
     sustainedRate: r1(st3.unique / Math.max(0.001, (st3.lastMs - t3) / 1000)),
     peakSecondRate: r1(Math.max(0, ...tl3.counts.map((_, i) => tl3.counts.slice(i, i + 10).reduce((x, y) => x + y, 0)))),
     wallS: r2((st3.lastMs - t3) / 1000), e2e: st3.e2e, cpu: cpu3,
@@ -534,6 +537,7 @@ async function webhooks() {
   row('webhooks', 'signed deliveries/s, 1 endpoint, sustained (ingest + deliver)', a.sustainedRate, 'deliveries/s', { ceiling: C.curl16.rps, ceilingName: 'bare libcurl c16', target: '>= 25000', pass: a.sustainedRate >= 25000, note: `= ${r2(a.sustainedRate / C.wrk16.rps)} of wrk c16` });
   row('webhooks', 'signed deliveries/s, 1 endpoint, backlog after ingest stopped', a.deliveryRateAfterIngest, 'deliveries/s', { ceiling: C.curl16.rps, ceilingName: 'bare libcurl c16' });
   row('webhooks', 'deliveries per daemon CPU-second, 1 endpoint', a.deliveriesPerDaemonCpuS, 'deliveries/CPU-s');
+  row('webhooks', 'new receiver connections per 1,000 deliveries, 1 endpoint (keep-alive reuse)', (1000 * a.connsOpened) / Math.max(1, a.delivered), 'connections', { ceiling: (1000 * C.curl16.connects) / Math.max(1, C.curl16.count), ceilingName: 'bare libcurl c16', note: `${a.connsOpened} connections for ${a.delivered} deliveries; 100 endpoints: ${h.connsOpened} for ${h.delivered}` });
   row('webhooks', 'daemon CPU during ingest, 1 endpoint', a.cpuDuringIngest.daemon.cpuPct, '% of a core', { note: `Redis ${a.cpuDuringIngest.redis.cpuPct}%, receiver ${a.cpuDuringIngest.receiver.cpuPct}%` });
   row('webhooks', 'signed deliveries/s, 100 endpoints, sustained', h.sustainedRate, 'deliveries/s', { ceiling: C.curl128.rps, ceilingName: 'bare libcurl c128', target: '>= 20000', pass: h.sustainedRate >= 20000, note: `= ${r2(h.sustainedRate / C.wrk128.rps)} of wrk c128 (${r1(C.wrk128.rps)})` });
   if (sim) {

@@ -11,6 +11,8 @@
  *     --verify     verify the Standard Webhooks signature of every delivery whose path has a
  *                  secret (POST /__secret); counts ok / bad / unchecked
  *
+ * It counts connections ("connsOpened": first request seen on a connection; "connsClosed"),
+ * which shows how well a client reuses keep-alive connections.
  * Per delivery it records: arrival (wall clock, microseconds), the pair (path, webhook-id)
  * in a hash set (repeats are counted as duplicates), and two latencies from the body:
  *   e2e   = arrival - "statusrelay"."publishedAt" (the upstream's publish time, ms)
@@ -74,6 +76,10 @@ struct rx {
     size_t set_cap, set_n;
     struct secret secrets[MAX_SECRETS];
     int nsecrets;
+    /* live connections (open addressing on the pointer; 1 = tombstone) */
+    uintptr_t *conns;
+    size_t conns_cap, conns_used; /* used counts tombstones too */
+    uint64_t conns_opened, conns_closed;
 };
 
 static int64_t now_us(void)
@@ -195,11 +201,67 @@ static struct secret *find_secret(struct rx *rx, const char *path)
     return NULL;
 }
 
+static size_t conn_slot(const struct rx *rx, uintptr_t p, int for_insert)
+{
+    size_t mask = rx->conns_cap - 1, j = (size_t)((p >> 4) * 0x9E3779B97F4A7C15ULL) & mask;
+    size_t tomb = SIZE_MAX;
+    while (rx->conns[j] != 0) {
+        if (rx->conns[j] == p)
+            return j;
+        if (rx->conns[j] == 1 && tomb == SIZE_MAX)
+            tomb = j;
+        j = (j + 1) & mask;
+    }
+    return for_insert && tomb != SIZE_MAX ? tomb : j;
+}
+
+static void on_conn_close(struct evhttp_connection *evcon, void *arg)
+{
+    struct rx *rx = arg;
+    size_t j = conn_slot(rx, (uintptr_t)evcon, 0);
+    if (rx->conns[j] == (uintptr_t)evcon) {
+        rx->conns[j] = 1;
+        rx->conns_closed++;
+    }
+}
+
+/* Count connections: the first request seen on a connection marks it opened. */
+static void conn_seen(struct rx *rx, struct evhttp_request *req)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+    if (evcon == NULL)
+        return;
+    if ((rx->conns_used + 1) * 2 > rx->conns_cap) {
+        size_t ocap = rx->conns_cap;
+        uintptr_t *old = rx->conns;
+        rx->conns_cap = ocap ? ocap * 2 : 4096;
+        rx->conns = calloc(rx->conns_cap, sizeof(*rx->conns));
+        if (rx->conns == NULL)
+            abort();
+        rx->conns_used = 0;
+        for (size_t i = 0; i < ocap; i++)
+            if (old[i] > 1) {
+                rx->conns[conn_slot(rx, old[i], 1)] = old[i];
+                rx->conns_used++;
+            }
+        free(old);
+    }
+    size_t j = conn_slot(rx, (uintptr_t)evcon, 1);
+    if (rx->conns[j] == (uintptr_t)evcon)
+        return;
+    if (rx->conns[j] == 0)
+        rx->conns_used++;
+    rx->conns[j] = (uintptr_t)evcon;
+    rx->conns_opened++;
+    evhttp_connection_set_closecb(evcon, on_conn_close, rx);
+}
+
 static void reset(struct rx *rx)
 {
     rx->requests = rx->unique = rx->dups = rx->no_id = 0;
     rx->sig_ok = rx->sig_bad = rx->sig_unchecked = 0;
     rx->bytes = 0;
+    rx->conns_opened = rx->conns_closed = 0; /* live ones stay in the set */
     rx->first_us = rx->last_us = 0;
     rx->mark_us = rx->after_mark_us = 0;
     rx->reset_us = now_us();
@@ -229,7 +291,8 @@ static void stats(struct rx *rx, struct evhttp_request *req)
                         "{\"requests\":%llu,\"unique\":%llu,\"duplicates\":%llu,\"noId\":%llu,"
                         "\"sigOk\":%llu,\"sigBad\":%llu,\"sigUnchecked\":%llu,\"bytes\":%llu,"
                         "\"firstMs\":%.3f,\"lastMs\":%.3f,\"spanS\":%.3f,\"rate\":%.1f,"
-                        "\"markMs\":%.3f,\"firstAfterMarkMs\":%.3f,",
+                        "\"markMs\":%.3f,\"firstAfterMarkMs\":%.3f,"
+                        "\"connsOpened\":%llu,\"connsClosed\":%llu,",
                         (unsigned long long)rx->requests, (unsigned long long)rx->unique,
                         (unsigned long long)rx->dups, (unsigned long long)rx->no_id,
                         (unsigned long long)rx->sig_ok, (unsigned long long)rx->sig_bad,
@@ -237,7 +300,8 @@ static void stats(struct rx *rx, struct evhttp_request *req)
                         rx->first_us / 1000.0, rx->last_us / 1000.0, span_s,
                         span_s > 0 ? (double)(rx->requests > 1 ? rx->requests - 1 : 0) / span_s
                                    : 0.0,
-                        rx->mark_us / 1000.0, rx->after_mark_us / 1000.0);
+                        rx->mark_us / 1000.0, rx->after_mark_us / 1000.0,
+                        (unsigned long long)rx->conns_opened, (unsigned long long)rx->conns_closed);
     hist_json(b, "e2e", &rx->e2e);
     evbuffer_add(b, ",", 1);
     hist_json(b, "relay", &rx->relay);
@@ -330,6 +394,7 @@ static void on_request(struct evhttp_request *req, void *arg)
         return;
     }
     rx->requests++;
+    conn_seen(rx, req);
     if (rx->first_us == 0)
         rx->first_us = t;
     rx->last_us = t;
