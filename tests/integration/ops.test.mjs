@@ -141,7 +141,9 @@ test('the upstream websocket lease: one holder among three; kill -9 moves it wit
   const wsPort = await freePort();
   const wss = new WebSocketServer({ port: wsPort, host: '127.0.0.1' });
   const conns = new Set();
+  let opened = 0;
   wss.on('connection', (ws) => {
+    opened++;
     conns.add(ws);
     ws.on('close', () => conns.delete(ws));
     ws.send(JSON.stringify({ type: 'connection', status: 'ready', data: { id: 'x' } }));
@@ -156,9 +158,12 @@ test('the upstream websocket lease: one holder among three; kill -9 moves it wit
     assert.deepEqual(states.filter((s) => s === 'held').length, 1, JSON.stringify(states));
     const holder = states.indexOf('held');
     const t0 = Date.now();
+    const openedBefore = opened;
     await ds[holder].stop('SIGKILL');
-    for (const ws of conns) ws.terminate();
-    await until(() => conns.size === 1, { msg: 'takeover', timeoutMs: 8000 });
+    await until(() => conns.size === 0, { msg: 'the dead holder\'s connection closes' });
+    await until(() => opened > openedBefore && conns.size === 1, { msg: 'takeover', timeoutMs: 8000 });
+    const after = await Promise.all(ds.filter((_, i) => i !== holder).map(async (d) => (await d.get('/readyz')).body.lease));
+    assert.deepEqual(after.sort(), ['held', 'standby'], 'exactly one new holder');
     const took = Date.now() - t0;
     console.log(`# lease takeover after kill -9: ${took} ms`);
     assert.ok(took < 5000, `takeover ${took} ms`);
