@@ -617,8 +617,12 @@ struct httpc *httpc_new(struct event_base *base, const struct httpc_opts *opts)
     curl_multi_setopt(h->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
     /* The idle connection cache keeps curl's default size (4 x the transfers added), so
      * every connection of a burst stays reusable; idle ones close after 118 s. */
-    if (opts != NULL && opts->max_total_conns > 0)
+    if (opts != NULL && opts->max_total_conns > 0) {
         curl_multi_setopt(h->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, opts->max_total_conns);
+        /* keep every allowed connection alive when idle: curl's default cache follows the
+         * handles in flight and closed keep-alive connections between delivery bursts */
+        curl_multi_setopt(h->multi, CURLMOPT_MAXCONNECTS, opts->max_total_conns);
+    }
     if (opts != NULL && opts->max_host_conns > 0)
         curl_multi_setopt(h->multi, CURLMOPT_MAX_HOST_CONNECTIONS, opts->max_host_conns);
     return h;

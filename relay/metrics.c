@@ -74,7 +74,8 @@ void metrics_observe_delivery(struct metrics *m, int64_t latency_ms)
 static void render_depths(const struct metrics *m, struct evbuffer *out)
 {
     family(out, "webhook_queue_depth", "gauge",
-           "Deliveries by queue: due (pending), in flight (leased), dead (all processes).");
+           "Webhook queues (all processes): due = endpoints with queued deliveries, "
+           "inflight = deliveries leased, dead = dead deliveries.");
     const char *q[] = {"due", "inflight", "dead"};
     int64_t v[] = {m->q_due, m->q_inflight, m->q_dead};
     for (int i = 0; i < 3; i++)
