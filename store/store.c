@@ -139,6 +139,18 @@ static void unlink_pending(struct store *s, struct pending *p)
 static int send_pending(struct store *s, struct pending *p, int argc, const char **argv,
                         const size_t *lens);
 
+/* A command was handed to hiredis: its reply comes after every earlier one. */
+static void fifo_append(struct store *s, struct pending *p)
+{
+    if (s->tail)
+        s->tail->next = p;
+    else
+        s->head = p;
+    s->tail = p;
+    s->stats.pending++;
+    s->stats.commands++;
+}
+
 static void on_reply(redisAsyncContext *ac, void *r, void *privdata)
 {
     struct pending *p = privdata;
@@ -183,13 +195,7 @@ static int send_pending(struct store *s, struct pending *p, int argc, const char
     p->t0 = mono_ms();
     if (redisAsyncCommandArgv(s->ac, on_reply, p, argc, argv, lens) != REDIS_OK)
         return -1;
-    if (s->tail)
-        s->tail->next = p;
-    else
-        s->head = p;
-    s->tail = p;
-    s->stats.pending++;
-    s->stats.commands++;
+    fifo_append(s, p);
     return 0;
 }
 
@@ -219,13 +225,7 @@ static int raw_cmd(struct store *s, store_cb *cb, void *arg, const char *fmt, va
         free(p);
         return -1;
     }
-    if (s->tail)
-        s->tail->next = p;
-    else
-        s->head = p;
-    s->tail = p;
-    s->stats.pending++;
-    s->stats.commands++;
+    fifo_append(s, p);
     return 0;
 }
 
