@@ -203,3 +203,69 @@ test('Docker files: multi-stage bookworm, non-root, healthcheck; compose service
   const known = serve(['--print-config']).stdout;
   for (const k of Object.keys(env)) assert.match(known, new RegExp(`^${k}=`, 'm'));
 });
+
+test('three daemons under load, kill -9 of the websocket holder: takeover < 5 s, every event delivered', async () => {
+  const { startSim } = await import('./lib/sim.mjs');
+  const sim = await startSim({ apiKey: KEY, seed: 5, rateLimit: 0 });
+  const recv = await startReceiver({ def: 204 });
+  const opts = {
+    redisUrl: redis.url, apiUrl: sim.url, wsUrl: sim.wsUrl, apiKey: KEY,
+    env: { STATUSRELAY_REDIS_PREFIX: 'ops3', STATUSRELAY_LEADER_LEASE: '2s', STATUSRELAY_RETRY_SCHEDULE: '0s,200ms,500ms,1s,2s' },
+  };
+  const ds = [await startDaemon(opts), await startDaemon(opts), await startDaemon(opts)];
+  try {
+    const wh = await ds[0].post('/v1/webhooks', { url: recv.url('/all') });
+    assert.equal(wh.status, 201, wh.text);
+    await until(async () => (await Promise.all(ds.map(async (d) => (await d.get('/readyz')).body.upstreamWebsocket))).includes('ready'),
+      { msg: 'one daemon holds the upstream websocket' });
+    const states = await Promise.all(ds.map(async (d) => (await d.get('/readyz')).body.lease));
+    const holder = states.indexOf('held');
+    // load: observations through every daemon's ingest while the holder dies
+    const ids = [];
+    let sent = 0;
+    const t0 = Date.now();
+    const pump = (async () => {
+      for (let i = 0; i < 60; i++) {
+        const id = rid(`load${i}`);
+        ids.push(id);
+        for (const [k, st] of ['waiting', 'pending', 'success'].entries()) {
+          const live = ds.filter((d) => d.proc.child.exitCode === null && d.proc.child.signalCode === null);
+          const d = live[(i + k) % live.length];
+          if ((await ingest(d, KEY, upstreamPayload({ rid: id, status: st, updatedAt: t0 + i * 10 + k }))) === 200) sent++;
+        }
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    })();
+    await new Promise((r) => setTimeout(r, 400));
+    const killedAt = Date.now();
+    await ds[holder].stop('SIGKILL');
+    const others = ds.filter((_, i) => i !== holder);
+    await until(async () => (await Promise.all(others.map(async (d) => (await d.get('/readyz')).body.upstreamWebsocket))).includes('ready'),
+      { msg: 'takeover', timeoutMs: 8000 });
+    const took = Date.now() - killedAt;
+    await pump;
+    const expected = new Set();
+    for (const d of others) {
+      for (const id of ids) {
+        const r = await d.get(`/v1/events?requestId=${id}`);
+        for (const e of r.body.events) expected.add(e.eventId);
+      }
+      break;
+    }
+    await until(() => {
+      const got = new Set(recv.records().filter((r) => r.path === '/all').map((r) => r.id));
+      return [...expected].every((e) => got.has(e));
+    }, { msg: 'every event delivered', timeoutMs: 30000 });
+    const all = recv.records().filter((r) => r.path === '/all').map((r) => r.id);
+    const dups = all.length - new Set(all).size;
+    console.log(`# 3 daemons: ${sent} observations, ${expected.size} events, takeover ${took} ms, duplicates ${dups}`);
+    assert.ok(took < 5000, `takeover ${took} ms`);
+    assert.equal(expected.size, ids.length * 3);
+    // at-least-once window: only deliveries in flight in the killed process can repeat
+    assert.ok(dups <= 64, `duplicates ${dups}`);
+  } finally {
+    for (const d of ds) await d.stop('SIGKILL');
+    await recv.stop();
+    await sim.stop();
+  }
+});
