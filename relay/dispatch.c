@@ -1,7 +1,8 @@
 /* dispatch.c - see dispatch.h. runs on: core thread.
  *
  * Life of an attempt: claimed (wh_claim.lua, leased in {P}:inflight) -> struct attempt owned
- * by the dispatcher -> sent (httpc; body and signature headers built once per attempt) ->
+ * by the dispatcher -> queued on its endpoint (struct webhook q_head) until the window has
+ * room -> sent (httpc; body and signature headers built once per attempt) ->
  * result queued -> written in a batch by wh_done.lua -> freed. The dispatcher outlives its
  * store commands and HTTP requests (pending and inflight counts), so shutdown never leaves
  * a callback pointing at freed memory; results not yet written are dropped then, and their
@@ -25,12 +26,20 @@
 
 #define DISPATCH_TICK_MS 25
 #define DISPATCH_REAP_MS 1000
-#define DISPATCH_MAX_INFLIGHT 1024
+#define DISPATCH_MAX_HELD 4096 /* attempts claimed by this process: in flight + queued */
 #define DISPATCH_CLAIM_MAX 500
 #define DISPATCH_DONE_MAX 1000
 #define DISPATCH_RESPONSE_KEEP 1024
 #define DISPATCH_DRAIN (64 * 1024)
 #define DISPATCH_RETRY_AFTER_MAX_MS (24LL * 3600 * 1000)
+
+/* A webhook body, shared by the attempts of one event claimed together (100 endpoints: one
+ * copy, not 100). */
+struct body {
+    int refs;
+    size_t len;
+    char p[]; /* NUL-terminated */
+};
 
 struct attempt {
     struct attempt *next;
@@ -40,9 +49,9 @@ struct attempt {
     char *did;
     char ev[PROTO_EVENT_ID_MAX + 16];
     int att, replay;
-    char *body; /* owned; freed when the HTTP exchange completes */
-    size_t body_len;
-    const char *kind; /* 'b', 'r', 'x' from the claim */
+    struct body *b;    /* reference; dropped when the HTTP exchange completes */
+    int64_t claimed_ms; /* monotonic: the lease runs from here */
+    const char *kind;   /* 'b', 'r', 'x' from the claim */
     /* headers of this attempt (httpc copies them) */
     char h_id[PROTO_EVENT_ID_MAX + 32], h_ts[48], h_sig[2 * PROTO_SIG_MAX + 32];
     char h_xts[64], h_xsig[96], h_trace[96];
@@ -63,7 +72,10 @@ struct dispatch {
     int closing;
     int pending;     /* store commands in flight */
     size_t inflight; /* HTTP attempts in flight */
+    size_t queued;   /* claimed attempts waiting in their endpoint's queue */
+    struct webhook *qlist; /* endpoints with a queue (one reference each) */
     int claiming, reaping;
+    int kick_again; /* kicked while a claim was in flight: claim again after it */
     struct attempt *res_head, *res_tail; /* results waiting to be written */
     size_t nres;
     struct attempt *flushing; /* batch being written */
@@ -72,6 +84,23 @@ struct dispatch {
 };
 
 static void send_attempt(struct dispatch *d, struct attempt *a);
+static void pump(struct dispatch *d, struct webhook *wh);
+
+static struct body *body_new(const char *s, size_t n)
+{
+    struct body *b = xmalloc(sizeof(*b) + n + 1);
+    b->refs = 1;
+    b->len = n;
+    memcpy(b->p, s, n);
+    b->p[n] = '\0';
+    return b;
+}
+
+static void body_unref(struct body *b)
+{
+    if (b != NULL && --b->refs == 0)
+        free(b);
+}
 
 static void attempt_free(struct attempt *a)
 {
@@ -79,7 +108,7 @@ static void attempt_free(struct attempt *a)
         return;
     webhook_unref(a->wh);
     free(a->did);
-    free(a->body);
+    body_unref(a->b);
     free(a->json);
     free(a);
 }
@@ -356,10 +385,11 @@ static void on_http_done(void *arg, const struct httpc_resp *resp)
 {
     struct attempt *a = arg;
     struct dispatch *d = a->d;
+    struct webhook *wh = a->wh;
     d->inflight--;
-    a->wh->inflight--;
-    free(a->body);
-    a->body = NULL;
+    wh->inflight--;
+    body_unref(a->b);
+    a->b = NULL;
     if (a->test_cb) {
         if (!d->closing)
             a->test_cb(a->test_arg, resp->status, resp->err, resp->latency_ms, resp->body,
@@ -375,6 +405,7 @@ static void on_http_done(void *arg, const struct httpc_resp *resp)
         maybe_free(d);
         return;
     }
+    webhook_ref(wh); /* a may be written and freed before pump() below is done with wh */
     const struct config *cfg = d->c->cfg;
     struct metrics *m = &d->c->metrics;
     int64_t now = wall_ms();
@@ -415,7 +446,9 @@ static void on_http_done(void *arg, const struct httpc_resp *resp)
                            resp->err && resp->detail ? resp->detail : NULL, resp->body,
                            resp->body_len, a->replay);
     push_result(d, a);
-    dispatch_kick(d); /* a slot is free */
+    pump(d, wh);       /* a slot is free: the next claimed attempt goes out now */
+    webhook_unref(wh);
+    dispatch_kick(d); /* and the queue is refilled */
 }
 
 /* ---- sending --------------------------------------------------------------------------- */
@@ -451,14 +484,14 @@ static void send_attempt(struct dispatch *d, struct attempt *a)
         int r;
         s2[0] = '\0';
         if (wh->ed25519) {
-            r = proto_sw_sign_ed25519(wh->seed, a->ev, ts, a->body, a->body_len, s1, sizeof(s1));
+            r = proto_sw_sign_ed25519(wh->seed, a->ev, ts, a->b->p, a->b->len, s1, sizeof(s1));
             if (r == 0 && prev)
-                proto_sw_sign_ed25519(wh->prev_seed, a->ev, ts, a->body, a->body_len, s2,
+                proto_sw_sign_ed25519(wh->prev_seed, a->ev, ts, a->b->p, a->b->len, s2,
                                       sizeof(s2));
         } else {
-            r = proto_sw_sign(wh->hmac, a->ev, ts, a->body, a->body_len, s1, sizeof(s1));
+            r = proto_sw_sign(wh->hmac, a->ev, ts, a->b->p, a->b->len, s1, sizeof(s1));
             if (r == 0 && prev && wh->prev_hmac)
-                proto_sw_sign(wh->prev_hmac, a->ev, ts, a->body, a->body_len, s2, sizeof(s2));
+                proto_sw_sign(wh->prev_hmac, a->ev, ts, a->b->p, a->b->len, s2, sizeof(s2));
         }
         if (r != 0) {
             fail_now(d, a, "signing_failed", "dead");
@@ -471,7 +504,7 @@ static void send_attempt(struct dispatch *d, struct attempt *a)
     if (wh->scheme != WH_SCHEME_STANDARD && wh->up_hmac) {
         char xts[24], hex[65];
         snprintf(xts, sizeof(xts), "%lld", (long long)now);
-        if (proto_upstream_sign(wh->up_hmac, xts, a->body, a->body_len, hex) != 0) {
+        if (proto_upstream_sign(wh->up_hmac, xts, a->b->p, a->b->len, hex) != 0) {
             fail_now(d, a, "signing_failed", "dead");
             return;
         }
@@ -499,8 +532,8 @@ static void send_attempt(struct dispatch *d, struct attempt *a)
         .method = "POST",
         .url = wh->target,
         .headers = hdrs,
-        .body = a->body,
-        .body_len = a->body_len,
+        .body = a->b->p,
+        .body_len = a->b->len,
         .connect_timeout_ms = cfg->connect_timeout_ms,
         .total_timeout_ms = cfg->delivery_timeout_ms,
         .max_response = DISPATCH_RESPONSE_KEEP,
@@ -522,7 +555,90 @@ static void send_attempt(struct dispatch *d, struct attempt *a)
     wh->inflight++;
 }
 
-/* Start claimed attempts whose endpoint is known; the others belong to deleted endpoints. */
+/* ---- per-endpoint queues ---------------------------------------------------------------
+ * A claim takes up to two windows per endpoint: one goes out at once, the other waits here
+ * so that a finished exchange starts the next one without a Redis round trip. Deliveries of
+ * one request to one endpoint are never claimed together (one is queued at a time, see
+ * wh_fanout.lua), so the order of these queues never reorders a request's events. */
+
+static void q_push(struct dispatch *d, struct webhook *wh, struct attempt *a)
+{
+    a->next = NULL;
+    if (wh->q_tail)
+        wh->q_tail->next = a;
+    else
+        wh->q_head = a;
+    wh->q_tail = a;
+    wh->queued++;
+    d->queued++;
+    if (!wh->q_listed) {
+        webhook_ref(wh);
+        wh->q_listed = 1;
+        wh->q_next = d->qlist;
+        d->qlist = wh;
+    }
+}
+
+static struct attempt *q_pop(struct dispatch *d, struct webhook *wh)
+{
+    struct attempt *a = wh->q_head;
+    if (a == NULL)
+        return NULL;
+    wh->q_head = a->next;
+    if (wh->q_head == NULL)
+        wh->q_tail = NULL;
+    a->next = NULL;
+    wh->queued--;
+    d->queued--;
+    return a;
+}
+
+/* Send queued attempts of wh while its window has room. An attempt is dropped instead when
+ * its endpoint was deleted or disabled meanwhile, or when it waited so long that its lease
+ * could run out before the exchange ends: the lease expires and wh_reap.lua queues it again
+ * (at least once; never two holders at the same time). */
+static void pump(struct dispatch *d, struct webhook *wh)
+{
+    const struct config *cfg = d->c->cfg;
+    int64_t max_wait = cfg->delivery_lease_ms - cfg->delivery_timeout_ms - 1000;
+    int64_t now = mono_ms();
+    while (wh->q_head) {
+        struct attempt *a = wh->q_head;
+        int drop = wh->deleted || !wh->enabled || now - a->claimed_ms > max_wait;
+        if (!drop && wh->inflight >= (int)wh->cwnd)
+            break;
+        q_pop(d, wh);
+        if (drop)
+            attempt_free(a);
+        else
+            send_attempt(d, a);
+    }
+}
+
+/* Pump every endpoint with a queue and forget those whose queue is empty. */
+static void sweep(struct dispatch *d)
+{
+    struct webhook **pp = &d->qlist;
+    while (*pp) {
+        struct webhook *wh = *pp;
+        if (!d->closing)
+            pump(d, wh);
+        if (wh->q_head == NULL || d->closing) {
+            struct attempt *a;
+            while ((a = q_pop(d, wh)) != NULL)
+                attempt_free(a); /* closing: the lease expires, the next holder sends it */
+            *pp = wh->q_next;
+            wh->q_next = NULL;
+            wh->q_listed = 0;
+            webhook_unref(wh);
+        } else {
+            pp = &wh->q_next;
+        }
+    }
+}
+
+/* Queue claimed attempts on their endpoint and start what the windows allow; attempts of
+ * endpoints unknown here belong to deleted endpoints (their lease entry is reaped). */
 static void start_held(struct dispatch *d)
 {
     struct attempt *a = d->held;
@@ -532,7 +648,7 @@ static void start_held(struct dispatch *d)
         a->next = NULL;
         struct webhook *wh = webhooks_find(d->w, a->whid);
         if (wh == NULL) {
-            attempt_free(a); /* deleted: its delivery is gone, the lease entry is reaped */
+            attempt_free(a);
         } else {
             webhook_ref(wh);
             a->wh = wh;
@@ -544,22 +660,26 @@ static void start_held(struct dispatch *d)
                 status_event_init(&ev);
                 char *body = NULL;
                 size_t blen = 0;
-                if (proto_event_from_record(a->body, a->body_len, &ev, &pe) == 0)
+                if (proto_event_from_record(a->b->p, a->b->len, &ev, &pe) == 0)
                     body = proto_event_webhook_body(&ev, &blen);
                 status_event_cleanup(&ev);
-                free(a->body);
-                a->body = body;
-                a->body_len = blen;
-                if (body == NULL)
+                body_unref(a->b);
+                a->b = NULL;
+                if (body == NULL) {
                     fail_now(d, a, "event_unreadable", "dead");
-                else
-                    send_attempt(d, a);
+                } else {
+                    a->b = body_new(body, blen);
+                    free(body);
+                    q_push(d, wh, a);
+                }
             } else {
-                send_attempt(d, a);
+                q_push(d, wh, a);
             }
         }
         a = next;
     }
+    for (struct webhook *wh = d->qlist; wh; wh = wh->q_next)
+        pump(d, wh);
 }
 
 static void on_held_reloaded(void *arg, const char *err)
@@ -585,24 +705,36 @@ static void on_claim(void *arg, const char *err, redisReply *r)
     }
     size_t n = (r->elements - 1) / 7;
     struct attempt *head = NULL, **tail = &head;
+    struct attempt **byidx = xcalloc(n ? n : 1, sizeof(*byidx));
+    int64_t now = mono_ms();
     for (size_t i = 0; i < n; i++) {
         redisReply **e = r->element + 1 + 7 * i;
         struct attempt *a = xcalloc(1, sizeof(*a));
         a->d = d;
+        a->claimed_ms = now;
         a->did = xstrdup(e[0]->str ? e[0]->str : "");
         snprintf(a->whid, sizeof(a->whid), "%s", e[1]->str ? e[1]->str : "");
         snprintf(a->ev, sizeof(a->ev), "%s", e[2]->str ? e[2]->str : "");
         a->att = (int)(e[3]->type == REDIS_REPLY_INTEGER ? e[3]->integer : 1);
         a->replay = e[4]->str && e[4]->str[0] == '1';
-        a->kind = e[5]->str && e[5]->str[0] == 'r' ? "r" : e[5]->str && e[5]->str[0] == 'x' ? "x"
-                                                                                          : "b";
-        a->body = xmalloc(e[6]->len + 1);
-        memcpy(a->body, e[6]->str ? e[6]->str : "", e[6]->len);
-        a->body[e[6]->len] = '\0';
-        a->body_len = e[6]->len;
+        char k = e[5]->str ? e[5]->str[0] : 'b';
+        a->kind = k == 'r' ? "r" : k == 'x' ? "x" : "b";
+        if (k == '=') { /* the same body as an earlier delivery of this reply */
+            size_t at = (size_t)strtoull(e[6]->str ? e[6]->str : "", NULL, 10);
+            if (at < i && byidx[at]->b != NULL) {
+                a->b = byidx[at]->b;
+                a->b->refs++;
+            } else {
+                a->kind = "x"; /* cannot happen with wh_claim.lua: fail it visibly */
+            }
+        }
+        if (a->b == NULL)
+            a->b = body_new(e[6]->str ? e[6]->str : "", e[6]->str ? e[6]->len : 0);
+        byidx[i] = a;
         *tail = a;
         tail = &a->next;
     }
+    free(byidx);
     *tail = d->held;
     d->held = head;
     const char *ver = r->element[0]->str ? r->element[0]->str : "0";
@@ -612,51 +744,66 @@ static void on_claim(void *arg, const char *err, redisReply *r)
     }
     d->claiming = 0;
     start_held(d);
-    if (n > 0)
+    if (n > 0 || d->kick_again) {
+        d->kick_again = 0;
         dispatch_kick(d);
+    }
 }
 
-static void claim(struct dispatch *d)
+/* Claim what the endpoints' windows (plus one window queued ahead) have free. force: claim
+ * even when no enabled endpoint has room (the tick: disabled endpoints' queues are turned
+ * into skipped deliveries by the claim script). */
+static void claim(struct dispatch *d, int force)
 {
-    if (d->closing || d->claiming || d->c->shutting_down || !store_ready(d->c->store) ||
+    if (d->closing || d->c->shutting_down || !store_ready(d->c->store) ||
         strcmp(webhooks_version(d->w), "-") == 0)
         return;
-    if (d->inflight >= DISPATCH_MAX_INFLIGHT)
+    if (d->claiming) {
+        d->kick_again = 1;
         return;
-    size_t room = DISPATCH_MAX_INFLIGHT - d->inflight;
+    }
+    size_t held = d->inflight + d->queued;
+    if (held >= DISPATCH_MAX_HELD)
+        return;
+    size_t room = DISPATCH_MAX_HELD - held;
     if (room > DISPATCH_CLAIM_MAX)
         room = DISPATCH_CLAIM_MAX;
     const struct config *cfg = d->c->cfg;
     const char *tag = store_tag(d->c->store);
     size_t nwh = webhooks_count(d->w);
+    long def = 2 * (long)cfg->endpoint_concurrency;
     int argc = 9 + 2 * (int)nwh;
     const char **argv = xmalloc(sizeof(char *) * (size_t)argc);
-    char now[24], lease[24], max[24], def[24], ret[24];
+    char now[24], lease[24], max[24], defs[24], ret[24];
     char (*free_s)[24] = xmalloc(24 * (nwh ? nwh : 1));
     snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
     snprintf(lease, sizeof(lease), "%lld", (long long)cfg->delivery_lease_ms);
     snprintf(max, sizeof(max), "%zu", room);
-    snprintf(def, sizeof(def), "%lld", (long long)cfg->endpoint_concurrency);
+    snprintf(defs, sizeof(defs), "%ld", def);
     snprintf(ret, sizeof(ret), "%lld", (long long)WH_RETENTION_MS);
     argv[0] = d->k_due, argv[1] = d->k_inflight, argv[2] = d->k_whv;
-    argv[3] = tag, argv[4] = now, argv[5] = lease, argv[6] = max, argv[7] = def, argv[8] = ret;
-    int k = 9;
+    argv[3] = tag, argv[4] = now, argv[5] = lease, argv[6] = max, argv[7] = defs, argv[8] = ret;
+    int k = 9, room_somewhere = 0;
     for (size_t i = 0; i < nwh; i++) {
         struct webhook *wh = webhooks_at(d->w, i);
-        long fr = (long)wh->cwnd - wh->inflight;
+        long fr = 2 * (long)wh->cwnd - wh->inflight - wh->queued;
         if (fr < 0)
             fr = 0;
-        if (fr >= cfg->endpoint_concurrency)
+        if (fr > 0 && wh->enabled)
+            room_somewhere = 1;
+        if (fr >= def)
             continue;
         snprintf(free_s[i], 24, "%ld", fr);
         argv[k++] = wh->id;
         argv[k++] = free_s[i];
     }
-    d->claiming = 1;
-    d->pending++;
-    if (store_eval(d->c->store, &d->sc_claim, on_claim, d, 3, k, argv, NULL) != 0) {
-        d->pending--;
-        d->claiming = 0;
+    if (room_somewhere || force) {
+        d->claiming = 1;
+        d->pending++;
+        if (store_eval(d->c->store, &d->sc_claim, on_claim, d, 3, k, argv, NULL) != 0) {
+            d->pending--;
+            d->claiming = 0;
+        }
     }
     free(argv);
     free(free_s);
@@ -664,13 +811,14 @@ static void claim(struct dispatch *d)
 
 static void on_kick(evutil_socket_t fd, short what, void *arg)
 {
-    claim(arg);
+    claim(arg, 0);
 }
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     struct dispatch *d = arg;
-    claim(d);
+    sweep(d);
+    claim(d, 1);
     flush(d);
 }
 
@@ -733,13 +881,16 @@ int dispatch_test(struct dispatch *d, struct webhook *wh, dispatch_test_cb *cb, 
     snprintf(ev.event_id, sizeof(ev.event_id), "evt_%s", hex);
     struct attempt *a = xcalloc(1, sizeof(*a));
     a->d = d;
-    a->body = proto_event_webhook_body(&ev, &a->body_len);
+    size_t blen = 0;
+    char *body = proto_event_webhook_body(&ev, &blen);
     snprintf(a->ev, sizeof(a->ev), "%s", ev.event_id);
     status_event_cleanup(&ev);
-    if (a->body == NULL) {
+    if (body == NULL) {
         free(a);
         return -1;
     }
+    a->b = body_new(body, blen);
+    free(body);
     webhook_ref(wh);
     a->wh = wh;
     snprintf(a->whid, sizeof(a->whid), "%s", wh->id);
@@ -781,6 +932,7 @@ void dispatch_free(struct dispatch *d)
     if (d == NULL)
         return;
     d->closing = 1;
+    sweep(d); /* claimed but not started: dropped, their leases expire */
     event_free(d->tick_ev);
     event_free(d->reap_ev);
     event_free(d->kick_ev);
@@ -791,5 +943,6 @@ void dispatch_free(struct dispatch *d)
 
 int dispatch_busy(const struct dispatch *d)
 {
-    return d != NULL && (d->inflight > 0 || d->pending > 0 || d->res_head != NULL);
+    return d != NULL &&
+           (d->inflight > 0 || d->queued > 0 || d->pending > 0 || d->res_head != NULL);
 }

@@ -22,6 +22,7 @@
 
 struct core;
 struct store_script;
+struct attempt; /* relay/dispatch.c */
 
 #define WH_ID_MAX 40             /* "wh_" + 24 hex + NUL, with room */
 #define WH_DESC_MAX 1024         /* description length */
@@ -70,10 +71,14 @@ struct webhook {
     int64_t disabled_at;   /* ms; 0 when enabled or never disabled */
     char *disabled_reason; /* "gone", "failing", "api"; NULL when none */
     int deleted;           /* gone from the set; only attempts still hold it */
-    /* dispatcher state, kept across reloads */
+    /* dispatcher state, kept across reloads (relay/dispatch.c owns it) */
     double cwnd;           /* AIMD concurrency window, 1 .. endpoint_concurrency */
     int inflight;          /* attempts in flight from this process */
     int64_t last_decrease_ms;
+    struct attempt *q_head, *q_tail; /* claimed ahead, waiting for a window slot */
+    int queued;
+    int q_listed;          /* on the dispatcher's list of endpoints with a queue */
+    struct webhook *q_next;
 };
 
 struct webhooks;

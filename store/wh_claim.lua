@@ -4,8 +4,9 @@
 -- ARGV: 1 tag, 2 now ms, 3 lease ms, 4 max deliveries, 5 default free slots per endpoint,
 --       6 retention ms, then pairs (endpoint id, free slots) for endpoints below the default
 -- Returns {endpoints version, then per delivery 7 items: delivery id, endpoint id, event id,
--- attempt number (1-based), replay "1"|"0", kind ("b" body follows | "r" the event record
--- follows: the body key expired | "x" nothing: the event is gone), body/record/""}.
+-- attempt number (1-based), replay "1"|"0", kind ("b" body follows | "=" the body is that of
+-- the delivery whose 0-based index in this reply follows | "r" the event record follows: the
+-- body key expired | "x" nothing: the event is gone), body/index/record/""}.
 -- Deliveries of a deleted endpoint are dropped; those of a disabled endpoint are recorded
 -- as skipped (replayable once it is enabled again).
 local tag = ARGV[1]
@@ -89,12 +90,14 @@ for _, wh in ipairs(whs) do
           local att = redis.call('HINCRBY', dl, 'att', 1)
           leased[#leased + 1] = now + lease
           leased[#leased + 1] = did
-          local body = bodies[h[1]]
+          local body
           local kind = 'b'
-          if not body then
+          if bodies[h[1]] then
+            kind, body = '=', bodies[h[1]]
+          else
             body = redis.call('GET', tag .. ':body:' .. h[1])
             if body then
-              bodies[h[1]] = body
+              bodies[h[1]] = tostring(total)
             end
           end
           if not body then
