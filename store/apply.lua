@@ -7,22 +7,24 @@
 --       5 event id, 6 request id, 7 stream maxlen, 8 now ms, 9 next poll ms ("" = stop
 --       polling), 10 source, 11 timeline cap, 12 "1" = start tracking an untracked request
 -- Returns {1, stream id} when applied, {0, current record or false} on a seq conflict.
-local cur = tonumber(redis.call('HGET', KEYS[1], 'seq') or '0')
-if cur ~= tonumber(ARGV[1]) then
+local h = redis.call('HMGET', KEYS[1], 'seq', 'first', 'trk')
+if tonumber(h[1] or '0') ~= tonumber(ARGV[1]) then
   return {0, redis.call('HGET', KEYS[1], 'rec') or false}
 end
-local first = redis.call('HGET', KEYS[1], 'first')
+local first, trk = h[2], h[3]
+local fields = {'seq', ARGV[2], 'rec', ARGV[3], 'status', ARGV[4], 'src', ARGV[10]}
 if not first then
   first = ARGV[8]
-  redis.call('HSET', KEYS[1], 'first', first)
+  fields[#fields + 1] = 'first'
+  fields[#fields + 1] = first
   redis.call('ZADD', KEYS[3], first, ARGV[6])
 end
-local trk = redis.call('HGET', KEYS[1], 'trk')
 if not trk and ARGV[12] == '1' then
   trk = '1'
-  redis.call('HSET', KEYS[1], 'trk', '1')
+  fields[#fields + 1] = 'trk'
+  fields[#fields + 1] = '1'
 end
-redis.call('HSET', KEYS[1], 'seq', ARGV[2], 'rec', ARGV[3], 'status', ARGV[4], 'src', ARGV[10])
+redis.call('HSET', KEYS[1], unpack(fields))
 if KEYS[5] ~= KEYS[4] then
   redis.call('ZREM', KEYS[5], ARGV[6])
 end

@@ -80,23 +80,25 @@ end
 for i = 5, #ARGV, 5 do
   local did, wh, outcome, att, nx = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
   local dl = tag .. ':dl:' .. did
-  local h = redis.call('HMGET', dl, 'state', 'rid')
+  local h = redis.call('HMGET', dl, 'state', 'rid', 'nlog')
   if h[1] then
     local held = redis.call('ZREM', KEYS[2], did) == 1
-    local n = redis.call('HINCRBY', dl, 'nlog', 1)
+    local n = (tonumber(h[3]) or 0) + 1
     local whk = tag .. ':wh:' .. wh
     if outcome == 'ok' then
       if h[1] == 'pending' then
-        redis.call('HSET', dl, 'a' .. n, att, 'state', 'delivered', 'done', now)
-        redis.call('HDEL', dl, 'q', 'next')
+        -- q "0" rather than deleted: one write (readers test q == "1"; next is only shown
+        -- while pending)
+        redis.call('HSET', dl, 'a' .. n, att, 'nlog', n, 'state', 'delivered', 'done', now,
+                   'q', '0')
         redis.call('PEXPIRE', dl, ttl)
         finish(did, wh, h[2], held)
       else
-        redis.call('HSET', dl, 'a' .. n, att)
+        redis.call('HSET', dl, 'a' .. n, att, 'nlog', n)
       end
       healthy[wh] = true
     else
-      redis.call('HSET', dl, 'a' .. n, att)
+      redis.call('HSET', dl, 'a' .. n, att, 'nlog', n)
     end
     if outcome ~= 'ok' and h[1] == 'pending' then
       if redis.call('EXISTS', whk) == 1 then

@@ -98,9 +98,24 @@ while i <= #ARGV do
     local ok = tag .. ':order:' .. wh .. ':' .. rid
     if not state then
       count = count + 1
-      redis.call('HSET', dl, 'ev', ev, 'wh', wh, 'rid', rid, 'seq', seq, 'st', st, 'sid', sid,
-                 'et', et, 'ct', now, 'att', 0, 'nlog', 0, 'rp', replay and '1' or '0',
-                 'state', kind == 's' and 'skipped' or 'pending')
+      -- the common case: no other unfinished delivery of this request to this endpoint, so
+      -- this one is queued at once (written in the same HSET)
+      local alone = false
+      if kind ~= 's' then
+        redis.call('ZADD', ok, seq, did)
+        alone = redis.call('ZCARD', ok) == 1
+      end
+      if alone then
+        redis.call('HSET', dl, 'ev', ev, 'wh', wh, 'rid', rid, 'seq', seq, 'st', st, 'sid', sid,
+                   'et', et, 'ct', now, 'att', 0, 'nlog', 0, 'rp', replay and '1' or '0',
+                   'state', 'pending', 'q', '1', 'next', now)
+        redis.call('ZADD', tag .. ':dq:' .. wh, now, did)
+        touched[wh] = true
+      else
+        redis.call('HSET', dl, 'ev', ev, 'wh', wh, 'rid', rid, 'seq', seq, 'st', st, 'sid', sid,
+                   'et', et, 'ct', now, 'att', 0, 'nlog', 0, 'rp', replay and '1' or '0',
+                   'state', kind == 's' and 'skipped' or 'pending')
+      end
       local dls = tag .. ':dls:' .. wh
       redis.call('ZADD', dls, now, did)
       if cap > 0 and not capped[wh] then
@@ -112,8 +127,7 @@ while i <= #ARGV do
       end
       if kind == 's' then
         redis.call('ZADD', tag .. ':skipped', now, did)
-      else
-        redis.call('ZADD', ok, seq, did)
+      elseif not alone then
         if latest then
           -- supersede waiting older states, and the active one unless it is in flight
           local mem = redis.call('ZRANGEBYSCORE', ok, '-inf', '(' .. seq)
