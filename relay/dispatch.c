@@ -600,7 +600,9 @@ static struct attempt *q_pop(struct dispatch *d, struct webhook *wh)
 static void pump(struct dispatch *d, struct webhook *wh)
 {
     const struct config *cfg = d->c->cfg;
-    int64_t max_wait = cfg->delivery_lease_ms - cfg->delivery_timeout_ms - 1000;
+    /* lease > timeout (config checks it); keep a margin of up to 1 s for clock and loop */
+    int64_t slack = cfg->delivery_lease_ms - cfg->delivery_timeout_ms;
+    int64_t max_wait = slack - (slack / 2 < 1000 ? slack / 2 : 1000);
     int64_t now = mono_ms();
     while (wh->q_head) {
         struct attempt *a = wh->q_head;

@@ -472,7 +472,7 @@ struct fanout *fanout_new(struct core *c, struct webhooks *w, struct dispatch *d
     fo->lease_ev = event_new(c->base, -1, EV_PERSIST, on_lease_tick, fo);
     fo->poll_ev = event_new(c->base, -1, EV_PERSIST, on_poll, fo);
     fo->kick_ev = event_new(c->base, -1, 0, on_kick, fo);
-    struct timeval lt = {1, 0}, pt = {0, FANOUT_POLL_MS * 1000};
+    struct timeval lt = {0, FANOUT_RENEW_MS * 1000}, pt = {0, FANOUT_POLL_MS * 1000};
     event_add(fo->lease_ev, &lt);
     event_add(fo->poll_ev, &pt);
     event_active(fo->lease_ev, EV_TIMEOUT, 0); /* try for the lease at once */

@@ -22,7 +22,11 @@ struct dispatch;
 struct fanout;
 
 #define FANOUT_GROUP "webhooks"
-#define FANOUT_LEASE_MS 3000
+/* The fan-out lease: renewed every FANOUT_RENEW_MS, so a process that died (kill -9) stops
+ * fanning out for at most FANOUT_LEASE_MS before another takes over; the fan-out script
+ * checks the holder atomically, so a lapse never fans out twice. */
+#define FANOUT_LEASE_MS 1000
+#define FANOUT_RENEW_MS 300
 
 struct fanout *fanout_new(struct core *c, struct webhooks *w, struct dispatch *dp);
 /* Stop; a read or script in flight completes into nothing (the object lives until then). */

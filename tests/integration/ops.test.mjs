@@ -210,7 +210,10 @@ test('three daemons under load, kill -9 of the websocket holder: takeover < 5 s,
   const recv = await startReceiver({ def: 204 });
   const opts = {
     redisUrl: redis.url, apiUrl: sim.url, wsUrl: sim.wsUrl, apiKey: KEY,
-    env: { STATUSRELAY_REDIS_PREFIX: 'ops3', STATUSRELAY_LEADER_LEASE: '2s', STATUSRELAY_RETRY_SCHEDULE: '0s,200ms,500ms,1s,2s' },
+    // short delivery leases: a delivery the killed process had claimed is sent again by
+    // another within seconds (with the default 60 s lease the wait below would time out)
+    env: { STATUSRELAY_REDIS_PREFIX: 'ops3', STATUSRELAY_LEADER_LEASE: '2s', STATUSRELAY_RETRY_SCHEDULE: '0s,200ms,500ms,1s,2s',
+      STATUSRELAY_DELIVERY_TIMEOUT: '2s', STATUSRELAY_CONNECT_TIMEOUT: '1s', STATUSRELAY_DELIVERY_LEASE: '3s' },
   };
   const ds = [await startDaemon(opts), await startDaemon(opts), await startDaemon(opts)];
   try {
