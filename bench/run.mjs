@@ -205,7 +205,9 @@ async function startRedis(name = 'redis') {
   const port = await freePort();
   const dir = fs.mkdtempSync(path.join(RUN_DIR, `${name}-`));
   const p = startProc(name, 'redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir,
-    '--save', '', '--appendonly', 'yes', '--appendfsync', 'everysec', '--protected-mode', 'yes']);
+    // AOF as in production (README "Redis"): everysec, rewritten from 1 GB on (the default
+    // 64 MB rewrites every few seconds at these rates, and each fork competes for the 2 cores)
+    '--save', '', '--appendonly', 'yes', '--appendfsync', 'everysec', '--auto-aof-rewrite-min-size', '1gb', '--protected-mode', 'yes']);
   await waitPort(port);
   for (let i = 0; i < 100 && (await redisCmd(port, 'PING').catch(() => null)) !== 'PONG'; i++) await sleep(50);
   const r = { port, url: `redis://127.0.0.1:${port}/0`, proc: p, pid: p.pid, cmd: (...a) => redisCmd(port, ...a) };

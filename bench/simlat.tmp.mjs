@@ -1,0 +1,907 @@
+#!/usr/bin/env node
+// bench/run.mjs - the driver of `make bench` (started by bench/run.sh, which builds the
+// helpers and sets BIN and HELPERS). Node built-ins only.
+//
+//   node bench/run.mjs [webhooks|dashboards|recovery|state|all]
+//
+// Every process runs on loopback with its own free port and its own temporary directory;
+// every load loop is bounded in count and in time; everything started is stopped at the end
+// (also on error or Ctrl-C). Results: bench/results/<timestamp>.json and .md, the table on
+// stdout, and - for a full run - the "Latest results" section of BENCHMARKS.md.
+//
+// Environment: BENCH_SCALE (default 1) scales every count (0.2 for a quick try);
+// BENCH_KEEP=1 keeps the run directory (logs) after a successful run;
+// BENCH_NO_DOC=1 leaves BENCHMARKS.md alone.
+import { spawn, execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const BIN = process.env.BIN ?? path.join(ROOT, 'bin/statusrelay');
+const HELPERS = process.env.HELPERS ?? path.join(ROOT, 'build/helpers');
+const SCALE = Number(process.env.BENCH_SCALE ?? 1);
+const ALL = ['webhooks', 'dashboards', 'recovery', 'state'];
+const API_KEY = 'bench-upstream-key';
+const STREAM_TOKEN = 'bench-stream-token';
+const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
+const PAGE = 4096;
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const now = () => Date.now();
+const sc = (n) => Math.max(1, Math.round(n * SCALE));
+const r1 = (x) => (x == null || Number.isNaN(x) ? null : Math.round(x * 10) / 10);
+const r2 = (x) => (x == null || Number.isNaN(x) ? null : Math.round(x * 100) / 100);
+const log = (...a) => console.error(`[bench ${new Date().toISOString().slice(11, 19)}]`, ...a);
+
+const RUN_DIR = fs.mkdtempSync(path.join(os.tmpdir(), 'sr-bench-'));
+const procs = new Set();
+
+// ---- processes --------------------------------------------------------------------------
+
+/** Start a process; stdout lines go to onLine (and the log), stderr to the log. */
+function startProc(name, cmd, args, { env = {}, onLine } = {}) {
+  const logPath = path.join(RUN_DIR, `${name}.log`);
+  const out = fs.openSync(logPath, 'a');
+  const child = spawn(cmd, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', out] });
+  const p = { name, child, pid: child.pid, logPath, lines: [], exited: false, waiters: [] };
+  p.done = new Promise((resolve) => child.on('exit', (code, sig) => {
+    p.exited = true; p.code = code; p.sig = sig; procs.delete(p); fs.closeSync(out); resolve(code);
+  }));
+  child.on('error', (e) => { p.error = e; });
+  readline.createInterface({ input: child.stdout }).on('line', (l) => {
+    fs.appendFileSync(logPath, `> ${l}\n`);
+    p.lines.push(l);
+    if (onLine) onLine(l);
+    for (const w of [...p.waiters]) if (w.pred(l)) { p.waiters.splice(p.waiters.indexOf(w), 1); w.resolve(l); }
+  });
+  /** Resolve with the first stdout line (past or future) matching pred. */
+  p.waitLine = (pred, timeoutMs = 30000) => new Promise((resolve, reject) => {
+    const hit = p.lines.find(pred);
+    if (hit) return resolve(hit);
+    const t = setTimeout(() => reject(new Error(`${name}: no expected line within ${timeoutMs} ms (log ${logPath})`)), timeoutMs);
+    p.waiters.push({ pred, resolve: (l) => { clearTimeout(t); resolve(l); } });
+    p.done.then(() => { clearTimeout(t); reject(new Error(`${name} exited (${p.code ?? p.sig}); log ${logPath}`)); });
+  });
+  p.stop = async (sig = 'SIGTERM', graceMs = 5000) => {
+    if (p.exited) return;
+    try { child.kill(sig); } catch { /* gone */ }
+    const t = setTimeout(() => { try { child.kill('SIGKILL'); } catch { /* gone */ } }, graceMs);
+    await p.done;
+    clearTimeout(t);
+  };
+  procs.add(p);
+  return p;
+}
+
+/** Run a tool to completion (bounded); returns the last JSON line of its stdout. */
+async function runTool(name, cmd, args, { timeoutMs = 120000, env } = {}) {
+  const p = startProc(name, cmd, args, { env });
+  const t = setTimeout(() => p.stop('SIGTERM'), timeoutMs);
+  await p.done;
+  clearTimeout(t);
+  const last = [...p.lines].reverse().find((l) => l.startsWith('{'));
+  if (!last) throw new Error(`${name}: no JSON output (exit ${p.code ?? p.sig}); log ${p.logPath}`);
+  return JSON.parse(last);
+}
+
+async function stopAll() {
+  await Promise.all([...procs].map((p) => p.stop('SIGTERM', 3000)));
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
+  });
+}
+
+async function waitPort(port, timeoutMs = 15000) {
+  const end = now() + timeoutMs;
+  while (now() < end) {
+    const ok = await new Promise((resolve) => {
+      const c = net.connect(port, '127.0.0.1');
+      c.on('connect', () => { c.destroy(); resolve(true); });
+      c.on('error', () => resolve(false));
+    });
+    if (ok) return;
+    await sleep(50);
+  }
+  throw new Error(`port ${port} did not open`);
+}
+
+// ---- /proc: CPU and memory ------------------------------------------------------------------
+
+function procCpuTicks(pid) {
+  try {
+    const s = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+    // utime + stime (fields 14, 15) + cutime + cstime of reaped children (16, 17): Redis
+    // forks for AOF rewrites, and that work is part of its cost
+    return Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]);
+  } catch { return null; }
+}
+
+function procMem(pid) {
+  try {
+    const s = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (k) => Number((s.match(new RegExp(`^${k}:\\s+(\\d+)`, 'm')) ?? [])[1] ?? 0);
+    return { rssKiB: kb('VmRSS'), hwmKiB: kb('VmHWM') };
+  } catch { return null; }
+}
+
+/** CPU meter over named pids: start(); ... stop() -> {name: {cpuPct, cpuS}} */
+function cpuMeter(pids) {
+  const t0 = process.hrtime.bigint();
+  const c0 = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, procCpuTicks(pid)]));
+  const peak = Object.fromEntries(Object.keys(pids).map((k) => [k, 0]));
+  const iv = setInterval(() => {
+    for (const [k, pid] of Object.entries(pids)) { const m = procMem(pid); if (m && m.rssKiB > peak[k]) peak[k] = m.rssKiB; }
+  }, 200);
+  return () => {
+    clearInterval(iv);
+    const dt = Number(process.hrtime.bigint() - t0) / 1e9;
+    const out = {};
+    for (const [k, pid] of Object.entries(pids)) {
+      const c1 = procCpuTicks(pid);
+      const cpuS = c1 != null && c0[k] != null ? (c1 - c0[k]) / CLK_TCK : null;
+      const m = procMem(pid);
+      out[k] = { cpuS: r2(cpuS), cpuPct: cpuS != null ? r1((100 * cpuS) / dt) : null, rssMiB: m ? r1(m.rssKiB / 1024) : null, peakRssMiB: r1(Math.max(peak[k], m?.rssKiB ?? 0) / 1024) };
+    }
+    out.seconds = r2(dt);
+    return out;
+  };
+}
+
+// ---- Redis ----------------------------------------------------------------------------------
+
+function redisCmd(port, ...args) {
+  return new Promise((resolve, reject) => {
+    const c = net.connect(port, '127.0.0.1');
+    let buf = Buffer.alloc(0);
+    const t = setTimeout(() => { c.destroy(); reject(new Error('redis timeout')); }, 10000);
+    c.on('data', (d) => {
+      buf = Buffer.concat([buf, d]);
+      try { const [v] = parseResp(buf, 0); clearTimeout(t); c.destroy(); resolve(v); } catch (e) { if (e !== INCOMPLETE) { clearTimeout(t); c.destroy(); reject(e); } }
+    });
+    c.on('error', (e) => { clearTimeout(t); reject(e); });
+    let out = `*${args.length}\r\n`;
+    for (const a of args) { const s = String(a); out += `$${Buffer.byteLength(s)}\r\n${s}\r\n`; }
+    c.write(out);
+  });
+}
+const INCOMPLETE = new Error('incomplete');
+function parseResp(b, i) {
+  if (i >= b.length) throw INCOMPLETE;
+  const end = b.indexOf('\r\n', i);
+  if (end < 0) throw INCOMPLETE;
+  const line = b.toString('utf8', i + 1, end);
+  switch (String.fromCharCode(b[i])) {
+    case '+': return [line, end + 2];
+    case '-': return [new Error(line), end + 2];
+    case ':': return [Number(line), end + 2];
+    case '$': {
+      const n = Number(line);
+      if (n < 0) return [null, end + 2];
+      if (b.length < end + 2 + n + 2) throw INCOMPLETE;
+      return [b.toString('utf8', end + 2, end + 2 + n), end + 2 + n + 2];
+    }
+    case '*': {
+      const n = Number(line);
+      if (n < 0) return [null, end + 2];
+      const arr = []; let j = end + 2;
+      for (let k = 0; k < n; k++) { const [v, nj] = parseResp(b, j); arr.push(v); j = nj; }
+      return [arr, j];
+    }
+    default: throw new Error('bad RESP');
+  }
+}
+
+async function startRedis(name = 'redis') {
+  const port = await freePort();
+  const dir = fs.mkdtempSync(path.join(RUN_DIR, `${name}-`));
+  const p = startProc(name, 'redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir,
+    '--save', '', '--appendonly', 'yes', '--appendfsync', 'everysec', '--protected-mode', 'yes']);
+  await waitPort(port);
+  for (let i = 0; i < 100 && (await redisCmd(port, 'PING').catch(() => null)) !== 'PONG'; i++) await sleep(50);
+  const r = { port, url: `redis://127.0.0.1:${port}/0`, proc: p, pid: p.pid, cmd: (...a) => redisCmd(port, ...a) };
+  r.info = async (section = 'memory') => {
+    const t = await redisCmd(port, 'INFO', section);
+    return Object.fromEntries(t.split('\r\n').filter((l) => l.includes(':')).map((l) => { const i = l.indexOf(':'); return [l.slice(0, i), l.slice(i + 1)]; }));
+  };
+  r.usedMemory = async () => Number((await r.info('memory')).used_memory);
+  return r;
+}
+
+// ---- HTTP -----------------------------------------------------------------------------------
+
+async function http(method, url, body, headers = {}) {
+  const r = await fetch(url, { method, headers: { 'content-type': 'application/json', ...headers }, body: body == null ? undefined : typeof body === 'string' ? body : JSON.stringify(body) });
+  const t = await r.text();
+  let j = null;
+  try { j = t ? JSON.parse(t) : null; } catch { j = t; }
+  return { status: r.status, body: j };
+}
+
+async function startReceiver(name = 'receiver', { port = 0, verify = false, status, body } = {}) {
+  const args = ['--port', String(port)];
+  if (verify) args.push('--verify');
+  if (status) args.push('--status', String(status));
+  if (body) args.push('--body', body);
+  const p = startProc(name, path.join(HELPERS, 'bench_receiver'), args);
+  const first = JSON.parse(await p.waitLine((l) => l.startsWith('{"port"'), 10000));
+  const base = `http://127.0.0.1:${first.port}`;
+  return {
+    port: first.port, base, proc: p, pid: p.pid,
+    stats: async () => (await http('GET', `${base}/__stats`)).body,
+    timeline: async () => (await http('GET', `${base}/__timeline`)).body,
+    reset: async () => http('POST', `${base}/__reset`, ''),
+    mark: async () => http('POST', `${base}/__mark`, ''),
+    secret: async (p2, s) => http('POST', `${base}/__secret`, `${p2} ${s}`),
+  };
+}
+
+function parseMetrics(text) {
+  const m = {};
+  for (const l of text.split('\n')) {
+    if (!l || l.startsWith('#')) continue;
+    const i = l.lastIndexOf(' ');
+    m[l.slice(0, i)] = Number(l.slice(i + 1));
+  }
+  return m;
+}
+
+async function startDaemon(name, redis, { env = {}, httpPort, wsPort } = {}) {
+  httpPort = httpPort ?? await freePort();
+  wsPort = wsPort ?? await freePort();
+  const e = {
+    STATUSRELAY_REDIS_URL: redis.url,
+    STATUSRELAY_HTTP_LISTEN: `127.0.0.1:${httpPort}`,
+    STATUSRELAY_WS_LISTEN: `127.0.0.1:${wsPort}`,
+    STATUSRELAY_UPSTREAM_API_URL: 'http://127.0.0.1:9',
+    STATUSRELAY_UPSTREAM_WS_URL: 'ws://127.0.0.1:9/',
+    STATUSRELAY_UPSTREAM_API_KEY: API_KEY,
+    STATUSRELAY_STREAM_TOKEN: STREAM_TOKEN,
+    STATUSRELAY_ALLOW_PRIVATE_TARGETS: 'true',
+    STATUSRELAY_LOG_LEVEL: 'warn',
+    ...env,
+  };
+  const p = startProc(name, BIN, ['serve'], { env: e });
+  const url = `http://127.0.0.1:${httpPort}`;
+  const t0 = now();
+  for (;;) {
+    if (p.exited) throw new Error(`${name} exited; log ${p.logPath}`);
+    const ok = await fetch(`${url}/readyz`).then((r) => r.status === 200).catch(() => false);
+    if (ok) break;
+    if (now() - t0 > 20000) throw new Error(`${name} not ready; log ${p.logPath}`);
+    await sleep(25);
+  }
+  return {
+    url, httpPort, wsPort, proc: p, pid: p.pid, env: e, readyMs: now() - t0,
+    ingestUrl: `${url}/v1/ingest/upstream`,
+    metrics: async () => parseMetrics(await (await fetch(`${url}/metrics`)).text()),
+    addWebhook: async (hookUrl) => {
+      const r = await http('POST', `${url}/v1/webhooks`, { url: hookUrl });
+      if (r.status !== 201) throw new Error(`POST /v1/webhooks: ${r.status} ${JSON.stringify(r.body)}`);
+      return r.body;
+    },
+  };
+}
+
+/** `statusrelay sim` if this build has it (null otherwise). */
+async function startSim(name = 'sim') {
+  try { execFileSync(BIN, ['sim', '--help'], { stdio: 'ignore' }); } catch { return null; }
+  const portFile = path.join(RUN_DIR, `${name}.port`);
+  const p = startProc(name, BIN, ['sim', '--listen', '127.0.0.1:0', '--port-file', portFile, '--api-key', API_KEY, '--step', '1s', '--seed', '7', '--log-level', 'warn']);
+  if (!(await until(() => fs.existsSync(portFile) && fs.readFileSync(portFile, 'utf8').trim() !== '', 10000, 50))) throw new Error(`${name}: no port file; log ${p.logPath}`);
+  const port = Number(fs.readFileSync(portFile, 'utf8').trim());
+  await waitPort(port);
+  const base = `http://127.0.0.1:${port}`;
+  return { port, base, wsUrl: `ws://127.0.0.1:${port}/`, proc: p, pid: p.pid, stats: async () => (await http('GET', `${base}/_sim/stats`)).body };
+}
+
+/** Follow the simulator's new requests and track them in the daemon (1,000 ids per call),
+ * as an integrator's backend would for its own requests. */
+function simTracker(sim, d) {
+  let after = 0, stop = false, tracked = 0;
+  const loop = (async () => {
+    while (!stop) {
+      const r = await http('GET', `${sim.base}/_sim/requests?after=${after}&limit=1000`).catch(() => null);
+      const ids = r?.body?.requests?.map((x) => x.id) ?? [];
+      if (ids.length > 0) {
+        await http('POST', `${d.url}/v1/requests`, { requestIds: ids });
+        tracked += ids.length;
+        after = r.body.last ?? after + ids.length;
+      } else {
+        await sleep(20);
+      }
+    }
+  })();
+  return { stop: async () => { stop = true; await loop; return tracked; } };
+}
+
+/** Accepted observations so far (every source), from the daemon's metrics. */
+function acceptedEvents(m) {
+  let n = 0;
+  for (const [k, v] of Object.entries(m)) if (k.startsWith('statusrelay_events_total{') && k.includes('outcome="accepted"')) n += v;
+  return n;
+}
+
+function pub(name, url, args, timeoutMs) {
+  return runTool(name, path.join(HELPERS, 'bench_pub'), [...args, url], { timeoutMs });
+}
+
+/** Wait until f() returns true (polling), at most timeoutMs; returns whether it did. */
+async function until(f, timeoutMs, everyMs = 250) {
+  const end = now() + timeoutMs;
+  while (now() < end) { if (await f()) return true; await sleep(everyMs); }
+  return false;
+}
+
+/** Deliveries per second over [fromMs, toMs] (wall ms) from a receiver timeline. */
+function rateIn(tl, fromMs, toMs) {
+  let n = 0;
+  tl.counts.forEach((c, i) => { const t = tl.startMs + i * tl.bucketMs; if (t >= fromMs && t < toMs) n += c; });
+  return n / Math.max(0.001, (toMs - fromMs) / 1000);
+}
+
+const results = { rows: [], scenarios: {} };
+/** One table row. ceiling/target optional. */
+function row(scenario, metric, value, unit, { ceiling, ceilingName, target, pass, note } = {}) {
+  const ratio = ceiling && value != null ? value / ceiling : null;
+  results.rows.push({ scenario, metric, value: value == null ? null : r1(value), unit, ceiling: ceiling == null ? null : r1(ceiling), ceilingName: ceilingName ?? null, ratio: ratio == null ? null : r2(ratio), target: target ?? null, pass: pass ?? null, note: note ?? null });
+}
+
+// ---- webhooks -------------------------------------------------------------------------------
+
+const SAMPLE_BODY = JSON.stringify({
+  event: 'request.status.updated', timestamp: 1787054250318,
+  data: { status: 'pending', inTxHashes: ['0x' + 'a'.repeat(64)], txHashes: [], updatedAt: 1787054250297, originChainId: 8453, destinationChainId: 42161, depositAddress: null, requestId: '0x' + 'b'.repeat(64), referrer: 'bench', details: null, failReason: 'N/A', refundFailReason: 'N/A' },
+  statusrelay: { eventId: 'evt_' + 'c'.repeat(32), seq: 2, previousStatus: 'waiting', source: 'webhook', observedAt: 1787054250320, publishedAt: 1787054250318 },
+});
+
+async function ceilings(rx) {
+  // A valid Standard Webhooks signature for the sample body (wrk and httpc_probe resend it).
+  const secret = execFileSync(path.join(HELPERS, 'sign_tool'), ['whsec-gen']).toString().trim();
+  const bodyFile = path.join(RUN_DIR, 'sample-body.json');
+  fs.writeFileSync(bodyFile, SAMPLE_BODY);
+  const ts = String(Math.floor(now() / 1000));
+  const sig = execFileSync(path.join(HELPERS, 'sign_tool'), ['sw-sign', secret, 'evt_ceiling', ts, bodyFile]).toString().trim();
+  await rx.secret('/ceil-verify', secret);
+  const headers = { 'Content-Type': 'application/json', 'webhook-id': 'evt_ceiling', 'webhook-timestamp': ts, 'webhook-signature': sig };
+  const lua = path.join(RUN_DIR, 'post.lua');
+  fs.writeFileSync(lua, `wrk.method = "POST"\nwrk.body = ${JSON.stringify(SAMPLE_BODY)}\n` +
+    Object.entries(headers).map(([k, v]) => `wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`).join('\n') + '\n');
+  // each ceiling is run twice, alternating, and the better run kept: on a shared machine a
+  // ceiling can only be underestimated by noise. The receiver's CPU per request (from /proc)
+  // gives the cost of signature verification independently of the request rates.
+  const wrk = async (conns, p, secs) => {
+    await rx.reset();
+    const c0 = procCpuTicks(rx.pid);
+    const out = execFileSync('wrk', ['-t1', `-c${conns}`, `-d${secs}s`, '-s', lua, `${rx.base}${p}`], { timeout: (secs + 20) * 1000 }).toString();
+    const cpuS = (procCpuTicks(rx.pid) - c0) / CLK_TCK;
+    fs.appendFileSync(path.join(RUN_DIR, 'wrk.log'), out);
+    const rps = Number((out.match(/Requests\/sec:\s+([\d.]+)/) ?? [])[1]);
+    const st = await rx.stats();
+    return { rps, received: st.requests, sigOk: st.sigOk, sigBad: st.sigBad, receiverCpuUsPerRequest: st.requests ? r2((cpuS * 1e6) / st.requests) : null };
+  };
+  const probe = async (conc, secs) => {
+    await rx.reset();
+    const hdr = Object.entries(headers).flatMap(([k, v]) => ['--header', `${k}: ${v}`]);
+    const s = await runTool(`httpc_probe-c${conc}`, path.join(HELPERS, 'httpc_probe'),
+      ['--concurrency', String(conc), '--count', String(sc(400000)), '--abort-after-ms', String(secs * 1000), '--quiet', ...hdr, 'POST', `${rx.base}/ceil`, SAMPLE_BODY], { timeoutMs: (secs + 30) * 1000 });
+    return { rps: s.rps, count: s.count, ok: s.ok, connects: s.connects };
+  };
+  const best = (a, b) => (b.rps > a.rps ? { ...b, runs: [a.rps, b.rps] } : { ...a, runs: [a.rps, b.rps] });
+  const secs = Math.max(2, Math.round(3 * Math.min(1, SCALE * 2)));
+  const c = {};
+  log('ceilings: wrk -> receiver (16 and 128 connections, with and without signature checks) and bare libcurl multi (httpc_probe), each twice');
+  const r1s = [await wrk(16, '/ceil', secs), await wrk(16, '/ceil-verify', secs), await wrk(128, '/ceil', secs), await probe(16, secs), await probe(128, secs)];
+  const r2s = [await wrk(16, '/ceil', secs), await wrk(16, '/ceil-verify', secs), await wrk(128, '/ceil', secs), await probe(16, secs), await probe(128, secs)];
+  [c.wrk16, c.wrk16verify, c.wrk128, c.curl16, c.curl128] = r1s.map((x, i) => best(x, r2s[i]));
+  await rx.reset();
+  const cu = (x) => x.receiverCpuUsPerRequest;
+  c.verifyCostUsPerRequest = cu(c.wrk16verify) != null && cu(c.wrk16) != null ? r2(cu(c.wrk16verify) - cu(c.wrk16)) : null;
+  return c;
+}
+
+async function waitDelivered(rx, n, timeoutMs) {
+  let st;
+  await until(async () => { st = await rx.stats(); return st.unique >= n; }, timeoutMs, 200);
+  return st;
+}
+
+async function webhooks() {
+  const out = {};
+  const redis = await startRedis('wh-redis');
+  const rx = await startReceiver('wh-receiver', { verify: true });
+  const sim = await startSim('wh-sim');
+  const d = await startDaemon('wh-daemon', redis, sim ? { env: { STATUSRELAY_UPSTREAM_API_URL: sim.base, STATUSRELAY_UPSTREAM_WS_URL: sim.wsUrl } } : {});
+  out.source = sim ? 'statusrelay sim (load mode) -> upstream websocket; requests tracked through POST /v1/requests' : 'POST /v1/ingest/upstream';
+  out.ceilings = await ceilings(rx);
+  const C = out.ceilings;
+  const pids = { daemon: d.pid, redis: redis.pid, receiver: rx.pid };
+
+  // (a) one endpoint, as fast as ingest allows: N events in, N signed deliveries out.
+  const wh0 = await d.addWebhook(`${rx.base}/h/0`);
+  await rx.secret('/h/0', wh0.secret);
+  await rx.reset();
+  const N = sc(60000);
+  log(`webhooks 1 endpoint: ${N} events through POST /v1/ingest/upstream (64 in flight), every delivery verified`);
+  const rss0 = procMem(d.pid);
+  let meter = cpuMeter(pids);
+  const tStart = now();
+  const p1 = await pub('pub-1ep', d.ingestUrl, ['--sign-key', API_KEY, '--prefix', 'a1', '--count', String(N), '--concurrency', '64', '--seconds', '60'], 90000);
+  const tIngestEnd = now();
+  const loadCpu = meter();
+  meter = cpuMeter(pids);
+  const st1 = await waitDelivered(rx, p1.results.accepted, 180000);
+  const drainCpu = meter();
+  const tl1 = await rx.timeline();
+  const firstMs = st1.firstMs, lastMs = st1.lastMs;
+  const a = {
+    events: N, ingest: p1, delivered: st1.unique, duplicates: st1.duplicates, sigOk: st1.sigOk, sigBad: st1.sigBad, connsOpened: st1.connsOpened,
+    ingestRate: r1(p1.rate),
+    deliveryRateDuringIngest: r1(rateIn(tl1, tStart + 1000, tIngestEnd)),
+    deliveryRateAfterIngest: r1(rateIn(tl1, tIngestEnd, lastMs)),
+    sustainedRate: r1(st1.unique / Math.max(0.001, (lastMs - tStart) / 1000)),
+    wallS: r2((lastMs - tStart) / 1000), firstDeliveryMs: r1(firstMs - tStart),
+    cpuDuringIngest: loadCpu, cpuAfterIngest: drainCpu, daemonRssStartMiB: r1(rss0.rssKiB / 1024),
+    redisUsedMemoryMiB: r1((await redis.usedMemory()) / 1048576),
+  };
+  out.oneEndpoint = a;
+  // Deliveries per daemon CPU second (the number that survives a noisy machine).
+  a.deliveriesPerDaemonCpuS = r1(st1.unique / ((loadCpu.daemon.cpuS ?? 0) + (drainCpu.daemon.cpuS ?? 0)));
+
+  // (b) latency at a fixed rate: 1,000 events/s, then the target's 5,000 events/s
+  const latRun = async (rate, L, prefix) => {
+    await rx.reset();
+    log(`webhooks latency: ${L} events at ${rate}/s, 1 endpoint`);
+    const m = cpuMeter(pids);
+    const p = await pub(`pub-lat-${rate}`, d.ingestUrl, ['--sign-key', API_KEY, '--prefix', prefix, '--count', String(L), '--rate', String(rate), '--concurrency', '64', '--seconds', '40'], 60000);
+    const cpu = m();
+    const st = await waitDelivered(rx, p.results.accepted, 120000);
+    return { rate, events: L, ingest: p, delivered: st.unique, e2e: st.e2e, relay: st.relay, duplicates: st.duplicates, sigOk: st.sigOk, sigBad: st.sigBad, cpu };
+  };
+  // with the simulator: N new requests/s, each a lifecycle of ~4 status changes 1 s apart
+  // (about 4N events/s once running), delivered to the daemon over the upstream websocket
+  const simRun = async (eventsPerS, seconds) => {
+    const reqRate = Math.max(1, Math.round(eventsPerS / 4));
+    await rx.reset();
+    log(`webhooks via simulator: ${reqRate} new requests/s (~${eventsPerS} events/s) for ${seconds} s, 1 endpoint`);
+    const acc0 = acceptedEvents(await d.metrics());
+    const s0 = await sim.stats();
+    const tr = simTracker(sim, d);
+    const m = cpuMeter({ ...pids, sim: sim.pid });
+    const t0 = now();
+    await http('POST', `${sim.base}/_sim/load`, { rate: reqRate, durationMs: seconds * 1000 });
+    await sleep(seconds * 1000);
+    // lifecycles started near the end still run for a few seconds
+    await until(async () => !(await sim.stats()).load.running && (await sim.stats()).requests.active === 0, 20000, 250);
+    const cpu = m();
+    const tracked = await tr.stop();
+    const s1 = await sim.stats();
+    await sleep(500);
+    const acc = acceptedEvents(await d.metrics()) - acc0;
+    const st = await waitDelivered(rx, acc, 120000);
+    const wall = (now() - t0) / 1000;
+    return {
+      requestsPerS: reqRate, seconds, tracked, simStatusChanges: s1.requests.statusChanges - s0.requests.statusChanges, simEventFrames: s1.ws.eventFrames - s0.ws.eventFrames,
+      acceptedEvents: acc, ingestRate: r1(acc / (seconds + 5)), delivered: st.unique, deliveryRate: r1(st.rate), e2e: st.e2e, relay: st.relay, duplicates: st.duplicates, sigOk: st.sigOk, sigBad: st.sigBad, cpu, wallS: r1(wall),
+    };
+  };
+  if (sim) {
+    out.latency1k = await simRun(1000, Math.max(4, Math.round(10 * Math.min(1, SCALE * 2))));
+    out.latency = await simRun(Math.round(5000 * Math.min(1, SCALE * 2)), Math.max(4, Math.round(10 * Math.min(1, SCALE * 2))));
+    out.latency.rate = Math.round(5000 * Math.min(1, SCALE * 2));
+    out.latency1k.rate = 1000;
+  } else {
+    out.latency1k = await latRun(1000, sc(8000), 'a4');
+    out.latency = await latRun(Math.round(5000 * Math.min(1, SCALE * 2)), sc(50000), 'a2');
+  }
+  const rate = out.latency.rate;
+
+  // (c) 100 endpoints: each event fans out to 100 signed deliveries.
+  const eps = [wh0];
+  for (let i = 1; i < 100; i++) { const w = await d.addWebhook(`${rx.base}/h/${i}`); await rx.secret(`/h/${i}`, w.secret); eps.push(w); }
+  await rx.reset();
+  const E = sc(800);
+  const rate100 = 200;
+  log(`webhooks 100 endpoints: ${E} events at ${rate100}/s -> ${E * 100} deliveries`);
+  const t3 = now();
+  meter = cpuMeter(pids);
+  const p3 = await pub('pub-100ep', d.ingestUrl, ['--sign-key', API_KEY, '--prefix', 'a3', '--count', String(E), '--rate', String(rate100), '--concurrency', '16', '--seconds', '30'], 60000);
+  const st3 = await waitDelivered(rx, p3.results.accepted * 100, 240000);
+  const cpu3 = meter();
+  const tl3 = await rx.timeline();
+  out.hundredEndpoints = {
+    events: E, ingest: p3, expected: p3.results.accepted * 100, delivered: st3.unique, duplicates: st3.duplicates, sigOk: st3.sigOk, sigBad: st3.sigBad, connsOpened: st3.connsOpened,
+    sustainedRate: r1(st3.unique / Math.max(0.001, (st3.lastMs - t3) / 1000)),
+    peakSecondRate: r1(Math.max(0, ...tl3.counts.map((_, i) => tl3.counts.slice(i, i + 10).reduce((x, y) => x + y, 0)))),
+    wallS: r2((st3.lastMs - t3) / 1000), e2e: st3.e2e, cpu: cpu3,
+  };
+  out.redisUsedMemoryMiB = r1((await redis.usedMemory()) / 1048576);
+  out.daemonPeakRssMiB = r1(procMem(d.pid).hwmKiB / 1024);
+  await d.proc.stop(); await rx.proc.stop(); await redis.proc.stop();
+  if (sim) await sim.proc.stop();
+
+  const h = out.hundredEndpoints;
+  row('webhooks', 'receiver ceiling: wrk, 16 conns', C.wrk16.rps, 'req/s');
+  row('webhooks', 'receiver ceiling: wrk, 16 conns, signature verified', C.wrk16verify.rps, 'req/s', { note: `verification costs ${C.verifyCostUsPerRequest} µs per request in the receiver` });
+  row('webhooks', 'bare libcurl multi (httpc), 16 in flight', C.curl16.rps, 'POST/s', { ceiling: C.wrk16.rps, ceilingName: 'wrk c16' });
+  row('webhooks', 'ingested events/s, 1 endpoint (closed loop, 64 in flight)', a.ingestRate, 'events/s');
+  row('webhooks', 'signed deliveries/s, 1 endpoint, sustained (ingest + deliver)', a.sustainedRate, 'deliveries/s', { ceiling: C.curl16.rps, ceilingName: 'bare libcurl c16', target: '>= 25000', pass: a.sustainedRate >= 25000, note: `= ${r2(a.sustainedRate / C.wrk16.rps)} of wrk c16` });
+  row('webhooks', 'signed deliveries/s, 1 endpoint, backlog after ingest stopped', a.deliveryRateAfterIngest, 'deliveries/s', { ceiling: C.curl16.rps, ceilingName: 'bare libcurl c16' });
+  row('webhooks', 'deliveries per daemon CPU-second, 1 endpoint', a.deliveriesPerDaemonCpuS, 'deliveries/CPU-s');
+  row('webhooks', 'new receiver connections per 1,000 deliveries, 1 endpoint (keep-alive reuse)', (1000 * a.connsOpened) / Math.max(1, a.delivered), 'connections', { ceiling: (1000 * C.curl16.connects) / Math.max(1, C.curl16.count), ceilingName: 'bare libcurl c16', note: `${a.connsOpened} connections for ${a.delivered} deliveries; 100 endpoints: ${h.connsOpened} for ${h.delivered}` });
+  row('webhooks', 'daemon CPU during ingest, 1 endpoint', a.cpuDuringIngest.daemon.cpuPct, '% of a core', { note: `Redis ${a.cpuDuringIngest.redis.cpuPct}%, receiver ${a.cpuDuringIngest.receiver.cpuPct}%` });
+  row('webhooks', 'signed deliveries/s, 100 endpoints, sustained', h.sustainedRate, 'deliveries/s', { ceiling: C.curl128.rps, ceilingName: 'bare libcurl c128', target: '>= 20000', pass: h.sustainedRate >= 20000, note: `= ${r2(h.sustainedRate / C.wrk128.rps)} of wrk c128 (${r1(C.wrk128.rps)})` });
+  if (sim) {
+    for (const L of [out.latency1k, out.latency]) row('webhooks', `simulator load ~${L.rate} events/s (${L.requestsPerS} requests/s): events accepted, deliveries/s`, L.deliveryRate, 'deliveries/s', { note: `${L.acceptedEvents} events accepted, ${L.delivered} delivered; daemon CPU ${L.cpu.daemon.cpuPct}%, Redis ${L.cpu.redis.cpuPct}%, sim ${L.cpu.sim.cpuPct}%` });
+  }
+  row('webhooks', 'e2e latency p50 / p99 at 1000 events/s', out.latency1k.e2e.p99Ms, 'ms (p99)', { note: `p50 ${out.latency1k.e2e.p50Ms} ms, p99.9 ${out.latency1k.e2e.p999Ms} ms; daemon CPU ${out.latency1k.cpu.daemon.cpuPct}%, Redis ${out.latency1k.cpu.redis.cpuPct}%` });
+  row('webhooks', `e2e latency p50 at ${rate} events/s`, out.latency.e2e.p50Ms, 'ms', { note: `publishedAt (upstream) -> arrival; relay part (event created -> arrival) p50 ${out.latency.relay.p50Ms} ms` });
+  row('webhooks', `e2e latency p99 at ${rate} events/s`, out.latency.e2e.p99Ms, 'ms', { target: '< 25', pass: out.latency.e2e.p99Ms < 25 });
+  row('webhooks', `e2e latency p99.9 at ${rate} events/s`, out.latency.e2e.p999Ms, 'ms');
+  row('webhooks', 'daemon peak RSS', out.daemonPeakRssMiB, 'MiB');
+  row('webhooks', 'signatures verified / bad', a.sigOk + out.latency1k.sigOk + out.latency.sigOk + h.sigOk, 'ok', { note: `bad: ${a.sigBad + out.latency1k.sigBad + out.latency.sigBad + h.sigBad}; duplicates: ${a.duplicates + out.latency1k.duplicates + out.latency.duplicates + h.duplicates}` });
+  return out;
+}
+
+// ---- dashboards -----------------------------------------------------------------------------
+
+/** Probe the relay's dashboard protocol with one client. */
+async function relayWsSupport(d) {
+  const r = await runTool('ws-probe', path.join(HELPERS, 'ws_load'), ['--clients', '1', '--mode', 'relay-all', '--token', STREAM_TOKEN, '--setup-seconds', '5', '--seconds', '6', '--expect', '1', `ws://127.0.0.1:${d.wsPort}/`], { timeoutMs: 15000 }).catch((e) => ({ error: String(e) }));
+  return r;
+}
+
+async function startNchan() {
+  const port = await freePort();
+  const dir = fs.mkdtempSync(path.join(RUN_DIR, 'nginx-'));
+  const conf = fs.readFileSync(path.join(ROOT, 'bench/nginx-nchan.conf'), 'utf8').replaceAll('__PORT__', String(port)).replaceAll('__DIR__', dir);
+  fs.writeFileSync(path.join(dir, 'nginx.conf'), conf);
+  const p = startProc('nginx', 'nginx', ['-p', dir, '-c', path.join(dir, 'nginx.conf'), '-e', path.join(dir, 'nginx-error.log')]);
+  await waitPort(port);
+  // the worker is the master's child
+  let worker = null;
+  await until(() => { try { worker = Number(fs.readFileSync(`/proc/${p.pid}/task/${p.pid}/children`, 'utf8').trim().split(/\s+/)[0]) || null; } catch { worker = null; } return worker != null; }, 5000, 50);
+  return { port, proc: p, pid: worker ?? p.pid, master: p.pid };
+}
+
+async function fanoutRun({ label, target, serverPid, clients, mode, events, rate, latRate, latEvents, wsUrl, pubUrl, pubArgs, statuses, active }) {
+  const wsArgs = ['--clients', String(clients), '--setup-seconds', '60', '--seconds', '150', wsUrl];
+  const prefix = `d${label.replace(/\W/g, '')}`.slice(0, 14);
+  if (target === 'relay') wsArgs.unshift('--mode', mode === 'all' ? 'relay-all' : 'relay-own', '--token', STREAM_TOKEN, '--prefix', prefix);
+  else wsArgs.unshift('--mode', 'plain', '--prefix', prefix);
+  const mem0 = procMem(serverPid);
+  const t0 = now();
+  const w = startProc(`ws_load-${label}`, path.join(HELPERS, 'ws_load'), wsArgs);
+  const ready = JSON.parse(await w.waitLine((l) => l.includes('"ready"'), 90000));
+  const setupS = (now() - t0) / 1000;
+  await sleep(1000);
+  const mem1 = procMem(serverPid);
+  const progress = () => { const l = [...w.lines].reverse().find((x) => x.includes('"progress"')); return l ? JSON.parse(l).messages : 0; };
+  // wait for the messages to arrive: all expected, or none for 2 s (bounded)
+  const settle = async (want) => {
+    const deadline = now() + 60000;
+    let lastN = -1, lastChange = now();
+    while (now() < deadline) {
+      const cur = progress();
+      if (cur >= want) break;
+      if (cur !== lastN) { lastN = cur; lastChange = now(); } else if (now() - lastChange > 2000) break;
+      await sleep(100);
+    }
+    await sleep(600);
+  };
+  const summary = async () => {
+    const n = w.lines.filter((l) => l.includes('"summary"')).length;
+    w.child.kill('SIGUSR2');
+    const l = await w.waitLine(() => w.lines.filter((x) => x.includes('"summary"')).length > n, 5000).catch(() => null);
+    return JSON.parse([...w.lines].reverse().find((x) => x.includes('"summary"')) ?? l);
+  };
+  const perEvent = mode === 'all' ? ready.subscribed : 1;
+  const pubRun = (name, count, r, first) => pub(name, pubUrl, ['--prefix', prefix, '--count', String(count), '--rate', String(r), '--concurrency', '32', '--seconds', '60',
+    '--active', String(active), '--statuses', statuses, '--first', String(first), ...pubArgs], 90000);
+  // phase 1: latency at a moderate rate
+  w.child.kill('SIGUSR1'); // drop the snapshots from the counters
+  await sleep(100);
+  const pl = await pubRun(`pub-lat-${label}`, latEvents, latRate, 0);
+  await settle(progress() + pl.ok * perEvent);
+  const lat = await summary();
+  // phase 2: throughput, offered above what either server delivers
+  w.child.kill('SIGUSR1');
+  await sleep(100);
+  const meter = cpuMeter({ server: serverPid, ws_load: w.pid });
+  const p = await pubRun(`pub-${label}`, events, rate, latEvents);
+  await settle(p.ok * perEvent);
+  const cpu = meter();
+  await w.stop('SIGTERM');
+  const s = JSON.parse([...w.lines].reverse().find((l) => l.includes('"summary"')));
+  return {
+    label, target, mode, clients, subscribed: ready.subscribed, failed: ready.failed, setupS: r2(setupS),
+    latency: { rate: latRate, events: latEvents, publishedOk: pl.ok, expected: pl.ok * perEvent, received: lat.messages, origin: lat.origin, frame: lat.frame },
+    events, publishedOk: p.ok, publishRate: p.rate, expected: p.ok * perEvent, received: s.messages,
+    rate: r1(s.rate), origin: s.origin, frame: s.frame, cpu,
+    memPerConnKiB: mem0 && mem1 && ready.subscribed ? r2((mem1.rssKiB - mem0.rssKiB) / ready.subscribed) : null,
+  };
+}
+
+async function dashboards() {
+  const out = { runs: [] };
+  const redis = await startRedis('ws-redis');
+  const d = await startDaemon('ws-daemon', redis, { env: { STATUSRELAY_WS_QUEUE_MAX: '4096' } });
+  const probe = await relayWsSupport(d);
+  out.relaySupported = !!(probe.subscribed >= 1);
+  out.probe = probe;
+  if (!out.relaySupported) log('dashboards: the relay\'s websocket server does not accept subscriptions yet:', JSON.stringify(probe).slice(0, 200));
+  const ng = await startNchan();
+  const sizes = [1000, 5000, 10000].map((n) => Math.max(10, Math.round(n * Math.min(1, SCALE))));
+  for (const n of sizes) {
+    for (const mode of ['all', 'own']) {
+      // all: every event to every client. Latency at ~20k messages/s; throughput with 600k
+      // messages offered at ~400k/s.
+      // own: each client its own request id; latency at 1,000 events/s; throughput with 3
+      // events per client published as fast as the server takes them (32 POSTs in flight),
+      // so both servers are bounded by their publish path there.
+      const latRate = mode === 'all' ? Math.max(1, Math.round(20000 / n)) : 1000;
+      const latEvents = mode === 'all' ? Math.max(4, latRate * 3) : Math.min(n, 3000);
+      const events = mode === 'all' ? Math.max(20, Math.round(sc(600000) / n)) : n * 3;
+      const rate = mode === 'all' ? Math.max(10, Math.round(400000 / n)) : 0;
+      // all: every event is the first status of a new request (nothing for the relay to
+      // conflate: its slow-client handling keeps only the latest status per request);
+      // own: client i's request gets a lifecycle of 5 real changes
+      const active = mode === 'all' ? events + latEvents : n;
+      const statuses = mode === 'all' ? 'waiting' : 'waiting,depositing,pending,submitted,success';
+      const tag = `${n}${mode}${Date.now() % 100000}`;
+      log(`dashboards: ${n} clients, ${mode === 'all' ? 'every event to every client' : 'one request id each'}: latency at ${latRate} events/s, then ${events} events at ${rate || 'max'}/s`);
+      const chan = mode === 'all' ? `a${tag}` : `o${tag}x{}`;
+      const nres = await fanoutRun({
+        label: `nchan-${tag}`, target: 'nchan', serverPid: ng.pid, clients: n, mode, events, rate, latRate, latEvents, active, statuses,
+        wsUrl: `ws://127.0.0.1:${ng.port}/sub/${chan.replace('{}', '{i}')}`,
+        pubUrl: `http://127.0.0.1:${ng.port}/pub/x`,
+        pubArgs: ['--mode', 'nchan', '--channel-url', `http://127.0.0.1:${ng.port}/pub/${chan}`],
+      });
+      out.runs.push(nres);
+      const what = mode === 'all' ? 'every event to every client' : 'own request id';
+      if (out.relaySupported) {
+        const rres = await fanoutRun({
+          label: `relay-${tag}`, target: 'relay', serverPid: d.pid, clients: n, mode, events, rate, latRate, latEvents, active, statuses,
+          wsUrl: `ws://127.0.0.1:${d.wsPort}/`, pubUrl: d.ingestUrl, pubArgs: ['--sign-key', API_KEY],
+        });
+        out.runs.push(rres);
+        row('dashboards', `delivered msgs/s, ${n} clients, ${what}`, rres.rate, 'msgs/s', { ceiling: nres.rate, ceilingName: 'nginx+nchan', target: '>= nchan', pass: rres.rate >= nres.rate, note: `received ${rres.received}/${rres.expected}; nchan ${nres.received}/${nres.expected}` });
+        row('dashboards', `publish->receive p99, ${n} clients, ${what}, ${latRate} ev/s`, rres.latency.origin.p99Ms, 'ms', { ceiling: nres.latency.origin.p99Ms, ceilingName: 'nchan', note: `p50 ${rres.latency.origin.p50Ms} ms (nchan ${nres.latency.origin.p50Ms} ms); received ${rres.latency.received}/${rres.latency.expected}` });
+        if (mode === 'all') row('dashboards', `daemon memory per idle client, ${n} clients`, rres.memPerConnKiB, 'KiB', { ceiling: nres.memPerConnKiB, ceilingName: 'nginx worker', target: '<= 8', pass: rres.memPerConnKiB <= 8 });
+      } else {
+        row('dashboards', `delivered msgs/s, ${n} clients, ${what}`, null, 'msgs/s', { ceiling: nres.rate, ceilingName: 'nginx+nchan', note: `relay: not available (its dashboard server does not accept subscriptions yet); nchan received ${nres.received}/${nres.expected}` });
+        row('dashboards', `publish->receive p99, ${n} clients, ${what}, ${latRate} ev/s`, null, 'ms', { ceiling: nres.latency.origin.p99Ms, ceilingName: 'nchan', note: `relay: not available; nchan p50 ${nres.latency.origin.p50Ms} ms` });
+        if (mode === 'all') row('dashboards', `memory per idle client, ${n} clients`, null, 'KiB', { ceiling: nres.memPerConnKiB, ceilingName: 'nginx worker', note: 'relay: not available' });
+      }
+    }
+  }
+  await ng.proc.stop('SIGQUIT');
+  await d.proc.stop(); await redis.proc.stop();
+  return out;
+}
+
+// ---- recovery -------------------------------------------------------------------------------
+
+async function recovery(steady) {
+  const out = {};
+  const redis = await startRedis('rc-redis');
+  const rx0 = await startReceiver('rc-receiver-0', { verify: false });
+  const rxPort = rx0.port;
+  const env = {
+    // short, many retries: with the receiver down every delivery stays due and none goes dead
+    STATUSRELAY_RETRY_SCHEDULE: Array.from({ length: 32 }, (_, i) => (i === 0 ? '0s' : '3s')).join(','),
+    STATUSRELAY_DELIVERY_TIMEOUT: '5s', STATUSRELAY_CONNECT_TIMEOUT: '2s', STATUSRELAY_DELIVERY_LEASE: '10s',
+  };
+  let d = await startDaemon('rc-daemon-1', redis, { env });
+  const wh = await d.addWebhook(`http://127.0.0.1:${rxPort}/h/0`);
+  await rx0.proc.stop();
+  // (a) 100k deliveries queued while the receiver is down, then the daemon restarted
+  const N = sc(100000);
+  log(`recovery: receiver down, ${N} events ingested`);
+  const p1 = await pub('rc-pub-backlog', d.ingestUrl, ['--sign-key', API_KEY, '--prefix', 'r1', '--count', String(N), '--concurrency', '64', '--seconds', '90'], 120000);
+  // every delivery exists (fan-out done) once the endpoint's listing {P}:dls:<webhook> holds
+  // them all; at most one delivery per request is queued ({P}:dq:<webhook>) at a time, the
+  // others wait behind it in {P}:order:<webhook>:<request> (per-request order)
+  const zsum = async (pattern) => { let n = 0; for (const k of await redis.cmd('KEYS', pattern)) n += await redis.cmd('ZCARD', k); return n; };
+  const created = () => zsum('*:dls:*');
+  const queued = await until(async () => (await created()) >= p1.results.accepted, 120000, 500);
+  const m1 = await d.metrics();
+  out.backlog = { events: N, ingest: p1, allCreated: queued, created: await created(), queuedHeads: await zsum('*:dq:*'), dead: m1['statusrelay_webhook_queue_depth{queue="dead"}'], attemptsWhileDown: m1.statusrelay_webhook_attempts_total ?? null };
+  log('recovery: kill -9 the daemon, receiver back, daemon restarted: drain');
+  await d.proc.stop('SIGKILL');
+  const rx = await startReceiver('rc-receiver-1', { port: rxPort });
+  const tRestart = now();
+  d = await startDaemon('rc-daemon-2', redis, { env, httpPort: d.httpPort, wsPort: d.wsPort });
+  const meter = cpuMeter({ daemon: d.pid, redis: redis.pid });
+  const st = await waitDelivered(rx, p1.results.accepted, 240000);
+  const cpu = meter();
+  const m2 = await d.metrics();
+  out.backlog.drain = {
+    restartToReadyMs: d.readyMs, restartToFirstDeliveryMs: r1(st.firstMs - tRestart), delivered: st.unique, duplicates: st.duplicates,
+    drainS: r2((st.lastMs - st.firstMs) / 1000), drainRate: r1(st.unique / Math.max(0.001, (st.lastMs - st.firstMs) / 1000)),
+    dead: m2['statusrelay_webhook_queue_depth{queue="dead"}'], cpu,
+  };
+
+  // (b) kill -9 under load: time to first delivery and to steady state, duplicates
+  await rx.reset();
+  const rate = Math.max(200, Math.min(2000, Math.round((steady ?? 2000) * 0.5)));
+  const secs = Math.max(8, Math.round(20 * Math.min(1, SCALE * 2)));
+  log(`recovery: ${rate} events/s for ${secs} s, kill -9 after ${Math.round(secs / 3)} s, restart at once`);
+  const pubP = pub('rc-pub-load', d.ingestUrl, ['--sign-key', API_KEY, '--prefix', 'r2', '--count', String(rate * secs), '--rate', String(rate), '--concurrency', '64', '--seconds', String(secs + 5)], (secs + 60) * 1000);
+  await sleep((secs / 3) * 1000);
+  const tKill = now();
+  await d.proc.stop('SIGKILL');
+  await rx.mark();
+  const tSpawn = now();
+  d = await startDaemon('rc-daemon-3', redis, { env, httpPort: d.httpPort, wsPort: d.wsPort });
+  const tUp = now();
+  const p2 = await pubP;
+  // everything accepted by Redis must arrive: the events bench_pub saw accepted, plus any
+  // whose answer the kill swallowed (counted by the receiver as extra, not as missing)
+  const st2 = await waitDelivered(rx, p2.results.accepted, 120000);
+  const tl = await rx.timeline();
+  // steady state: the end of the first 1 s window after the restart that carries >= 90% of
+  // the offered rate
+  let steadyAt = null;
+  for (let i = 0; i + 10 <= tl.counts.length; i++) {
+    const t = tl.startMs + i * tl.bucketMs;
+    if (t < tSpawn) continue;
+    if (tl.counts.slice(i, i + 10).reduce((x, y) => x + y, 0) >= 0.9 * rate) { steadyAt = t + 1000; break; }
+  }
+  const firstAfter = st2.firstAfterMarkMs > 0 ? st2.firstAfterMarkMs : null;
+  // caught up: cumulative deliveries reach what was sent up to (t - 1 s)
+  out.kill = {
+    rate, seconds: secs, ingest: p2, killToReadyMs: tUp - tKill, restartToFirstDeliveryMs: firstAfter ? r1(firstAfter - tSpawn) : null,
+    restartToSteadyMs: steadyAt ? steadyAt - tSpawn : null, delivered: st2.unique, expectedAtLeast: p2.results.accepted,
+    missing: Math.max(0, p2.results.accepted - st2.unique), duplicates: st2.duplicates, ingestErrorsDuringRestart: p2.errors + (p2.sent - p2.ok),
+  };
+  await d.proc.stop(); await rx.proc.stop(); await redis.proc.stop();
+  const b = out.backlog.drain;
+  row('recovery', `backlog drain after restart (${N} due)`, b.drainRate, 'deliveries/s', { ceiling: steady, ceilingName: 'steady (webhooks, 1 endpoint)', target: '>= steady', pass: steady ? b.drainRate >= steady : null, note: `restart->first delivery ${b.restartToFirstDeliveryMs} ms; dups ${b.duplicates}; dead ${b.dead}` });
+  row('recovery', 'kill -9 under load: restart -> first delivery', out.kill.restartToFirstDeliveryMs, 'ms', { note: `kill -> restarted daemon ready ${out.kill.killToReadyMs} ms; load ${rate} events/s; delivery lease 10s` });
+  row('recovery', 'kill -9 under load: restart -> steady state', out.kill.restartToSteadyMs, 'ms', { note: 'first 1 s window with >= 90% of the offered rate' });
+  row('recovery', 'kill -9 under load: duplicates / missing', out.kill.duplicates, 'deliveries', { note: `missing ${out.kill.missing} of ${out.kill.expectedAtLeast}` });
+  return out;
+}
+
+// ---- state ----------------------------------------------------------------------------------
+
+async function state() {
+  const out = {};
+  const redis = await startRedis('st-redis');
+  // a fake upstream: every status poll answers the same pending status
+  const upBody = JSON.stringify({ status: 'pending', inTxHashes: ['0x' + 'e'.repeat(64)], txHashes: [], updatedAt: 1787049213418, originChainId: 8453, destinationChainId: 42161, failReason: 'N/A', refundFailReason: 'N/A' });
+  const up = await startReceiver('st-upstream', { status: 200, body: upBody });
+  const budget = 200;
+  const d = await startDaemon('st-daemon', redis, { env: { STATUSRELAY_UPSTREAM_API_URL: up.base, STATUSRELAY_UPSTREAM_BUDGET: String(budget) } });
+  await sleep(1000);
+  const rss0 = procMem(d.pid).rssKiB;
+  const mem0 = await redis.usedMemory();
+  const N = sc(100000);
+  log(`state: tracking ${N} requests (1,000 ids per POST /v1/requests)`);
+  const prefix = 's1';
+  const id = (i) => `0x${prefix}${i.toString(16).padStart(64 - prefix.length, '0')}`;
+  const t0 = now();
+  await up.reset();
+  for (let i = 0; i < N; i += 1000) {
+    const ids = Array.from({ length: Math.min(1000, N - i) }, (_, k) => id(i + k));
+    const r = await http('POST', `${d.url}/v1/requests`, { requestIds: ids });
+    if (r.status >= 300) throw new Error(`POST /v1/requests: ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`);
+  }
+  const trackS = (now() - t0) / 1000;
+  await sleep(3000);
+  const rss1 = procMem(d.pid).rssKiB;
+  const mem1 = await redis.usedMemory();
+  // events for the tracked requests (no webhooks: only state + event stream grow)
+  const E = sc(50000);
+  log(`state: ${E} events for tracked requests`);
+  const xlen0 = await streamLen(redis);
+  const p = await pub('st-pub', d.ingestUrl, ['--sign-key', API_KEY, '--prefix', prefix, '--active', String(N), '--statuses', 'submitted,success', '--count', String(E), '--concurrency', '64', '--seconds', '60'], 90000);
+  await sleep(1500);
+  const xlen1 = await streamLen(redis);
+  const mem2 = await redis.usedMemory();
+  const rss2 = procMem(d.pid).rssKiB;
+  // upstream call rate: keep watching until at least 60 s since tracking started
+  const watchUntil = t0 + Math.max(20000, 65000 * Math.min(1, SCALE * 2));
+  while (now() < watchUntil) await sleep(500);
+  const tl = await up.timeline();
+  const calls = tl.counts.reduce((x, y) => x + y, 0);
+  const spanMin = (now() - tl.startMs) / 60000;
+  // the budget is per calendar minute ({P}:budget:<unix minute>); a sliding 60 s window can
+  // straddle two minutes and see up to twice the budget
+  let worstSliding = 0;
+  for (let i = 0; i < tl.counts.length; i++) worstSliding = Math.max(worstSliding, tl.counts.slice(i, i + 600).reduce((x, y) => x + y, 0));
+  const perMinute = tl.byMinute ?? {};
+  const worstMinute = Math.max(0, ...Object.values(perMinute));
+  const m = await d.metrics();
+  out.tracked = N; out.trackSeconds = r2(trackS); out.trackRate = r1(N / trackS);
+  out.daemonRssKiB = { start: rss0, tracked: rss1, afterEvents: rss2 };
+  out.daemonBytesPerRequest = r1(((rss1 - rss0) * 1024) / N);
+  out.redisUsedMemory = { start: mem0, tracked: mem1, afterEvents: mem2 };
+  out.redisBytesPerRequest = r1((mem1 - mem0) / N);
+  out.events = { sent: E, ingest: p, streamEntries: xlen1 - xlen0 };
+  out.redisBytesPerEvent = xlen1 > xlen0 ? r1((mem2 - mem1) / (xlen1 - xlen0)) : null;
+  out.upstream = { calls, minutes: r2(spanMin), perMinute: r1(calls / spanMin), worstMinute, worstSliding60s: worstSliding, byMinute: perMinute, budget, daemonMetrics: Object.fromEntries(Object.entries(m).filter(([k]) => /upstream_http|budget|poll/.test(k))) };
+  await d.proc.stop(); await up.proc.stop(); await redis.proc.stop();
+  row('state', `daemon memory per tracked request (${N} tracked)`, out.daemonBytesPerRequest, 'bytes', { target: '<= 1024', pass: out.daemonBytesPerRequest <= 1024 });
+  row('state', 'Redis memory per tracked request', out.redisBytesPerRequest, 'bytes');
+  row('state', 'Redis memory per retained event', out.redisBytesPerEvent, 'bytes', { note: `${out.events.streamEntries} events in the stream` });
+  row('state', `upstream calls, busiest calendar minute (${N} tracked, upstream ws down)`, worstMinute, 'calls/min', { ceiling: budget, ceilingName: 'budget', target: `<= ${budget}`, pass: worstMinute <= budget, note: `${calls} calls in ${r2(spanMin)} min; busiest sliding 60 s: ${worstSliding}` });
+  row('state', 'tracking rate (POST /v1/requests, 1,000 ids per call)', out.trackRate, 'requests/s');
+  return out;
+}
+
+async function streamLen(redis) {
+  // the event stream is the one stream key of the deployment
+  const keys = await redis.cmd('KEYS', '*');
+  let total = 0;
+  for (const k of keys) if ((await redis.cmd('TYPE', k)) === 'stream') total += await redis.cmd('XLEN', k);
+  return total;
+}
+
+// ---- report ---------------------------------------------------------------------------------
+
+function machine() {
+  const mem = fs.readFileSync('/proc/meminfo', 'utf8').match(/MemTotal:\s+(\d+)/)[1];
+  const v = (cmd, args, re) => { try { const t = execFileSync(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] }).toString() + ''; return (t.match(re) ?? [])[1] ?? t.trim().split('\n')[0]; } catch (e) { return (String(e.stderr ?? '').match(re) ?? [])[1] ?? null; } };
+  return {
+    cores: os.cpus().length, cpu: os.cpus()[0]?.model, memGiB: r1(Number(mem) / 1048576), kernel: os.release(),
+    os: (fs.readFileSync('/etc/os-release', 'utf8').match(/PRETTY_NAME="([^"]+)"/) ?? [])[1],
+    loadavgAtStart: os.loadavg().map(r2),
+    versions: {
+      redis: v('redis-server', ['--version'], /v=(\S+)/), nginx: v('nginx', ['-v'], /nginx\/(\S+)/), wrk: v('wrk', ['-v'], /wrk (\S+)/),
+      node: process.versions.node, libwebsockets: v('pkg-config', ['--modversion', 'libwebsockets'], /(\S+)/), libcurl: v('curl-config', ['--version'], /libcurl (\S+)/),
+    },
+  };
+}
+
+function markdown(res) {
+  const m = res.machine;
+  const lines = [];
+  lines.push(`Run ${res.startedAt} (${res.scenariosRun.join(', ')}), ${r1(res.wallS)} s. Machine: ${m.cores} cores (${m.cpu}), ${m.memGiB} GiB, Linux ${m.kernel}, ${m.os}; load average at start ${m.loadavgAtStart.join(' ')}. Event source: ${res.source}.`);
+  lines.push('');
+  lines.push('| scenario | metric | value | unit | ceiling (same run) | ratio | target | met | note |');
+  lines.push('|---|---|---:|---|---:|---:|---|---|---|');
+  for (const r of res.rows) {
+    const ceil = r.ceiling == null ? '' : `${r.ceiling} (${r.ceilingName})`;
+    lines.push(`| ${r.scenario} | ${r.metric} | ${r.value ?? 'n/a'} | ${r.unit} | ${ceil} | ${r.ratio ?? ''} | ${r.target ?? ''} | ${r.pass == null ? '' : r.pass ? 'yes' : '**no**'} | ${r.note ?? ''} |`);
+  }
+  return lines.join('\n') + '\n';
+}
+
+
+async function main() {
+  const redis = await startRedis('x-redis');
+  const rx = await startReceiver('x-rx', {});
+  const sim = await startSim('x-sim');
+  const d = await startDaemon('x-d', redis, { env: { STATUSRELAY_UPSTREAM_API_URL: sim.base, STATUSRELAY_UPSTREAM_WS_URL: sim.wsUrl, STATUSRELAY_LOG_LEVEL: process.env.LL ?? 'warn' } });
+  const wh = await d.addWebhook(`${rx.base}/h/0`);
+  await redis.cmd('CONFIG','SET','slowlog-log-slower-than','3000'); if (process.env.NOREWRITE) await redis.cmd('CONFIG','SET','auto-aof-rewrite-min-size','4gb');
+  const rate = Number(process.env.EVR ?? 5000), seconds = 10;
+  const reqRate = Math.round(rate / 4);
+  const tr = simTracker(sim, d);
+  await http('POST', `${sim.base}/_sim/load`, { rate: reqRate, durationMs: seconds * 1000 });
+  for (let i = 0; i < seconds + 4; i++) {
+    await sleep(1000);
+    const m = await d.metrics();
+    const pick = Object.fromEntries(Object.entries(m).filter(([k]) => /queue_depth|events_total|fanout|deliver|poll|budget|upstream_ws/.test(k)).map(([k, v]) => [k.replace('statusrelay_', ''), v]));
+    const st = await rx.stats();
+    console.log(i, JSON.stringify({ rx: st.unique, e2e50: st.e2e?.p50Ms, e2e99: st.e2e?.p99Ms }), JSON.stringify(pick));
+  }
+  await tr.stop();
+  const sl = await redis.cmd('SLOWLOG','GET','30');
+  for (const e of sl) console.log('SLOW', e[2], JSON.stringify(e[3]).slice(0,160));
+  console.log(JSON.stringify(await rx.stats()));
+  console.log(RUN_DIR);
+  await stopAll();
+}
+main().catch(async (e) => { console.error(e); await stopAll(); process.exit(1); });
