@@ -2,7 +2,14 @@
  *
  * Steps per observation: HGET rec -> proto_lifecycle_decide -> EVALSHA apply.lua with the
  * expected seq. A conflict (another process or an earlier in-flight observation wrote first)
- * returns the current record, and we decide again; bounded to a few rounds. */
+ * returns the current record, and we decide again; bounded to a few rounds.
+ *
+ * A small direct-mapped cache keeps the last state this process wrote or read per request
+ * (APPLY_CACHE_SLOTS, a colliding request just takes the slot). An observation the cached
+ * state accepts skips the HGET and the decode: the write is still a compare-and-set on seq,
+ * so a stale entry only costs a conflict round. Anything the cache would not accept
+ * (duplicate, stale) is decided against Redis as before, so no observation is ever dropped
+ * on the cache's word. */
 #include "store/apply.h"
 #include "store/keys.h"
 #include "relay/log.h"
@@ -14,6 +21,12 @@
 
 #define APPLY_MAX_ROUNDS 8
 #define TIMELINE_CAP "200"
+#define APPLY_CACHE_SLOTS 8192 /* ~1 KB each: at most ~8 MB whatever the traffic */
+
+struct cache_slot {
+    int used;
+    struct status_event ev; /* owned copy; ev.request_id is the key */
+};
 
 struct applier {
     struct store *s;
@@ -21,6 +34,7 @@ struct applier {
     char maxlen[24];
     apply_poll_policy_fn *policy;
     void *policy_arg;
+    struct cache_slot *cache; /* APPLY_CACHE_SLOTS entries */
 };
 
 struct apply_op {
@@ -29,9 +43,43 @@ struct apply_op {
     struct status_event next;
     int track;
     int rounds;
+    int cached; /* decided against the cache: anything but an accept asks Redis */
     apply_done_cb *cb;
     void *arg;
 };
+
+static struct cache_slot *cache_slot(struct applier *a, const char *id)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)id; *p; p++)
+        h = (h ^ *p) * 16777619u;
+    return &a->cache[h % APPLY_CACHE_SLOTS];
+}
+
+static const struct status_event *cache_get(struct applier *a, const char *id)
+{
+    struct cache_slot *sl = cache_slot(a, id);
+    return sl->used && strcmp(sl->ev.request_id, id) == 0 ? &sl->ev : NULL;
+}
+
+static void cache_drop(struct applier *a, const char *id)
+{
+    struct cache_slot *sl = cache_slot(a, id);
+    if (sl->used && strcmp(sl->ev.request_id, id) == 0) {
+        status_event_cleanup(&sl->ev);
+        sl->used = 0;
+    }
+}
+
+static void cache_put(struct applier *a, const struct status_event *ev)
+{
+    if (ev->request_id == NULL)
+        return;
+    struct cache_slot *sl = cache_slot(a, ev->request_id);
+    if (sl->used)
+        status_event_cleanup(&sl->ev);
+    sl->used = status_event_copy(&sl->ev, ev) == 0; /* out of memory: just not cached */
+}
 
 struct applier *applier_new(struct store *s, int64_t stream_maxlen,
                             apply_poll_policy_fn *policy, void *policy_arg)
@@ -42,12 +90,28 @@ struct applier *applier_new(struct store *s, int64_t stream_maxlen,
     snprintf(a->maxlen, sizeof(a->maxlen), "%lld", (long long)stream_maxlen);
     a->policy = policy;
     a->policy_arg = policy_arg;
+    a->cache = xcalloc(APPLY_CACHE_SLOTS, sizeof(*a->cache));
     return a;
 }
 
 void applier_free(struct applier *a)
 {
+    if (a == NULL)
+        return;
+    for (size_t i = 0; i < APPLY_CACHE_SLOTS; i++)
+        if (a->cache[i].used)
+            status_event_cleanup(&a->cache[i].ev);
+    free(a->cache);
     free(a);
+}
+
+static void on_read(void *arg, const char *err, redisReply *r);
+
+static int read_state(struct apply_op *op)
+{
+    char k_req[KEY_MAX];
+    key_build(k_req, sizeof(k_req), store_tag(op->a->s), "req", op->obs.request_id, NULL);
+    return store_cmd(op->a->s, on_read, op, "HGET %s rec", k_req);
 }
 
 static void op_finish(struct apply_op *op, const char *err, enum proto_verdict v,
@@ -71,6 +135,12 @@ static void decide_and_write(struct apply_op *op, const struct status_event *las
     if (proto_lifecycle_decide(last, &op->obs, now, &v, &op->next) != 0) {
         log_err("lifecycle decision failed", "request=%s", op->obs.request_id);
         op_finish(op, store_err_server, PROTO_STALE, NULL);
+        return;
+    }
+    if (v != PROTO_ACCEPT && op->cached) {
+        op->cached = 0; /* the cache may be behind: only Redis may say "not new" */
+        if (read_state(op) != 0)
+            op_finish(op, store_err_disconnected, PROTO_STALE, NULL);
         return;
     }
     if (v != PROTO_ACCEPT) {
@@ -133,6 +203,7 @@ static void decide_from_reply(struct apply_op *op, redisReply *rec)
         op_finish(op, store_err_server, PROTO_STALE, NULL);
         return;
     }
+    cache_put(op->a, &last);
     decide_and_write(op, &last);
     status_event_cleanup(&last);
 }
@@ -153,9 +224,12 @@ static void on_script(void *arg, const char *err, redisReply *r)
     if (r->element[0]->integer == 1) {
         char sid[64];
         snprintf(sid, sizeof(sid), "%.*s", (int)r->element[1]->len, r->element[1]->str);
+        cache_put(op->a, &op->next);
         op_finish(op, NULL, PROTO_ACCEPT, sid);
         return;
     }
+    cache_drop(op->a, op->obs.request_id);
+    op->cached = 0;
     if (++op->rounds >= APPLY_MAX_ROUNDS) {
         log_err("apply kept conflicting", "request=%s rounds=%d", op->obs.request_id,
                 op->rounds);
@@ -190,9 +264,19 @@ int applier_apply(struct applier *a, const struct status_event *obs, int track,
         free(op);
         return -1;
     }
-    char k_req[KEY_MAX];
-    key_build(k_req, sizeof(k_req), store_tag(a->s), "req", obs->request_id, NULL);
-    if (store_cmd(a->s, on_read, op, "HGET %s rec", k_req) != 0) {
+    const struct status_event *last = cache_get(a, obs->request_id);
+    if (last != NULL) {
+        /* decide_and_write finishes the op itself (cb called) on every path */
+        op->cached = 1;
+        struct status_event copy;
+        if (status_event_copy(&copy, last) == 0) { /* the slot may change meanwhile */
+            decide_and_write(op, &copy);
+            status_event_cleanup(&copy);
+            return 0;
+        }
+        op->cached = 0;
+    }
+    if (read_state(op) != 0) {
         status_event_cleanup(&op->obs);
         status_event_cleanup(&op->next);
         free(op);

@@ -31,8 +31,9 @@ end
 redis.call('ZADD', KEYS[4], first, ARGV[6])
 local sid = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[7], '*',
                        'id', ARGV[5], 'rid', ARGV[6], 'seq', ARGV[2], 'rec', ARGV[3])
-redis.call('RPUSH', KEYS[6], sid)
-redis.call('LTRIM', KEYS[6], -tonumber(ARGV[11]), -1)
+if redis.call('RPUSH', KEYS[6], sid) > tonumber(ARGV[11]) then
+  redis.call('LTRIM', KEYS[6], -tonumber(ARGV[11]), -1)
+end
 if trk == '1' then
   if ARGV[9] == '' then
     redis.call('ZREM', KEYS[7], ARGV[6])
