@@ -9,6 +9,14 @@ my $i = 0;
 for my $f (@ARGV) {
     open(my $fh, '<:raw', $f) or die "$f: $!";
     local $/; my $d = <$fh>; close $fh;
+    # a Lua line "-- #include NAME" is replaced by the file NAME next to it (one level)
+    if ($f =~ /\.lua$/) {
+        (my $dir = $f) =~ s{[^/]*$}{};
+        $d =~ s{^-- #include (\S+)\n}{
+            open(my $ih, '<:raw', "$dir$1") or die "$f: include $1: $!";
+            local $/; my $t = <$ih>; close $ih; $t
+        }gme;
+    }
     my @b = map { ord } split //, $d;
     print "static const unsigned char e$i\[] = {";
     for my $j (0 .. $#b) { print(($j % 16 == 0 ? "\n" : ""), "$b[$j],"); }

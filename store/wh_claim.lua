@@ -11,6 +11,7 @@
 -- as skipped (replayable once it is enabled again).
 local tag = ARGV[1]
 local now = tonumber(ARGV[2])
+local ttl = ARGV[6]
 local lease = tonumber(ARGV[3])
 local max = tonumber(ARGV[4])
 local def = tonumber(ARGV[5])
@@ -20,28 +21,7 @@ for i = 7, #ARGV, 2 do
   lim[ARGV[i]] = tonumber(ARGV[i + 1])
 end
 
-local function fix_due(wh)
-  local f = redis.call('ZRANGE', tag .. ':dq:' .. wh, 0, 0, 'WITHSCORES')
-  if #f == 0 then
-    redis.call('ZREM', KEYS[1], wh)
-  else
-    redis.call('ZADD', KEYS[1], f[2], wh)
-  end
-end
-
-local function ensure_active(ok, wh)
-  local mem = redis.call('ZRANGE', ok, 0, -1)
-  if #mem == 0 then
-    return
-  end
-  for _, m in ipairs(mem) do
-    if redis.call('HGET', tag .. ':dl:' .. m, 'q') == '1' then
-      return
-    end
-  end
-  redis.call('HSET', tag .. ':dl:' .. mem[1], 'q', '1', 'next', now)
-  redis.call('ZADD', tag .. ':dq:' .. wh, now, mem[1])
-end
+-- #include wh_lib.lua
 
 local total = 0
 local leased = {}
@@ -75,7 +55,7 @@ for _, wh in ipairs(whs) do
         ensure_active(ok, wh)
       end
     end
-    fix_due(wh)
+    fix_due(KEYS[1], wh)
   else
     local n = math.min(lim[wh] or def, max - total)
     if n > 0 then
@@ -122,7 +102,7 @@ for _, wh in ipairs(whs) do
           total = total + 1
         end
       end
-      fix_due(wh)
+      fix_due(KEYS[1], wh)
     end
   end
 end

@@ -11,30 +11,11 @@ local now = tonumber(ARGV[2])
 local disable_after = tonumber(ARGV[3])
 local ttl = ARGV[4]
 local disabled = {}
-local touched = {}
 local healthy = {}
-local modes = {}
 
-local function fix_due(wh)
-  local f = redis.call('ZRANGE', tag .. ':dq:' .. wh, 0, 0, 'WITHSCORES')
-  if #f == 0 then
-    redis.call('ZREM', KEYS[1], wh)
-  else
-    redis.call('ZADD', KEYS[1], f[2], wh)
-  end
-end
+-- #include wh_lib.lua
 
-local function supersede(did, wh, ok)
-  local dl = tag .. ':dl:' .. did
-  redis.call('HSET', dl, 'state', 'superseded', 'done', now)
-  redis.call('HDEL', dl, 'q', 'next')
-  redis.call('ZREM', ok, did)
-  redis.call('ZREM', tag .. ':dq:' .. wh, did)
-  redis.call('PEXPIRE', dl, ttl)
-  touched[wh] = true
-end
-
--- the delivery left its order set: queue the next one (lowest seq; latest mode: newest)
+-- the delivery left its order set: queue the next one
 local function finish(did, wh, rid, held)
   local ok = tag .. ':order:' .. wh .. ':' .. rid
   redis.call('ZREM', ok, did)
@@ -42,29 +23,7 @@ local function finish(did, wh, rid, held)
     redis.call('ZREM', tag .. ':dq:' .. wh, did)
     touched[wh] = true
   end
-  local mem = redis.call('ZRANGE', ok, 0, -1)
-  if #mem == 0 then
-    return
-  end
-  for _, m in ipairs(mem) do
-    if redis.call('HGET', tag .. ':dl:' .. m, 'q') == '1' then
-      return
-    end
-  end
-  if modes[wh] == nil then
-    modes[wh] = redis.call('HGET', tag .. ':wh:' .. wh, 'mode') or 'all'
-  end
-  if modes[wh] == 'latest' then
-    for i = 1, #mem - 1 do
-      supersede(mem[i], wh, ok)
-    end
-    mem = {mem[#mem]}
-  end
-  local nx = tonumber(redis.call('HGET', tag .. ':dl:' .. mem[1], 'next') or '0') or 0
-  local at = math.max(now, nx)
-  redis.call('HSET', tag .. ':dl:' .. mem[1], 'q', '1', 'next', at)
-  redis.call('ZADD', tag .. ':dq:' .. wh, at, mem[1])
-  touched[wh] = true
+  ensure_active(ok, wh)
 end
 
 local function disable(wh, reason)
@@ -128,7 +87,5 @@ end
 for wh in pairs(healthy) do
   redis.call('HDEL', tag .. ':wh:' .. wh, 'failSince')
 end
-for wh in pairs(touched) do
-  fix_due(wh)
-end
+fix_touched(KEYS[1])
 return disabled

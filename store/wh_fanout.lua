@@ -23,57 +23,9 @@ local now = tonumber(ARGV[4])
 local ttl = ARGV[6]
 local cap = tonumber(ARGV[8])
 
-local function fix_due(wh)
-  local f = redis.call('ZRANGE', tag .. ':dq:' .. wh, 0, 0, 'WITHSCORES')
-  if #f == 0 then
-    redis.call('ZREM', tag .. ':due', wh)
-  else
-    redis.call('ZADD', tag .. ':due', f[2], wh)
-  end
-end
+-- #include wh_lib.lua
 
-local touched = {}
-local modes = {}
 local capped = {}
-
-local function enqueue(did, wh, at)
-  redis.call('HSET', tag .. ':dl:' .. did, 'q', '1', 'next', at)
-  redis.call('ZADD', tag .. ':dq:' .. wh, at, did)
-  touched[wh] = true
-end
-
-local function supersede(did, wh, ok)
-  local dl = tag .. ':dl:' .. did
-  redis.call('HSET', dl, 'state', 'superseded', 'done', now)
-  redis.call('HDEL', dl, 'q', 'next')
-  redis.call('ZREM', ok, did)
-  redis.call('ZREM', tag .. ':dq:' .. wh, did)
-  redis.call('PEXPIRE', dl, ttl)
-  touched[wh] = true
-end
-
--- Exactly one member of an order set is queued (in dq or in flight) at a time: the lowest
--- seq, or in latest mode the highest (the others are superseded).
-local function ensure_active(ok, wh, latest)
-  local mem = redis.call('ZRANGE', ok, 0, -1)
-  if #mem == 0 then
-    return
-  end
-  for _, m in ipairs(mem) do
-    if redis.call('HGET', tag .. ':dl:' .. m, 'q') == '1' then
-      return
-    end
-  end
-  if latest then
-    for i = 1, #mem - 1 do
-      supersede(mem[i], wh, ok)
-    end
-    mem = {mem[#mem]}
-  end
-  local nx = tonumber(redis.call('HGET', tag .. ':dl:' .. mem[1], 'next') or '0') or 0
-  enqueue(mem[1], wh, math.max(now, nx))
-end
-
 local count = 0
 local i = 9
 local sids = {}
@@ -91,10 +43,7 @@ while i <= #ARGV do
     local did = ev .. '.' .. wh
     local dl = tag .. ':dl:' .. did
     local state = redis.call('HGET', dl, 'state')
-    if modes[wh] == nil then
-      modes[wh] = redis.call('HGET', tag .. ':wh:' .. wh, 'mode') or 'all'
-    end
-    local latest = modes[wh] == 'latest'
+    local latest = is_latest(wh)
     local ok = tag .. ':order:' .. wh .. ':' .. rid
     if not state then
       count = count + 1
@@ -137,7 +86,7 @@ while i <= #ARGV do
             end
           end
         end
-        ensure_active(ok, wh, latest)
+        ensure_active(ok, wh)
       end
     elseif replay and state ~= 'pending' and kind ~= 's' then
       count = count + 1
@@ -147,14 +96,12 @@ while i <= #ARGV do
       redis.call('ZREM', tag .. ':dead', did)
       redis.call('ZREM', tag .. ':skipped', did)
       redis.call('ZADD', ok, seq, did)
-      ensure_active(ok, wh, latest)
+      ensure_active(ok, wh)
     end
   end
   i = i + 2 * n
 end
-for wh in pairs(touched) do
-  fix_due(wh)
-end
+fix_touched(tag .. ':due')
 if not replay and #sids > 0 then
   redis.call('XACK', KEYS[1], ARGV[5], unpack(sids))
 end

@@ -1,0 +1,74 @@
+-- wh_lib.lua - the delivery-queue steps shared by wh_fanout.lua, wh_claim.lua and
+-- wh_done.lua. relay/embed.pl pastes this file where a script has the line
+-- "-- #include wh_lib.lua"; the script defines the locals tag (key prefix), now (ms) and
+-- ttl (retention ms of finished deliveries) before that line.
+-- Invariant kept here: of the unfinished deliveries of one request to one endpoint (the
+-- order set {P}:order:<wh>:<rid>, by seq), exactly one is queued at a time (q = "1": in the
+-- endpoint's queue {P}:dq:<wh> or in flight).
+local touched = {} -- endpoints whose queue head may have moved: fix_touched() at the end
+local modes = {}
+
+-- {P}:due holds every endpoint with a queue at the due time of the queue's head.
+local function fix_due(due, wh)
+  local f = redis.call('ZRANGE', tag .. ':dq:' .. wh, 0, 0, 'WITHSCORES')
+  if #f == 0 then
+    redis.call('ZREM', due, wh)
+  else
+    redis.call('ZADD', due, f[2], wh)
+  end
+end
+
+local function fix_touched(due)
+  for wh in pairs(touched) do
+    fix_due(due, wh)
+  end
+end
+
+-- delivery mode "latest" of an endpoint (read once per script run)
+local function is_latest(wh)
+  if modes[wh] == nil then
+    modes[wh] = redis.call('HGET', tag .. ':wh:' .. wh, 'mode') or 'all'
+  end
+  return modes[wh] == 'latest'
+end
+
+local function enqueue(did, wh, at)
+  redis.call('HSET', tag .. ':dl:' .. did, 'q', '1', 'next', at)
+  redis.call('ZADD', tag .. ':dq:' .. wh, at, did)
+  touched[wh] = true
+end
+
+-- a newer state of the request makes this delivery pointless (latest mode)
+local function supersede(did, wh, ok)
+  local dl = tag .. ':dl:' .. did
+  redis.call('HSET', dl, 'state', 'superseded', 'done', now)
+  redis.call('HDEL', dl, 'q', 'next')
+  redis.call('ZREM', ok, did)
+  redis.call('ZREM', tag .. ':dq:' .. wh, did)
+  redis.call('PEXPIRE', dl, ttl)
+  touched[wh] = true
+end
+
+-- Queue the next delivery of an order set unless one is queued already: the lowest seq, or
+-- in latest mode the newest (the older ones are superseded); due at its retry time when
+-- that is later than now.
+local function ensure_active(ok, wh)
+  local mem = redis.call('ZRANGE', ok, 0, -1)
+  if #mem == 0 then
+    return
+  end
+  for _, m in ipairs(mem) do
+    if redis.call('HGET', tag .. ':dl:' .. m, 'q') == '1' then
+      return
+    end
+  end
+  if is_latest(wh) then
+    for i = 1, #mem - 1 do
+      supersede(mem[i], wh, ok)
+    end
+    mem = {mem[#mem]}
+  end
+  local nx = tonumber(redis.call('HGET', tag .. ':dl:' .. mem[1], 'next') or '0') or 0
+  enqueue(mem[1], wh, math.max(now, nx))
+end
+-- end of wh_lib.lua
