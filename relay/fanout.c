@@ -40,6 +40,7 @@ struct fanout {
     struct event *lease_ev, *poll_ev, *kick_ev;
     int closing, pending;
     int leader, group_ready, need_claim, need_pending, busy;
+    int kick_again; /* new events while a step was in flight: read again after it */
     struct fo_entry *batch;
     size_t nbatch, count_asked;
     char claim_cursor[48];
@@ -187,7 +188,7 @@ static void on_read(void *arg, const char *err, redisReply *r)
         entries = r->element[0]->element[1];
     size_t n = entries && entries->type == REDIS_REPLY_ARRAY ? entries->elements : 0;
     if (n == 0) {
-        if (fo->need_pending) {
+        if (fo->need_pending || fo->kick_again) {
             fo->need_pending = 0;
             step(fo);
         }
@@ -218,8 +219,13 @@ static void on_read(void *arg, const char *err, redisReply *r)
 
 static void step(struct fanout *fo)
 {
-    if (fo->closing || fo->busy || !fo->leader || !store_ready(fo->c->store))
+    if (fo->busy) {
+        fo->kick_again = 1;
         return;
+    }
+    if (fo->closing || !fo->leader || !store_ready(fo->c->store))
+        return;
+    fo->kick_again = 0;
     struct store *s = fo->c->store;
     int r;
     fo->busy = 1;
@@ -293,7 +299,7 @@ static void on_fanout(void *arg, const char *err, redisReply *r)
     fo->c->metrics.wh_deliveries_created += (uint64_t)created;
     if (created > 0)
         dispatch_kick(fo->dp);
-    if (n >= fo->count_asked || fo->need_pending)
+    if (n >= fo->count_asked || fo->need_pending || fo->kick_again)
         step(fo);
 }
 
