@@ -1,7 +1,8 @@
 /* poller.c - see poller.h. runs on: core thread.
  *
  * Every upstream HTTP call is reserved first with store/poll_claim.lua, which draws from the
- * per-minute budget shared by all processes and hands out the most overdue requests first.
+ * paced budget (a token bucket) shared by all processes and hands out the most overdue
+ * requests first.
  * A claimed request is pushed a lease into the future, so a crashed process only delays it.
  * 429/5xx/timeouts pause all polling with capped exponential backoff (Retry-After wins). */
 #include "relay/poller.h"
@@ -365,12 +366,11 @@ static void on_claimed(void *arg, const char *err, redisReply *r)
 
 static int claim(struct poller *p, struct claim_op *op, int max_polls, int extra)
 {
-    char k_poll[KEY_MAX], k_budget[KEY_MAX], minute[24], now[24], maxs[16], lease[16],
-        budget[24], extras[8];
+    char k_poll[KEY_MAX], k_budget[KEY_MAX], now[24], maxs[16], lease[16], budget[24],
+        extras[8];
     int64_t t = wall_ms();
-    snprintf(minute, sizeof(minute), "%lld", (long long)(t / 60000));
     key_build(k_poll, sizeof(k_poll), store_tag(p->c->store), "poll", NULL, NULL);
-    key_build(k_budget, sizeof(k_budget), store_tag(p->c->store), "budget", minute, NULL);
+    key_build(k_budget, sizeof(k_budget), store_tag(p->c->store), "budget", NULL, NULL);
     snprintf(now, sizeof(now), "%lld", (long long)t);
     snprintf(maxs, sizeof(maxs), "%d", max_polls);
     snprintf(lease, sizeof(lease), "%d", CLAIM_LEASE_MS);

@@ -11,8 +11,9 @@
  *                                        time (ms); polls are claimed from here
  *   {P}:events                   stream  the event log: id (event id), rid, seq, rec
  *   {P}:tl:<id>                  list    stream ids of a request's events (timeline)
- *   {P}:budget:<unix minute>     string  upstream HTTP calls spent in that minute (all
- *                                        processes), expires after 2 minutes
+ *   {P}:budget                   hash    the upstream budget's token bucket shared by all
+ *                                        processes: t (tokens), ts (last refill ms);
+ *                                        expires after 2 idle minutes
  *   {P}:leader                   string  holder of the upstream websocket lease (PX)
  *   {P}:wh:<id>                  hash    webhook endpoint: url, filters, headers (JSON),
  *                                        description, enabled ("1"/"0"), signatureScheme,

@@ -1,30 +1,54 @@
--- poll_claim.lua - claim due polls, drawing from the shared per-minute upstream budget.
--- KEYS: 1 poll zset, 2 budget key of the current minute
+-- poll_claim.lua - claim due polls, drawing from the shared upstream budget.
+-- KEYS: 1 poll zset, 2 budget bucket (hash: t = tokens, ts = last refill ms)
 -- ARGV: 1 now ms, 2 max polls wanted, 3 lease ms (claimed ids are pushed this far out so
 --       no other process takes them), 4 budget per minute, 5 calls to reserve besides polls
 --       (a /requests/v3 page), 6 only reserve (1: take ARGV[5] calls and claim no polls)
 -- Returns {granted extra calls, id, id, ...}. The most overdue requests come first.
-local used = tonumber(redis.call('GET', KEYS[2]) or '0')
-local avail = tonumber(ARGV[4]) - used
-if avail <= 0 then
-  return {0}
+--
+-- The budget is a token bucket shared by every process: it holds at most burst = budget/10
+-- calls (at least 1) and refills evenly at (budget - burst) per minute, so that no 60 s
+-- window - sliding, not only calendar minutes - ever sees more than the budget
+-- (burst + 60 s of refill = budget), and the calls are spread over the minute instead of
+-- being spent at its start.
+local now = tonumber(ARGV[1])
+local budget = tonumber(ARGV[4])
+local burst = math.max(1, math.floor(budget / 10))
+local per_min = budget - burst
+if per_min <= 0 then
+  per_min = budget -- a budget of 1: one call a minute, the bucket holds that one
 end
-local extra = math.min(tonumber(ARGV[5]), avail)
-avail = avail - extra
-local out = {extra}
-local taken = extra
-if ARGV[6] ~= '1' and avail > 0 then
-  local n = math.min(tonumber(ARGV[2]), avail)
-  local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, n)
-  local until_ms = tonumber(ARGV[1]) + tonumber(ARGV[3])
-  for _, id in ipairs(ids) do
-    redis.call('ZADD', KEYS[1], 'XX', until_ms, id)
-    out[#out + 1] = id
+local rate = per_min / 60000
+local h = redis.call('HMGET', KEYS[2], 't', 'ts')
+local tokens = tonumber(h[1]) or burst
+local ts = tonumber(h[2]) or now
+if now > ts then
+  tokens = math.min(burst, tokens + (now - ts) * rate)
+end
+local avail = math.floor(tokens)
+local out = {0}
+local taken = 0
+if avail > 0 then
+  local extra = math.min(tonumber(ARGV[5]), avail)
+  avail = avail - extra
+  out[1] = extra
+  taken = extra
+  if ARGV[6] ~= '1' and avail > 0 then
+    local n = math.min(tonumber(ARGV[2]), avail)
+    local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, n)
+    local until_ms = now + tonumber(ARGV[3])
+    for _, id in ipairs(ids) do
+      redis.call('ZADD', KEYS[1], 'XX', until_ms, id)
+      out[#out + 1] = id
+    end
+    taken = taken + #ids
   end
-  taken = taken + #ids
 end
-if taken > 0 then
-  redis.call('INCRBY', KEYS[2], taken)
-  redis.call('PEXPIRE', KEYS[2], 120000)
+-- refill state is written on every call (also when nothing was taken), so a clock that
+-- reads an older "now" in another process never refills the same interval twice
+if now > ts or not h[2] then
+  redis.call('HSET', KEYS[2], 't', tostring(tokens - taken), 'ts', now)
+elseif taken > 0 then
+  redis.call('HSET', KEYS[2], 't', tostring(tokens - taken))
 end
+redis.call('PEXPIRE', KEYS[2], 120000)
 return out

@@ -169,6 +169,29 @@ test('duplicated and reordered upstream events: no duplicate, no regression', as
   }
 });
 
+test('the upstream budget is paced: a small burst, then an even rate (never the whole minute at once)', async () => {
+  const budget = 60; // burst 6, then 54 calls/min = 0.9/s: at most 60 in any 60 s window
+  const d = await daemon({ env: { STATUSRELAY_REDIS_PREFIX: `ing${prefixN++}`, STATUSRELAY_UPSTREAM_BUDGET: String(budget) } });
+  try {
+    // a silent websocket: 30 unconfirmed requests each want a poll every second (30/s)
+    await sim.control('/faults', { silent: true });
+    for (let i = 0; i < 30; i++) await scripted(d, ['waiting', 'pending']);
+    await sim.control('/stats', null, 'DELETE');
+    const counts = [];
+    for (let s = 0; s < 6; s++) {
+      await new Promise((r) => setTimeout(r, 1000));
+      counts.push((await sim.control('/stats')).http.total);
+    }
+    console.log(`# paced budget: cumulative upstream calls per second ${counts.join(' ')} (budget ${budget}/min)`);
+    // a calendar-minute budget would spend up to 60 calls in the first second
+    assert.ok(counts[5] <= 6 + 0.9 * 6 + 2, `calls ${counts[5]} in 6 s: not paced`);
+    assert.ok(counts[5] - counts[2] >= 2, `calls keep coming evenly (${counts.join(' ')})`);
+  } finally {
+    await sim.control('/faults', null, 'DELETE');
+    await d.stop();
+  }
+});
+
 test('upstream 503/429 storm: the budget holds and the state converges afterwards', async () => {
   const budget = 60;
   const d = await daemon({ env: { STATUSRELAY_REDIS_PREFIX: `ing${prefixN++}`, STATUSRELAY_UPSTREAM_BUDGET: String(budget) } });
@@ -184,9 +207,9 @@ test('upstream 503/429 storm: the budget holds and the state converges afterward
     const calls = stats.http.total;
     const minutes = (Date.now() - t0) / 60000;
     console.log(`# storm: ${calls} upstream calls in ${(minutes * 60).toFixed(1)} s with budget ${budget}/min`);
-    // the budget is per calendar minute: at most two minute windows can be touched
+    // the budget is a bucket of budget/10 refilled at 0.9 x budget per minute
     assert.ok(calls >= 3, `polling goes on during the storm (${calls} calls)`);
-    assert.ok(calls <= 2 * budget, `calls ${calls} exceed the budget`);
+    assert.ok(calls <= budget / 10 + (0.9 * budget * minutes) + 2, `calls ${calls} exceed the budget`);
     const m = await (await fetch(d.url + '/metrics')).text();
     assert.match(m, /statusrelay_upstream_http_total\{path="status_v3",class="(5xx|429)"\} [1-9]/);
     await sim.control('/faults', { silent: false, httpErrorRate: 0 });
