@@ -19,6 +19,7 @@ import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { redisCmd } from '../tests/integration/lib/resp.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const BIN = process.env.BIN ?? path.join(ROOT, 'bin/statusrelay');
@@ -159,47 +160,6 @@ function cpuMeter(pids) {
 
 // ---- Redis ----------------------------------------------------------------------------------
 
-function redisCmd(port, ...args) {
-  return new Promise((resolve, reject) => {
-    const c = net.connect(port, '127.0.0.1');
-    let buf = Buffer.alloc(0);
-    const t = setTimeout(() => { c.destroy(); reject(new Error('redis timeout')); }, 10000);
-    c.on('data', (d) => {
-      buf = Buffer.concat([buf, d]);
-      try { const [v] = parseResp(buf, 0); clearTimeout(t); c.destroy(); resolve(v); } catch (e) { if (e !== INCOMPLETE) { clearTimeout(t); c.destroy(); reject(e); } }
-    });
-    c.on('error', (e) => { clearTimeout(t); reject(e); });
-    let out = `*${args.length}\r\n`;
-    for (const a of args) { const s = String(a); out += `$${Buffer.byteLength(s)}\r\n${s}\r\n`; }
-    c.write(out);
-  });
-}
-const INCOMPLETE = new Error('incomplete');
-function parseResp(b, i) {
-  if (i >= b.length) throw INCOMPLETE;
-  const end = b.indexOf('\r\n', i);
-  if (end < 0) throw INCOMPLETE;
-  const line = b.toString('utf8', i + 1, end);
-  switch (String.fromCharCode(b[i])) {
-    case '+': return [line, end + 2];
-    case '-': return [new Error(line), end + 2];
-    case ':': return [Number(line), end + 2];
-    case '$': {
-      const n = Number(line);
-      if (n < 0) return [null, end + 2];
-      if (b.length < end + 2 + n + 2) throw INCOMPLETE;
-      return [b.toString('utf8', end + 2, end + 2 + n), end + 2 + n + 2];
-    }
-    case '*': {
-      const n = Number(line);
-      if (n < 0) return [null, end + 2];
-      const arr = []; let j = end + 2;
-      for (let k = 0; k < n; k++) { const [v, nj] = parseResp(b, j); arr.push(v); j = nj; }
-      return [arr, j];
-    }
-    default: throw new Error('bad RESP');
-  }
-}
 
 async function startRedis(name = 'redis') {
   const port = await freePort();

@@ -76,6 +76,7 @@ struct dispatch {
     struct webhook *qlist; /* endpoints with a queue (one reference each) */
     int claiming, reaping;
     int kick_again; /* kicked while a claim was in flight: claim again after it */
+    int ahead;      /* windows claimed per endpoint: 2 (one queued), 1 with short leases */
     struct attempt *res_head, *res_tail; /* results waiting to be written */
     size_t nres;
     struct attempt *flushing; /* batch being written */
@@ -773,7 +774,7 @@ static void claim(struct dispatch *d, int force)
     const struct config *cfg = d->c->cfg;
     const char *tag = store_tag(d->c->store);
     size_t nwh = webhooks_count(d->w);
-    long def = 2 * (long)cfg->endpoint_concurrency;
+    long def = d->ahead * (long)cfg->endpoint_concurrency;
     int argc = 9 + 2 * (int)nwh;
     const char **argv = xmalloc(sizeof(char *) * (size_t)argc);
     char now[24], lease[24], max[24], defs[24], ret[24];
@@ -788,7 +789,7 @@ static void claim(struct dispatch *d, int force)
     int k = 9, room_somewhere = 0;
     for (size_t i = 0; i < nwh; i++) {
         struct webhook *wh = webhooks_at(d->w, i);
-        long fr = 2 * (long)wh->cwnd - wh->inflight - wh->queued;
+        long fr = d->ahead * (long)wh->cwnd - wh->inflight - wh->queued;
         if (fr < 0)
             fr = 0;
         /* under load, claim in half-window steps rather than after every exchange: fewer,
@@ -914,6 +915,10 @@ struct dispatch *dispatch_new(struct core *c, struct webhooks *w)
     struct dispatch *d = xcalloc(1, sizeof(*d));
     d->c = c;
     d->w = w;
+    /* claiming a window ahead needs room in the lease for the wait: with a lease barely
+     * longer than the delivery timeout a queued delivery would miss its lease under load,
+     * be dropped and wait for the reaper again and again */
+    d->ahead = c->cfg->delivery_lease_ms - c->cfg->delivery_timeout_ms >= 10000 ? 2 : 1;
     store_script_init(&d->sc_claim, "wh_claim");
     store_script_init(&d->sc_done, "wh_done");
     store_script_init(&d->sc_reap, "wh_reap");

@@ -2,52 +2,13 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import net from 'node:net';
 import { BIN, freePort, startProcess, waitPort, until } from './proc.mjs';
+import { redisCmd } from './resp.mjs';
+
+export { redisCmd };
 
 let seq = 0;
 
-/** Send one Redis command over RESP and return the parsed reply (tiny client for tests). */
-export async function redisCmd(port, ...args) {
-  return new Promise((resolve, reject) => {
-    const c = net.connect(port, '127.0.0.1');
-    let buf = Buffer.alloc(0);
-    c.on('data', (d) => {
-      buf = Buffer.concat([buf, d]);
-      try { const [v, n] = parseResp(buf, 0); if (n > 0) { c.destroy(); resolve(v); } } catch (e) { if (e !== INCOMPLETE) { c.destroy(); reject(e); } }
-    });
-    c.on('error', reject);
-    let out = `*${args.length}\r\n`;
-    for (const a of args) { const s = String(a); out += `$${Buffer.byteLength(s)}\r\n${s}\r\n`; }
-    c.write(out);
-  });
-}
-const INCOMPLETE = new Error('incomplete');
-function parseResp(b, i) {
-  if (i >= b.length) throw INCOMPLETE;
-  const end = b.indexOf('\r\n', i);
-  if (end < 0) throw INCOMPLETE;
-  const line = b.toString('utf8', i + 1, end);
-  switch (String.fromCharCode(b[i])) {
-    case '+': return [line, end + 2];
-    case '-': return [new Error(line), end + 2];
-    case ':': return [Number(line), end + 2];
-    case '$': {
-      const n = Number(line);
-      if (n < 0) return [null, end + 2];
-      if (b.length < end + 2 + n + 2) throw INCOMPLETE;
-      return [b.toString('utf8', end + 2, end + 2 + n), end + 2 + n + 2];
-    }
-    case '*': {
-      const n = Number(line);
-      if (n < 0) return [null, end + 2];
-      const arr = []; let j = end + 2;
-      for (let k = 0; k < n; k++) { const [v, nj] = parseResp(b, j); arr.push(v); j = nj; }
-      return [arr, j];
-    }
-    default: throw new Error('bad RESP');
-  }
-}
 
 /** Start redis-server on a free port in a private directory. aof: appendonly yes. */
 export async function startRedis({ aof = false, port, dir } = {}) {
