@@ -24,10 +24,21 @@
 #define FANOUT_POLL_MS 50
 #define FANOUT_MAX_EVENTS 500
 #define FANOUT_MAX_DELIVERIES 4000 /* per script call: bounds the time Redis spends in it */
+#define FANOUT_PRE_MAX 8192 /* events this process accepted, kept decoded for the fan-out */
 
 struct fo_entry {
     char sid[48];
     int ok; /* decoded */
+    struct status_event ev;
+};
+
+/* An event this process accepted, decoded, waiting for the fan-out to read its stream
+ * entry: the read then skips decoding the record again. Listeners run in the order of the
+ * apply replies, which is the order of the XADDs, so the queue is in stream order; entries
+ * of other processes simply find no match here and are decoded. */
+struct fo_pre {
+    struct fo_pre *next;
+    char sid[48];
     struct status_event ev;
 };
 
@@ -44,6 +55,8 @@ struct fanout {
     struct fo_entry *batch;
     size_t nbatch, count_asked;
     char claim_cursor[48];
+    struct fo_pre *pre_head, *pre_tail; /* owned */
+    size_t npre;
     char k_events[KEY_MAX], k_whv[KEY_MAX], k_lease[KEY_MAX];
 };
 
@@ -59,9 +72,41 @@ static void batch_free(struct fanout *fo)
     fo->nbatch = 0;
 }
 
+static void pre_drop_head(struct fanout *fo)
+{
+    struct fo_pre *p = fo->pre_head;
+    fo->pre_head = p->next;
+    if (fo->pre_head == NULL)
+        fo->pre_tail = NULL;
+    fo->npre--;
+    status_event_cleanup(&p->ev);
+    free(p);
+}
+
+static void pre_clear(struct fanout *fo)
+{
+    while (fo->pre_head)
+        pre_drop_head(fo);
+}
+
+/* Move the pre-decoded event of stream entry sid into ev (1), or 0 when there is none:
+ * older queued entries were read elsewhere (a takeover, a re-read) and are dropped. */
+static int pre_take(struct fanout *fo, const char *sid, struct status_event *ev)
+{
+    while (fo->pre_head && stream_id_cmp(fo->pre_head->sid, sid) < 0)
+        pre_drop_head(fo);
+    if (fo->pre_head == NULL || stream_id_cmp(fo->pre_head->sid, sid) != 0)
+        return 0;
+    *ev = fo->pre_head->ev; /* moved: the node gives up its strings */
+    status_event_init(&fo->pre_head->ev);
+    pre_drop_head(fo);
+    return 1;
+}
+
 static void obj_free(struct fanout *fo)
 {
     batch_free(fo);
+    pre_clear(fo);
     free(fo);
 }
 
@@ -101,6 +146,7 @@ static void on_lease(void *arg, const char *err, redisReply *r)
     } else if (r->integer == 0 && fo->leader) {
         log_warn("webhook fan-out lease lost", "instance=%s", fo->c->instance_id);
         fo->leader = 0;
+        pre_clear(fo);
     }
 }
 
@@ -206,7 +252,9 @@ static void on_read(void *arg, const char *err, redisReply *r)
         size_t len = 0;
         const char *rec = field_of(e->element[1], "rec", &len);
         struct proto_err pe = {0};
-        if (rec != NULL && proto_event_from_record(rec, len, &fe->ev, &pe) == 0)
+        if (pre_take(fo, fe->sid, &fe->ev))
+            fe->ok = 1;
+        else if (rec != NULL && proto_event_from_record(rec, len, &fe->ev, &pe) == 0)
             fe->ok = 1;
         else if (rec != NULL)
             log_warn("event record unreadable, not fanned out", "stream_id=%s err=%s field=%s",
@@ -446,8 +494,24 @@ static void on_ingest_event(void *arg, enum proto_verdict v, const struct status
                             const char *stream_id)
 {
     struct fanout *fo = arg;
-    if (v == PROTO_ACCEPT && !fo->closing)
-        fanout_kick(fo);
+    if (v != PROTO_ACCEPT || fo->closing)
+        return;
+    if (fo->leader && ev != NULL && stream_id != NULL && fo->npre < FANOUT_PRE_MAX &&
+        strlen(stream_id) < sizeof(fo->pre_head->sid)) {
+        struct fo_pre *p = xcalloc(1, sizeof(*p));
+        snprintf(p->sid, sizeof(p->sid), "%s", stream_id);
+        if (status_event_copy(&p->ev, ev) == 0) {
+            if (fo->pre_tail)
+                fo->pre_tail->next = p;
+            else
+                fo->pre_head = p;
+            fo->pre_tail = p;
+            fo->npre++;
+        } else {
+            free(p); /* out of memory: the fan-out decodes the record instead */
+        }
+    }
+    fanout_kick(fo);
 }
 
 static void on_store_state(void *arg, int up)

@@ -108,31 +108,6 @@ static int enter(struct hub *h)
     return 1;
 }
 
-/* Parse "ms-seq" (or "ms") into two numbers. Returns 0 or -1. */
-static int sid_parse(const char *s, uint64_t *ms, uint64_t *seq)
-{
-    char *end;
-    if (s == NULL || *s < '0' || *s > '9')
-        return -1;
-    *ms = strtoull(s, &end, 10);
-    *seq = 0;
-    if (*end == '\0')
-        return 0;
-    if (*end != '-' || end[1] < '0' || end[1] > '9')
-        return -1;
-    *seq = strtoull(end + 1, &end, 10);
-    return *end == '\0' ? 0 : -1;
-}
-
-static int sid_cmp(const char *a, const char *b)
-{
-    uint64_t am = 0, as = 0, bm = 0, bs = 0;
-    sid_parse(a, &am, &as);
-    sid_parse(b, &bm, &bs);
-    if (am != bm)
-        return am < bm ? -1 : 1;
-    return as < bs ? -1 : as > bs ? 1 : 0;
-}
 
 static int listen_is_loopback(const char *listen)
 {
@@ -640,7 +615,7 @@ static void replay_page(struct hub *h, struct hsess *x, struct hsub *u);
 
 static void finish_resume(struct hub *h, struct hsess *x, struct hsub *u)
 {
-    if (sid_cmp(u->from, h->cursor) > 0) {
+    if (stream_id_cmp(u->from, h->cursor) > 0) {
         /* the client saw events this process has not read yet: go live once the follower
          * passes its cursor, so nothing it saw is sent twice */
         u->state = SS_WAIT;
@@ -686,7 +661,7 @@ static void on_replay(void *arg, const char *err, redisReply *r)
         if (e->type != REDIS_REPLY_ARRAY || e->elements < 2 || e->element[0]->str == NULL)
             continue;
         const char *sid = e->element[0]->str;
-        if (sid_cmp(sid, h->cursor) > 0) { /* the follower delivers this one after live */
+        if (stream_id_cmp(sid, h->cursor) > 0) { /* the follower delivers this one after live */
             live = 1;
             break;
         }
@@ -760,7 +735,7 @@ static void on_resume_info(void *arg, const char *err, redisReply *r)
                     snprintf(first, sizeof(first), "%s", fe->element[0]->str);
             }
     }
-    if (sid_cmp(u->from, last) > 0) {
+    if (stream_id_cmp(u->from, last) > 0) {
         gap(h, x, u, "unknown", first); /* not a cursor of this stream (Redis was reset?) */
         return;
     }
@@ -768,9 +743,9 @@ static void on_resume_info(void *arg, const char *err, redisReply *r)
      * left (trimming cuts the head; conservative: the cursor entry itself may have been
      * the last one cut), when XDEL removed a newer one (max-deleted-entry-id, Redis 7), or
      * when the stream is empty but had entries after it */
-    int trimmed = (first[0] != '\0' && sid_cmp(u->from, first) < 0) ||
-                  (maxdel[0] != '\0' && sid_cmp(u->from, maxdel) < 0) ||
-                  (first[0] == '\0' && sid_cmp(u->from, last) < 0);
+    int trimmed = (first[0] != '\0' && stream_id_cmp(u->from, first) < 0) ||
+                  (maxdel[0] != '\0' && stream_id_cmp(u->from, maxdel) < 0) ||
+                  (first[0] == '\0' && stream_id_cmp(u->from, last) < 0);
     if (trimmed) {
         gap(h, x, u, "trimmed", first);
         return;
@@ -1051,7 +1026,7 @@ static void on_subscribe(struct hub *h, struct hsess *x, json_t *msg)
     uint64_t ms, seq;
     if (jfrom != NULL && !json_is_null(jfrom)) {
         if (!json_is_string(jfrom) || json_string_length(jfrom) >= SID_MAX ||
-            sid_parse(json_string_value(jfrom), &ms, &seq) != 0) {
+            stream_id_parse(json_string_value(jfrom), &ms, &seq) != 0) {
             send_error(h, x, type, "bad_cursor",
                        "lastEventId must be a statusrelay.streamId such as "
                        "\"1712345678901-0\"",
@@ -1324,7 +1299,7 @@ static void wake_waiters(struct hub *h, const char *sid)
 {
     for (size_t i = 0; i < h->nwaiters;) {
         struct waiter *w = &h->waiters[i];
-        if (sid_cmp(sid, w->cursor) <= 0) {
+        if (stream_id_cmp(sid, w->cursor) <= 0) {
             i++;
             continue;
         }
@@ -1409,7 +1384,7 @@ static void on_cursor(void *arg, const char *err, redisReply *r)
     if (h->cursor[0] == '\0') {
         snprintf(h->cursor, sizeof(h->cursor), "%s", last);
         log_info("dashboard stream follower started", "stream_id=%s", h->cursor);
-    } else if (sid_cmp(last, h->cursor) < 0) {
+    } else if (stream_id_cmp(last, h->cursor) < 0) {
         log_warn("event stream is behind the dashboard cursor (Redis reset?): following from "
                  "its end", "cursor=%s stream_id=%s", h->cursor, last);
         snprintf(h->cursor, sizeof(h->cursor), "%s", last);

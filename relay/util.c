@@ -203,3 +203,28 @@ char *url_escape(const char *s)
     *o = '\0';
     return out;
 }
+
+int stream_id_parse(const char *s, uint64_t *ms, uint64_t *seq)
+{
+    char *end;
+    if (s == NULL || *s < '0' || *s > '9')
+        return -1;
+    *ms = strtoull(s, &end, 10);
+    *seq = 0;
+    if (*end == '\0')
+        return 0;
+    if (*end != '-' || end[1] < '0' || end[1] > '9')
+        return -1;
+    *seq = strtoull(end + 1, &end, 10);
+    return *end == '\0' ? 0 : -1;
+}
+
+int stream_id_cmp(const char *a, const char *b)
+{
+    uint64_t am = 0, as = 0, bm = 0, bs = 0;
+    stream_id_parse(a, &am, &as);
+    stream_id_parse(b, &bm, &bs);
+    if (am != bm)
+        return am < bm ? -1 : 1;
+    return as < bs ? -1 : as > bs ? 1 : 0;
+}
