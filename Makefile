@@ -75,6 +75,12 @@ $(B)/helpers/%: tests/helpers/%.c $(LIBSR)
 	@echo "  LINK    $@"
 	@$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIBSR) $(PKG_LIBS) -lm
 
+# Unit tests of relay/ modules without I/O (test_relay_*) link the daemon's library.
+$(B)/tests/test_relay_%: tests/unit/test_relay_%.c $(LIBSR)
+	@mkdir -p $(@D)
+	@echo "  LINK    $@"
+	@$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIBSR) $(PKG_LIBS) -lcmocka -lm
+
 # Unit tests cover protocol/ (pure) and link only libproto.a: no network, under a second.
 $(B)/tests/%: tests/unit/%.c $(LIBPROTO)
 	@mkdir -p $(@D)

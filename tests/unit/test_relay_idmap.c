@@ -1,0 +1,139 @@
+/* test_relay_idmap.c - unit tests for relay/idmap.c (the id set of the dashboard hub):
+ * put/get/del/count/each, growth far past the first capacity, churn with deletions, and ids
+ * of the maximum length. runs on: the test process, one thread. */
+#include "protocol/proto.h"
+#include "relay/idmap.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+static void id_of(char *buf, size_t n, unsigned i)
+{
+    snprintf(buf, n, "0x%064x", i);
+}
+
+static void test_put_get_del(void **state)
+{
+    struct idmap *m = idmap_new();
+    uint32_t v = 0;
+    assert_int_equal(idmap_count(m), 0);
+    assert_int_equal(idmap_get(m, "0xabc", &v), 0);
+    assert_int_equal(idmap_put(m, "0xabc", 7), 1);
+    assert_int_equal(idmap_put(m, "0xabc", 9), 0); /* update, not new */
+    assert_int_equal(idmap_get(m, "0xabc", &v), 1);
+    assert_int_equal(v, 9);
+    assert_int_equal(idmap_get(m, "0xabd", NULL), 0);
+    assert_int_equal(idmap_get(m, "0xab", NULL), 0); /* a prefix is another id */
+    assert_int_equal(idmap_count(m), 1);
+    assert_int_equal(idmap_del(m, "0xabc"), 1);
+    assert_int_equal(idmap_del(m, "0xabc"), 0);
+    assert_int_equal(idmap_get(m, "0xabc", NULL), 0);
+    assert_int_equal(idmap_count(m), 0);
+    idmap_free(m);
+    idmap_free(NULL);
+}
+
+static void test_grow_and_churn(void **state)
+{
+    enum { N = 20000 };
+    struct idmap *m = idmap_new();
+    char id[80];
+    for (unsigned i = 0; i < N; i++) {
+        id_of(id, sizeof(id), i);
+        assert_int_equal(idmap_put(m, id, i * 3), 1);
+    }
+    assert_int_equal(idmap_count(m), N);
+    for (unsigned i = 0; i < N; i += 2) { /* delete every other one */
+        id_of(id, sizeof(id), i);
+        assert_int_equal(idmap_del(m, id), 1);
+    }
+    assert_int_equal(idmap_count(m), N / 2);
+    for (unsigned i = 0; i < N; i++) {
+        uint32_t v = 0;
+        id_of(id, sizeof(id), i);
+        int has = idmap_get(m, id, &v);
+        assert_int_equal(has, i % 2);
+        if (has)
+            assert_int_equal(v, i * 3);
+    }
+    /* reinsert into the holes the deletions left: nothing is lost or duplicated */
+    for (unsigned i = 0; i < N; i += 2) {
+        id_of(id, sizeof(id), i);
+        assert_int_equal(idmap_put(m, id, 1), 1);
+    }
+    assert_int_equal(idmap_count(m), N);
+    idmap_free(m);
+}
+
+struct visit {
+    size_t n;
+    uint64_t sum;
+};
+
+static void visit(void *arg, const char *id, uint32_t *value)
+{
+    struct visit *v = arg;
+    v->n++;
+    v->sum += *value;
+    *value += 1; /* the callback may update the value */
+}
+
+static void test_each(void **state)
+{
+    struct idmap *m = idmap_new();
+    char id[80];
+    uint64_t want = 0;
+    for (unsigned i = 0; i < 500; i++) {
+        id_of(id, sizeof(id), i);
+        idmap_put(m, id, i);
+        want += i;
+    }
+    id_of(id, sizeof(id), 7);
+    idmap_del(m, id);
+    want -= 7;
+    struct visit v = {0};
+    idmap_each(m, visit, &v);
+    assert_int_equal(v.n, 499);
+    assert_int_equal(v.sum, want);
+    uint32_t x = 0;
+    id_of(id, sizeof(id), 8);
+    assert_int_equal(idmap_get(m, id, &x), 1);
+    assert_int_equal(x, 9);
+    idmap_free(m);
+}
+
+static void test_long_ids(void **state)
+{
+    struct idmap *m = idmap_new();
+    char a[PROTO_MAX_ID + 1], b[PROTO_MAX_ID + 1];
+    memset(a, 'a', PROTO_MAX_ID);
+    a[PROTO_MAX_ID] = '\0';
+    memcpy(b, a, sizeof(a));
+    b[PROTO_MAX_ID - 1] = 'b'; /* differs only in the last byte */
+    assert_int_equal(idmap_put(m, a, 1), 1);
+    assert_int_equal(idmap_put(m, b, 2), 1);
+    uint32_t v = 0;
+    assert_int_equal(idmap_get(m, a, &v), 1);
+    assert_int_equal(v, 1);
+    assert_int_equal(idmap_get(m, b, &v), 1);
+    assert_int_equal(v, 2);
+    assert_int_equal(idmap_count(m), 2);
+    idmap_free(m);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_put_get_del),
+        cmocka_unit_test(test_grow_and_churn),
+        cmocka_unit_test(test_each),
+        cmocka_unit_test(test_long_ids),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
