@@ -436,6 +436,16 @@ static struct hsub *op_sub(struct op *op, struct hsess **xp)
     return x != NULL && !x->closing ? sub_find(x, op->no) : NULL;
 }
 
+/* The start of a store callback that owns op: frees op and returns its subscription, or
+ * NULL when the hub is closing or the session or subscription is gone. */
+static struct hsub *op_finish(struct op *op, struct hsess **xp)
+{
+    struct hub *h = op->h;
+    struct hsub *u = enter(h) ? NULL : op_sub(op, xp);
+    free(op);
+    return u;
+}
+
 static void on_tracked(void *arg, const char *err, size_t created)
 {
     struct hub *h = arg;
@@ -642,13 +652,8 @@ static void on_replay(void *arg, const char *err, redisReply *r)
 {
     struct op *op = arg;
     struct hub *h = op->h;
-    if (enter(h)) {
-        free(op);
-        return;
-    }
     struct hsess *x;
-    struct hsub *u = op_sub(op, &x);
-    free(op);
+    struct hsub *u = op_finish(op, &x);
     if (u == NULL)
         return;
     if (err != NULL || r->type != REDIS_REPLY_ARRAY) {
@@ -707,13 +712,8 @@ static void on_resume_info(void *arg, const char *err, redisReply *r)
 {
     struct op *op = arg;
     struct hub *h = op->h;
-    if (enter(h)) {
-        free(op);
-        return;
-    }
     struct hsess *x;
-    struct hsub *u = op_sub(op, &x);
-    free(op);
+    struct hsub *u = op_finish(op, &x);
     if (u == NULL)
         return;
     char last[SID_MAX] = "0-0", maxdel[SID_MAX] = "", first[SID_MAX] = "";
