@@ -23,7 +23,7 @@ ALL_LDFLAGS = -pthread $(LDFLAGS)
 
 PROTO_SRC := $(wildcard protocol/*.c)
 STORE_SRC := $(wildcard store/*.c)
-RELAY_SRC := $(filter-out relay/main.c,$(wildcard relay/*.c relay/sim/*.c relay/cli/*.c))
+RELAY_SRC := $(filter-out relay/main.c,$(wildcard relay/*.c relay/*/*.c))
 # Files compiled into the binary as byte arrays (Lua scripts, the dashboard page).
 EMBED_SRC := $(sort $(wildcard store/*.lua relay/www/*))
 EMBED_C   := $(B)/gen/embedded.c
@@ -41,7 +41,7 @@ HELPER_BIN := $(HELPER_SRC:tests/helpers/%.c=$(B)/helpers/%)
 FUZZ_SRC  := $(wildcard tests/fuzz/fuzz_*.c)
 
 .PHONY: all deps test test-unit test-integration asan fuzz clean demo bench check-purity \
-        format npm-deps helpers
+        check-layout format npm-deps helpers
 all: $(BIN) helpers
 
 $(B)/%.o: %.c
@@ -49,9 +49,9 @@ $(B)/%.o: %.c
 	@echo "  CC      $<"
 	@$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
 
-$(EMBED_C): $(EMBED_SRC) relay/embed.pl
+$(EMBED_C): $(EMBED_SRC) relay/common/embed.pl
 	@mkdir -p $(@D)
-	perl relay/embed.pl $(EMBED_SRC) > $@.tmp && mv $@.tmp $@
+	perl relay/common/embed.pl $(EMBED_SRC) > $@.tmp && mv $@.tmp $@
 
 $(B)/gen/embedded.o: $(EMBED_C)
 	@$(CC) $(ALL_CFLAGS) -c $< -o $@
@@ -119,23 +119,33 @@ asan:
 	    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 test
 
 # libFuzzer targets: clang, ASan + UBSan, protocol/ sources only, each run FUZZ_SECONDS.
+# Seeds: tests/data/seeds/<target>/ plus the upstream fixtures of that source
+# (tests/fixtures/upstream/, copied next to the corpus: one copy of each sample in the tree).
 FUZZ_CFLAGS = -std=gnu11 -I. -g -O1 -fsanitize=fuzzer,address,undefined \
               -fno-sanitize-recover=all $(shell pkg-config --cflags jansson openssl)
 FUZZ_LIBS   = $(shell pkg-config --libs jansson openssl)
 fuzz: $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
 	@set -e; for f in $^; do n=$$(basename $$f); mkdir -p build-fuzz/corpus/$$n; \
 	    seeds=tests/data/seeds/$$n; [ -d $$seeds ] || seeds=; \
+	    case $$n in *_ws) fx='ws_*';; *_status) fx='status_v3_*';; *_webhook) fx='webhook_payload_*';; \
+	        *_requests) fx='requests_v3_*';; *) fx=;; esac; \
+	    if [ -n "$$fx" ]; then rm -rf build-fuzz/fixtures/$$n; mkdir -p build-fuzz/fixtures/$$n; \
+	        cp tests/fixtures/upstream/$$fx build-fuzz/fixtures/$$n/; seeds="$$seeds build-fuzz/fixtures/$$n"; fi; \
 	    echo "== $$n for $(FUZZ_SECONDS)s"; \
 	    $$f -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -artifact_prefix=build-fuzz/ -print_final_stats=1 \
 	        build-fuzz/corpus/$$n $$seeds 2>&1 | grep -E "stat::number_of_executed_units|ERROR|SUMMARY|Done" ; \
 	    test $${PIPESTATUS[0]} -eq 0; done
-build-fuzz/%: tests/fuzz/%.c $(PROTO_SRC) $(wildcard protocol/*.h)
+build-fuzz/%: tests/fuzz/%.c tests/fuzz/proto_fuzz.h $(PROTO_SRC) $(wildcard protocol/*.h)
 	@mkdir -p $(@D)
 	clang $(FUZZ_CFLAGS) -o $@ $< $(PROTO_SRC) $(FUZZ_LIBS)
 
 check-purity:
 	@! grep -nE '#include <(event2|libwebsockets|hiredis|curl)|\b(socket|recv|send|fopen|time|clock_gettime|getrandom|pthread_[a-z_]+)\(' protocol/*.[ch] \
 	    || (echo "protocol/ must stay free of I/O"; false)
+
+# The include rules of the layout (README "Layout"): tests/tools/check_layout.sh.
+check-layout:
+	@tests/tools/check_layout.sh
 
 format:
 	clang-format -i $(wildcard protocol/*.[ch] store/*.[ch] relay/*.[ch] relay/*/*.[ch] tests/*/*.c)

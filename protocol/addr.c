@@ -474,3 +474,36 @@ int proto_url_format(const struct proto_url *u, char *out, size_t outsz)
                      u->family == AF_INET6 ? "]" : "", u->target);
     return n < 0 || (size_t)n >= outsz ? PROTO_ETOOLONG : 0;
 }
+
+int proto_listen_is_loopback(const char *hostport)
+{
+    char host[PROTO_HOST_MAX + 3];
+    const char *colon;
+    size_t n;
+    if (hostport == NULL)
+        return 0;
+    if (hostport[0] == '[') { /* "[v6]:port" */
+        const char *end = strchr(hostport, ']');
+        if (end == NULL || end[1] != ':')
+            return 0;
+        n = (size_t)(end - hostport - 1);
+        colon = end + 1;
+        hostport++;
+    } else {
+        if ((colon = strrchr(hostport, ':')) == NULL)
+            return 0;
+        n = (size_t)(colon - hostport);
+        if (memchr(hostport, ':', n) != NULL) /* bare IPv6 without brackets: ambiguous */
+            return 0;
+    }
+    if (n == 0 || n >= sizeof(host) || colon[1] == '\0')
+        return 0;
+    memcpy(host, hostport, n);
+    host[n] = '\0';
+    if (strcmp(host, "localhost") == 0)
+        return 1;
+    struct sockaddr_storage ss;
+    if (!proto_host_literal(host, &ss))
+        return 0;
+    return proto_addr_forbidden((const struct sockaddr *)&ss, sizeof(ss)) == PROTO_ADDR_LOOPBACK;
+}

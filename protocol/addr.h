@@ -66,6 +66,13 @@ const char *proto_addr_reason(int reason);
  * brackets, an optional "%zone" ignored (scope id 0). */
 int proto_host_literal(const char *host, struct sockaddr_storage *ss);
 
+/* 1 when a listen address "host:port" ("[v6]:port" for IPv6) can only be reached from this
+ * machine: "localhost", or an address literal (any spelling proto_host_literal takes) that
+ * is IPv4 127/8, IPv6 ::1, or ::ffff:127.x.y.z; 0 for anything else, names included
+ * ("127.0.0.1.example.com" is a name). The one rule for "listening beyond loopback" (the
+ * admin token requirement, the dashboard's anonymous broad subscriptions). */
+int proto_listen_is_loopback(const char *hostport);
+
 #define PROTO_URL_MAX 2048          /* longest accepted webhook URL */
 #define PROTO_HOST_MAX 254          /* a DNS name of 253 chars plus an optional final dot */
 

@@ -85,6 +85,7 @@ void status_event_cleanup(struct status_event *ev)
     free(ev->refund_fail_reason);
     free(ev->details);
     free(ev->referrer);
+    free(ev->reorg);
     deposit_free(ev->deposit);
     free(ev->prev_status);
     status_event_init(ev);
@@ -115,6 +116,7 @@ int status_event_copy(struct status_event *dst, const struct status_event *src)
         sdup_opt(&dst->refund_fail_reason, src->refund_fail_reason) != 0 ||
         sdup_opt(&dst->details, src->details) != 0 ||
         sdup_opt(&dst->referrer, src->referrer) != 0 ||
+        sdup_opt(&dst->reorg, src->reorg) != 0 ||
         sdup_opt(&dst->prev_status, src->prev_status) != 0)
         goto fail;
     if (src->deposit != NULL) {
@@ -164,6 +166,7 @@ int status_event_equal(const struct status_event *a, const struct status_event *
            str_eq(a->fail_reason, b->fail_reason) &&
            str_eq(a->refund_fail_reason, b->refund_fail_reason) &&
            str_eq(a->details, b->details) && str_eq(a->referrer, b->referrer) &&
+           str_eq(a->reorg, b->reorg) &&
            a->quote_created_at == b->quote_created_at && a->flags == b->flags &&
            a->source == b->source && a->observed_at == b->observed_at &&
            a->published_at == b->published_at &&
@@ -198,6 +201,7 @@ const char *proto_status_name(enum proto_status st)
     return (size_t)st < N_STATUS ? status_names[st] : "other";
 }
 
+/* "settled" (event.h): the name stays for the callers that stop polling on it */
 int proto_status_terminal(enum proto_status st)
 {
     return st == PROTO_ST_SUCCESS || st == PROTO_ST_REFUND;
@@ -223,27 +227,31 @@ int proto_source_parse(const char *s)
     return -1;
 }
 
-/* Documented upstream values (docs "Handling Execution Errors", changelog, fixtures), in
+/* Documented upstream values (docs "Handling Execution Errors", changelog, fixtures; the
+ * nine added in 2026 from DEPOSIT_CONFIRMATION_TIMEOUT to TRANSACTION_SUBMISSION_FAILED), in
  * strcmp order for bsearch (a unit test checks the order). */
 static const char *const fail_reasons[] = {
     "ACCOUNT_ABSTRACTION_GAS_LIMIT", "ACCOUNT_ABSTRACTION_INVALID_NONCE",
     "ACCOUNT_ABSTRACTION_SIGNATURE_ERROR", "AMOUNT_TOO_LOW_TO_REFUND", "BLOCKED_WALLET",
     "CONTRACT_PAUSED", "DEPOSITED_AMOUNT_TOO_LOW_TO_FILL", "DEPOSIT_ADDRESS_MISMATCH",
-    "DEPOSIT_CHAIN_MISMATCH", "DOUBLE_SPEND", "ERC_1155_TOO_MANY_REQUESTED", "EXECUTION_REVERTED",
-    "FLUID_DEX_ERROR", "GENERATE_SWAP_FAILED", "INCORRECT_DEPOSIT_CURRENCY", "INCORRECT_PAYMENT",
+    "DEPOSIT_CHAIN_MISMATCH", "DEPOSIT_CONFIRMATION_TIMEOUT", "DEPOSIT_REORGED",
+    "DESTINATION_TOKEN_TRANSFER_REJECTED", "DOUBLE_SPEND", "ERC_1155_TOO_MANY_REQUESTED",
+    "EXECUTION_REVERTED", "FLUID_DEX_ERROR", "GASLESS_PERMIT_BALANCE_TOO_LOW",
+    "GENERATE_SWAP_FAILED", "INCORRECT_DEPOSIT_CURRENCY", "INCORRECT_PAYMENT",
     "INSUFFICIENT_FUNDS_FOR_RENT", "INSUFFICIENT_NATIVE_TOKENS_SUPPLIED",
     "INSUFFICIENT_POOL_LIQUIDITY", "INVALID_GAS_PRICE", "INVALID_NONCE", "INVALID_SENDER",
-    "INVALID_SIGNATURE", "INVALID_SIGNER", "JUPITER_INVALID_TOKEN_ACCOUNT",
+    "INVALID_SIGNATURE", "INVALID_SIGNER", "JUPITER_INVALID_TOKEN_ACCOUNT", "MANUAL_ADMIN_REFUND",
     "MANUAL_REFUND_REQUIRED", "MINT_NOT_ACTIVE", "MINT_QUANTITY_EXCEEDS_MAX_PER_WALLET",
     "MINT_QUANTITY_EXCEEDS_MAX_SUPPLY", "MISSING_REVERT_DATA", "N/A",
     "NEGATIVE_NEW_AMOUNT_AFTER_FEES", "NEW_CALLDATA_INCLUDES_HIGHER_RENT_FEE",
     "NO_INTERNAL_SWAP_ROUTES_FOUND", "NO_QUOTES", "ORDER_ALREADY_FILLED", "ORDER_EXPIRED",
-    "ORDER_IS_CANCELLED", "ORIGIN_CURRENCY_MISMATCH", "REVERSE_SWAP_FAILED",
+    "ORDER_IS_CANCELLED", "ORIGIN_CURRENCY_MISMATCH", "ORPHANED_DEPOSIT_REFUND",
+    "PROTOCOL_DEADLINE_EXPIRED", "QUOTED_GAS_LIMIT_EXCEEDED", "REVERSE_SWAP_FAILED",
     "SEAPORT_INEXACT_FRACTION", "SEAPORT_INVALID_FULFILLER", "SIGNATURE_EXPIRED", "SLIPPAGE",
     "SOLVER_BALANCE_TOO_LOW", "SOLVER_CAPACITY_EXCEEDED", "SPONSOR_BALANCE_TOO_LOW",
     "SWAP_IMPACT_TOO_HIGH", "SWAP_USES_TOO_MUCH_GAS", "TOKEN_NOT_TRANSFERABLE",
     "TOO_LITTLE_RECEIVED", "TRANSACTION_NOT_INCLUDED", "TRANSACTION_REVERTED",
-    "TRANSACTION_TOO_LARGE", "TRANSFER_AMOUNT_EXCEEDS_ALLOWANCE",
+    "TRANSACTION_SUBMISSION_FAILED", "TRANSACTION_TOO_LARGE", "TRANSFER_AMOUNT_EXCEEDS_ALLOWANCE",
     "TRANSFER_AMOUNT_EXCEEDS_BALANCE", "TRANSFER_FAILED", "TRANSFER_FROM_FAILED", "TTL_EXPIRED",
     "UNKNOWN", "ZERO_SELL_AMOUNT",
 };
@@ -270,6 +278,23 @@ int proto_refund_reason_known(const char *s)
                    sizeof(refund_reasons[0]), cmp_name) != NULL;
 }
 
+/* A reason that says something: not NULL and not "N/A". */
+static int reason_says(const char *r)
+{
+    return r != NULL && strcmp(r, "N/A") != 0;
+}
+
+const char *proto_fail_reason_out(const struct status_event *ev)
+{
+    switch (proto_status_parse(ev->status)) {
+    case PROTO_ST_FAILURE:
+    case PROTO_ST_FALLBACK:
+    case PROTO_ST_REFUND: return reason_says(ev->fail_reason) ? ev->fail_reason : "UNKNOWN";
+    case PROTO_ST_OTHER: return reason_says(ev->fail_reason) ? ev->fail_reason : "N/A";
+    default: return "N/A";
+    }
+}
+
 const char *proto_flag_name(unsigned flag)
 {
     switch (flag) {
@@ -277,6 +302,8 @@ const char *proto_flag_name(unsigned flag)
     case PROTO_F_UNKNOWN_FAIL_REASON: return "unknownFailReason";
     case PROTO_F_UNKNOWN_REFUND_REASON: return "unknownRefundFailReason";
     case PROTO_F_DETAILS_TRUNCATED: return "detailsTruncated";
+    case PROTO_F_REVERSAL: return "reversal";
+    case PROTO_F_UNCONFIRMED_DEPOSIT: return "unconfirmedDeposit";
     default: return NULL;
     }
 }
@@ -477,6 +504,15 @@ static void ob_reason(struct obuf *b, const char *s)
     ob_str(b, s != NULL ? s : "N/A");
 }
 
+/* details: JSON text verbatim when it is one (PROTO_HAS_DETAILS_JSON), else a string/null. */
+static void ob_details(struct obuf *b, const struct status_event *ev)
+{
+    if (ev->details != NULL && (ev->flags & PROTO_HAS_DETAILS_JSON))
+        ob_raw(b, ev->details, strlen(ev->details));
+    else
+        ob_str(b, ev->details);
+}
+
 /* A chain id in upstream shapes: 0 (unknown) is null. */
 static void ob_chain(struct obuf *b, int64_t id)
 {
@@ -553,9 +589,9 @@ static void ob_data(struct obuf *b, const struct status_event *ev)
     ob_lit(b, ",\"referrer\":");
     ob_str(b, ev->referrer);
     ob_lit(b, ",\"details\":");
-    ob_str(b, ev->details);
+    ob_details(b, ev);
     ob_lit(b, ",\"failReason\":");
-    ob_reason(b, ev->fail_reason);
+    ob_str(b, proto_fail_reason_out(ev));
     ob_lit(b, ",\"refundFailReason\":");
     ob_reason(b, ev->refund_fail_reason);
     ob_lit(b, "}");
@@ -588,7 +624,7 @@ static void ob_relay(struct obuf *b, const struct status_event *ev, int snapshot
         ob_i64(b, ev->published_at);
     }
     int first = 1;
-    for (unsigned bit = 1; bit <= PROTO_F_DETAILS_TRUNCATED; bit <<= 1) {
+    for (unsigned bit = 1; bit & PROTO_F_MASK; bit <<= 1) {
         const char *name = proto_flag_name(bit);
         if (!(ev->flags & bit) || name == NULL)
             continue;
@@ -601,6 +637,10 @@ static void ob_relay(struct obuf *b, const struct status_event *ev, int snapshot
     }
     if (!first)
         ob_lit(b, "]");
+    if (ev->reorg != NULL) {
+        ob_lit(b, ",\"reorg\":");
+        ob_raw(b, ev->reorg, strlen(ev->reorg));
+    }
     if (snapshot)
         ob_lit(b, ",\"snapshot\":true");
     ob_lit(b, "}");
@@ -640,7 +680,7 @@ char *proto_event_status_v3(const struct status_event *ev, size_t *len)
     ob_str(&b, ev->status);
     if (ev->details != NULL) {
         ob_lit(&b, ",\"details\":");
-        ob_str(&b, ev->details);
+        ob_details(&b, ev);
     }
     ob_lit(&b, ",\"inTxHashes\":");
     ob_strv(&b, &ev->in_tx_hashes);
@@ -657,7 +697,7 @@ char *proto_event_status_v3(const struct status_event *ev, size_t *len)
         ob_i64(&b, ev->quote_created_at);
     }
     ob_lit(&b, ",\"failReason\":");
-    ob_reason(&b, ev->fail_reason);
+    ob_str(&b, proto_fail_reason_out(ev));
     ob_lit(&b, ",\"refundFailReason\":");
     ob_reason(&b, ev->refund_fail_reason);
     ob_lit(&b, "}");
@@ -688,7 +728,7 @@ char *proto_event_record(const struct status_event *ev, size_t *len)
     ob_lit(&b, ",\"refundFailReason\":");
     ob_str(&b, ev->refund_fail_reason);
     ob_lit(&b, ",\"details\":");
-    ob_str(&b, ev->details);
+    ob_details(&b, ev);
     ob_lit(&b, ",\"referrer\":");
     ob_str(&b, ev->referrer);
     ob_lit(&b, ",\"depositAddress\":");
@@ -711,6 +751,10 @@ char *proto_event_record(const struct status_event *ev, size_t *len)
     ob_str(&b, ev->prev_status);
     ob_lit(&b, ",\"createdAt\":");
     ob_i64(&b, ev->created_at);
+    if (ev->reorg != NULL) {
+        ob_lit(&b, ",\"reorg\":");
+        ob_raw(&b, ev->reorg, strlen(ev->reorg));
+    }
     ob_lit(&b, "}");
     return ob_finish(&b, len);
 }

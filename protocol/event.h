@@ -42,6 +42,14 @@ enum proto_source {
 #define PROTO_F_UNKNOWN_REFUND_REASON 0x04 /* refundFailReason not in the known list */
 /* added: "details" was longer than PROTO_MAX_STR and was cut (at a UTF-8 boundary) */
 #define PROTO_F_DETAILS_TRUNCATED 0x08
+/* per event, set by the lifecycle: a status change out of a settled status (success, refund);
+ * prev_status holds the settled status. Never inherited by the next event. */
+#define PROTO_F_REVERSAL 0x10
+/* a pending Bitcoin-origin request whose deposit is only in the mempool (GET /requests/v3:
+ * the origin-chain inTx has no block). Kept by the lifecycle only while the status is pending. */
+#define PROTO_F_UNCONFIRMED_DEPOSIT 0x20
+/* every PROTO_F_* bit lies in PROTO_F_MASK; the rest of flags are PROTO_HAS_* bits */
+#define PROTO_F_MASK 0xffu
 /* presence bits: the source carried this optional field (absent fields are merged from the
  * last-known state by the lifecycle; present-but-null clears it) */
 #define PROTO_HAS_DETAILS 0x100
@@ -51,6 +59,20 @@ enum proto_source {
 #define PROTO_HAS_REASONS 0x1000 /* failReason/refundFailReason were present */
 #define PROTO_HAS_IN_TXS 0x2000  /* inTxHashes present */
 #define PROTO_HAS_OUT_TXS 0x4000 /* txHashes present */
+/* type bit, not presence: ev->details holds the JSON text (compact, valid) of a non-string
+ * "details" value (object, array, number, bool), emitted verbatim by every encoder. Set only
+ * by the normalisers and the record decoder (the lifecycle keeps it with the details it
+ * keeps); clear when details is a plain string. */
+#define PROTO_HAS_DETAILS_JSON 0x8000
+/* an observation carried reorg details; on a merged state: ev->reorg is set */
+#define PROTO_HAS_REORG 0x10000
+
+/* Bounds of JSON text kept from the input: ev->reorg bytes (larger reorg details are
+ * dropped), and the nesting depth of a JSON-typed details or of ev->reorg, so that every
+ * encoding stays well inside PROTO_MAX_DEPTH (a deeper details is kept as a plain string of
+ * its text, deeper reorg details are dropped). */
+#define PROTO_MAX_REORG 8192
+#define PROTO_MAX_JSON_DEPTH 32
 
 struct proto_strv {
     char **v; /* owned strings */
@@ -78,11 +100,15 @@ struct status_event {
     struct proto_strv tx_hashes;    /* "txHashes" */
     char *fail_reason;        /* never NULL once normalised: "N/A" when none */
     char *refund_fail_reason; /* never NULL once normalised: "N/A" when none */
-    char *details;            /* NULL = null */
+    char *details;            /* NULL = null; JSON text when flags has PROTO_HAS_DETAILS_JSON */
     char *referrer;           /* NULL = null */
     struct proto_deposit *deposit; /* NULL = null (not a deposit-address request) */
     int64_t quote_created_at; /* ms, 0 = unknown */
     unsigned flags;           /* PROTO_F_* and PROTO_HAS_* */
+    /* reorg details from GET /requests/v3, compact JSON object text (at most PROTO_MAX_REORG
+     * bytes) {"inTxs":[{"txHash","chainId","status"},...],"metadata":<metadata.reorg>|null};
+     * NULL = none. Never survives a status change (lifecycle.h). */
+    char *reorg;
 
     /* --- observation --- */
     enum proto_source source;
@@ -107,7 +133,8 @@ int status_event_equal(const struct status_event *a, const struct status_event *
 
 enum proto_status proto_status_parse(const char *s);
 const char *proto_status_name(enum proto_status st); /* "other" for PROTO_ST_OTHER */
-/* success and refund are terminal; failure is not (a refund may follow). */
+/* 1 for the "settled" statuses success and refund. Nothing is absorbing: a newer observation
+ * with another status still follows (a reversal, see lifecycle.h); failure is not settled. */
 int proto_status_terminal(enum proto_status st);
 const char *proto_source_name(enum proto_source src);
 int proto_source_parse(const char *s); /* -1 if unknown */
@@ -115,6 +142,11 @@ int proto_source_parse(const char *s); /* -1 if unknown */
  * "UNKNOWN", "SLIPPAGE", ...); unknown values are kept and flagged, never rejected. */
 int proto_fail_reason_known(const char *s);
 int proto_refund_reason_known(const char *s);
+/* The failReason an upstream-shaped output carries for this one state, without history (the
+ * upstream's status-response rule): failure/fallback/refund -> ev->fail_reason if it says
+ * something (not NULL/"N/A"), else "UNKNOWN"; the other known statuses -> "N/A"; an unknown
+ * status -> ev->fail_reason if it says something, else "N/A". Borrowed (ev's or static). */
+const char *proto_fail_reason_out(const struct status_event *ev);
 /* Added: PROTO_F_* flag names for the "statusrelay.flags" list ("unknownStatus", ...); NULL
  * for bits that are not PROTO_F_* flags. */
 const char *proto_flag_name(unsigned flag);
@@ -127,13 +159,15 @@ void proto_event_id(const char *request_id, uint64_t seq, char *out);
 /* --- encodings. Each returns a new malloc'd NUL-terminated compact JSON text (caller
  * free()s) and its length in *len, or NULL on allocation failure. Output is deterministic:
  * the same event always encodes to the same bytes. Upstream-shaped outputs carry "N/A"
- * where the upstream does, never null, for failReason/refundFailReason. --- */
+ * where the upstream does, never null, for failReason/refundFailReason; failReason follows
+ * proto_fail_reason_out. A JSON-typed details (PROTO_HAS_DETAILS_JSON) is written verbatim. */
 
 /* (a) webhook body: {"event":"request.status.updated","timestamp":<created_at>,
  *     "data":{status,inTxHashes,txHashes,updatedAt,originChainId,destinationChainId,
  *     depositAddress,requestId,referrer,details,failReason,refundFailReason},
  *     "statusrelay":{"eventId","seq","previousStatus","source","observedAt",
- *     "publishedAt"?,"flags"?}} - key order exactly as written here. */
+ *     "publishedAt"?,"flags"?,"reorg"?}} - key order exactly as written here. "flags" lists
+ *     the names of the PROTO_F_* bits set; "reorg" is ev->reorg's object, when set. */
 char *proto_event_webhook_body(const struct status_event *ev, size_t *len);
 
 /* (b) dashboard websocket frame: {"event":"request.status.updated","data":{...same data...},
@@ -143,12 +177,16 @@ char *proto_event_ws_frame(const struct status_event *ev, int snapshot, int64_t 
                            size_t *len);
 
 /* (c) GET /intents/status/v3 body: {status,details?,inTxHashes,txHashes,updatedAt,
- *     originChainId,destinationChainId,quoteCreatedAt?,failReason,refundFailReason}. */
+ *     originChainId,destinationChainId,quoteCreatedAt?,failReason,refundFailReason}. Never
+ *     carries reorg details. */
 char *proto_event_status_v3(const struct status_event *ev, size_t *len);
 
 /* Storage form: every field of the struct (upstream, observation and relay additions) as
  * one JSON object, used for Redis state, the event log and REST reads. Round-trips:
- * proto_event_from_record(proto_event_record(ev)) == ev. */
+ * proto_event_from_record(proto_event_record(ev)) == ev. A JSON-typed details is stored as
+ * its JSON value (the decoder sets PROTO_HAS_DETAILS_JSON from the value's type); "reorg"
+ * (an object) is written last and only when set, and is optional when decoding (records of
+ * older versions have none). */
 char *proto_event_record(const struct status_event *ev, size_t *len);
 int proto_event_from_record(const char *buf, size_t len, struct status_event *out,
                             struct proto_err *err);

@@ -1,9 +1,11 @@
 /* lifecycle.c - the request state machine: accept / duplicate / stale, and the merged state.
  *
  * Order of the checks (lifecycle.h): unknown request -> accept; older updatedAt -> stale;
- * a different status -> stale after a terminal one (success, refund), else accept; the same
- * status -> accept only when the observation adds something (a new tx hash, a fail/refund
- * reason other than "N/A", details, a deposit address or a deposit field), else duplicate.
+ * a different status -> accept, but stale when the last status is settled (success, refund)
+ * and updatedAt is equal (a strictly newer one is a reversal); the same status -> accept
+ * only when the observation adds something (a new tx hash, a fail reason the merged state
+ * would show, a refund reason other than "N/A", details, reorg details, a deposit address or
+ * a deposit field), else duplicate.
  *
  * Merging an accepted observation into the new state:
  *  - tx hashes: union, the last state's order first, at most PROTO_MAX_HASHES (hashes beyond
@@ -11,9 +13,16 @@
  *  - a status change takes every optional field the observation carried (PROTO_HAS_*; a
  *    present null clears) and keeps the rest from the last state;
  *  - a same-status enrichment only adds: null, "N/A" and absent values keep the last state's;
+ *  - failReason follows the status-response rule (fail_reason_of), never the plain pick;
+ *  - reorg details: the same status keeps the last ones unless obs carries some; a status
+ *    change takes obs's or none;
  *  - a deposit address object is merged field by field (a null depositTxHash from a lagging
  *    source never erases a seen one); chain ids and quoteCreatedAt are kept when unknown (0);
- *  - PROTO_F_* flags are recomputed from the merged values, PROTO_HAS_* bits are the union.
+ *  - PROTO_F_* flags are recomputed from the merged values (PROTO_F_UNCONFIRMED_DEPOSIT is
+ *    taken from obs while pending; PROTO_F_REVERSAL is set by the caller for this event
+ *    only), PROTO_HAS_* bits are the union but for PROTO_HAS_DETAILS_JSON (follows the
+ *    details kept) and PROTO_HAS_REORG (set while reorg details are kept).
+ * The first observation of a request is copied, with failReason and the flags fixed up.
  * runs on: any thread (pure). */
 #include "protocol/lifecycle.h"
 
@@ -39,6 +48,29 @@ static int same_str(const char *a, const char *b)
 static int reason_set(const char *r)
 {
     return r != NULL && strcmp(r, "N/A") != 0;
+}
+
+/* failure, fallback, refund: the statuses that carry a failReason. */
+static int fail_status(enum proto_status st)
+{
+    return st == PROTO_ST_FAILURE || st == PROTO_ST_FALLBACK || st == PROTO_ST_REFUND;
+}
+
+/* failReason of the state obs leads to (last may be NULL); borrowed from obs, last or static.
+ * The upstream's status-response rule (lifecycle.h). */
+static const char *fail_reason_of(const struct status_event *last, const struct status_event *obs)
+{
+    enum proto_status st = proto_status_parse(obs->status);
+    if (st == PROTO_ST_OTHER)
+        return reason_set(obs->fail_reason) ? obs->fail_reason : "N/A";
+    if (!fail_status(st))
+        return "N/A";
+    if (reason_set(obs->fail_reason))
+        return obs->fail_reason;
+    if (last != NULL && fail_status(proto_status_parse(last->status)) &&
+        reason_set(last->fail_reason))
+        return last->fail_reason;
+    return "UNKNOWN";
 }
 
 static int strv_has(const struct proto_strv *sv, const char *s, size_t upto)
@@ -120,12 +152,14 @@ static int adds_something(const struct status_event *last, const struct status_e
     unsigned f = obs->flags;
     return strv_adds(&last->in_tx_hashes, &obs->in_tx_hashes) ||
            strv_adds(&last->tx_hashes, &obs->tx_hashes) ||
-           ((f & PROTO_HAS_REASONS) && reason_set(obs->fail_reason) &&
-            !same_str(obs->fail_reason, last->fail_reason)) ||
+           (reason_set(obs->fail_reason) &&
+            !same_str(fail_reason_of(last, obs), last->fail_reason)) ||
            ((f & PROTO_HAS_REASONS) && reason_set(obs->refund_fail_reason) &&
             !same_str(obs->refund_fail_reason, last->refund_fail_reason)) ||
            ((f & PROTO_HAS_DETAILS) && obs->details != NULL &&
-            !same_str(obs->details, last->details)) ||
+            (!same_str(obs->details, last->details) ||
+             ((f ^ last->flags) & PROTO_HAS_DETAILS_JSON))) ||
+           (obs->reorg != NULL && !same_str(obs->reorg, last->reorg)) ||
            ((f & PROTO_HAS_DEPOSIT) && deposit_adds(last->deposit, obs->deposit));
 }
 
@@ -167,7 +201,8 @@ static int merge(const struct status_event *last, const struct status_event *obs
     unsigned of = obs->flags, lf = last->flags;
     int has_r = (of & PROTO_HAS_REASONS) != 0, has_d = (of & PROTO_HAS_DETAILS) != 0;
     const char *details = pick(changed, has_d, obs->details, last->details, 0);
-    const char *fr = pick(changed, has_r, obs->fail_reason, last->fail_reason, 1);
+    const char *fr = fail_reason_of(last, obs);
+    const char *reorg = obs->reorg != NULL || changed ? obs->reorg : last->reorg;
     const char *rfr = pick(changed, has_r, obs->refund_fail_reason, last->refund_fail_reason, 1);
     const char *ref = pick(changed, (of & PROTO_HAS_REFERRER) != 0, obs->referrer,
                            last->referrer, 0);
@@ -180,11 +215,17 @@ static int merge(const struct status_event *last, const struct status_event *obs
                                                                 : last->destination_chain_id;
     next->quote_created_at = obs->quote_created_at != 0 ? obs->quote_created_at
                                                         : last->quote_created_at;
-    next->flags = (lf | of) & ~0xffu; /* PROTO_HAS_* union */
+    /* PROTO_HAS_* union, but for the bits that describe the values kept */
+    next->flags = (lf | of) & ~(PROTO_F_MASK | PROTO_HAS_DETAILS_JSON | PROTO_HAS_REORG);
     if (next->st == PROTO_ST_OTHER)
         next->flags |= PROTO_F_UNKNOWN_STATUS;
-    if (details != NULL && (details == obs->details ? of : lf) & PROTO_F_DETAILS_TRUNCATED)
-        next->flags |= PROTO_F_DETAILS_TRUNCATED;
+    if (details != NULL)
+        next->flags |= (details == obs->details ? of : lf) &
+                       (PROTO_F_DETAILS_TRUNCATED | PROTO_HAS_DETAILS_JSON);
+    if (reorg != NULL)
+        next->flags |= PROTO_HAS_REORG;
+    if (next->st == PROTO_ST_PENDING)
+        next->flags |= of & PROTO_F_UNCONFIRMED_DEPOSIT;
     if (fr != NULL && !proto_fail_reason_known(fr))
         next->flags |= PROTO_F_UNKNOWN_FAIL_REASON;
     if (rfr != NULL && !proto_refund_reason_known(rfr))
@@ -193,7 +234,7 @@ static int merge(const struct status_event *last, const struct status_event *obs
     if (set_str(&next->request_id, obs->request_id) != 0 ||
         set_str(&next->status, obs->status) != 0 || set_str(&next->details, details) != 0 ||
         set_str(&next->fail_reason, fr) != 0 || set_str(&next->refund_fail_reason, rfr) != 0 ||
-        set_str(&next->referrer, ref) != 0 ||
+        set_str(&next->referrer, ref) != 0 || set_str(&next->reorg, reorg) != 0 ||
         strv_union(&next->in_tx_hashes, &last->in_tx_hashes, &obs->in_tx_hashes) != 0 ||
         strv_union(&next->tx_hashes, &last->tx_hashes, &obs->tx_hashes) != 0)
         return -1;
@@ -202,6 +243,25 @@ static int merge(const struct status_event *last, const struct status_event *obs
     if (obs->deposit == NULL)
         return 0; /* a status change that says "no deposit address": cleared */
     return deposit_merge(&next->deposit, last->deposit, obs->deposit);
+}
+
+/* The first state of a request: obs as is, but for failReason and the per-event flags. */
+static int first_state(const struct status_event *obs, struct status_event *next)
+{
+    if (status_event_copy(next, obs) != 0)
+        return -1;
+    const char *fr = fail_reason_of(NULL, obs);
+    if (!same_str(fr, next->fail_reason)) {
+        free(next->fail_reason);
+        if ((next->fail_reason = dup_str(fr)) == NULL)
+            return -1;
+    }
+    next->flags &= ~(PROTO_F_REVERSAL | PROTO_F_UNKNOWN_FAIL_REASON);
+    if (!proto_fail_reason_known(fr))
+        next->flags |= PROTO_F_UNKNOWN_FAIL_REASON;
+    if (proto_status_parse(obs->status) != PROTO_ST_PENDING)
+        next->flags &= ~PROTO_F_UNCONFIRMED_DEPOSIT;
+    return 0;
 }
 
 int proto_lifecycle_decide(const struct status_event *last, const struct status_event *obs,
@@ -214,22 +274,27 @@ int proto_lifecycle_decide(const struct status_event *last, const struct status_
         (last != NULL && (last->status == NULL || !same_str(last->request_id, obs->request_id))))
         return PROTO_EVALUE;
 
-    int changed = 1;
+    int changed = 1, reversal = 0;
     if (last != NULL) {
         if (obs->updated_at < last->updated_at)
             return 0; /* stale: an older observation never overwrites a newer one */
         changed = strcmp(obs->status, last->status) != 0;
-        if (changed && proto_status_terminal(proto_status_parse(last->status)))
-            return 0; /* stale: nothing follows success or refund */
+        if (changed && proto_status_terminal(proto_status_parse(last->status))) {
+            if (obs->updated_at == last->updated_at)
+                return 0; /* stale: only a strictly newer observation reverses a settled one */
+            reversal = 1;
+        }
         if (!changed && !adds_something(last, obs)) {
             *verdict = PROTO_DUPLICATE;
             return 0;
         }
     }
 
-    int rc = last == NULL ? status_event_copy(next, obs) : merge(last, obs, changed, next);
+    int rc = last == NULL ? first_state(obs, next) : merge(last, obs, changed, next);
     if (rc != 0)
         goto nomem;
+    if (reversal)
+        next->flags |= PROTO_F_REVERSAL;
     next->st = proto_status_parse(next->status);
     next->source = obs->source;
     next->observed_at = obs->observed_at;

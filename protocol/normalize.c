@@ -12,7 +12,9 @@
  * accepting them would let two readers of one signed body see different values). Integers
  * beyond int64 parse (and fail with PROTO_ERANGE where a number is read); reals are kept only
  * as "a real" (every number we read is an integer: reals are PROTO_ETYPE). Unknown fields are
- * ignored.
+ * ignored. Every node also records where its text lies in the input (raw, rawlen), so a value
+ * kept as JSON text (a non-string "details", reorg metadata) is copied from the validated
+ * bytes, minus the whitespace between tokens (json_compact), never re-serialised.
  *
  * Normalisation rules (upstream-protocol.md): required are requestId (or the caller's id),
  * status, updatedAt; everything else is optional, and a field that is present must be valid.
@@ -20,9 +22,12 @@
  * are integer ms 1..PROTO_MAX_TS. status / failReason / refundFailReason are tokens of 1..64
  * printable ASCII chars without space, quote or backslash; unknown values are kept verbatim and
  * flagged. Absent, null and "" reasons become "N/A". Hashes are validated by proto_hash_valid,
- * at most PROTO_MAX_HASHES per list, duplicates dropped (first occurrence kept). details longer
- * than PROTO_MAX_STR is cut at a UTF-8 boundary and flagged; other strings over their bound
- * are PROTO_ETOOLONG.
+ * at most PROTO_MAX_HASHES per list, duplicates dropped (first occurrence kept). details may be
+ * any JSON value: a string stays a string, any other type is kept as its compact JSON text
+ * (PROTO_HAS_DETAILS_JSON); details longer than PROTO_MAX_STR is cut at a UTF-8 boundary and
+ * flagged (a cut JSON text becomes a plain string); other strings over their bound are
+ * PROTO_ETOOLONG. /requests/v3 items may add reorg details (ev->reorg) and
+ * PROTO_F_UNCONFIRMED_DEPOSIT (requests_item).
  * runs on: any thread (pure). */
 #include "protocol/normalize.h"
 
@@ -40,6 +45,8 @@ struct jv {
     uint32_t klen;     /* member key length (members of an object) */
     const char *key;   /* member key, NUL-terminated; NULL outside objects */
     struct jv *next;   /* next sibling in the parent container */
+    const char *raw;   /* the value's JSON text in the input (not NUL-terminated) */
+    uint32_t rawlen;
     union {
         int64_t i;                                     /* J_INT */
         struct { const char *s; uint32_t n; } str;      /* J_STR, NUL-terminated */
@@ -106,6 +113,15 @@ static size_t utf8_seq(const unsigned char *s, size_t n)
         return 4;
     }
     return 0;
+}
+
+int proto_utf8_valid(const char *s, size_t len)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0, k; i < len; i += k)
+        if ((k = utf8_seq(u + i, len - i)) == 0)
+            return 0;
+    return 1;
 }
 
 static int hex4(const unsigned char *s, unsigned *out)
@@ -395,7 +411,7 @@ static int parse_container(struct jparser *P, struct jv *v, int is_obj)
     return 0;
 }
 
-static int parse_value(struct jparser *P, struct jv *v)
+static int parse_one(struct jparser *P, struct jv *v)
 {
     if (P->p >= P->end)
         return jerr(P, "unexpected end of input");
@@ -423,6 +439,19 @@ static int parse_value(struct jparser *P, struct jv *v)
             return parse_number(P, v);
         return jerr(P, "unexpected character");
     }
+}
+
+/* A value of any type; pass 2 also records its text span. */
+static int parse_value(struct jparser *P, struct jv *v)
+{
+    const unsigned char *start = P->p;
+    if (parse_one(P, v) != 0)
+        return -1;
+    if (v != NULL) {
+        v->raw = (const char *)start;
+        v->rawlen = (uint32_t)(P->p - start);
+    }
+    return 0;
 }
 
 static int parse_doc(struct jparser *P)
@@ -502,6 +531,60 @@ static const struct jv *jget(const struct jv *obj, const char *key)
         if (c->klen == n && memcmp(c->key, key, n) == 0)
             return c;
     return NULL;
+}
+
+/* The JSON text of v without whitespace between tokens (the reader validated it, so only
+ * strings need care). Writes at most cap bytes to out (NULL: none, no NUL added) and returns
+ * the full length. */
+static size_t json_compact(const struct jv *v, char *out, size_t cap)
+{
+    size_t n = 0;
+    int in_str = 0;
+    for (uint32_t i = 0; i < v->rawlen; i++) {
+        char ch = v->raw[i];
+        if (!in_str && (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r'))
+            continue;
+        if (ch == '"')
+            in_str = !in_str;
+        else if (ch == '\\' && in_str && i + 1 < v->rawlen) {
+            if (out != NULL && n < cap)
+                out[n] = ch;
+            n++;
+            ch = v->raw[++i]; /* the escaped character, never a closing quote */
+        }
+        if (out != NULL && n < cap)
+            out[n] = ch;
+        n++;
+    }
+    return n;
+}
+
+/* Nesting depth of valid JSON text: 0 for a scalar, 1 for [] or {"a":1}, ... */
+static int text_depth(const char *s, size_t n)
+{
+    int d = 0, max = 0, in_str = 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
+        if (in_str) {
+            if (ch == '\\')
+                i++;
+            else if (ch == '"')
+                in_str = 0;
+        } else if (ch == '"') {
+            in_str = 1;
+        } else if (ch == '[' || ch == '{') {
+            if (++d > max)
+                max = d;
+        } else if (ch == ']' || ch == '}') {
+            d--;
+        }
+    }
+    return max;
+}
+
+static int json_depth(const struct jv *v)
+{
+    return text_depth(v->raw, v->rawlen);
 }
 
 /* ---- field readers ----------------------------------------------------------------------- */
@@ -759,28 +842,45 @@ static int rd_deposit(const struct nctx *c, const struct jv *obj, const char *ke
     return 0;
 }
 
-/* details: free text; upstream values over PROTO_MAX_STR are cut at a UTF-8 boundary. */
+/* details: any JSON value. A string is free text; any other type is kept as its compact
+ * JSON text (PROTO_HAS_DETAILS_JSON), or as a plain string of that text when nested deeper
+ * than PROTO_MAX_JSON_DEPTH. Upstream values over PROTO_MAX_STR are cut at a UTF-8 boundary
+ * and flagged (a cut JSON text is kept as a plain string); a record's are refused. */
 static int rd_details(const struct nctx *c, const struct jv *obj, struct status_event *ev,
                       int *pres)
 {
-    const struct jv *s;
+    const struct jv *v = jget(obj, "details");
     int rc;
-    if ((rc = need_key(c, obj, "details")) != 0 ||
-        (rc = rd_str(c, obj, "details", 0, &s, pres)) != 0)
+    if ((rc = need_key(c, obj, "details")) != 0)
         return rc;
-    if (s == NULL)
+    *pres = presence(v);
+    if (*pres != F_VALUE)
         return 0;
-    size_t n = s->u.str.n;
-    if (n > PROTO_MAX_STR) {
-        if (c->record)
-            return nfail(c, PROTO_ETOOLONG, "details", "longer than PROTO_MAX_STR");
-        n = PROTO_MAX_STR;
-        while (n > 0 && ((unsigned char)s->u.str.s[n] & 0xc0) == 0x80)
-            n--;
-        ev->flags |= PROTO_F_DETAILS_TRUNCATED;
-    }
-    if ((ev->details = mdup(s->u.str.s, n)) == NULL)
+    int json = v->type != J_STR;
+    size_t n = json ? json_compact(v, NULL, 0) : v->u.str.n;
+    if (n > PROTO_MAX_STR && c->record)
+        return nfail(c, PROTO_ETOOLONG, "details", "longer than PROTO_MAX_STR");
+    size_t keep = n > PROTO_MAX_STR ? PROTO_MAX_STR + 1 : n; /* + the byte after a cut */
+    char *d = malloc(keep + 1);
+    if (d == NULL)
         return nfail(c, PROTO_ENOMEM, "details", "out of memory");
+    if (json)
+        json_compact(v, d, keep);
+    else
+        memcpy(d, v->u.str.s, keep);
+    if (n > PROTO_MAX_STR) {
+        keep = PROTO_MAX_STR;
+        while (keep > 0 && ((unsigned char)d[keep] & 0xc0) == 0x80)
+            keep--;
+        ev->flags |= PROTO_F_DETAILS_TRUNCATED;
+        json = 0;
+    }
+    if (json && json_depth(v) > PROTO_MAX_JSON_DEPTH)
+        json = 0;
+    d[keep] = '\0';
+    ev->details = d;
+    if (json)
+        ev->flags |= PROTO_HAS_DETAILS_JSON;
     return 0;
 }
 
@@ -1126,6 +1226,106 @@ static int rd_txs(const struct nctx *c, const struct jv *data, const char *key,
     return hashlist_store(c, key, &hl, sv);
 }
 
+/* The compact JSON text of v, or null when v is NULL, at out + n (out NULL: count only).
+ * Returns the new length. */
+static size_t put_json(char *out, size_t n, const struct jv *v)
+{
+    if (v == NULL) {
+        if (out != NULL)
+            memcpy(out + n, "null", 4);
+        return n + 4;
+    }
+    return n + json_compact(v, out != NULL ? out + n : NULL, SIZE_MAX);
+}
+
+static size_t put_lit(char *out, size_t n, const char *s)
+{
+    size_t k = strlen(s);
+    if (out != NULL)
+        memcpy(out + n, s, k);
+    return n + k;
+}
+
+/* {"inTxs":[{"txHash","chainId","status"},...],"metadata":<reorg>|null} (event.h) into out
+ * (NULL: count only); returns its length. inTxs may be NULL. */
+static size_t reorg_text(const struct jv *in_txs, const struct jv *reorg, char *out)
+{
+    size_t n = put_lit(out, 0, "{\"inTxs\":[");
+    for (const struct jv *t = in_txs != NULL ? in_txs->u.kids.first : NULL; t; t = t->next) {
+        n = put_lit(out, n, t == in_txs->u.kids.first ? "{\"txHash\":" : ",{\"txHash\":");
+        n = put_json(out, n, jget(t, "txHash"));
+        n = put_lit(out, n, ",\"chainId\":");
+        n = put_json(out, n, jget(t, "chainId"));
+        n = put_lit(out, n, ",\"status\":");
+        n = put_json(out, n, jget(t, "status"));
+        n = put_lit(out, n, "}");
+    }
+    n = put_lit(out, n, "],\"metadata\":");
+    n = put_json(out, n, reorg);
+    return put_lit(out, n, "}");
+}
+
+/* Reorg details of a /requests/v3 item: set (with PROTO_HAS_REORG) when an inTx has a status
+ * other than "success" (a deposit reorged out) or a "metadata":{"reorg":{...}} object is
+ * present at the item's top level or under "data" (the top level wins). Best effort: nothing
+ * here rejects the item, and details over PROTO_MAX_REORG bytes or nested deeper than
+ * PROTO_MAX_JSON_DEPTH are dropped. */
+static int rd_reorg(const struct nctx *c, const struct jv *it, const struct jv *data,
+                    struct status_event *ev)
+{
+    const struct jv *in_txs = jget(data, "inTxs");
+    const struct jv *reorg = jget(jget(it, "metadata"), "reorg");
+    if (reorg == NULL || reorg->type != J_OBJ)
+        reorg = jget(jget(data, "metadata"), "reorg");
+    if (reorg != NULL && reorg->type != J_OBJ)
+        reorg = NULL;
+    if (in_txs != NULL && in_txs->type != J_ARR)
+        in_txs = NULL;
+    int found = reorg != NULL;
+    for (const struct jv *t = in_txs != NULL ? in_txs->u.kids.first : NULL; t; t = t->next) {
+        const struct jv *st = jget(t, "status");
+        if (presence(st) == F_VALUE && !is_str(st, "success"))
+            found = 1;
+    }
+    if (!found)
+        return 0;
+    size_t n = reorg_text(in_txs, reorg, NULL);
+    if (n > PROTO_MAX_REORG)
+        return 0;
+    char *text = malloc(n + 1);
+    if (text == NULL)
+        return nfail(c, PROTO_ENOMEM, "metadata", "out of memory");
+    reorg_text(in_txs, reorg, text);
+    text[n] = '\0';
+    if (text_depth(text, n) > PROTO_MAX_JSON_DEPTH) {
+        free(text);
+        return 0;
+    }
+    ev->reorg = text;
+    ev->flags |= PROTO_HAS_REORG;
+    return 0;
+}
+
+#define BITCOIN_CHAIN_ID 8253038 /* service-assigned (upstream-protocol.md) */
+
+/* A mempool-only Bitcoin deposit: an inTx on the origin chain, none of them with a block
+ * (absent, null or 0). */
+static int deposit_unconfirmed(const struct jv *in_txs, int64_t origin)
+{
+    int seen = 0;
+    if (in_txs == NULL || in_txs->type != J_ARR)
+        return 0;
+    for (const struct jv *t = in_txs->u.kids.first; t != NULL; t = t->next) {
+        if (chain_at(jget(t, "chainId")) != origin)
+            continue;
+        const struct jv *b = jget(t, "block");
+        if (presence(b) == F_VALUE && !(b->type == J_INT && b->u.i == 0 && !b->big))
+            return 0;
+        seen = 1;
+    }
+    return seen;
+}
+
 static int requests_item(const char *pfx, const struct jv *it, int64_t observed_at,
                          struct status_event *ev, struct proto_err *err)
 {
@@ -1201,6 +1401,11 @@ static int requests_item(const char *pfx, const struct jv *it, int64_t observed_
         ev->destination_chain_id = route_chain(origin, "outputCurrency", "inputCurrency");
     if (ev->destination_chain_id == 0)
         ev->destination_chain_id = out_chain;
+    if (ev->origin_chain_id == BITCOIN_CHAIN_ID && ev->st == PROTO_ST_PENDING &&
+        deposit_unconfirmed(jget(data, "inTxs"), ev->origin_chain_id))
+        ev->flags |= PROTO_F_UNCONFIRMED_DEPOSIT;
+    if ((rc = rd_reorg(&dc, it, data, ev)) != 0)
+        return rc;
     set_value_flags(ev);
     return 0;
 }
@@ -1370,6 +1575,25 @@ static int rd_event_id(const struct nctx *c, const struct jv *obj, struct status
     return 0;
 }
 
+/* "reorg": optional (older records have none), an object or null. */
+static int rd_record_reorg(const struct nctx *c, const struct jv *r, struct status_event *ev)
+{
+    if (presence(r) != F_VALUE)
+        return 0;
+    if (r->type != J_OBJ)
+        return nfail(c, PROTO_ETYPE, "reorg", "expected an object or null");
+    size_t n = json_compact(r, NULL, 0);
+    if (n > PROTO_MAX_REORG)
+        return nfail(c, PROTO_ETOOLONG, "reorg", "longer than PROTO_MAX_REORG");
+    if (json_depth(r) > PROTO_MAX_JSON_DEPTH)
+        return nfail(c, PROTO_ETOOLONG, "reorg", "nested deeper than PROTO_MAX_JSON_DEPTH");
+    if ((ev->reorg = malloc(n + 1)) == NULL)
+        return nfail(c, PROTO_ENOMEM, "reorg", "out of memory");
+    json_compact(r, ev->reorg, n);
+    ev->reorg[n] = '\0';
+    return 0;
+}
+
 int proto_event_from_record(const char *buf, size_t len, struct status_event *out,
                             struct proto_err *err)
 {
@@ -1390,7 +1614,8 @@ int proto_event_from_record(const char *buf, size_t len, struct status_event *ou
         goto out;
     if ((rc = rd_int(&c, root, "flags", 1, 0, UINT32_MAX, &v, &p)) != 0)
         goto out;
-    out->flags = (unsigned)v;
+    /* the details value's type (read above) is the authority on PROTO_HAS_DETAILS_JSON */
+    out->flags = ((unsigned)v & ~PROTO_HAS_DETAILS_JSON) | (out->flags & PROTO_HAS_DETAILS_JSON);
     if ((rc = rd_str(&c, root, "source", 1, &s, &p)) != 0)
         goto out;
     if ((v = proto_source_parse(s->u.str.s)) < 0) {
@@ -1411,6 +1636,7 @@ int proto_event_from_record(const char *buf, size_t len, struct status_event *ou
     if (s != NULL && ((rc = check_token(&c, "previousStatus", s)) != 0 ||
                       (rc = copy_str(&c, "previousStatus", s, &out->prev_status)) != 0))
         goto out;
+    rc = rd_record_reorg(&c, jget(root, "reorg"), out);
 out:
     if (rc != 0)
         status_event_cleanup(out);

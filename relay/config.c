@@ -1,5 +1,6 @@
 /* config.c - the settings table and cross-field validation. runs on: main thread. */
 #include "relay/config.h"
+#include "protocol/addr.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -20,8 +21,16 @@ const struct setting config_settings[] = {
      "poll period per request while the upstream websocket is down or unconfirmed"},
     {"poll-safety-interval", SET_DURATION, F(poll_safety_interval_ms), "30s", 0, 1000,
      "poll period per request while the upstream websocket is healthy"},
-    {"failure-tail", SET_DURATION, F(failure_tail_ms), "10m", 0, 0,
-     "keep polling a request this long after `failure` (a refund may follow)"},
+    {"failure-tail", SET_DURATION, F(failure_tail_ms), "7d", 0, 1000,
+     "keep watching a request this long after `failure` (a refund may follow, even hours later)"},
+    {"settled-watch", SET_DURATION, F(settled_watch_ms), "24h", 0, 1000,
+     "keep watching a request this long after `success`/`refund` (the upstream may reverse it)"},
+    {"settled-poll-interval", SET_DURATION, F(settled_poll_interval_ms), "10m", 0, 1000,
+     "poll period of a settled request (lowest priority in the budget)"},
+    {"waiting-ttl", SET_DURATION, F(waiting_ttl_ms), "24h", 0, 1000,
+     "a request still `waiting` (never deposited) this long stops being watched"},
+    {"stuck-after", SET_DURATION, F(stuck_after_ms), "30m", 0, 1000,
+     "an active request other than `waiting` unchanged this long is listed as stuck"},
     {"upstream-ping-interval", SET_DURATION, F(upstream_ping_interval_ms), "15s", 0, 1000,
      "websocket ping period towards the upstream"},
     {"upstream-ping-timeout", SET_DURATION, F(upstream_ping_timeout_ms), "30s", 0, 1000,
@@ -91,12 +100,6 @@ static int invalid(const char *env, const char *why)
     return -1;
 }
 
-static int is_loopback_listen(const char *hp)
-{
-    return strncmp(hp, "127.", 4) == 0 || strncmp(hp, "localhost:", 10) == 0 ||
-           strncmp(hp, "[::1]:", 6) == 0;
-}
-
 static int url_scheme_ok(const char *u, const char *a, const char *b)
 {
     return u && (strncmp(u, a, strlen(a)) == 0 || strncmp(u, b, strlen(b)) == 0);
@@ -128,7 +131,7 @@ int config_load(struct config *c, int argc, char **argv, const char **rest, int 
     if (c->ws_ping_timeout_ms <= c->ws_ping_interval_ms)
         return invalid("STATUSRELAY_WS_PING_TIMEOUT", "must exceed STATUSRELAY_WS_PING_INTERVAL");
     if ((c->admin_token == NULL || c->admin_token[0] == '\0') &&
-        !is_loopback_listen(c->http_listen))
+        !proto_listen_is_loopback(c->http_listen))
         return invalid("STATUSRELAY_ADMIN_TOKEN", "required when listening beyond loopback");
     if (c->admin_token && c->admin_token[0] != '\0' && strlen(c->admin_token) < 16)
         return invalid("STATUSRELAY_ADMIN_TOKEN", "must be at least 16 characters");

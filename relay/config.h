@@ -6,7 +6,7 @@
 #ifndef RELAY_CONFIG_H
 #define RELAY_CONFIG_H
 
-#include "relay/settings.h"
+#include "relay/common/settings.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -19,7 +19,11 @@ struct config {
     int64_t upstream_budget;       /* calls per minute, shared */
     int64_t poll_interval_ms;      /* per request while the upstream ws is down/unconfirmed */
     int64_t poll_safety_interval_ms; /* per request while the upstream ws is healthy */
-    int64_t failure_tail_ms;       /* keep polling a failed request this long (refund?) */
+    int64_t failure_tail_ms;       /* keep watching a failed request this long (refund?) */
+    int64_t settled_watch_ms;      /* keep watching a success/refund this long (reversal?) */
+    int64_t settled_poll_interval_ms; /* poll period of a settled watch */
+    int64_t waiting_ttl_ms;        /* a request waiting this long stops being watched */
+    int64_t stuck_after_ms;        /* active, not waiting, unchanged this long: stuck */
     int64_t upstream_ping_interval_ms;
     int64_t upstream_ping_timeout_ms;
     int64_t ingest_tolerance_ms;   /* upstream webhook signature freshness */

@@ -4,18 +4,20 @@
  * (drained on wake_ev, activated from the ws thread with event_active, which is safe because
  * evthread_use_pthreads() ran before event_base_new()). */
 #include "relay/core.h"
-#include "relay/dispatch.h"
-#include "relay/api.h"
-#include "relay/httpc.h"
-#include "relay/hub.h"
-#include "relay/ingest.h"
-#include "relay/log.h"
-#include "relay/poller.h"
-#include "relay/upstream.h"
-#include "relay/util.h"
-#include "relay/webhooks.h"
-#include "relay/ws_thread.h"
-#include "relay/xq.h"
+#include "relay/delivery/delivery.h"
+#include "relay/delivery/dispatch.h"
+#include "relay/api/server.h"
+#include "relay/common/httpc.h"
+#include "relay/dash/hub.h"
+#include "relay/ingest/ingest.h"
+#include "relay/common/log.h"
+#include "relay/ingest/poller.h"
+#include "relay/ingest/upstream.h"
+#include "relay/common/util.h"
+#include "relay/ingest/watch.h"
+#include "relay/delivery/webhooks.h"
+#include "relay/edge/ws_thread.h"
+#include "relay/edge/xq.h"
 #include "store/apply.h"
 #include "store/keys.h"
 #include "store/store.h"
@@ -99,7 +101,8 @@ static void on_depths(evutil_socket_t fd, short what, void *arg)
         const char *kind;
         int64_t *dst;
     } q[] = {{"due", &m->q_due}, {"inflight", &m->q_inflight}, {"dead", &m->q_dead},
-             {"poll", &m->tracked_polled}};
+             {"poll", &m->tracked_polled}, {"pollu", &m->poll_urgent},
+             {"polls", &m->watch_settled}};
     for (size_t i = 0; i < ARRAY_LEN(q); i++) {
         key_build(k, sizeof(k), tag, q[i].kind, NULL, NULL);
         store_cmd(c->store, on_zcard, q[i].dst, "ZCARD %s", k);
@@ -108,6 +111,13 @@ static void on_depths(evutil_socket_t fd, short what, void *arg)
         key_build(k, sizeof(k), tag, "st", metrics_statuses[i], NULL);
         store_cmd(c->store, on_zcard, &m->requests_by_status[i], "ZCARD %s", k);
     }
+}
+
+static void on_refund_failure(void *arg, const char *reason)
+{
+    struct core *c = arg;
+    metrics_refund_failure(&c->metrics, reason);
+    log_warn("refund failed: user funds need a human", "reason=%s", reason);
 }
 
 /* A Redis setting we refuse to run with (allkeys eviction) stops the daemon at once. */
@@ -158,7 +168,12 @@ struct core *core_new(const struct config *cfg)
     c->ingest = ingest_new(c);
     c->poller = poller_new(c);
     c->applier = applier_new(c->store, cfg->event_retention, poller_next_poll, c->poller);
+    applier_set_watch(c->applier, cfg->waiting_ttl_ms, cfg->settled_watch_ms,
+                      cfg->failure_tail_ms);
+    applier_on_refund_failure(c->applier, on_refund_failure, c);
     c->upstream = upstream_new(c);
+    upstream_on_gap(c->upstream, poller_gap, c->poller);
+    c->watch = watch_new(c);
     c->api = api_new(c);
     c->hub = hub_new(c);
     cp->sig_term = evsignal_new(c->base, SIGTERM, on_signal, c);
@@ -170,6 +185,8 @@ struct core *core_new(const struct config *cfg)
     signal(SIGPIPE, SIG_IGN);
     c->metrics.q_due = c->metrics.q_inflight = c->metrics.q_dead = -1;
     c->metrics.tracked_polled = -1;
+    c->metrics.poll_urgent = c->metrics.watch_settled = c->metrics.requests_stuck = -1;
+    c->metrics.oldest_unsettled_ms = -1;
     cp->depth_ev = event_new(c->base, -1, EV_PERSIST, on_depths, c);
     struct timeval tv = {2, 0};
     evtimer_add(cp->depth_ev, &tv);
@@ -194,9 +211,10 @@ int core_start(struct core *c)
     if (api_start(c->api) != 0)
         return -1;
     store_start(c->store);
-    webhooks_start(c);
+    delivery_start(c);
     poller_start(c->poller);
     upstream_start(c->upstream);
+    watch_start(c->watch);
     log_info("statusrelay started", "http=%s ws=%s upstream=%s instance=%s", cfg->http_listen,
              cfg->ws_listen, cfg->upstream_ws_url, c->instance_id);
     return 0;
@@ -208,7 +226,7 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
 {
     struct core_priv *cp = arg;
     struct core *c = &cp->c;
-    struct dispatch *d = c->webhooks ? webhooks_dispatch(c->webhooks) : NULL;
+    struct dispatch *d = delivery_dispatch(c);
     int busy = dispatch_busy(d) && store_ready(c->store);
     if (busy && mono_ms() < cp->stop_deadline) {
         struct timeval tv = {0, 50 * 1000};
@@ -256,10 +274,11 @@ void core_free(struct core *c)
     /* Completions first, while every module they call back into is alive: httpc and store
      * finish their in-flight work with "shutdown"/"disconnected" errors. */
     hub_free(c->hub);
-    webhooks_stop(c);
+    delivery_stop(c);
     httpc_free(c->httpc);
     store_free(c->store);
     api_free(c->api);
+    watch_free(c->watch);
     upstream_free(c->upstream);
     poller_free(c->poller);
     applier_free(c->applier);

@@ -25,6 +25,8 @@ struct poller;
 struct api;
 struct webhooks;
 struct hub;
+struct watch;
+struct delivery;
 
 struct core {
     const struct config *cfg;
@@ -38,9 +40,11 @@ struct core {
     struct ingest *ingest;
     struct upstream *upstream;
     struct poller *poller;
+    struct watch *watch;       /* watched set, watch expiry, stuck gauges (relay/ingest/watch.c) */
     struct api *api;
-    struct webhooks *webhooks; /* endpoints, fan-out and dispatcher (relay/webhooks.c) */
-    struct hub *hub;           /* dashboard stream, core side (relay/hub.c) */
+    struct webhooks *webhooks; /* the endpoint set (relay/delivery/webhooks.c) */
+    struct delivery *delivery; /* owns the set, fan-out and dispatcher (relay/delivery/delivery.c) */
+    struct hub *hub;           /* dashboard stream, core side (relay/dash/hub.c) */
     struct metrics metrics;
     char instance_id[40]; /* random per process: lease holder name, consumer name */
     int64_t started_ms;

@@ -1,4 +1,5 @@
-/* metrics.h - counters of the daemon, rendered as Prometheus text at GET /metrics.
+/* metrics.h - counters of the daemon, written by every module; relay/api/metrics.c renders
+ * them at GET /metrics (this file reads no module).
  * Plain integers: every writer is the core thread; ws-thread counters live in their own
  * modules as atomics and are read at render time.
  * runs on: core thread. */
@@ -17,6 +18,9 @@ extern const int64_t metrics_lat_bounds_ms[METRICS_LAT_BUCKETS];
 /* statuses counted by the requests_by_status gauge */
 #define METRICS_STATUSES 10
 extern const char *const metrics_statuses[METRICS_STATUSES];
+/* refundFailReason values counted by statusrelay_refund_failures_total (others: "other") */
+#define METRICS_REFUND_REASONS 7
+extern const char *const metrics_refund_reasons[METRICS_REFUND_REASONS];
 /* Record one delivered attempt's latency in the histogram. */
 struct metrics;
 void metrics_observe_delivery(struct metrics *m, int64_t latency_ms);
@@ -36,7 +40,7 @@ struct metrics {
     uint64_t ingest_pending;           /* observations waiting for Redis */
     uint64_t ingest_dropped;           /* observations dropped (pending queue full) */
     uint64_t webhook_ingest[4];        /* ok, bad signature, stale, malformed */
-    /* webhook deliveries (relay/fanout.c, relay/dispatch.c) */
+    /* webhook deliveries (relay/delivery/fanout.c, relay/delivery/dispatch.c) */
     uint64_t wh_fanout_events;         /* events read from the stream by this process */
     uint64_t wh_deliveries_created;    /* deliveries created by fan-out */
     uint64_t wh_attempts;              /* HTTP attempts completed */
@@ -50,18 +54,22 @@ struct metrics {
     uint64_t wh_latency_buckets[METRICS_LAT_BUCKETS]; /* delivered attempts, latency <= le */
     /* gauges refreshed from Redis every 2 s by core.c (-1 until the first read) */
     int64_t q_due, q_inflight, q_dead;  /* deliveries by queue */
-    int64_t tracked_polled;             /* tracked, unfinished requests (the poll set) */
+    int64_t tracked_polled;             /* active watches on safety polls (the poll set) */
     int64_t requests_by_status[METRICS_STATUSES];
     uint64_t api_responses[METRICS_API_CLASSES]; /* REST answers by class: 1xx..5xx */
+    /* watch gauges refreshed from Redis every 5 s by relay/ingest/watch.c (-1 until the first read) */
+    int64_t poll_urgent, watch_settled;    /* poll tiers: urgent (+ tracked_polled = active
+                                              watches), settled (settled watches) */
+    int64_t requests_stuck;                /* active, not waiting, unchanged STUCK_AFTER */
+    int64_t stuck_by_status[METRICS_STATUSES + 1]; /* + "other" (unknown statuses) */
+    int64_t oldest_unsettled_ms;           /* first-seen ms of the oldest one, -1 = none */
+    /* accepted events whose refundFailReason became set: user funds that need a human */
+    uint64_t refund_failures[METRICS_REFUND_REASONS + 1]; /* + "other" */
 };
 
-const char *metrics_outcome_name(enum metrics_outcome o);
+/* Count an accepted event whose refundFailReason became reason. */
+void metrics_refund_failure(struct metrics *m, const char *reason);
 
-struct core;
-struct evbuffer;
-/* Append every counter and gauge of c (struct metrics, store stats, upstream state) to out
- * as Prometheus text exposition format 0.0.4: HELP and TYPE lines, names prefixed
- * "statusrelay_", counters suffixed "_total". GET /metrics answers this. */
-void metrics_render(struct core *c, struct evbuffer *out);
+const char *metrics_outcome_name(enum metrics_outcome o);
 
 #endif

@@ -2,7 +2,7 @@
 #include "relay/commands.h"
 #include "relay/config.h"
 #include "relay/core.h"
-#include "relay/log.h"
+#include "relay/common/log.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -12,8 +12,8 @@
  * on the cache's word. */
 #include "store/apply.h"
 #include "store/keys.h"
-#include "relay/log.h"
-#include "relay/util.h"
+#include "relay/common/log.h"
+#include "relay/common/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,8 +32,11 @@ struct applier {
     struct store *s;
     struct store_script script;
     char maxlen[24];
-    apply_poll_policy_fn *policy;
+    apply_poll_policy_cb *policy;
     void *policy_arg;
+    char wttl[24], settled[24], ftail[24]; /* watch windows, ms */
+    apply_refund_failure_cb *on_refund;
+    void *on_refund_arg;
     struct cache_slot *cache; /* APPLY_CACHE_SLOTS entries */
 };
 
@@ -44,6 +47,7 @@ struct apply_op {
     int track;
     int rounds;
     int cached; /* decided against the cache: anything but an accept asks Redis */
+    int refund_new; /* the accepted event sets a refundFailReason the last state lacked */
     apply_done_cb *cb;
     void *arg;
 };
@@ -82,16 +86,31 @@ static void cache_put(struct applier *a, const struct status_event *ev)
 }
 
 struct applier *applier_new(struct store *s, int64_t stream_maxlen,
-                            apply_poll_policy_fn *policy, void *policy_arg)
+                            apply_poll_policy_cb *policy, void *policy_arg)
 {
     struct applier *a = xcalloc(1, sizeof(*a));
     a->s = s;
     store_script_init(&a->script, "apply");
     snprintf(a->maxlen, sizeof(a->maxlen), "%lld", (long long)stream_maxlen);
+    applier_set_watch(a, 86400000, 86400000, 7 * 86400000LL);
     a->policy = policy;
     a->policy_arg = policy_arg;
     a->cache = xcalloc(APPLY_CACHE_SLOTS, sizeof(*a->cache));
     return a;
+}
+
+void applier_set_watch(struct applier *a, int64_t waiting_ttl, int64_t settled_watch,
+                       int64_t failure_tail)
+{
+    snprintf(a->wttl, sizeof(a->wttl), "%lld", (long long)waiting_ttl);
+    snprintf(a->settled, sizeof(a->settled), "%lld", (long long)settled_watch);
+    snprintf(a->ftail, sizeof(a->ftail), "%lld", (long long)failure_tail);
+}
+
+void applier_on_refund_failure(struct applier *a, apply_refund_failure_cb *fn, void *arg)
+{
+    a->on_refund = fn;
+    a->on_refund_arg = arg;
 }
 
 void applier_free(struct applier *a)
@@ -170,13 +189,17 @@ static void decide_and_write(struct apply_op *op, const struct status_event *las
     snprintf(expected, sizeof(expected), "%llu", (unsigned long long)(last ? last->seq : 0));
     snprintf(seq, sizeof(seq), "%llu", (unsigned long long)ev->seq);
     snprintf(nowbuf, sizeof(nowbuf), "%lld", (long long)now);
-    int64_t np = a->policy ? a->policy(a->policy_arg, ev, now) : -1;
-    if (np >= 0)
-        snprintf(pollbuf, sizeof(pollbuf), "%lld", (long long)np);
+    char tier[2] = "a";
+    int64_t np = a->policy ? a->policy(a->policy_arg, ev, now, &tier[0]) : now;
+    snprintf(pollbuf, sizeof(pollbuf), "%lld", (long long)(np >= 0 ? np : now));
+    const char *rfr = ev->refund_fail_reason;
+    op->refund_new = rfr != NULL && strcmp(rfr, "N/A") != 0 &&
+                     (last == NULL || last->refund_fail_reason == NULL ||
+                      strcmp(last->refund_fail_reason, rfr) != 0);
     const char *argv[] = {k_req, k_ev, k_all, k_st, k_old, k_tl, k_poll,
                           expected, seq, rec, ev->status, ev->event_id, id, a->maxlen,
                           nowbuf, pollbuf, proto_source_name(ev->source), TIMELINE_CAP,
-                          op->track ? "1" : "0"};
+                          op->track ? "1" : "0", tier, tag, a->wttl, a->settled, a->ftail};
     size_t lens[ARRAY_LEN(argv)];
     for (size_t i = 0; i < ARRAY_LEN(argv); i++)
         lens[i] = argv[i] == rec ? reclen : strlen(argv[i]);
@@ -225,6 +248,8 @@ static void on_script(void *arg, const char *err, redisReply *r)
         char sid[64];
         snprintf(sid, sizeof(sid), "%.*s", (int)r->element[1]->len, r->element[1]->str);
         cache_put(op->a, &op->next);
+        if (op->refund_new && op->a->on_refund != NULL)
+            op->a->on_refund(op->a->on_refund_arg, op->next.refund_fail_reason);
         op_finish(op, NULL, PROTO_ACCEPT, sid);
         return;
     }

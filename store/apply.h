@@ -9,14 +9,25 @@
 #include "protocol/lifecycle.h"
 #include "store/store.h"
 
-/* Next poll time (ms, wall clock) for a request in state ev, or -1 to stop polling it. */
-typedef int64_t apply_poll_policy_fn(void *arg, const struct status_event *ev, int64_t now_ms);
+/* Next poll of a watched request in state ev: returns the due time (ms, wall clock) and sets
+ * *tier to 'u' (urgent: the upstream websocket does not confirm it), 'a' (active, safety
+ * poll) or 's' (settled). Whether it is watched at all is the watch rule's (apply.lua). */
+typedef int64_t apply_poll_policy_cb(void *arg, const struct status_event *ev, int64_t now_ms,
+                                     char *tier);
 
 struct applier;
 
 struct applier *applier_new(struct store *s, int64_t stream_maxlen,
-                            apply_poll_policy_fn *policy, void *policy_arg);
+                            apply_poll_policy_cb *policy, void *policy_arg);
 void applier_free(struct applier *a);
+/* The watch windows (ms) apply.lua needs to move a request's watch (store/watch_lib.lua):
+ * waiting TTL, settled watch, failure tail. Set before the first apply. */
+void applier_set_watch(struct applier *a, int64_t waiting_ttl, int64_t settled_watch,
+                       int64_t failure_tail);
+/* Listener: an accepted event set a refundFailReason other than the last state's (called
+ * before the apply callback, with the event's reason). One per applier. */
+typedef void apply_refund_failure_cb(void *arg, const char *reason);
+void applier_on_refund_failure(struct applier *a, apply_refund_failure_cb *fn, void *arg);
 
 /* Result: err is NULL or a store error (store_err_disconnected: nothing was written, retry
  * later). On PROTO_ACCEPT, ev is the written event (borrowed for the callback) and

@@ -1,44 +1,61 @@
 -- apply.lua - the atomic apply step (compare-and-set on the request's seq).
 -- protocol/lifecycle.c decided that the observation is a new event with seq = expected + 1;
--- this script writes it only if nobody else wrote an event for the request meanwhile.
+-- this script writes it only if nobody else wrote an event for the request meanwhile, and
+-- moves the watch of a tracked request to the phase of its new status (watch_lib.lua).
 -- KEYS: 1 req hash, 2 events stream, 3 all zset, 4 new status zset, 5 old status zset,
---       6 timeline list, 7 poll zset
+--       6 timeline list, 7 poll zset (active tier)
 -- ARGV: 1 expected seq (0 = unknown request), 2 new seq, 3 record JSON, 4 status,
---       5 event id, 6 request id, 7 stream maxlen, 8 now ms, 9 next poll ms ("" = stop
---       polling), 10 source, 11 timeline cap, 12 "1" = start tracking an untracked request
+--       5 event id, 6 request id, 7 stream maxlen, 8 now ms, 9 next poll ms, 10 source,
+--       11 timeline cap, 12 "1" = start tracking an untracked request, 13 poll tier
+--       ("u" urgent, "a" active, "s" settled), 14 key tag "{P}", 15 waiting TTL ms,
+--       16 settled watch ms, 17 failure tail ms
 -- Returns {1, stream id} when applied, {0, current record or false} on a seq conflict.
-local h = redis.call('HMGET', KEYS[1], 'seq', 'first', 'trk')
-if tonumber(h[1] or '0') ~= tonumber(ARGV[1]) then
+local tag, now = ARGV[14], tonumber(ARGV[8])
+local wcfg = {wttl = tonumber(ARGV[15]), settled = tonumber(ARGV[16]),
+              ftail = tonumber(ARGV[17])}
+-- #include watch_lib.lua
+local id, st = ARGV[6], ARGV[4]
+local o = watch_read(KEYS[1], id)
+if o.seq ~= tonumber(ARGV[1]) then
   return {0, redis.call('HGET', KEYS[1], 'rec') or false}
 end
-local first, trk = h[2], h[3]
-local fields = {'seq', ARGV[2], 'rec', ARGV[3], 'status', ARGV[4], 'src', ARGV[10]}
+local first, trk = o.first, o.trk
+local fields = {'seq', ARGV[2], 'rec', ARGV[3], 'status', st, 'src', ARGV[10]}
 if not first then
   first = ARGV[8]
   fields[#fields + 1] = 'first'
   fields[#fields + 1] = first
-  redis.call('ZADD', KEYS[3], first, ARGV[6])
+  redis.call('ZADD', KEYS[3], first, id)
 end
 if not trk and ARGV[12] == '1' then
   trk = '1'
   fields[#fields + 1] = 'trk'
   fields[#fields + 1] = '1'
 end
-redis.call('HSET', KEYS[1], unpack(fields))
-if KEYS[5] ~= KEYS[4] then
-  redis.call('ZREM', KEYS[5], ARGV[6])
+local chg, wb = o.chg, o.wb
+if o.st ~= st or not chg then
+  chg = now
+  fields[#fields + 1] = 'chg'
+  fields[#fields + 1] = ARGV[8]
 end
-redis.call('ZADD', KEYS[4], first, ARGV[6])
-local sid = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[7], '*',
-                       'id', ARGV[5], 'rid', ARGV[6], 'seq', ARGV[2], 'rec', ARGV[3])
-if redis.call('RPUSH', KEYS[6], sid) > tonumber(ARGV[11]) then
-  redis.call('LTRIM', KEYS[6], -tonumber(ARGV[11]), -1)
+if o.st ~= st or not wb then
+  wb = now
+  fields[#fields + 1] = 'wb'
+  fields[#fields + 1] = ARGV[8]
 end
 if trk == '1' then
-  if ARGV[9] == '' then
-    redis.call('ZREM', KEYS[7], ARGV[6])
-  else
-    redis.call('ZADD', KEYS[7], ARGV[9], ARGV[6])
-  end
+  local phase, u = watch_phase(st, wb)
+  watch_move(id, o, {phase = phase, wu = u, st = st, chg = chg, first = first,
+                     tier = ARGV[13], at = ARGV[9]}, fields)
+end
+redis.call('HSET', KEYS[1], unpack(fields))
+if KEYS[5] ~= KEYS[4] then
+  redis.call('ZREM', KEYS[5], id)
+end
+redis.call('ZADD', KEYS[4], first, id)
+local sid = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[7], '*',
+                       'id', ARGV[5], 'rid', id, 'seq', ARGV[2], 'rec', ARGV[3])
+if redis.call('RPUSH', KEYS[6], sid) > tonumber(ARGV[11]) then
+  redis.call('LTRIM', KEYS[6], -tonumber(ARGV[11]), -1)
 end
 return {1, sid}

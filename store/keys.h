@@ -1,14 +1,29 @@
-/* keys.h - the only place that builds Redis key names. All keys live under one hash tag,
- * "{<prefix>}", so one deployment's keys map to one Redis Cluster slot.
+/* keys.h - the table of every Redis key, and key_build, which the C code uses to name them.
+ * Lua scripts that reach keys beyond their KEYS (the wh_*.lua and watch_*.lua steps, which
+ * get the tag "{P}" as an argument) build the same names from this table. All keys live
+ * under one hash tag, "{<prefix>}", so one deployment's keys map to one Redis Cluster slot.
  *
  *   key                          type    what
  *   {P}:req:<id>                 hash    last-known state of a request: rec (record JSON),
  *                                        seq, status, meta (metadata JSON), first (ms),
- *                                        trk ("1" tracked / "0"), src (last source)
+ *                                        trk ("1" tracked / "0"), src (last source), chg
+ *                                        (ms of the last status change), and its watch
+ *                                        (store/watch_lib.lua): watch (active|settled|
+ *                                        ended), wu (watch until ms or ""), wb (window
+ *                                        start ms), pt (poll tier u|a|s or "")
  *   {P}:all                      zset    every known request id, score = first seen (ms)
  *   {P}:st:<status>              zset    request ids by current status, score = first seen
- *   {P}:poll                     zset    tracked, non-final request ids, score = next poll
- *                                        time (ms); polls are claimed from here
+ *   {P}:pollu / :poll / :polls   zset    the poll schedule of watched requests by due time
+ *                                        (ms), one per tier: urgent (unconfirmed active),
+ *                                        active (safety), settled; claimed in that order
+ *   {P}:watch                    zset    watched (active or settled) ids by change version
+ *   {P}:unwatch                  zset    ids whose watch ended, by change version (capped)
+ *   {P}:wver / {P}:wlow          string  change version counter / oldest version unwatch
+ *                                        still covers (watch_sync.lua)
+ *   {P}:wend                     zset    watched ids with an end, by watch-until (ms)
+ *   {P}:act                      zset    active ids other than waiting, by last status
+ *                                        change (ms): stuck requests are the old ones
+ *   {P}:unset                    zset    the same ids by first seen (oldest unsettled)
  *   {P}:events                   stream  the event log: id (event id), rid, seq, rec
  *   {P}:tl:<id>                  list    stream ids of a request's events (timeline)
  *   {P}:budget                   hash    the upstream budget's token bucket shared by all

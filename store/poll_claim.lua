@@ -1,9 +1,12 @@
 -- poll_claim.lua - claim due polls, drawing from the shared upstream budget.
--- KEYS: 1 poll zset, 2 budget bucket (hash: t = tokens, ts = last refill ms)
+-- KEYS: 1 poll zset (active tier), 2 budget bucket (hash: t = tokens, ts = last refill ms),
+--       3 urgent tier zset, 4 settled tier zset (watch_lib.lua)
 -- ARGV: 1 now ms, 2 max polls wanted, 3 lease ms (claimed ids are pushed this far out so
 --       no other process takes them), 4 budget per minute, 5 calls to reserve besides polls
 --       (a /requests/v3 page), 6 only reserve (1: take ARGV[5] calls and claim no polls)
--- Returns {granted extra calls, id, id, ...}. The most overdue requests come first.
+-- Returns {granted extra calls, id, id, ...}. Tiers are served in order - urgent (active
+-- requests the upstream websocket does not confirm), active safety polls, settled watches -
+-- and within a tier the most overdue request comes first.
 --
 -- The budget is a token bucket shared by every process: it holds at most burst = budget/10
 -- calls (at least 1) and refills evenly at (budget - burst) per minute, so that no 60 s
@@ -34,13 +37,19 @@ if avail > 0 then
   taken = extra
   if ARGV[6] ~= '1' and avail > 0 then
     local n = math.min(tonumber(ARGV[2]), avail)
-    local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, n)
     local until_ms = now + tonumber(ARGV[3])
-    for _, id in ipairs(ids) do
-      redis.call('ZADD', KEYS[1], 'XX', until_ms, id)
-      out[#out + 1] = id
+    for _, k in ipairs({KEYS[3], KEYS[1], KEYS[4]}) do
+      if n <= 0 then
+        break
+      end
+      local ids = redis.call('ZRANGEBYSCORE', k, '-inf', now, 'LIMIT', 0, n)
+      for _, id in ipairs(ids) do
+        redis.call('ZADD', k, 'XX', until_ms, id)
+        out[#out + 1] = id
+      end
+      taken = taken + #ids
+      n = n - #ids
     end
-    taken = taken + #ids
   end
 end
 -- refill state is written on every call (also when nothing was taken), so a clock that

@@ -1,8 +1,10 @@
 -- requests_read.lua - the REST view of several requests at once (read only, one snapshot).
 -- KEYS: one {P}:req:<id> hash per request. ARGV: none.
--- Returns one array per key: {rec, seq, status, meta, first, trk, src} (nil when absent).
+-- Returns one array per key: {rec, seq, status, meta, first, trk, src, watch,
+-- wu} (nil when absent).
 local out = {}
 for i = 1, #KEYS do
-  out[i] = redis.call('HMGET', KEYS[i], 'rec', 'seq', 'status', 'meta', 'first', 'trk', 'src')
+  out[i] = redis.call('HMGET', KEYS[i], 'rec', 'seq', 'status', 'meta', 'first', 'trk', 'src',
+                       'watch', 'wu')
 end
 return out

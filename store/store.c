@@ -1,8 +1,8 @@
 /* store.c - see store.h. runs on: core thread. */
 #include "store/store.h"
-#include "relay/embedded.h"
-#include "relay/log.h"
-#include "relay/util.h"
+#include "relay/common/embedded.h"
+#include "relay/common/log.h"
+#include "relay/common/util.h"
 
 #include <event2/event.h>
 #include <hiredis/adapters/libevent.h>

@@ -1,20 +1,49 @@
 -- track.lua - start tracking request ids (idempotent).
 -- KEYS: 1 poll zset, 2 all zset, 3.. one req hash per id
--- ARGV: 1 now ms, 2 metadata JSON or "", 3.. ids (same order as KEYS[3..])
--- A newly tracked request is due for a poll at once; returns the count of newly tracked ids.
+-- ARGV: 1 now ms, 2 metadata JSON or "", 3 key tag "{P}", 4 waiting TTL ms, 5 settled watch
+--       ms, 6 failure tail ms, 7.. ids (same order as KEYS[3..])
+-- A newly tracked request, or a tracked one whose watch had ended, starts a watch now
+-- (watch_lib.lua: its phase follows its last status, its window starts now) and is due for
+-- a poll at once. Returns the count of newly tracked ids.
+local tag, now = ARGV[3], tonumber(ARGV[1])
+local wcfg = {wttl = tonumber(ARGV[4]), settled = tonumber(ARGV[5]), ftail = tonumber(ARGV[6])}
+-- #include watch_lib.lua
 local created = 0
 for i = 3, #KEYS do
-  local k, id = KEYS[i], ARGV[i]
-  if redis.call('HGET', k, 'trk') ~= '1' then
-    created = created + 1
-    redis.call('HSET', k, 'trk', '1')
-    if redis.call('HSETNX', k, 'first', ARGV[1]) == 1 then
-      redis.call('ZADD', KEYS[2], 'NX', ARGV[1], id)
+  local k, id = KEYS[i], ARGV[i + 4]
+  local o = watch_read(k, id)
+  local fields = {}
+  if o.trk ~= '1' or not watched(o.phase) then
+    if o.trk ~= '1' then
+      created = created + 1
+      fields[#fields + 1] = 'trk'
+      fields[#fields + 1] = '1'
     end
-    redis.call('ZADD', KEYS[1], ARGV[1], id)
+    local first = o.first
+    if not first then
+      first = ARGV[1]
+      fields[#fields + 1] = 'first'
+      fields[#fields + 1] = first
+      redis.call('ZADD', KEYS[2], 'NX', first, id)
+    end
+    fields[#fields + 1] = 'wb'
+    fields[#fields + 1] = ARGV[1]
+    local chg = o.chg
+    if not chg then
+      chg = now
+      fields[#fields + 1] = 'chg'
+      fields[#fields + 1] = ARGV[1]
+    end
+    local phase, u = watch_phase(o.st, now)
+    watch_move(id, o, {phase = phase, wu = u, st = o.st, chg = chg, first = first,
+                       tier = 'u', at = now}, fields)
   end
   if ARGV[2] ~= '' then
-    redis.call('HSET', k, 'meta', ARGV[2])
+    fields[#fields + 1] = 'meta'
+    fields[#fields + 1] = ARGV[2]
+  end
+  if #fields > 0 then
+    redis.call('HSET', k, unpack(fields))
   end
 end
 return created

@@ -1,8 +1,13 @@
--- untrack.lua - stop tracking one request. KEYS: 1 req hash, 2 poll zset. ARGV: 1 id.
+-- untrack.lua - stop tracking one request: its watch ends (no subscription, no polls).
+-- KEYS: 1 req hash. ARGV: 1 id, 2 key tag "{P}", 3 now ms.
 -- Returns 0 when the request is unknown, 1 otherwise.
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return 0
 end
-redis.call('HSET', KEYS[1], 'trk', '0')
-redis.call('ZREM', KEYS[2], ARGV[1])
+local tag, now = ARGV[2], tonumber(ARGV[3])
+local wcfg = {wttl = 0, settled = 0, ftail = 0}
+-- #include watch_lib.lua
+local o = watch_read(KEYS[1], ARGV[1])
+local fields = watch_move(ARGV[1], o, {phase = 'ended', wu = false, st = o.st}, {'trk', '0'})
+redis.call('HSET', KEYS[1], unpack(fields))
 return 1

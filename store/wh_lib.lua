@@ -1,5 +1,5 @@
 -- wh_lib.lua - the delivery-queue steps shared by wh_fanout.lua, wh_claim.lua and
--- wh_done.lua. relay/embed.pl pastes this file where a script has the line
+-- wh_done.lua. relay/common/embed.pl pastes this file where a script has the line
 -- "-- #include wh_lib.lua"; the script defines the locals tag (key prefix), now (ms) and
 -- ttl (retention ms of finished deliveries) before that line.
 -- Invariant kept here: of the unfinished deliveries of one request to one endpoint (the

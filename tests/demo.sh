@@ -23,7 +23,11 @@ trap cleanup INT TERM EXIT
 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$DIR" --appendonly yes \
     --save "" --daemonize no >"$DIR/redis.log" 2>&1 &
 pids+=($!)
-"$BIN" sim --listen "127.0.0.1:$SIM_PORT" --rate 1 --seed 7 --api-key "$KEY" \
+# the usual mix plus the upstream's reversals (reorg, double spend), late refunds and
+# requests that are never deposited
+MIX=success:50,depositing:7,delayed:5,refund:8,failure:4,deposit-address:8,solana:6
+MIX=$MIX,reorg:4,double-spend:3,late-refund:2,never-deposited:3
+"$BIN" sim --listen "127.0.0.1:$SIM_PORT" --rate 1 --seed 7 --api-key "$KEY" --mix "$MIX" \
     >"$DIR/sim.log" 2>&1 &
 pids+=($!)
 sleep 0.5

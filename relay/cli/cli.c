@@ -3,7 +3,7 @@
  * 0 ok, 1 failure (server error, unreachable), 2 usage, 3 not found.
  * runs on: main thread (blocking libcurl easy; no event loop). */
 #include "relay/commands.h"
-#include "relay/util.h"
+#include "relay/common/util.h"
 
 #include <curl/curl.h>
 #include <jansson.h>

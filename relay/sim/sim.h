@@ -25,7 +25,7 @@ struct sim_http;
 struct sim_webhook;
 struct sim_req;
 
-/* Settings (relay/settings.h table in sim.c; env prefix STATUSRELAY_SIM_). */
+/* Settings (relay/common/settings.h table in sim.c; env prefix STATUSRELAY_SIM_). */
 struct sim_config {
     char *listen;           /* HOST:PORT; port 0 picks a free port (see port_file) */
     int64_t seed;

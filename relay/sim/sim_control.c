@@ -7,15 +7,16 @@
  *   POST   /_sim/requests/{id}/advance       next step of the path (409 at its end)
  *   POST   /_sim/requests/{id}/status        set any status
  *   GET|POST|DELETE /_sim/faults             read / change / clear the faults
- *   GET|DELETE /_sim/stats (POST /_sim/stats/reset)   counters
+ *   GET|DELETE /_sim/stats (POST /_sim/stats/reset)   counters (the reset also zeroes the
+ *                                                     per-request ones)
  *   GET|POST /_sim/load                      the request generator {"rate","durationMs"} */
 #include "relay/sim/sim_control.h"
 #include "relay/sim/sim.h"
 #include "relay/sim/sim_model.h"
 #include "relay/sim/sim_webhook.h"
 #include "relay/sim/sim_ws.h"
-#include "relay/log.h"
-#include "relay/util.h"
+#include "relay/common/log.h"
+#include "relay/common/util.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -83,6 +84,8 @@ static void view(struct sim *s, const struct sim_req *r, struct sbuf *b)
         sbuf_jstr(b, r->steps[i].status);
         sbuf_adds(b, ",\"delayMs\":");
         sbuf_jint(b, r->steps[i].delay_ms);
+        if (r->steps[i].reorg)
+            sbuf_adds(b, ",\"reorg\":true");
         sbuf_add(b, "}", 1);
     }
     sbuf_adds(b, "],\"originChainId\":");
@@ -97,8 +100,12 @@ static void view(struct sim *s, const struct sim_req *r, struct sbuf *b)
     sbuf_jint(b, r->created_ms);
     sbuf_adds(b, ",\"updatedAt\":");
     sbuf_jint(b, r->updated_ms);
-    sbuf_addf(b, ",\"subscribed\":%s,\"history\":[",
-              sim_ws_subscribed(s->ws, r->id) ? "true" : "false");
+    sbuf_addf(b, ",\"subscribed\":%s,\"statusPolls\":%llu,\"requestsReads\":%llu,"
+                 "\"subscribes\":%llu,\"reorged\":%s,\"history\":[",
+              sim_ws_subscribed(s->ws, r->id) ? "true" : "false",
+              (unsigned long long)r->counts.status_polls,
+              (unsigned long long)r->counts.requests_reads,
+              (unsigned long long)r->counts.subscribes, r->reorg ? "true" : "false");
     for (int i = 0; i < r->nhist; i++) {
         if (i)
             sbuf_add(b, ",", 1);
@@ -114,6 +121,19 @@ static void view(struct sim *s, const struct sim_req *r, struct sbuf *b)
 }
 
 /* ---- requests ---------------------------------------------------------------------------- */
+
+/* An optional boolean field: 0 when absent or null; *err set when not a boolean. */
+static int opt_bool(json_t *obj, const char *key, const char **err)
+{
+    json_t *v = json_object_get(obj, key);
+    if (v == NULL || json_is_null(v))
+        return 0;
+    if (!json_is_boolean(v)) {
+        *err = key;
+        return 0;
+    }
+    return json_is_true(v);
+}
 
 static void create(struct sim *s, json_t *in, struct sim_resp *out)
 {
@@ -167,6 +187,7 @@ static void create(struct sim *s, json_t *in, struct sim_resp *out)
                 p->refund_fail_reason = opt_str(st, "refundFailReason", STR_MAX, &err);
                 p->details = opt_str(st, "details", DETAILS_MAX, &err);
                 opt_int(st, "delayMs", 0, 86400000, &p->delay_ms, &err);
+                p->reorg = opt_bool(st, "reorg", &err);
                 if (p->status == NULL)
                     err = "path[].status";
             } else {
@@ -251,6 +272,7 @@ static void set_status(struct sim *s, struct sim_req *r, json_t *in, struct sim_
     opt_int(in, "updatedAt", 1, 9007199254740991LL, &set.updated_at, &err);
     json_t *auto_h = json_object_get(in, "autoHashes");
     set.no_auto_hashes = json_is_false(auto_h);
+    set.reorg = opt_bool(in, "reorg", &err);
     const char *lists[2] = {"inTxHashes", "txHashes"};
     for (int k = 0; k < 2; k++) {
         json_t *a = json_object_get(in, lists[k]);
@@ -597,6 +619,7 @@ void sim_control_handle(struct sim *s, enum sim_method method, const char *path,
     } else if ((strcmp(rest, "/stats") == 0 && method == SIM_M_DELETE) ||
                (strcmp(rest, "/stats/reset") == 0 && method == SIM_M_POST)) {
         memset(&s->stats, 0, sizeof(s->stats));
+        sim_model_reset_counts(s->model);
         if (s->wh != NULL)
             sim_webhook_reset_stats(s->wh);
         stats(s, out);

@@ -9,8 +9,8 @@
 #include "relay/sim/sim_control.h"
 #include "relay/sim/sim_map.h"
 #include "relay/sim/sim_model.h"
-#include "relay/log.h"
-#include "relay/util.h"
+#include "relay/common/log.h"
+#include "relay/common/util.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -483,6 +483,11 @@ static void upstream(struct hsess *h)
         }
         goto out;
     }
+    /* Per-request counters: every call naming the id, whatever the answer. */
+    if (p == SIM_P_STATUS)
+        sim_model_count_call(s->model, sim_query_get(&h->q, "requestId"), SIM_COUNT_STATUS_POLL);
+    else if (p == SIM_P_REQUESTS)
+        sim_model_count_call(s->model, sim_query_get(&h->q, "id"), SIM_COUNT_REQUESTS_READ);
     if (s->cfg.api_key != NULL) {
         if (h->has_key && strcmp(h->api_key, s->cfg.api_key) != 0) {
             sim_resp_error(r, 401, "Invalid API key", "UNAUTHORIZED");

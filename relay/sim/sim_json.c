@@ -1,7 +1,7 @@
 /* sim_json.c - see sim_json.h. runs on: the simulator's lws thread. */
 #include "relay/sim/sim_json.h"
 #include "relay/sim/sim_model.h"
-#include "relay/util.h"
+#include "relay/common/util.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -436,7 +436,8 @@ static void v3_tx(struct sbuf *b, const struct sim_req *r, const struct sim_tx *
     sbuf_jint(b, t->chain_id);
     sbuf_adds(b, ",\"timestamp\":");
     sbuf_jint(b, t->at_ms / 1000);
-    sbuf_adds(b, ",\"status\":\"success\",\"data\":{\"from\":");
+    sbuf_adds(b, t->failed ? ",\"status\":\"failure\",\"data\":{\"from\":"
+                           : ",\"status\":\"success\",\"data\":{\"from\":");
     sbuf_jstr(b, out ? (r->dep ? r->dep->address : "relay-solver") : r->user);
     sbuf_adds(b, ",\"to\":");
     sbuf_jstr(b, out ? (t->kind == SIM_TX_REFUND ? r->user : r->recipient)
@@ -474,6 +475,21 @@ static void v3_route(struct sbuf *b, const struct sim_req *r)
     sbuf_adds(b, ",\"outputCurrency\":");
     v3_currency(b, r->dest, out);
     sbuf_adds(b, "}}");
+}
+
+/* metadata.reorg: what the indexer found when the deposit's block was reorganised away. */
+static void v3_reorg(struct sbuf *b, const struct sim_reorg *g)
+{
+    sbuf_adds(b, "{\"reorg\":{\"detectedAt\":");
+    sbuf_jint(b, g->detected_ms);
+    sbuf_adds(b, ",\"source\":\"indexer\",\"reason\":\"block reorganisation\",\"details\":null,"
+                 "\"failReason\":");
+    sbuf_jstr(b, g->fail_reason);
+    sbuf_adds(b, ",\"action\":\"refund\",\"blockNumber\":");
+    sbuf_jint(b, g->block);
+    sbuf_adds(b, ",\"blockHash\":");
+    sbuf_jstr(b, g->block_hash);
+    sbuf_adds(b, ",\"receiptStatus\":0}}");
 }
 
 void sj_requests_v3_item(struct sbuf *b, const struct sim_req *r)
@@ -538,7 +554,12 @@ void sj_requests_v3_item(struct sbuf *b, const struct sim_req *r)
         v3_route(b, r);
     else
         sbuf_add(b, "null", 4);
-    sbuf_adds(b, "}},\"createdAt\":");
+    sbuf_adds(b, "}}");
+    if (r->reorg != NULL) { /* absent until a reorg, like the upstream's optional metadata */
+        sbuf_adds(b, ",\"metadata\":");
+        v3_reorg(b, r->reorg);
+    }
+    sbuf_adds(b, ",\"createdAt\":");
     sim_iso8601(r->created_ms, iso, sizeof(iso));
     sbuf_jstr(b, iso);
     sbuf_adds(b, ",\"updatedAt\":");

@@ -54,7 +54,7 @@ void sj_ws_event(struct sbuf *b, const struct sim_req *r, int envelope_b, int mi
 void sj_status_v3(struct sbuf *b, const struct sim_req *r);
 /* Upstream webhook body {"event","timestamp","data"} with timestamp in ms. */
 void sj_webhook(struct sbuf *b, const struct sim_req *r, int64_t timestamp_ms);
-/* One /requests/v3 item. */
+/* One /requests/v3 item; "metadata": {"reorg": {...}} only after a reorg of its deposit. */
 void sj_requests_v3_item(struct sbuf *b, const struct sim_req *r);
 /* {"message":"...","errorCode":"..."} */
 void sj_error(struct sbuf *b, const char *message, const char *error_code);

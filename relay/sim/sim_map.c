@@ -1,6 +1,6 @@
 /* sim_map.c - see sim_map.h. runs on: the simulator's lws thread. */
 #include "relay/sim/sim_map.h"
-#include "relay/util.h"
+#include "relay/common/util.h"
 
 #include <stdint.h>
 #include <stdlib.h>

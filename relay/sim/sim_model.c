@@ -6,8 +6,8 @@
 #include "relay/sim/sim_model.h"
 #include "relay/sim/sim_json.h"
 #include "relay/sim/sim_map.h"
-#include "relay/log.h"
-#include "relay/util.h"
+#include "relay/common/log.h"
+#include "relay/common/util.h"
 
 #include <libwebsockets.h>
 #include <stdio.h>
@@ -46,7 +46,10 @@ enum { FAM_GEN = 1, FAM_CTL = 2, FAM_SOCK = 3 };
 
 /* ---- lifecycles ------------------------------------------------------------------------ */
 
-enum reason_kind { RK_NONE, RK_REFUNDABLE, RK_FINAL };
+/* The reason a template step sets: none (keep the request's), a random refundable one, a
+ * random final one (with refundFailReason and details), or a fixed one; RK_REORG also
+ * reorgs the deposit. */
+enum reason_kind { RK_NONE, RK_REFUNDABLE, RK_FINAL, RK_REORG, RK_DOUBLE_SPEND, RK_CAPACITY };
 
 struct tmpl_step {
     const char *status;
@@ -79,12 +82,35 @@ static const struct tmpl tmpls[] = {
      {{"waiting", 0, RK_NONE}, {"pending", 200, RK_NONE}, {"submitted", 100, RK_NONE}, {"success", 50, RK_NONE}}},
     {"solana", 0, 792703809, 4,
      {{"waiting", 0, RK_NONE}, {"pending", 60, RK_NONE}, {"submitted", 80, RK_NONE}, {"success", 40, RK_NONE}}},
+    /* Settled, then taken back: the deposit's block is reorganised away. */
+    {"reorg", 0, 0, 5,
+     {{"waiting", 0, RK_NONE},
+      {"pending", 100, RK_NONE},
+      {"submitted", 100, RK_NONE},
+      {"success", 50, RK_NONE},
+      {"failure", 300, RK_REORG}}},
+    /* Settled, then refunded: the deposit was spent twice. */
+    {"double-spend", 0, 0, 5,
+     {{"waiting", 0, RK_NONE},
+      {"pending", 100, RK_NONE},
+      {"submitted", 100, RK_NONE},
+      {"success", 50, RK_NONE},
+      {"refund", 300, RK_DOUBLE_SPEND}}},
+    /* Failed, refunded long after (10x --step). */
+    {"late-refund", 0, 0, 4,
+     {{"waiting", 0, RK_NONE},
+      {"pending", 100, RK_NONE},
+      {"failure", 150, RK_CAPACITY},
+      {"refund", 1000, RK_NONE}}},
+    /* The deposit never comes: waiting for good (the path ends at once). */
+    {"never-deposited", 0, 0, 1, {{"waiting", 0, RK_NONE}}},
 };
 #define NTMPL ((int)ARRAY_LEN(tmpls))
 
 const char *sim_model_lifecycles(void)
 {
-    return "success depositing delayed refund failure deposit-address solana";
+    return "success depositing delayed refund failure deposit-address solana reorg double-spend "
+           "late-refund never-deposited";
 }
 
 static const char *const refundable_reasons[] = {
@@ -97,6 +123,7 @@ static const char *const final_details[] = {
     "execution reverted: TRANSFER_FROM_FAILED",
     "Fill transaction reverted on destination",
 };
+#define REORG_REASON "DEPOSIT_REORGED"
 static const char *const referrers[] = {"relay.link", "example-app", "wallet-x", NULL, NULL};
 
 /* Weighted chain pick: origin and destination of generated requests. */
@@ -120,6 +147,7 @@ struct sim_model {
     int64_t sul_due_ms;
     struct sim_map *by_id;
     struct sim_map *interned;
+    struct sim_map *early;   /* id -> struct early_counts, for ids not created yet */
     struct sim_req *oldest, *newest;
     size_t count, active;
     uint64_t seq, gen_n, ctl_n, sock_n, evicted;
@@ -127,6 +155,12 @@ struct sim_model {
     size_t heap_len, heap_cap;
     int mix_weight[NTMPL];
     int mix_total;
+};
+
+/* Counters for an id that has no request (yet). */
+struct early_counts {
+    char *id; /* heap; the map's key */
+    struct sim_counts c;
 };
 
 const char *sim_model_intern(struct sim_model *m, const char *s)
@@ -150,6 +184,7 @@ struct sim_model *sim_model_new(uint64_t seed, int64_t retain, sim_change_cb cb,
     m->cb_arg = arg;
     m->by_id = sim_map_new();
     m->interned = sim_map_new();
+    m->early = sim_map_new();
     char err[128];
     if (sim_model_set_mix(m, "success:1", err, sizeof(err)) != 0)
         abort();
@@ -172,6 +207,7 @@ static void req_free(struct sim_req *r)
     if (r->dep != NULL)
         free(r->dep->tx_hash);
     free(r->dep);
+    free(r->reorg);
     free(r->steps);
     free(r->hist);
     free(r);
@@ -180,6 +216,13 @@ static void req_free(struct sim_req *r)
 static void free_interned(void *arg, const char *key, void *val)
 {
     free(val);
+}
+
+static void free_early(void *arg, const char *key, void *val)
+{
+    struct early_counts *e = val;
+    free(e->id);
+    free(e);
 }
 
 void sim_model_free(struct sim_model *m, int detached)
@@ -195,6 +238,8 @@ void sim_model_free(struct sim_model *m, int detached)
     sim_map_free(m->by_id);
     sim_map_each(m->interned, free_interned, NULL);
     sim_map_free(m->interned);
+    sim_map_each(m->early, free_early, NULL);
+    sim_map_free(m->early);
     free(m->heap);
     free(m);
 }
@@ -529,13 +574,43 @@ static void hist_add(struct sim_req *r)
     r->nhist++;
 }
 
+/* The deposit's block was reorganised away: its inTx (the first deposit one, else the first
+ * one) fails, and metadata.reorg records the block. Called once updated_ms is set. */
+static void mark_reorg(struct sim_req *r)
+{
+    struct sim_tx *t = NULL;
+    for (int i = 0; i < r->nin && t == NULL; i++)
+        if (r->in[i].kind == SIM_TX_DEPOSIT)
+            t = &r->in[i];
+    if (t == NULL && r->nin > 0)
+        t = &r->in[0];
+    if (r->reorg == NULL)
+        r->reorg = xcalloc(1, sizeof(*r->reorg));
+    struct sim_reorg *g = r->reorg;
+    if (t != NULL) {
+        t->failed = 1;
+        g->block = t->block;
+    } else { /* no deposit seen (autoHashes off): a block of the origin chain */
+        g->block = rand_block(&r->rng, r->origin);
+    }
+    g->block_hash[0] = '0';
+    g->block_hash[1] = 'x';
+    rand_hex(&r->rng, g->block_hash + 2, 64);
+    g->detected_ms = r->updated_ms;
+    g->fail_reason = r->kept_fail_reason ? r->kept_fail_reason : REORG_REASON;
+}
+
 /* Enter a status. fail/refund_fail: explicit reported values (NULL = the usual rules:
- * failReason is the remembered reason on failure/fallback/refund, else "N/A"). */
+ * failReason is the remembered reason on failure/fallback/refund, else "N/A"). reorg: the
+ * deposit is reorged by this change (the remembered reason becomes DEPOSIT_REORGED unless
+ * fail names one). */
 static void enter(struct sim_model *m, struct sim_req *r, const char *status, const char *fail,
                   const char *refund_fail, const char *details, int auto_hashes,
-                  int64_t updated_at)
+                  int64_t updated_at, int reorg)
 {
     r->status = sim_model_intern(m, status);
+    if (reorg)
+        r->kept_fail_reason = REORG_REASON;
     if (fail != NULL && strcmp(fail, "N/A") != 0)
         r->kept_fail_reason = sim_model_intern(m, fail);
     if (refund_fail != NULL && strcmp(refund_fail, "N/A") != 0)
@@ -560,6 +635,8 @@ static void enter(struct sim_model *m, struct sim_req *r, const char *status, co
         r->updated_ms = updated_at;
     else
         r->updated_ms = now > r->updated_ms ? now : r->updated_ms + 1;
+    if (reorg)
+        mark_reorg(r);
     hist_add(r);
     if (m->cb != NULL)
         m->cb(m->cb_arg, r);
@@ -598,7 +675,7 @@ int sim_model_advance(struct sim_model *m, struct sim_req *r)
     /* Plan before calling out: the change callback must see a consistent request. */
     plan_next(m, r);
     enter(m, r, s->status, s->fail_reason, s->refund_fail_reason, s->details, r->auto_hashes,
-          0);
+          0, s->reorg);
     return 0;
 }
 
@@ -610,7 +687,7 @@ void sim_model_set_status(struct sim_model *m, struct sim_req *r, const struct s
         add_tx(r, 1, set->out_hashes[i], r->dest, SIM_TX_OTHER);
     enter(m, r, set->status, set->fail_reason, set->refund_fail_reason,
           set->details_set ? set->details : NULL, r->auto_hashes && !set->no_auto_hashes,
-          set->updated_at);
+          set->updated_at, set->reorg);
 }
 
 /* ---- creation --------------------------------------------------------------------------- */
@@ -758,6 +835,13 @@ struct sim_req *sim_model_create(struct sim_model *m, const struct sim_spec *spe
                 s->fail_reason = final_reasons[sim_rng_below(rng, ARRAY_LEN(final_reasons))];
                 s->refund_fail_reason = "AMOUNT_TOO_LOW_TO_REFUND";
                 s->details = final_details[sim_rng_below(rng, ARRAY_LEN(final_details))];
+            } else if (ts->reason == RK_REORG) {
+                s->fail_reason = REORG_REASON;
+                s->reorg = 1;
+            } else if (ts->reason == RK_DOUBLE_SPEND) {
+                s->fail_reason = "DOUBLE_SPEND";
+            } else if (ts->reason == RK_CAPACITY) {
+                s->fail_reason = "SOLVER_CAPACITY_EXCEEDED";
             }
             if (i == 0 || spec->step_ms <= 0)
                 s->delay_ms = i == 0 ? 0 : -1;
@@ -775,6 +859,7 @@ struct sim_req *sim_model_create(struct sim_model *m, const struct sim_spec *spe
             s->fail_reason = sim_model_intern(m, in->fail_reason);
             s->refund_fail_reason = sim_model_intern(m, in->refund_fail_reason);
             s->details = sim_model_intern(m, in->details);
+            s->reorg = in->reorg;
             s->delay_ms = in->delay_ms >= 0 ? in->delay_ms : spec->step_ms > 0 ? spec->step_ms : -1;
         }
     }
@@ -789,6 +874,11 @@ struct sim_req *sim_model_create(struct sim_model *m, const struct sim_spec *spe
     r->quote_created_ms = now - 2000 - (int64_t)sim_rng_below(rng, 30000);
     r->created_ms = now;
     r->updated_ms = 0;
+    struct early_counts *e = sim_map_del(m->early, r->id);
+    if (e != NULL) { /* polled or subscribed before it existed */
+        r->counts = e->c;
+        free_early(NULL, NULL, e);
+    }
     sim_map_put(m->by_id, r->id, r);
     r->prev = m->newest;
     if (m->newest)
@@ -802,7 +892,8 @@ struct sim_req *sim_model_create(struct sim_model *m, const struct sim_spec *spe
     r->pos = 0;
     plan_next(m, r);
     const struct sim_step *s = &r->steps[0];
-    enter(m, r, s->status, s->fail_reason, s->refund_fail_reason, s->details, r->auto_hashes, 0);
+    enter(m, r, s->status, s->fail_reason, s->refund_fail_reason, s->details, r->auto_hashes, 0,
+          s->reorg);
     return r;
 }
 
@@ -834,6 +925,47 @@ size_t sim_model_active(const struct sim_model *m)
 uint64_t sim_model_evicted(const struct sim_model *m)
 {
     return m->evicted;
+}
+
+void sim_model_count_call(struct sim_model *m, const char *id, enum sim_count_kind kind)
+{
+    if (id == NULL || *id == '\0')
+        return;
+    struct sim_counts *c;
+    struct sim_req *r = sim_map_get(m->by_id, id);
+    if (r != NULL) {
+        c = &r->counts;
+    } else {
+        struct early_counts *e = sim_map_get(m->early, id);
+        if (e == NULL) {
+            if (sim_map_count(m->early) >= SIM_MAX_EARLY_COUNTS || strlen(id) >= SIM_ID_MAX)
+                return;
+            e = xcalloc(1, sizeof(*e));
+            e->id = xstrdup(id);
+            sim_map_put(m->early, e->id, e);
+        }
+        c = &e->c;
+    }
+    switch (kind) {
+    case SIM_COUNT_STATUS_POLL:
+        c->status_polls++;
+        break;
+    case SIM_COUNT_REQUESTS_READ:
+        c->requests_reads++;
+        break;
+    case SIM_COUNT_SUBSCRIBE:
+        c->subscribes++;
+        break;
+    }
+}
+
+void sim_model_reset_counts(struct sim_model *m)
+{
+    for (struct sim_req *r = m->oldest; r != NULL; r = r->next)
+        memset(&r->counts, 0, sizeof(r->counts));
+    sim_map_each(m->early, free_early, NULL);
+    sim_map_free(m->early);
+    m->early = sim_map_new();
 }
 
 void sim_model_socket_id(struct sim_model *m, char *out)

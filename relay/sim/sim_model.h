@@ -8,6 +8,14 @@
  * of status calls the change callback given to sim_model_new exactly once, after the request
  * was updated.
  *
+ * A reorg (the "reorg" lifecycle, or "reorg": true on a scripted step or explicit change)
+ * marks the deposit inTx as failed and records struct sim_reorg, which /requests/v3 shows
+ * as metadata.reorg; everything else about the change follows the usual rules.
+ *
+ * Per-request call counters (status polls, /requests/v3 reads by id, subscribes) are kept
+ * on the request; calls for an id that does not exist yet are kept in a bounded side map and
+ * handed over when a request with that id is created (sim_model_count_call).
+ *
  * Determinism: generated requests draw from their own stream keyed by (seed, n-th generated
  * request) and scripted ones from (seed, n-th scripted request), so ids, hashes and paths do
  * not depend on how the two interleave in time. Timestamps are real time.
@@ -35,6 +43,7 @@ struct sim_tx {
     int64_t block;
     int64_t fee;
     enum sim_tx_kind kind;
+    int failed;       /* "status": "failure" in /requests/v3 (a reorged deposit) */
 };
 
 struct sim_step {
@@ -43,6 +52,7 @@ struct sim_step {
     const char *refund_fail_reason; /* interned; NULL = keep */
     const char *details;            /* interned; NULL = null */
     int64_t delay_ms;               /* before entering this step; -1 = manual (advance) */
+    int reorg;                      /* entering it reorgs the deposit (see sim_reorg) */
 };
 
 struct sim_deposit {
@@ -52,6 +62,23 @@ struct sim_deposit {
     char *tx_hash;                  /* heap; NULL until the deposit is seen */
     char recovery[SIM_ADDR_MAX];
 };
+
+/* The deposit's block was reorganised away: shown as metadata.reorg in /requests/v3. */
+struct sim_reorg {
+    int64_t detected_ms;            /* wall ms: the updatedAt of the change that found it */
+    int64_t block;                  /* the deposit tx's block */
+    char block_hash[67];            /* 0x + 64 hex */
+    const char *fail_reason;        /* interned: the change's reason, else DEPOSIT_REORGED */
+};
+
+/* Upstream calls and subscribes naming one request id. */
+struct sim_counts {
+    uint64_t status_polls;          /* GET /intents/status/v3?requestId= (any answer) */
+    uint64_t requests_reads;        /* GET /requests/v3?id= (any answer) */
+    uint64_t subscribes;            /* websocket subscribe messages, every connection */
+};
+
+enum sim_count_kind { SIM_COUNT_STATUS_POLL, SIM_COUNT_REQUESTS_READ, SIM_COUNT_SUBSCRIBE };
 
 struct sim_hist {
     const char *status;
@@ -72,6 +99,8 @@ struct sim_req {
     struct sim_tx *in, *out;        /* heap arrays of at most SIM_MAX_TXS */
     int nin, nout;
     struct sim_deposit *dep;        /* NULL for ordinary requests */
+    struct sim_reorg *reorg;        /* NULL until the deposit was reorged */
+    struct sim_counts counts;
     char user[SIM_ADDR_MAX], recipient[SIM_ADDR_MAX];
     const char *referrer;           /* interned or NULL */
     const char *lifecycle;          /* template name, or "scripted" */
@@ -143,6 +172,7 @@ struct sim_set {
     int nout;                       /* appended to txHashes */
     int64_t updated_at;             /* 0 = now */
     int no_auto_hashes;
+    int reorg;                      /* reorg the deposit (see sim_reorg) */
 };
 void sim_model_set_status(struct sim_model *m, struct sim_req *r, const struct sim_set *set);
 
@@ -157,6 +187,12 @@ size_t sim_model_active(const struct sim_model *m);
 uint64_t sim_model_evicted(const struct sim_model *m);
 /* The interned copy of s (valid until sim_model_free). */
 const char *sim_model_intern(struct sim_model *m, const char *s);
+/* Count an upstream call or subscribe naming id: on the request, or (for an id not created
+ * yet) in a side map of at most SIM_MAX_EARLY_COUNTS ids, handed over at creation. */
+#define SIM_MAX_EARLY_COUNTS 4096
+void sim_model_count_call(struct sim_model *m, const char *id, enum sim_count_kind kind);
+/* Zero every request's counters and forget the early ones (POST /_sim/stats/reset). */
+void sim_model_reset_counts(struct sim_model *m);
 /* A short random id for a websocket connection (base36, 11 chars) into out (>= 12 bytes),
  * from the model's seeded stream of connection ids. */
 void sim_model_socket_id(struct sim_model *m, char *out);

@@ -4,8 +4,8 @@
  * Shared between them: the input queue and the counters, under one mutex. */
 #include "relay/sim/sim_webhook.h"
 #include "protocol/sign.h"
-#include "relay/log.h"
-#include "relay/util.h"
+#include "relay/common/log.h"
+#include "relay/common/util.h"
 
 #include <curl/curl.h>
 #include <pthread.h>

@@ -8,8 +8,8 @@
 #include "relay/sim/sim_json.h"
 #include "relay/sim/sim_map.h"
 #include "relay/sim/sim_model.h"
-#include "relay/log.h"
-#include "relay/util.h"
+#include "relay/common/log.h"
+#include "relay/common/util.h"
 
 #include <jansson.h>
 #include <stdlib.h>
@@ -520,6 +520,7 @@ static void on_message(struct sim_ws *ws, struct conn *c, const char *text, size
     sbuf_init(&b, LWS_PRE);
     if (sub) {
         s->stats.ws_subscribes++;
+        sim_model_count_call(s->model, id, SIM_COUNT_SUBSCRIBE);
         subscribe(ws, c, id);
         sj_subscribe_ack(&b, id);
     } else {

@@ -23,7 +23,10 @@ const state = {
   token: new URLSearchParams(location.search).get('token') || sessionStorage.getItem('sr-token') || '',
   ws: null, retry: 0, authFailed: false, watch: new Set(),
   statusOn: new Set(), idFilter: '', dirty: true, rates: [],
+  stuckAfterMs: 30 * 60 * 1000, // from the stats frames (STATUSRELAY_STUCK_AFTER)
 };
+// not stuck whatever their age: not deposited yet, or settled
+const NEVER_STUCK = new Set(['waiting', 'success', 'refund']);
 
 // ---- helpers -------------------------------------------------------------------------------
 function el(tag, cls, text) {
@@ -147,6 +150,8 @@ function onEvent(f) {
     if (d.status !== q.data.status || !q.changedAt) q.changedAt = d.updatedAt;
     q.data = d;
     q.relay = r;
+    // a reversal (success/refund taken back by the upstream) stays marked on the row
+    if ((r.flags || []).includes('reversal')) q.reversedFrom = r.previousStatus || 'settled';
   }
   if (r.seq === 1) q.firstAt = d.updatedAt;
   else q.firstAt = Math.min(q.firstAt || d.updatedAt, d.updatedAt);
@@ -184,6 +189,9 @@ function onStats(s) {
   p.textContent = `upstream: ${up}`;
   p.className = `pill ${up === 'ready' ? 'pill-ok' : up === 'standby' ? '' : up === 'connecting' ? 'pill-warn' : 'pill-bad'}`;
   $('c-tracked').textContent = fmt(s.requests?.tracked);
+  if (s.watch?.stuckAfterMs > 0) state.stuckAfterMs = s.watch.stuckAfterMs;
+  // rows become stuck with time alone: redraw only when one did (a redraw under the pointer loses a click)
+  for (const q of visible()) if (stuck(q) !== !!q.stuckShown) { state.dirty = true; break; }
   $('c-dash').textContent = `${fmt(s.dashboard?.sessions)} dashboard clients`;
   $('instance').textContent = s.instance ? `instance ${s.instance.slice(0, 8)}` : '';
   state.rates.push(s.events?.perSecond ?? 0);
@@ -223,21 +231,32 @@ function visible() {
     .slice(0, MAX_ROWS);
 }
 
+function stuck(q) {
+  return !NEVER_STUCK.has(q.data.status) && !!q.changedAt && Date.now() - q.changedAt >= state.stuckAfterMs;
+}
+
+// the chips are made once and updated in place: one replaced between mousedown and mouseup loses the click
 function renderChips() {
   const counts = {};
   for (const q of state.reqs.values()) counts[q.data.status] = (counts[q.data.status] || 0) + 1;
   const box = $('f-status');
-  box.textContent = '';
-  for (const s of STATUSES) {
-    const c = el('span', `chip${state.statusOn.has(s) ? ' on' : ''}`, s);
-    c.dataset.status = s;
-    c.append(el('span', 'n', counts[s] || 0));
-    c.onclick = () => {
-      state.statusOn.has(s) ? state.statusOn.delete(s) : state.statusOn.add(s);
-      state.dirty = true;
-      render();
-    };
-    box.append(c);
+  if (!box.children.length) {
+    for (const s of STATUSES) {
+      const c = el('span', 'chip', s);
+      c.dataset.status = s;
+      c.append(el('span', 'n', 0));
+      c.onclick = () => {
+        state.statusOn.has(s) ? state.statusOn.delete(s) : state.statusOn.add(s);
+        state.dirty = true;
+        render();
+      };
+      box.append(c);
+    }
+  }
+  for (const c of box.children) {
+    const s = c.dataset.status;
+    c.classList.toggle('on', state.statusOn.has(s));
+    c.querySelector('.n').textContent = counts[s] || 0;
   }
 }
 
@@ -257,6 +276,15 @@ function render() {
     rt.append(route(d));
     const st = el('td');
     st.append(badge(d.status));
+    if (q.reversedFrom) {
+      tr.classList.add('reversal');
+      st.append(el('span', 'mark mark-rev', `reversed from ${q.reversedFrom}`));
+    }
+    q.stuckShown = stuck(q);
+    if (q.stuckShown) {
+      tr.classList.add('stuck');
+      st.append(el('span', 'mark mark-stuck', 'stuck'));
+    }
     tr.append(idc, rt, st, el('td', 'age', ago(q.firstAt)), el('td', 'changed', ago(q.changedAt)),
       el('td', 'num', q.relay.seq ?? '–'));
     tr.onclick = () => select(d.requestId);

@@ -15,7 +15,9 @@ http.createServer((req, res) => {
       const d = ev.data ?? {};
       const sr = ev.statusrelay ?? {};
       console.log(`webhook ok   ${req.headers['webhook-id']} ${String(d.requestId).slice(0, 12)}… ` +
-        `${sr.previousStatus ?? '∅'} -> ${d.status} (seq ${sr.seq}, via ${sr.source})`);
+        `${sr.previousStatus ?? '∅'} -> ${d.status} (seq ${sr.seq}, via ${sr.source})` +
+        `${(sr.flags ?? []).includes('reversal') ? '  REVERSAL: the upstream took back ' + sr.previousStatus : ''}` +
+        `${sr.reorg ? '  reorg details attached' : ''}`);
       res.writeHead(204).end();
     } catch (e) {
       console.log(`webhook BAD  ${req.headers['webhook-id']}: ${e.message}`);

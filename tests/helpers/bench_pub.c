@@ -31,8 +31,8 @@
  * runs on: its own single thread. */
 #define _GNU_SOURCE
 #include "protocol/sign.h"
-#include "relay/httpc.h"
-#include "relay/util.h"
+#include "relay/common/httpc.h"
+#include "relay/common/util.h"
 
 #include <event2/event.h>
 #include <signal.h>

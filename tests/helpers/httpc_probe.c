@@ -29,8 +29,8 @@
  * refused a request. The base uses EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST (see httpc.c).
  * runs on: its own thread (single-threaded tool). */
 #include "protocol/addr.h"
-#include "relay/httpc.h"
-#include "relay/util.h"
+#include "relay/common/httpc.h"
+#include "relay/common/util.h"
 
 #include <event2/event.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* ws_relay_probe.c - drives the ws thread (relay/ws_thread.c) with real queues, the core side
+/* ws_relay_probe.c - drives the ws thread (relay/edge/ws_thread.c) with real queues, the core side
  * simulated by this program's main thread, for tests/integration/upstream_ws.test.mjs.
  *
  *   ws_relay_probe [options] UPSTREAM_URL [REQUEST_ID...]
@@ -21,10 +21,10 @@
  * Commands on stdin, one per line: start | stop | reconnect | send TEXT (current gen) |
  * send-gen GEN TEXT | stats.
  * Exit status: 0 after a signal or --seconds, 1 when the ws thread does not start, 2 usage. */
-#include "relay/log.h"
-#include "relay/util.h"
-#include "relay/ws_thread.h"
-#include "relay/xq.h"
+#include "relay/common/log.h"
+#include "relay/common/util.h"
+#include "relay/edge/ws_thread.h"
+#include "relay/edge/xq.h"
 
 #include <jansson.h>
 #include <pthread.h>

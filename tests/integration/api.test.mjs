@@ -1,4 +1,4 @@
-// api.test.mjs - the REST API (relay/api.c) against a real redis-server and a real
+// api.test.mjs - the REST API (relay/api/server.c) against a real redis-server and a real
 // `statusrelay serve`, with a scripted fake upstream (node http) for /intents/status/v3.
 // Covers: every endpoint's status codes and shapes (DESIGN.md "REST API" and "Pinned
 // details"), admin token on/off, 413 with the JSON error shape, 404/405, hostile bodies,
@@ -20,7 +20,8 @@ const MB = 1024 * 1024;
 
 const REQUEST_KEYS = ['requestId', 'status', 'updatedAt', 'seq', 'originChainId',
   'destinationChainId', 'inTxHashes', 'txHashes', 'failReason', 'refundFailReason', 'details',
-  'depositAddress', 'metadata', 'tracked', 'firstSeenAt', 'lastSource'];
+  'depositAddress', 'metadata', 'tracked', 'firstSeenAt', 'lastSource', 'watch', 'watchUntil',
+  'reorg'];
 const EVENT_KEYS = ['streamId', 'eventId', 'requestId', 'seq', 'status', 'previousStatus',
   'source', 'createdAt', 'data'];
 
@@ -178,7 +179,7 @@ describe('health and routing', () => {
     assert.match(d.headers.allow, /DELETE/);
     assertError(await request(A.url, 'POST', '/healthz'), 405, 'method_not_allowed');
     assertError(await request(A.url, 'PATCH', '/v1/events'), 405, 'method_not_allowed');
-    // webhook routes (relay/api_webhooks.c) share the router
+    // webhook routes (relay/api/webhooks.c) share the router
     const w = await request(A.url, 'PUT', '/v1/webhooks/wh_x');
     assertError(w, 405, 'method_not_allowed');
     assert.deepEqual(w.headers.allow.split(', ').sort(), ['DELETE', 'GET', 'HEAD', 'PATCH']);

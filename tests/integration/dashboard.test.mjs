@@ -1,4 +1,4 @@
-// dashboard.test.mjs - the dashboard stream and live page (relay/hub.c, relay/ws_server.c,
+// dashboard.test.mjs - the dashboard stream and live page (relay/dash/hub.c, relay/edge/ws_server.c,
 // relay/www/) against a real redis-server and `statusrelay serve` on loopback:
 // upstream protocol conformance (greeting, the SDK's own subscribe, acks, snapshot, events,
 // unsubscribe, error frames, flood close), tokens, broad filters, events written by another

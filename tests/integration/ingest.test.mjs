@@ -170,28 +170,67 @@ test('duplicated and reordered upstream events: no duplicate, no regression', as
 });
 
 test('the upstream budget is paced: a small burst, then an even rate (never the whole minute at once)', async () => {
-  // burst 60, then 540 calls/min = 9/s: at most 600 in any 60 s window
+  // a token bucket of burst = budget/10 refilled at (budget - burst) per minute: at most
+  // burst + rate x T calls in any T seconds, so at most the budget in any sliding 60 s window
   const budget = 600;
-  const d = await daemon({ env: { STATUSRELAY_REDIS_PREFIX: `ing${prefixN++}`, STATUSRELAY_UPSTREAM_BUDGET: String(budget) } });
+  const burst = budget / 10;
+  const rate = (budget - burst) / 60; // 9 calls/s
+  // two processes on one Redis: the bucket is shared, so the bounds hold for their sum
+  const env = { STATUSRELAY_REDIS_PREFIX: `ing${prefixN++}`, STATUSRELAY_UPSTREAM_BUDGET: String(budget) };
+  const d = await daemon({ env });
+  const d2 = await daemon({ env }).catch(async (e) => { await d.stop(); throw e; });
   try {
     // the upstream websocket down (dropped, reconnects refused): 40 unconfirmed requests
-    // each want a poll every second (40/s), more than the refill rate
+    // each want a poll every second (40/s), far more than the refill rate
     await sim.control('/faults', { wsRefuse: true, dropWs: 'abrupt' });
-    for (let i = 0; i < 40; i++) await scripted(d, ['waiting', 'pending']);
-    await new Promise((r) => setTimeout(r, 1000));
+    const tReset = Date.now();
     await sim.control('/stats', null, 'DELETE');
-    const counts = [];
-    for (let s = 0; s < 6; s++) {
-      await new Promise((r) => setTimeout(r, 1000));
-      counts.push((await sim.control('/stats')).http.total);
+    for (let i = 0; i < 40; i++) await scripted(d, ['waiting', 'pending']);
+    // cumulative upstream calls, each sample bracketed by the times before and after reading
+    // it: the bounds below use the measured times, so a slow machine only loosens them. We
+    // sample until a steady window of 2.5 s, starting 1 s after the burst was spent, has
+    // been seen (at most 20 s in all)
+    const samples = [];
+    let spent = null, from = null;
+    for (;;) {
+      const t0 = Date.now();
+      const n = (await sim.control('/stats')).http.total;
+      samples.push({ t0, t1: Date.now(), n });
+      if (spent === null && n >= burst) spent = samples.at(-1).t1;
+      if (spent !== null && from === null && t0 >= spent + 1000) from = samples.at(-1);
+      if ((from !== null && t0 - from.t1 >= 2500) || Date.now() - tReset > 20000) break;
+      await new Promise((r) => setTimeout(r, 200));
     }
-    console.log(`# paced budget: cumulative upstream calls per second ${counts.join(' ')} (budget ${budget}/min)`);
-    // once the burst is spent, calls follow the refill rate (9/s) whatever the demand; a
-    // calendar-minute budget would follow the demand (40/s) until the minute's 600 are gone
-    assert.ok(counts[5] - counts[1] <= 4 * 9 + 4, `calls ${counts.join(' ')}: not paced`);
-    assert.ok(counts[5] - counts[1] >= 10, `polling goes on at about the refill rate (${counts.join(' ')})`);
+    const show = samples.filter((_, i) => i % 5 === 0).map((s) => `${((s.t1 - tReset) / 1000).toFixed(1)}s:${s.n}`).join(' ');
+    console.log(`# paced budget: cumulative upstream calls ${show} (budget ${budget}/min = burst ${burst} + ${rate}/s)`);
+    // every window we can observe, from the reset on, holds at most burst + rate x its length
+    // (+2: a call claimed just before a window may reach the simulator inside it). The old
+    // calendar-minute budget followed the demand: 40/s until the minute's 600 were gone.
+    const windows = [{ t0: tReset, n: 0 }, ...samples];
+    for (let i = 0; i < windows.length; i++)
+      for (let j = i + 1; j < windows.length; j++) {
+        const secs = (windows[j].t1 - windows[i].t0) / 1000;
+        const calls = windows[j].n - windows[i].n;
+        assert.ok(calls <= burst + rate * secs + 2,
+          `${calls} calls in ${secs.toFixed(2)} s exceed burst ${burst} + ${rate}/s (${show})`);
+      }
+    // once the burst is spent (demand stays above the rate, so the bucket stays empty), calls
+    // keep coming at the refill rate: neither faster nor stalled
+    assert.ok(spent !== null, `the burst of ${burst} is spent (${show})`);
+    const last = samples.at(-1);
+    assert.ok(from !== null && last.t0 - from.t1 >= 2500, `a steady window was observed (${show})`);
+    const steady = last.n - from.n;
+    const secs = (last.t1 - from.t0) / 1000;
+    assert.ok(steady <= rate * secs + 3, `${steady} calls in ${secs.toFixed(2)} s after the burst: not paced at ${rate}/s (${show})`);
+    assert.ok(steady >= rate * ((last.t0 - from.t1) / 1000) / 4, `${steady} calls in ${secs.toFixed(2)} s: polling stalled (${show})`);
+    // both processes polled (else the sum says nothing about sharing)
+    for (const x of [d, d2]) {
+      const m = await (await fetch(x.url + '/metrics')).text();
+      assert.match(m, /^statusrelay_upstream_budget_used_total [1-9]/m, 'each process spent from the budget');
+    }
   } finally {
     await sim.control('/faults', null, 'DELETE');
+    await d2.stop();
     await d.stop();
   }
 });

@@ -89,7 +89,9 @@ describe('statusrelay sim: command line', () => {
       '/_sim/stats', '/_sim/load', 'dropWs', 'silent', 'delayMs', 'httpErrorRate', 'malformed',
       'duplicate', 'reorder', 'rateLimitPerMin', 'envelope', 'STATUSRELAY_SIM_LISTEN', 'STATUSRELAY_SIM_SEED',
       'STATUSRELAY_SIM_RATE', 'STATUSRELAY_SIM_API_KEY', 'STATUSRELAY_SIM_WEBHOOK_URL', 'STATUSRELAY_SIM_DURATION',
-      '--listen', '--seed', '--rate', '--api-key', '--webhook-url', '--duration', 'X-Signature-SHA256']) {
+      '--listen', '--seed', '--rate', '--api-key', '--webhook-url', '--duration', 'X-Signature-SHA256',
+      'reorg', 'double-spend', 'late-refund', 'never-deposited', 'DEPOSIT_REORGED', 'metadata', 'statusPolls',
+      'requestsReads', 'subscribes']) {
       assert.ok(r.stdout.includes(s), `--help mentions ${s}`);
     }
   });
@@ -354,6 +356,279 @@ describe('statusrelay sim: websocket and HTTP', () => {
     assert.ok(s.ws.connectionsTotal >= 3 && s.ws.eventFrames > 0 && s.ws.acks > 0 && s.ws.framesSent > s.ws.eventFrames);
     const reset = await sim.control('/stats', null, 'DELETE');
     assert.equal(reset.http.total, 0);
+  });
+});
+
+describe('statusrelay sim: reversals, late refunds, stuck requests and per-request counters', () => {
+  const KEY = { 'x-api-key': 'test-key' };
+  const REASONED = ['failure', 'fallback', 'refund'];
+  let sim;
+  before(async () => { sim = await startSim({ apiKey: 'test-key', seed: 23, rateLimit: 0 }); });
+  after(async () => {
+    const r = await sim.stop();
+    assert.equal(r.code, 0, 'clean exit on SIGTERM');
+  });
+
+  /** The request's newest websocket event agrees with /intents/status/v3 and /requests/v3;
+   *  failReason is N/A unless failure/fallback/refund. Resolves the /requests/v3 item. */
+  async function agree(id, ev) {
+    const st = await getJson(`${sim.url}/intents/status/v3?requestId=${id}`);
+    assert.equal(st.status, 200);
+    for (const k of ['status', 'inTxHashes', 'txHashes', 'updatedAt', 'originChainId', 'destinationChainId', 'failReason', 'refundFailReason']) {
+      assert.deepEqual(st.body[k], ev[k], `${ev.status}: status v3 ${k}`);
+    }
+    const rq = await getJson(`${sim.url}/requests/v3?id=${id}`, KEY);
+    assert.equal(rq.status, 200);
+    assert.equal(rq.body.requests.length, 1, 'id= names exactly one request');
+    const item = rq.body.requests[0];
+    assert.equal(item.id, id);
+    assert.equal(item.status, ev.status);
+    assert.equal(Date.parse(item.updatedAt), ev.updatedAt);
+    assert.equal(item.data.failReason, ev.failReason === 'N/A' ? null : ev.failReason);
+    assert.deepEqual(item.data.inTxs.map((t) => t.txHash), ev.inTxHashes);
+    assert.deepEqual(item.data.outTxs.map((t) => t.txHash), ev.txHashes);
+    for (const t of [...item.data.inTxs, ...item.data.outTxs]) assert.ok(['success', 'failure'].includes(t.status));
+    if (REASONED.includes(ev.status)) assert.notEqual(ev.failReason, 'N/A', `${ev.status} carries a reason`);
+    else assert.equal(ev.failReason, 'N/A', `${ev.status}: failReason N/A`);
+    return item;
+  }
+
+  /** Create id with body, subscribed on c, advancing by hand; checks agreement after every
+   *  step and resolves {events, items}. */
+  async function walk(c, id, body) {
+    c.subscribe(id);
+    await c.waitFor(isAck(id));
+    const created = await sim.control('/requests', { id, ...body });
+    const events = [];
+    const items = [];
+    for (let i = 0; i < created.path.length; i++) {
+      if (i > 0) await sim.control(`/requests/${id}/advance`, {});
+      await until(() => c.events(id).length === i + 1, { msg: `event ${i} of ${id}` });
+      const ev = c.events(id)[i].json.data;
+      events.push(ev);
+      items.push(await agree(id, ev));
+    }
+    await assert.rejects(sim.control(`/requests/${id}/advance`, {}), (e) => e.status === 409);
+    for (let i = 1; i < events.length; i++) assert.ok(events[i].updatedAt > events[i - 1].updatedAt, 'updatedAt strictly increases');
+    return { events, items, view: await sim.control(`/requests/${id}`) };
+  }
+
+  test('reorg: waiting > pending > submitted > success > failure DEPOSIT_REORGED, deposit inTx failed, metadata.reorg', async () => {
+    const c = wsClient(sim.wsUrlWithKey);
+    await c.ready();
+    const id = newId();
+    const { events, items, view } = await walk(c, id, { lifecycle: 'reorg', originChainId: 8453, destinationChainId: 42161 });
+    assert.deepEqual(events.map((e) => e.status), ['waiting', 'pending', 'submitted', 'success', 'failure']);
+    assert.equal(view.lifecycle, 'reorg');
+    assert.equal(view.terminal, true);
+    assert.deepEqual(view.path.map((p) => p.reorg ?? false), [false, false, false, false, true]);
+    for (const it of items.slice(0, 4)) {
+      assert.equal(it.metadata, undefined, 'no metadata before the reorg');
+      for (const t of it.data.inTxs) assert.equal(t.status, 'success');
+    }
+    const last = events[4];
+    assert.equal(last.failReason, 'DEPOSIT_REORGED');
+    assert.equal(items[3].data.outTxs.length, 1, 'filled before the reorg');
+    const it = items[4];
+    assert.equal(it.data.inTxs[0].status, 'failure');
+    assert.ok(it.data.outTxs.every((t) => t.status === 'success'));
+    assert.equal(it.metadata.reorg.failReason, 'DEPOSIT_REORGED');
+    assert.equal(it.metadata.reorg.blockNumber, it.data.inTxs[0].block);
+    assert.equal(it.metadata.reorg.detectedAt, last.updatedAt);
+    c.close();
+  });
+
+  test('double-spend: success > refund DOUBLE_SPEND with a refund tx next to the fill', async () => {
+    const c = wsClient(sim.wsUrlWithKey);
+    await c.ready();
+    const id = newId();
+    const { events, items } = await walk(c, id, { lifecycle: 'double-spend', originChainId: 42161, destinationChainId: 8453 });
+    assert.deepEqual(events.map((e) => e.status), ['waiting', 'pending', 'submitted', 'success', 'refund']);
+    const [success, refund] = events.slice(3);
+    assert.equal(success.failReason, 'N/A');
+    assert.equal(refund.failReason, 'DOUBLE_SPEND');
+    assert.equal(refund.refundFailReason, 'N/A');
+    assert.equal(success.txHashes.length, 1);
+    assert.deepEqual(refund.txHashes.slice(0, 1), success.txHashes, 'the fill stays');
+    assert.equal(refund.txHashes.length, 2, 'a refund tx joins it');
+    assert.equal(items[4].data.outTxs[1].chainId, 42161, 'the refund goes back on the origin chain');
+    assert.equal(items[4].metadata, undefined);
+    c.close();
+  });
+
+  test('late-refund: failure SOLVER_CAPACITY_EXCEEDED, refund after 10x the step delay', async () => {
+    const c = wsClient(sim.wsUrlWithKey);
+    await c.ready();
+    const id = newId();
+    const { events } = await walk(c, id, { lifecycle: 'late-refund' });
+    assert.deepEqual(events.map((e) => e.status), ['waiting', 'pending', 'failure', 'refund']);
+    assert.equal(events[2].failReason, 'SOLVER_CAPACITY_EXCEEDED');
+    assert.equal(events[3].failReason, 'SOLVER_CAPACITY_EXCEEDED', 'the refund keeps the reason');
+    // Timed: steps of 100 ms (pending 100%, failure 150%, each +-50%), the refund 10x that.
+    const tid = newId();
+    c.subscribe(tid);
+    await c.waitFor(isAck(tid));
+    const v = await sim.control('/requests', { id: tid, lifecycle: 'late-refund', stepMs: 100 });
+    const d = v.path.map((p) => p.delayMs);
+    assert.ok(d[3] >= 500 && d[3] <= 1500, `refund delay ${d[3]}`);
+    for (const x of d.slice(1, 3)) assert.ok(x <= 225 && d[3] > 2 * x, `refund ${d[3]} much later than ${x}`);
+    const failure = (await c.waitFor(isEvent(tid, 'failure'))).json.data;
+    const refund = (await c.waitFor(isEvent(tid, 'refund'), { timeoutMs: 5000 })).json.data;
+    assert.ok(refund.updatedAt - failure.updatedAt >= 450, `refund ${refund.updatedAt - failure.updatedAt} ms after the failure`);
+    c.close();
+  });
+
+  test('never-deposited: waiting, and nothing ever again', async () => {
+    const c = wsClient(sim.wsUrlWithKey);
+    await c.ready();
+    const id = newId();
+    c.subscribe(id);
+    await c.waitFor(isAck(id));
+    const v = await sim.control('/requests', { id, lifecycle: 'never-deposited', stepMs: 10 });
+    assert.deepEqual(v.path.map((p) => p.status), ['waiting']);
+    assert.equal(v.terminal, true, 'its path has ended');
+    await sleep(300);
+    assert.deepEqual(c.events(id).map((m) => m.json.data.status), ['waiting']);
+    const ev = c.events(id)[0].json.data;
+    assert.deepEqual([ev.inTxHashes, ev.txHashes], [[], []]);
+    const item = await agree(id, ev);
+    assert.deepEqual(item.data.inTxs, []);
+    await assert.rejects(sim.control(`/requests/${id}/advance`, {}), (e) => e.status === 409);
+    c.close();
+  });
+
+  test('--mix takes the new lifecycles and the generator plays them through', async () => {
+    const g = await startSim({ seed: 5, rate: 80, step: '10ms', duration: '500ms',
+      extraArgs: ['--mix', 'reorg:1,double-spend:1,late-refund:1,never-deposited:1'] });
+    try {
+      await until(async () => { const s = await g.stats(); return !s.load.running && s.requests.active === 0; }, { msg: 'all done', timeoutMs: 15000 });
+      const list = (await g.control('/requests?limit=1000')).requests;
+      const paths = {};
+      for (const r of list) {
+        if (paths[r.lifecycle]) continue;
+        paths[r.lifecycle] = (await g.control(`/requests/${r.id}`)).history.map((h) => h.status).join('>');
+      }
+      assert.deepEqual(paths, {
+        'reorg': 'waiting>pending>submitted>success>failure',
+        'double-spend': 'waiting>pending>submitted>success>refund',
+        'late-refund': 'waiting>pending>failure>refund',
+        'never-deposited': 'waiting',
+      });
+    } finally {
+      await g.stop();
+    }
+  });
+
+  test('scripted reorg after success: the /requests/v3 item shape; "reorg" on an explicit change', async () => {
+    const c = wsClient(sim.wsUrlWithKey);
+    await c.ready();
+    const id = newId();
+    const { events, items } = await walk(c, id, {
+      originChainId: 1, destinationChainId: 8453,
+      path: ['waiting', 'pending', 'success', { status: 'failure', failReason: 'DEPOSIT_REORGED', reorg: true }],
+    });
+    assert.deepEqual(events.map((e) => e.status), ['waiting', 'pending', 'success', 'failure']);
+    assert.equal(items[2].metadata, undefined);
+    assert.equal(items[2].data.inTxs[0].status, 'success');
+    const it = items[3];
+    assert.equal(it.status, 'failure');
+    assert.equal(it.data.failReason, 'DEPOSIT_REORGED');
+    assert.equal(it.data.inTxs.length, 1);
+    assert.equal(it.data.inTxs[0].status, 'failure');
+    assert.equal(it.data.outTxs[0].status, 'success');
+    assert.deepEqual(Object.keys(it.metadata), ['reorg']);
+    const g = it.metadata.reorg;
+    assert.deepEqual(Object.keys(g), ['detectedAt', 'source', 'reason', 'details', 'failReason', 'action', 'blockNumber', 'blockHash', 'receiptStatus']);
+    assert.deepEqual({ ...g, detectedAt: 0, blockNumber: 0, blockHash: '' }, {
+      detectedAt: 0, source: 'indexer', reason: 'block reorganisation', details: null, failReason: 'DEPOSIT_REORGED',
+      action: 'refund', blockNumber: 0, blockHash: '', receiptStatus: 0,
+    });
+    assert.equal(g.detectedAt, events[3].updatedAt);
+    assert.equal(g.blockNumber, it.data.inTxs[0].block);
+    assert.match(g.blockHash, /^0x[0-9a-f]{64}$/);
+    assert.equal((await sim.control(`/requests/${id}`)).reorged, true);
+
+    // The same through POST /_sim/requests/{id}/status, reason defaulted.
+    const sid = newId();
+    c.subscribe(sid);
+    await c.waitFor(isAck(sid));
+    await sim.control('/requests', { id: sid, path: ['waiting', 'pending', 'submitted', 'success'] });
+    for (let i = 0; i < 3; i++) await sim.control(`/requests/${sid}/advance`, {});
+    const before = (await getJson(`${sim.url}/requests/v3?id=${sid}`, KEY)).body.requests[0];
+    assert.equal(before.metadata, undefined);
+    const v = await sim.control(`/requests/${sid}/status`, { status: 'failure', reorg: true });
+    assert.equal(v.statusV3.failReason, 'DEPOSIT_REORGED');
+    const ev = (await c.waitFor(isEvent(sid, 'failure'))).json.data;
+    const after = await agree(sid, ev);
+    assert.equal(after.data.inTxs[0].status, 'failure');
+    assert.equal(after.metadata.reorg.failReason, 'DEPOSIT_REORGED');
+    assert.equal(after.metadata.reorg.detectedAt, ev.updatedAt);
+    await assert.rejects(sim.control(`/requests/${sid}/status`, { status: 'failure', reorg: 'yes' }), (e) => e.status === 400);
+    c.close();
+  });
+
+  test('scripted success > refund DOUBLE_SPEND: the path goes on after success, updatedAt strictly increases', async () => {
+    const c = wsClient(sim.wsUrlWithKey);
+    await c.ready();
+    const path = ['waiting', 'pending', 'submitted', 'success', { status: 'refund', failReason: 'DOUBLE_SPEND' }];
+    const id = newId();
+    const { events, items } = await walk(c, id, { path });
+    assert.deepEqual(events.map((e) => e.status), ['waiting', 'pending', 'submitted', 'success', 'refund']);
+    assert.deepEqual(events.map((e) => e.failReason), ['N/A', 'N/A', 'N/A', 'N/A', 'DOUBLE_SPEND']);
+    assert.equal(events[4].txHashes.length, 2);
+    assert.equal(items[4].data.failReason, 'DOUBLE_SPEND');
+    assert.equal(items[4].data.outTxs.length, 2);
+
+    // Timed by stepMs (timers keep running past success), and the steps come 1 ms apart:
+    // every change still gets a newer updatedAt.
+    const tid = newId();
+    c.subscribe(tid);
+    await c.waitFor(isAck(tid));
+    const fast = path.map((p) => (typeof p === 'string' ? { status: p, delayMs: 0 } : { ...p, delayMs: 0 }));
+    await sim.control('/requests', { id: tid, path: fast });
+    await c.waitFor(isEvent(tid, 'refund'));
+    const seen = c.events(tid).map((m) => m.json.data);
+    assert.deepEqual(seen.map((e) => e.status), ['waiting', 'pending', 'submitted', 'success', 'refund']);
+    for (let i = 1; i < seen.length; i++) assert.ok(seen[i].updatedAt > seen[i - 1].updatedAt, `updatedAt ${seen.map((e) => e.updatedAt)}`);
+    const view = await sim.control(`/requests/${tid}`);
+    assert.deepEqual(view.history.map((h) => h.updatedAt), seen.map((e) => e.updatedAt));
+    assert.equal(view.terminal, true);
+    c.close();
+  });
+
+  test('per-request counters: statusPolls, requestsReads, subscribes (also before creation); stats reset zeroes them', async () => {
+    const id = newId();
+    const c1 = wsClient(sim.wsUrlWithKey);
+    const c2 = wsClient(sim.wsUrlWithKey);
+    await c1.ready();
+    await c2.ready();
+    // Before the request exists: a 404 poll and a subscribe.
+    assert.equal((await getJson(`${sim.url}/intents/status/v3?requestId=${id}`)).status, 404);
+    c1.subscribe(id);
+    await c1.waitFor(isAck(id));
+    await sim.control('/requests', { id, path: ['waiting', 'pending'] });
+    let v = await sim.control(`/requests/${id}`);
+    assert.deepEqual([v.statusPolls, v.requestsReads, v.subscribes], [1, 0, 1]);
+    for (let i = 0; i < 2; i++) await getJson(`${sim.url}/intents/status/v3?requestId=${id}`);
+    await getJson(`${sim.url}/intents/status/v3?requestId=${newId()}`); // another id
+    for (let i = 0; i < 2; i++) await getJson(`${sim.url}/requests/v3?id=${id}`, KEY);
+    assert.equal((await getJson(`${sim.url}/requests/v3?id=${id}`)).status, 401, 'no key');
+    await getJson(`${sim.url}/requests/v3?limit=5`, KEY); // does not name it
+    c2.subscribe(id);
+    await c2.waitFor(isAck(id));
+    c1.subscribe(id); // again on the same connection: still a subscribe message
+    await c1.waitFor(isAck(id), { from: 2 });
+    v = await sim.control(`/requests/${id}`);
+    assert.deepEqual([v.statusPolls, v.requestsReads, v.subscribes], [3, 3, 3]);
+    assert.ok(v.history && v.statusV3 && v.id === id, 'the existing fields stay');
+    await sim.control('/stats/reset', {});
+    v = await sim.control(`/requests/${id}`);
+    assert.deepEqual([v.statusPolls, v.requestsReads, v.subscribes], [0, 0, 0]);
+    await getJson(`${sim.url}/intents/status/v3?requestId=${id}`);
+    v = await sim.control(`/requests/${id}`);
+    assert.equal(v.statusPolls, 1);
+    c1.close();
+    c2.close();
   });
 });
 

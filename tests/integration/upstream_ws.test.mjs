@@ -1,4 +1,4 @@
-// upstream_ws.test.mjs - the ws thread (relay/ws_thread.c, upstream_ws.c, ws_server.c) through
+// upstream_ws.test.mjs - the ws thread (relay/edge/ws_thread.c, upstream_ws.c, ws_server.c) through
 // helpers/ws_relay_probe, against node `ws` servers on 127.0.0.1 playing the upstream: the
 // ready greeting gate, subscribe frames, apiKey, frames with gen (text, binary, fragmented,
 // oversize), reconnects (abrupt drop, backoff, 1012, silence after pings, connect timeout,

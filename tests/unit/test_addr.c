@@ -515,6 +515,31 @@ static void test_url_ssrf_spellings(void **state)
     }
 }
 
+/* The one loopback rule for listen addresses (admin token, dashboard broad subscriptions). */
+static void test_listen_loopback(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *listen;
+        int loopback;
+    } rows[] = {
+        {"127.0.0.1:8080", 1},          {"127.1.2.3:1", 1},
+        {"localhost:8080", 1},          {"[::1]:8080", 1},
+        {"[0:0:0:0:0:0:0:1]:8080", 1},  {"[::ffff:127.0.0.1]:80", 1},
+        {"127.1:8080", 1},              {"2130706433:80", 1},
+        {"0.0.0.0:8080", 0},            {"[::]:8080", 0},
+        {"10.0.0.1:8080", 0},           {"127.0.0.1.example.com:8080", 0},
+        {"localhost.example.com:80", 0}, {"example.com:80", 0},
+        {"127.0.0.1", 0},               {":8080", 0},
+        {"::1:8080", 0},                {"[::1]8080", 0},
+        {"", 0},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+        if (proto_listen_is_loopback(rows[i].listen) != rows[i].loopback)
+            fail_msg("%s: expected %d", rows[i].listen, rows[i].loopback);
+    assert_int_equal(proto_listen_is_loopback(NULL), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -527,6 +552,7 @@ int main(void)
         cmocka_unit_test(test_url_rejected),
         cmocka_unit_test(test_url_bounds),
         cmocka_unit_test(test_url_ssrf_spellings),
+        cmocka_unit_test(test_listen_loopback),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

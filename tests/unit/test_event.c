@@ -123,8 +123,76 @@ static void test_reason_lists(void **state)
         assert_int_equal(proto_refund_reason_known(rows[i].s), rows[i].refund);
     }
     assert_false(proto_fail_reason_known(NULL));
+    /* documented later (2026): known, so never flagged unknownFailReason */
+    static const char *const added[] = {
+        "DEPOSIT_CONFIRMATION_TIMEOUT", "DEPOSIT_REORGED", "DESTINATION_TOKEN_TRANSFER_REJECTED",
+        "GASLESS_PERMIT_BALANCE_TOO_LOW", "MANUAL_ADMIN_REFUND", "ORPHANED_DEPOSIT_REFUND",
+        "PROTOCOL_DEADLINE_EXPIRED", "QUOTED_GAS_LIMIT_EXCEEDED", "TRANSACTION_SUBMISSION_FAILED",
+    };
+    for (size_t i = 0; i < sizeof(added) / sizeof(added[0]); i++) {
+        char body[512];
+        struct status_event ev;
+        struct proto_err err;
+        assert_true(proto_fail_reason_known(added[i]));
+        snprintf(body, sizeof(body), "{\"status\":\"failure\",\"updatedAt\":1,\"failReason\":"
+                 "\"%s\"}", added[i]);
+        assert_int_equal(proto_normalize_status_v3(body, strlen(body), "r", 1, &ev, &err), 0);
+        assert_int_equal(ev.flags & PROTO_F_UNKNOWN_FAIL_REASON, 0);
+        status_event_cleanup(&ev);
+    }
     assert_string_equal(proto_flag_name(PROTO_F_UNKNOWN_STATUS), "unknownStatus");
+    assert_string_equal(proto_flag_name(PROTO_F_REVERSAL), "reversal");
+    assert_string_equal(proto_flag_name(PROTO_F_UNCONFIRMED_DEPOSIT), "unconfirmedDeposit");
+    assert_null(proto_flag_name(0x40));
     assert_null(proto_flag_name(PROTO_HAS_DETAILS));
+    assert_null(proto_flag_name(PROTO_HAS_DETAILS_JSON));
+    assert_null(proto_flag_name(PROTO_HAS_REORG));
+}
+
+/* failReason of one state, without history (DESIGN.md "Watch and reversals") */
+static void test_fail_reason_out(void **state)
+{
+    static const struct { const char *status, *reason, *out; } rows[] = {
+        {"waiting", "SLIPPAGE", "N/A"},      {"depositing", NULL, "N/A"},
+        {"pending", "SLIPPAGE", "N/A"},      {"submitted", "UNKNOWN", "N/A"},
+        {"success", "DOUBLE_SPEND", "N/A"},  {"delayed", "X", "N/A"},
+        {"received", "X", "N/A"},            {"failure", "SLIPPAGE", "SLIPPAGE"},
+        {"failure", "N/A", "UNKNOWN"},       {"failure", NULL, "UNKNOWN"},
+        {"fallback", NULL, "UNKNOWN"},       {"fallback", "NEW_ONE", "NEW_ONE"},
+        {"refund", "N/A", "UNKNOWN"},        {"refund", "UNKNOWN", "UNKNOWN"},
+        {"mystery", "NEW_ONE", "NEW_ONE"},   {"mystery", "N/A", "N/A"},
+        {"mystery", NULL, "N/A"},
+    };
+    (void)state;
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        struct status_event ev;
+        size_t len;
+        char want[128];
+        status_event_init(&ev);
+        ev.request_id = strdup("r1");
+        ev.status = strdup(rows[i].status);
+        ev.st = proto_status_parse(ev.status);
+        ev.updated_at = 1;
+        ev.fail_reason = rows[i].reason != NULL ? strdup(rows[i].reason) : NULL;
+        assert_string_equal(proto_fail_reason_out(&ev), rows[i].out);
+        /* all three upstream shapes apply it (records of older versions hold anything) */
+        snprintf(want, sizeof(want), "\"failReason\":\"%s\",", rows[i].out);
+        char *w = proto_event_webhook_body(&ev, &len), *f = proto_event_ws_frame(&ev, 0, 1, &len),
+             *v = proto_event_status_v3(&ev, &len), *r = proto_event_record(&ev, &len);
+        assert_non_null(strstr(w, want));
+        assert_non_null(strstr(f, want));
+        assert_non_null(strstr(v, want));
+        /* the record stores what the struct holds */
+        if (rows[i].reason == NULL)
+            assert_non_null(strstr(r, "\"failReason\":null,"));
+        else
+            assert_non_null(strstr(r, rows[i].reason));
+        free(w);
+        free(f);
+        free(v);
+        free(r);
+        status_event_cleanup(&ev);
+    }
 }
 
 static void test_event_id(void **state)
@@ -195,6 +263,109 @@ static void test_ws_frame_exact(void **state)
     assert_non_null(strstr(f, "\"previousStatus\":null,\"source\":\"webhook\",\"observedAt\":"
                               "1787054250400}}"));
     free(f);
+    status_event_cleanup(&ev);
+}
+
+static void roundtrip(const struct status_event *ev)
+{
+    size_t len, len2;
+    struct status_event back;
+    struct proto_err err;
+    char *rec = proto_event_record(ev, &len);
+    assert_non_null(rec);
+    int rc = proto_event_from_record(rec, len, &back, &err);
+    if (rc != 0)
+        fail_msg("record rejected: %s %s %s", proto_strerror(rc), err.field, err.msg);
+    assert_true(status_event_equal(ev, &back));
+    char *rec2 = proto_event_record(&back, &len2);
+    assert_int_equal(len, len2);
+    assert_memory_equal(rec, rec2, len);
+    free(rec);
+    free(rec2);
+    status_event_cleanup(&back);
+}
+
+/* details of JSON type and reorg details in every encoding */
+static void test_json_details_and_reorg(void **state)
+{
+    static const char reorg[] =
+        "{\"inTxs\":[{\"txHash\":\"0xaa\",\"chainId\":8453,\"status\":\"failure\"}],"
+        "\"metadata\":{\"detectedAt\":\"2026-08-18T10:41:14Z\",\"action\":\"refund\","
+        "\"blockNumber\":123,\"extra\":{\"k\":[true,null]}}}";
+    struct status_event ev;
+    size_t len;
+    (void)state;
+    full_event(&ev);
+    free(ev.details);
+    ev.details = strdup("{\"revert\":\"0x08c379a0\",\"gas\":[21000,1.5e3],\"ok\":false}");
+    ev.flags |= PROTO_HAS_DETAILS_JSON | PROTO_HAS_REORG | PROTO_F_REVERSAL;
+    ev.reorg = strdup(reorg);
+    const char *d = "\"details\":{\"revert\":\"0x08c379a0\",\"gas\":[21000,1.5e3],\"ok\":false},";
+
+    char *w = proto_event_webhook_body(&ev, &len);
+    assert_non_null(strstr(w, d));
+    char tail[1024];
+    snprintf(tail, sizeof(tail), "\"publishedAt\":1787054250318,\"flags\":[\"unknownFailReason\","
+             "\"reversal\"],\"reorg\":%s}}", reorg);
+    assert_string_equal(w + len - strlen(tail), tail);
+    json_t *j = json_loadb(w, len, JSON_REJECT_DUPLICATES, NULL);
+    assert_non_null(j);
+    assert_true(json_is_object(json_object_get(json_object_get(j, "data"), "details")));
+    assert_true(json_is_object(json_object_get(json_object_get(j, "statusrelay"), "reorg")));
+    json_decref(j);
+    /* the body normalises back to the same JSON-typed details */
+    struct status_event back;
+    struct proto_err err;
+    assert_int_equal(proto_normalize_webhook(w, len, 1, &back, &err), 0);
+    assert_string_equal(back.details, ev.details);
+    assert_true(back.flags & PROTO_HAS_DETAILS_JSON);
+    assert_null(back.reorg); /* "statusrelay" is ours, not an upstream field */
+    status_event_cleanup(&back);
+    free(w);
+
+    char *f = proto_event_ws_frame(&ev, 1, 5, &len);
+    assert_non_null(strstr(f, d));
+    snprintf(tail, sizeof(tail), "\"reversal\"],\"reorg\":%s,\"snapshot\":true}}", reorg);
+    assert_string_equal(f + len - strlen(tail), tail);
+    free(f);
+
+    char *v = proto_event_status_v3(&ev, &len);
+    assert_prefix(v, "{\"status\":\"refund\",\"details\":{\"revert\":\"0x08c379a0\",");
+    assert_null(strstr(v, "reorg")); /* never in the upstream's own shape */
+    free(v);
+
+    char *r = proto_event_record(&ev, &len);
+    assert_non_null(strstr(r, d));
+    snprintf(tail, sizeof(tail), "\"createdAt\":1787054250401,\"reorg\":%s}", reorg);
+    assert_string_equal(r + len - strlen(tail), tail);
+    free(r);
+    roundtrip(&ev);
+
+    /* other JSON types, and a plain string that looks like JSON */
+    static const struct { const char *text; unsigned json; const char *enc; } rows[] = {
+        {"[1,2]", PROTO_HAS_DETAILS_JSON, "\"details\":[1,2],"},
+        {"42", PROTO_HAS_DETAILS_JSON, "\"details\":42,"},
+        {"true", PROTO_HAS_DETAILS_JSON, "\"details\":true,"},
+        {"\"quoted\"", PROTO_HAS_DETAILS_JSON, "\"details\":\"quoted\","},
+        {"{\"a\":1}", 0, "\"details\":\"{\\\"a\\\":1}\","},
+    };
+    free(ev.reorg);
+    ev.reorg = NULL;
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        free(ev.details);
+        ev.details = strdup(rows[i].text);
+        ev.flags = (ev.flags & ~(unsigned)PROTO_HAS_DETAILS_JSON) | rows[i].json;
+        w = proto_event_webhook_body(&ev, &len);
+        assert_non_null(strstr(w, rows[i].enc));
+        assert_null(strstr(w, "\"reorg\""));
+        free(w);
+        r = proto_event_record(&ev, &len);
+        assert_non_null(strstr(r, rows[i].enc));
+        assert_null(strstr(r, "\"reorg\""));
+        free(r);
+        if (strcmp(rows[i].text, "\"quoted\"") != 0)
+            roundtrip(&ev); /* a JSON string is a plain string when read back */
+    }
     status_event_cleanup(&ev);
 }
 
@@ -334,25 +505,6 @@ static void test_escaping(void **state)
 
 /* ---- storage record ---------------------------------------------------------------------- */
 
-static void roundtrip(const struct status_event *ev)
-{
-    size_t len, len2;
-    struct status_event back;
-    struct proto_err err;
-    char *rec = proto_event_record(ev, &len);
-    assert_non_null(rec);
-    int rc = proto_event_from_record(rec, len, &back, &err);
-    if (rc != 0)
-        fail_msg("record rejected: %s %s %s", proto_strerror(rc), err.field, err.msg);
-    assert_true(status_event_equal(ev, &back));
-    char *rec2 = proto_event_record(&back, &len2);
-    assert_int_equal(len, len2);
-    assert_memory_equal(rec, rec2, len);
-    free(rec);
-    free(rec2);
-    status_event_cleanup(&back);
-}
-
 static void test_record_roundtrip(void **state)
 {
     static const char *const ws[] = {"ws_event_flat_pending.json", "ws_event_nested_submitted.json",
@@ -363,7 +515,8 @@ static void test_record_roundtrip(void **state)
     (void)state;
     full_event(&ev);
     roundtrip(&ev);
-    ev.flags = 0xffffffffu;
+    /* every bit but the type bit, which must describe details (a plain string here) */
+    ev.flags = 0xffffffffu & ~(unsigned)PROTO_HAS_DETAILS_JSON;
     ev.origin_chain_id = PROTO_MAX_CHAIN_ID;
     ev.deposit->address = (free(ev.deposit->address), NULL);
     roundtrip(&ev);
@@ -412,6 +565,13 @@ static void test_record_invalid(void **state)
          "previousStatus"},
         {"\"requestId\":\"r1\"", "\"requestId\":\"r 1\"", PROTO_EVALUE, "requestId"},
         {"{", "[", PROTO_EJSON, ""},
+        /* details of any JSON type; reorg optional (older records), an object or null */
+        {"\"details\":null", "\"details\":{\"a\":[1]}", 0, ""},
+        {"\"details\":null", "\"details\":false", 0, ""},
+        {"\"createdAt\":0", "\"createdAt\":0,\"reorg\":null", 0, ""},
+        {"\"createdAt\":0", "\"createdAt\":0,\"reorg\":{\"inTxs\":[],\"metadata\":null}", 0, ""},
+        {"\"createdAt\":0", "\"createdAt\":0,\"reorg\":5", PROTO_ETYPE, "reorg"},
+        {"\"createdAt\":0", "\"createdAt\":0,\"reorg\":\"{}\"", PROTO_ETYPE, "reorg"},
     };
     (void)state;
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
@@ -452,6 +612,19 @@ static void test_copy_equal(void **state)
     b.event_id[5] ^= 1;
     assert_false(status_event_equal(&a, &b));
     b.event_id[5] ^= 1;
+    b.reorg = strdup("{}");
+    assert_false(status_event_equal(&a, &b));
+    free(b.reorg);
+    b.reorg = NULL;
+    b.flags ^= PROTO_HAS_DETAILS_JSON;
+    assert_false(status_event_equal(&a, &b));
+    b.flags ^= PROTO_HAS_DETAILS_JSON;
+    assert_true(status_event_equal(&a, &b));
+    a.reorg = strdup("{\"inTxs\":[]}");
+    status_event_cleanup(&b);
+    assert_int_equal(status_event_copy(&b, &a), 0);
+    assert_string_equal(b.reorg, a.reorg);
+    assert_true(status_event_equal(&a, &b));
     free(b.tx_hashes.v[0]);
     b.tx_hashes.v[0] = strdup("0xbc");
     assert_false(status_event_equal(&a, &b));
@@ -474,6 +647,8 @@ static void test_chaos_encoders(void **state)
     ev.details = malloc(4001);
     memset(ev.details, '\n', 4000);
     ev.details[4000] = '\0';
+    ev.reorg = strdup("{\"inTxs\":[{\"txHash\":\"0xaa\",\"chainId\":1,\"status\":\"failure\"}],"
+                      "\"metadata\":{\"action\":\"fill\"}}");
     size_t rlen;
     char *rec = proto_event_record(&ev, &rlen);
     for (int op = 0; op < OP_COUNT; op++) {
@@ -522,6 +697,7 @@ int main(void)
         cmocka_unit_test(test_status_names),
         cmocka_unit_test(test_source_names),
         cmocka_unit_test(test_reason_lists),
+        cmocka_unit_test(test_fail_reason_out),
         cmocka_unit_test(test_event_id),
         cmocka_unit_test(test_webhook_body_exact),
         cmocka_unit_test(test_ws_frame_exact),
@@ -529,6 +705,7 @@ int main(void)
         cmocka_unit_test(test_webhook_data_matches_upstream),
         cmocka_unit_test(test_nulls_never_in_upstream_shapes),
         cmocka_unit_test(test_escaping),
+        cmocka_unit_test(test_json_details_and_reorg),
         cmocka_unit_test(test_record_roundtrip),
         cmocka_unit_test(test_record_invalid),
         cmocka_unit_test(test_copy_equal),

@@ -56,14 +56,23 @@ struct row {
     enum proto_verdict verdict;
     /* the merged state when accepted */
     const char *status, *in, *out, *fail, *refund, *details;
+    unsigned flags; /* next.flags & ROW_FLAGS (0 when left out) */
 };
 
+#define ROW_FLAGS                                                                          \
+    (PROTO_F_REVERSAL | PROTO_F_UNCONFIRMED_DEPOSIT | PROTO_F_UNKNOWN_FAIL_REASON |       \
+     PROTO_HAS_DETAILS_JSON)
+#define REV PROTO_F_REVERSAL
+#define S300 "\"status\":\"success\",\"updatedAt\":300"
+#define R300 "\"status\":\"refund\",\"updatedAt\":300"
+#define F300 "\"status\":\"failure\",\"updatedAt\":300"
+
 #define P100 "\"status\":\"pending\",\"updatedAt\":100"
-#define NO_MERGE NULL, NULL, NULL, NULL, NULL, NULL
+#define NO_MERGE NULL, NULL, NULL, NULL, NULL, NULL, 0
 
 static const struct row rows[] = {
     {"first observation", NULL, P100 ",\"inTxHashes\":[\"a\"]", PROTO_ACCEPT, "pending", "a", "",
-     "N/A", "N/A", NULL},
+     "N/A", "N/A", NULL, 0},
     {"older updatedAt, same status", P100 ",\"inTxHashes\":[\"a\"]",
      "\"status\":\"pending\",\"updatedAt\":50,\"inTxHashes\":[\"a\",\"b\"]", PROTO_STALE, NO_MERGE},
     {"older updatedAt, new status", P100, "\"status\":\"submitted\",\"updatedAt\":99",
@@ -77,67 +86,159 @@ static const struct row rows[] = {
     {"no hash fields at all", P100 ",\"inTxHashes\":[\"a\"]", P100, PROTO_DUPLICATE, NO_MERGE},
     {"new in hash: union", P100 ",\"inTxHashes\":[\"a\"]",
      "\"status\":\"pending\",\"updatedAt\":200,\"inTxHashes\":[\"b\",\"a\"]", PROTO_ACCEPT,
-     "pending", "a,b", "", "N/A", "N/A", NULL},
+     "pending", "a,b", "", "N/A", "N/A", NULL, 0},
     {"new out hash", "\"status\":\"submitted\",\"updatedAt\":100,\"txHashes\":[\"x\"]",
      "\"status\":\"submitted\",\"updatedAt\":100,\"txHashes\":[\"y\",\"x\"]", PROTO_ACCEPT,
-     "submitted", "", "x,y", "N/A", "N/A", NULL},
+     "submitted", "", "x,y", "N/A", "N/A", NULL, 0},
     {"fail reason set", "\"status\":\"failure\",\"updatedAt\":100,\"failReason\":\"N/A\"",
      "\"status\":\"failure\",\"updatedAt\":100,\"failReason\":\"SLIPPAGE\"", PROTO_ACCEPT,
-     "failure", "", "", "SLIPPAGE", "N/A", NULL},
+     "failure", "", "", "SLIPPAGE", "N/A", NULL, 0},
     {"refund reason set", "\"status\":\"failure\",\"updatedAt\":100,\"failReason\":\"SLIPPAGE\"",
      "\"status\":\"failure\",\"updatedAt\":101,\"failReason\":\"SLIPPAGE\","
      "\"refundFailReason\":\"AMOUNT_TOO_LOW_TO_REFUND\"",
-     PROTO_ACCEPT, "failure", "", "", "SLIPPAGE", "AMOUNT_TOO_LOW_TO_REFUND", NULL},
+     PROTO_ACCEPT, "failure", "", "", "SLIPPAGE", "AMOUNT_TOO_LOW_TO_REFUND", NULL, 0},
     {"reason back to N/A only",
      "\"status\":\"failure\",\"updatedAt\":100,\"failReason\":\"SLIPPAGE\"",
      "\"status\":\"failure\",\"updatedAt\":100,\"failReason\":\"N/A\"", PROTO_DUPLICATE, NO_MERGE},
     {"N/A with a new hash keeps the reason",
      "\"status\":\"failure\",\"updatedAt\":100,\"failReason\":\"SLIPPAGE\"",
      "\"status\":\"failure\",\"updatedAt\":100,\"failReason\":\"N/A\",\"inTxHashes\":[\"h\"]",
-     PROTO_ACCEPT, "failure", "h", "", "SLIPPAGE", "N/A", NULL},
+     PROTO_ACCEPT, "failure", "h", "", "SLIPPAGE", "N/A", NULL, 0},
     {"reasons absent", "\"status\":\"failure\",\"updatedAt\":100,\"failReason\":\"SLIPPAGE\"",
      "\"status\":\"failure\",\"updatedAt\":100", PROTO_DUPLICATE, NO_MERGE},
     {"details set", P100 ",\"details\":null", P100 ",\"details\":\"reverted\"", PROTO_ACCEPT,
-     "pending", "", "", "N/A", "N/A", "reverted"},
+     "pending", "", "", "N/A", "N/A", "reverted", 0},
     {"same details", P100 ",\"details\":\"reverted\"", P100 ",\"details\":\"reverted\"",
      PROTO_DUPLICATE, NO_MERGE},
     {"details null on same status", P100 ",\"details\":\"reverted\"", P100 ",\"details\":null",
      PROTO_DUPLICATE, NO_MERGE},
     {"status change, equal updatedAt", P100, "\"status\":\"submitted\",\"updatedAt\":100",
-     PROTO_ACCEPT, "submitted", "", "", "N/A", "N/A", NULL},
+     PROTO_ACCEPT, "submitted", "", "", "N/A", "N/A", NULL, 0},
+    /* failReason is "N/A" on pending: the failure's reason does not follow (was "SLIPPAGE"
+     * before the status-response rule) */
     {"status change keeps absent fields",
      "\"status\":\"failure\",\"updatedAt\":100,\"details\":\"d\",\"failReason\":\"SLIPPAGE\","
      "\"inTxHashes\":[\"a\"],\"originChainId\":10,\"destinationChainId\":137",
-     "\"status\":\"pending\",\"updatedAt\":200", PROTO_ACCEPT, "pending", "a", "", "SLIPPAGE",
-     "N/A", "d"},
+     "\"status\":\"pending\",\"updatedAt\":200", PROTO_ACCEPT, "pending", "a", "", "N/A",
+     "N/A", "d", 0},
     {"status change takes present values (null clears)",
      "\"status\":\"failure\",\"updatedAt\":100,\"details\":\"d\",\"failReason\":\"SLIPPAGE\"",
      "\"status\":\"pending\",\"updatedAt\":200,\"details\":null,\"failReason\":\"N/A\"",
-     PROTO_ACCEPT, "pending", "", "", "N/A", "N/A", NULL},
-    {"success is terminal: pending", "\"status\":\"success\",\"updatedAt\":300",
-     "\"status\":\"pending\",\"updatedAt\":400", PROTO_STALE, NO_MERGE},
-    {"success is terminal: failure", "\"status\":\"success\",\"updatedAt\":300",
-     "\"status\":\"failure\",\"updatedAt\":400,\"failReason\":\"SLIPPAGE\"", PROTO_STALE, NO_MERGE},
-    {"success is terminal: refund", "\"status\":\"success\",\"updatedAt\":300",
-     "\"status\":\"refund\",\"updatedAt\":400", PROTO_STALE, NO_MERGE},
-    {"refund is terminal", "\"status\":\"refund\",\"updatedAt\":300",
-     "\"status\":\"success\",\"updatedAt\":400", PROTO_STALE, NO_MERGE},
+     PROTO_ACCEPT, "pending", "", "", "N/A", "N/A", NULL, 0},
+    /* reversals: no status is absorbing (these four rows were PROTO_STALE while success and
+     * refund were terminal) */
+    {"success -> pending, newer: reversal", S300, "\"status\":\"pending\",\"updatedAt\":400",
+     PROTO_ACCEPT, "pending", "", "", "N/A", "N/A", NULL, REV},
+    {"success -> failure, newer: reversal", S300,
+     "\"status\":\"failure\",\"updatedAt\":400,\"failReason\":\"SLIPPAGE\"", PROTO_ACCEPT,
+     "failure", "", "", "SLIPPAGE", "N/A", NULL, REV},
+    {"success -> refund, newer: reversal", S300, "\"status\":\"refund\",\"updatedAt\":301",
+     PROTO_ACCEPT, "refund", "", "", "UNKNOWN", "N/A", NULL, REV},
+    {"refund -> success, newer: reversal", R300, "\"status\":\"success\",\"updatedAt\":400",
+     PROTO_ACCEPT, "success", "", "", "N/A", "N/A", NULL, REV},
+    {"refund(SLIPPAGE) -> failure, newer: reversal", R300 ",\"failReason\":\"SLIPPAGE\"",
+     "\"status\":\"failure\",\"updatedAt\":400", PROTO_ACCEPT, "failure", "", "", "SLIPPAGE",
+     "N/A", NULL, REV},
+    {"success -> failure, equal updatedAt", S300,
+     "\"status\":\"failure\",\"updatedAt\":300,\"failReason\":\"SLIPPAGE\"", PROTO_STALE,
+     NO_MERGE},
+    {"success -> failure, older", S300,
+     "\"status\":\"failure\",\"updatedAt\":299,\"failReason\":\"SLIPPAGE\"", PROTO_STALE,
+     NO_MERGE},
+    {"refund -> pending, equal updatedAt", R300, "\"status\":\"pending\",\"updatedAt\":300",
+     PROTO_STALE, NO_MERGE},
+    {"failure -> pending, equal updatedAt: not settled", F300 ",\"failReason\":\"SLIPPAGE\"",
+     "\"status\":\"pending\",\"updatedAt\":300", PROTO_ACCEPT, "pending", "", "", "N/A", "N/A",
+     NULL, 0},
+    {"failure -> refund is no reversal", F300, "\"status\":\"refund\",\"updatedAt\":400",
+     PROTO_ACCEPT, "refund", "", "", "UNKNOWN", "N/A", NULL, 0},
     {"terminal, enriched", "\"status\":\"success\",\"updatedAt\":300,\"txHashes\":[\"x\"]",
      "\"status\":\"success\",\"updatedAt\":300,\"txHashes\":[\"x\",\"y\"]", PROTO_ACCEPT,
-     "success", "", "x,y", "N/A", "N/A", NULL},
+     "success", "", "x,y", "N/A", "N/A", NULL, 0},
     {"terminal, nothing new", "\"status\":\"success\",\"updatedAt\":300,\"txHashes\":[\"x\"]",
      "\"status\":\"success\",\"updatedAt\":900,\"txHashes\":[\"x\"]", PROTO_DUPLICATE, NO_MERGE},
     {"failure is not terminal", "\"status\":\"failure\",\"updatedAt\":300",
      "\"status\":\"pending\",\"updatedAt\":400", PROTO_ACCEPT, "pending", "", "", "N/A", "N/A",
-     NULL},
+     NULL, 0},
+    /* a failure without a reason is "UNKNOWN", and the refund inherits it (was "N/A") */
     {"refund after failure", "\"status\":\"failure\",\"updatedAt\":300",
-     "\"status\":\"refund\",\"updatedAt\":300", PROTO_ACCEPT, "refund", "", "", "N/A", "N/A",
-     NULL},
+     "\"status\":\"refund\",\"updatedAt\":300", PROTO_ACCEPT, "refund", "", "", "UNKNOWN",
+     "N/A", NULL, 0},
     {"unknown status is not terminal", "\"status\":\"mystery\",\"updatedAt\":300",
      "\"status\":\"pending\",\"updatedAt\":400", PROTO_ACCEPT, "pending", "", "", "N/A", "N/A",
-     NULL},
+     NULL, 0},
     {"to an unknown status", P100, "\"status\":\"mystery\",\"updatedAt\":400", PROTO_ACCEPT,
-     "mystery", "", "", "N/A", "N/A", NULL},
+     "mystery", "", "", "N/A", "N/A", NULL, 0},
+
+    /* failReason: the upstream's status-response rule */
+    {"first failure without a reason", NULL, "\"status\":\"failure\",\"updatedAt\":100",
+     PROTO_ACCEPT, "failure", "", "", "UNKNOWN", "N/A", NULL, 0},
+    {"first fallback, reason N/A", NULL,
+     "\"status\":\"fallback\",\"updatedAt\":100,\"failReason\":\"N/A\"", PROTO_ACCEPT,
+     "fallback", "", "", "UNKNOWN", "N/A", NULL, 0},
+    {"first pending with a reason", NULL, P100 ",\"failReason\":\"SLIPPAGE\"", PROTO_ACCEPT,
+     "pending", "", "", "N/A", "N/A", NULL, 0},
+    {"first success with a reason", NULL,
+     "\"status\":\"success\",\"updatedAt\":100,\"failReason\":\"BRAND_NEW\"", PROTO_ACCEPT,
+     "success", "", "", "N/A", "N/A", NULL, 0},
+    {"first unknown status with a reason", NULL,
+     "\"status\":\"mystery\",\"updatedAt\":100,\"failReason\":\"BRAND_NEW\"", PROTO_ACCEPT,
+     "mystery", "", "", "BRAND_NEW", "N/A", NULL, PROTO_F_UNKNOWN_FAIL_REASON},
+    {"failure -> pending: reason N/A", F300 ",\"failReason\":\"SLIPPAGE\"",
+     "\"status\":\"pending\",\"updatedAt\":400,\"failReason\":\"SLIPPAGE\"", PROTO_ACCEPT,
+     "pending", "", "", "N/A", "N/A", NULL, 0},
+    {"pending -> failure without a reason: UNKNOWN", P100,
+     "\"status\":\"failure\",\"updatedAt\":200", PROTO_ACCEPT, "failure", "", "", "UNKNOWN",
+     "N/A", NULL, 0},
+    {"pending -> failure, reason N/A: UNKNOWN", P100,
+     "\"status\":\"failure\",\"updatedAt\":200,\"failReason\":\"N/A\"", PROTO_ACCEPT, "failure",
+     "", "", "UNKNOWN", "N/A", NULL, 0},
+    {"failure(SLIPPAGE) -> refund without a reason keeps it", F300 ",\"failReason\":\"SLIPPAGE\"",
+     "\"status\":\"refund\",\"updatedAt\":400", PROTO_ACCEPT, "refund", "", "", "SLIPPAGE",
+     "N/A", NULL, 0},
+    {"failure(SLIPPAGE) -> refund, reason N/A keeps it", F300 ",\"failReason\":\"SLIPPAGE\"",
+     "\"status\":\"refund\",\"updatedAt\":400,\"failReason\":\"N/A\"", PROTO_ACCEPT, "refund",
+     "", "", "SLIPPAGE", "N/A", NULL, 0},
+    {"failure(SLIPPAGE) -> refund with its own reason", F300 ",\"failReason\":\"SLIPPAGE\"",
+     "\"status\":\"refund\",\"updatedAt\":400,\"failReason\":\"DOUBLE_SPEND\"", PROTO_ACCEPT,
+     "refund", "", "", "DOUBLE_SPEND", "N/A", NULL, 0},
+    {"fallback(X) -> refund keeps X", "\"status\":\"fallback\",\"updatedAt\":300,"
+     "\"failReason\":\"DEPOSIT_REORGED\"", "\"status\":\"refund\",\"updatedAt\":400",
+     PROTO_ACCEPT, "refund", "", "", "DEPOSIT_REORGED", "N/A", NULL, 0},
+    {"unknown(X) -> refund: not inherited", "\"status\":\"mystery\",\"updatedAt\":300,"
+     "\"failReason\":\"SLIPPAGE\"", "\"status\":\"refund\",\"updatedAt\":400", PROTO_ACCEPT,
+     "refund", "", "", "UNKNOWN", "N/A", NULL, 0},
+    {"failure(SLIPPAGE) -> unknown status: N/A", F300 ",\"failReason\":\"SLIPPAGE\"",
+     "\"status\":\"mystery\",\"updatedAt\":400", PROTO_ACCEPT, "mystery", "", "", "N/A", "N/A",
+     NULL, 0},
+    {"failure(UNKNOWN), then a reason", F300, F300 ",\"failReason\":\"SLIPPAGE\"", PROTO_ACCEPT,
+     "failure", "", "", "SLIPPAGE", "N/A", NULL, 0},
+    {"pending: a reason adds nothing", P100, P100 ",\"failReason\":\"SLIPPAGE\"", PROTO_DUPLICATE,
+     NO_MERGE},
+    {"new known reasons are not flagged", P100,
+     "\"status\":\"failure\",\"updatedAt\":200,\"failReason\":\"QUOTED_GAS_LIMIT_EXCEEDED\"",
+     PROTO_ACCEPT, "failure", "", "", "QUOTED_GAS_LIMIT_EXCEEDED", "N/A", NULL, 0},
+    {"unknown reasons are", P100,
+     "\"status\":\"failure\",\"updatedAt\":200,\"failReason\":\"NOT_YET_DOCUMENTED\"",
+     PROTO_ACCEPT, "failure", "", "", "NOT_YET_DOCUMENTED", "N/A", NULL,
+     PROTO_F_UNKNOWN_FAIL_REASON},
+
+    /* details of any JSON type: compared as text plus type */
+    {"details object", P100, P100 ",\"details\":{\"revert\": \"0x08c379a0\", \"n\": [1, 2]}",
+     PROTO_ACCEPT, "pending", "", "", "N/A", "N/A", "{\"revert\":\"0x08c379a0\",\"n\":[1,2]}",
+     PROTO_HAS_DETAILS_JSON},
+    {"same details object, other spacing", P100 ",\"details\":{\"a\":[1,true]}",
+     P100 ",\"details\":{ \"a\" : [ 1 , true ] }", PROTO_DUPLICATE, NO_MERGE},
+    {"details \"1\" then 1", P100 ",\"details\":\"1\"", P100 ",\"details\":1", PROTO_ACCEPT,
+     "pending", "", "", "N/A", "N/A", "1", PROTO_HAS_DETAILS_JSON},
+    {"details 1 then \"1\"", P100 ",\"details\":1", P100 ",\"details\":\"1\"", PROTO_ACCEPT,
+     "pending", "", "", "N/A", "N/A", "1", 0},
+    {"details object kept over a status change", P100 ",\"details\":[false]",
+     "\"status\":\"submitted\",\"updatedAt\":200", PROTO_ACCEPT, "submitted", "", "", "N/A",
+     "N/A", "[false]", PROTO_HAS_DETAILS_JSON},
+    {"details object replaced by a string", P100 ",\"details\":[false]",
+     "\"status\":\"submitted\",\"updatedAt\":200,\"details\":\"x\"", PROTO_ACCEPT, "submitted",
+     "", "", "N/A", "N/A", "x", 0},
 };
 
 static void test_rules(void **state)
@@ -183,6 +284,10 @@ static void test_rules(void **state)
             assert_int_equal(next.observed_at, 1000);
             assert_int_equal(next.flags & PROTO_F_UNKNOWN_STATUS,
                              next.st == PROTO_ST_OTHER ? PROTO_F_UNKNOWN_STATUS : 0);
+            if ((next.flags & ROW_FLAGS) != r->flags)
+                fail_msg("%s: flags 0x%x, want 0x%x", r->name, next.flags & ROW_FLAGS, r->flags);
+            /* the merged state is already what the upstream shapes show */
+            assert_string_equal(proto_fail_reason_out(&next), next.fail_reason);
         }
         status_event_cleanup(&next);
         status_event_cleanup(&obs);
@@ -265,16 +370,18 @@ static void test_flags_recomputed(void **state)
     (void)state;
     static const char *const seq[] = {
         "\"status\":\"failure\",\"updatedAt\":100,\"failReason\":\"NEW_REASON\"",
-        "\"status\":\"mystery\",\"updatedAt\":200", /* reasons absent: kept, still flagged */
+        "\"status\":\"mystery\",\"updatedAt\":200", /* reasons absent: N/A, unflagged */
         "\"status\":\"pending\",\"updatedAt\":300,\"failReason\":\"N/A\","
         "\"refundFailReason\":\"N/A\"",
     };
     assert_int_equal(apply_all(seq, 1, &st), 1);
     assert_int_equal(st.flags & 0xff, PROTO_F_UNKNOWN_FAIL_REASON);
     status_event_cleanup(&st);
+    /* an unknown status shows its own reason or "N/A" (before the status-response rule the
+     * failure's NEW_REASON was kept, and flagged) */
     assert_int_equal(apply_all(seq, 2, &st), 2);
-    assert_string_equal(st.fail_reason, "NEW_REASON");
-    assert_int_equal(st.flags & 0xff, PROTO_F_UNKNOWN_FAIL_REASON | PROTO_F_UNKNOWN_STATUS);
+    assert_string_equal(st.fail_reason, "N/A");
+    assert_int_equal(st.flags & 0xff, PROTO_F_UNKNOWN_STATUS);
     assert_true(st.flags & PROTO_HAS_REASONS);
     status_event_cleanup(&st);
     assert_int_equal(apply_all(seq, 3, &st), 3);
@@ -336,6 +443,200 @@ static void test_invalid_input(void **state)
     status_event_cleanup(&b);
 }
 
+/* ---- reversals ---------------------------------------------------------------------------- */
+
+/* obs on st: the verdict; when accepted, st becomes the new state. */
+static enum proto_verdict step(struct status_event *st, const char *fields)
+{
+    struct status_event obs, next;
+    obs_of(&obs, fields, PROTO_SRC_WS);
+    enum proto_verdict v = decide(st->request_id ? st : NULL, &obs, &next);
+    if (v == PROTO_ACCEPT) {
+        status_event_cleanup(st);
+        *st = next;
+    }
+    status_event_cleanup(&obs);
+    return v;
+}
+
+static void test_reversal_per_event(void **state)
+{
+    struct status_event st;
+    (void)state;
+    status_event_init(&st);
+    assert_int_equal(step(&st, S300 ",\"inTxHashes\":[\"a\"],\"txHashes\":[\"x\"]"), PROTO_ACCEPT);
+    assert_int_equal(st.flags & PROTO_F_REVERSAL, 0);
+    /* success -> failure: a reversal, with the settled status as previousStatus */
+    assert_int_equal(step(&st, "\"status\":\"failure\",\"updatedAt\":400,"
+                               "\"failReason\":\"DEPOSIT_REORGED\""),
+                     PROTO_ACCEPT);
+    assert_true(st.flags & PROTO_F_REVERSAL);
+    assert_string_equal(st.prev_status, "success");
+    assert_string_equal(st.fail_reason, "DEPOSIT_REORGED");
+    assert_int_equal(st.flags & PROTO_F_UNKNOWN_FAIL_REASON, 0);
+    assert_list(&st.tx_hashes, "x");
+    size_t len;
+    char *body = proto_event_webhook_body(&st, &len);
+    assert_non_null(strstr(body, "\"previousStatus\":\"success\",\"source\":\"ws\","
+                                 "\"observedAt\":1000,\"flags\":[\"reversal\"]}}"));
+    free(body);
+    /* the flag belongs to that event only: an enrichment and the next status change lack it */
+    assert_int_equal(step(&st, "\"status\":\"failure\",\"updatedAt\":400,\"inTxHashes\":[\"b\"]"),
+                     PROTO_ACCEPT);
+    assert_int_equal(st.flags & PROTO_F_REVERSAL, 0);
+    assert_int_equal(step(&st, "\"status\":\"refund\",\"updatedAt\":500"), PROTO_ACCEPT);
+    assert_int_equal(st.flags & PROTO_F_REVERSAL, 0);
+    assert_string_equal(st.fail_reason, "DEPOSIT_REORGED"); /* inherited from the failure */
+    /* refund -> success: a reversal again; equal updatedAt would have been stale */
+    assert_int_equal(step(&st, "\"status\":\"success\",\"updatedAt\":500"), PROTO_STALE);
+    assert_int_equal(step(&st, "\"status\":\"success\",\"updatedAt\":600"), PROTO_ACCEPT);
+    assert_true(st.flags & PROTO_F_REVERSAL);
+    assert_string_equal(st.prev_status, "refund");
+    assert_string_equal(st.fail_reason, "N/A");
+    assert_int_equal(st.seq, 5);
+    /* an older observation never reverses */
+    assert_int_equal(step(&st, "\"status\":\"failure\",\"updatedAt\":599"), PROTO_STALE);
+    /* the flag survives storage */
+    char *rec = proto_event_record(&st, &len);
+    struct status_event back;
+    struct proto_err err;
+    assert_int_equal(proto_event_from_record(rec, len, &back, &err), 0);
+    assert_true(status_event_equal(&back, &st));
+    /* a stored reversal used as an observation starts no reversal of its own */
+    struct status_event next;
+    assert_int_equal(decide(NULL, &back, &next), PROTO_ACCEPT);
+    assert_int_equal(next.flags & PROTO_F_REVERSAL, 0);
+    status_event_cleanup(&next);
+    status_event_cleanup(&back);
+    free(rec);
+    status_event_cleanup(&st);
+}
+
+/* ---- /requests/v3 additions: reorg details and unconfirmed Bitcoin deposits --------------- */
+
+/* An observation from a /requests/v3 item: status, updatedAt second, extra "data" members
+ * (after inTxs) and extra top-level members. */
+static void item_of(struct status_event *ev, const char *status, int sec, const char *in_txs,
+                    const char *data_extra, const char *top_extra)
+{
+    char buf[8192];
+    struct proto_err err;
+    snprintf(buf, sizeof(buf),
+             "{\"id\":\"%s\",\"status\":\"%s\",\"updatedAt\":\"2026-08-18T10:41:%02dZ\"%s,"
+             "\"data\":{\"failReason\":null,\"refundFailReason\":null,\"inTxs\":[%s]%s}}",
+             RID, status, sec, top_extra, in_txs, data_extra);
+    int rc = proto_normalize_requests_item(buf, strlen(buf), 1000, ev, &err);
+    if (rc != 0)
+        fail_msg("test bug: %s: %s %s %s", buf, proto_strerror(rc), err.field, err.msg);
+}
+
+#define TX_OK "{\"txHash\":\"0x01\",\"chainId\":10,\"status\":\"success\"}"
+#define TX_REORGED "{\"txHash\":\"0x01\",\"chainId\":10,\"status\":\"failure\"}"
+#define TX_NEW "{\"txHash\":\"0x02\",\"chainId\":10,\"status\":\"success\"}"
+#define META(x) ",\"metadata\":{\"reorg\":{\"action\":\"" x "\",\"blockNumber\":7}}"
+
+/* Decide item obs on st (NULL fields: not sent); returns the verdict and keeps the state. */
+static enum proto_verdict step_item(struct status_event *st, const char *status, int sec,
+                                    const char *in_txs, const char *data_extra,
+                                    const char *top_extra)
+{
+    struct status_event obs, next;
+    item_of(&obs, status, sec, in_txs, data_extra, top_extra);
+    enum proto_verdict v = decide(st->request_id ? st : NULL, &obs, &next);
+    if (v == PROTO_ACCEPT) {
+        status_event_cleanup(st);
+        *st = next;
+    }
+    status_event_cleanup(&obs);
+    return v;
+}
+
+static void test_reorg_merge(void **state)
+{
+    struct status_event st;
+    (void)state;
+    status_event_init(&st);
+    /* the deposit was reorged out: the first observation carries the details */
+    assert_int_equal(step_item(&st, "pending", 10, TX_REORGED, "", META("refund")),
+                     PROTO_ACCEPT);
+    assert_string_equal(st.reorg, "{\"inTxs\":[{\"txHash\":\"0x01\",\"chainId\":10,"
+                                  "\"status\":\"failure\"}],\"metadata\":{\"action\":"
+                                  "\"refund\",\"blockNumber\":7}}");
+    assert_true(st.flags & PROTO_HAS_REORG);
+    /* the same again: a duplicate; without reorg details and nothing else new: a duplicate */
+    assert_int_equal(step_item(&st, "pending", 10, TX_REORGED, "", META("refund")),
+                     PROTO_DUPLICATE);
+    assert_int_equal(step_item(&st, "pending", 11, TX_OK, "", ""), PROTO_DUPLICATE);
+    /* different reorg details on the same status: an enrichment */
+    assert_int_equal(step_item(&st, "pending", 12, TX_REORGED, META("fill"), ""), PROTO_ACCEPT);
+    assert_non_null(strstr(st.reorg, "\"action\":\"fill\""));
+    /* same status, something else new, no reorg details: the last ones are kept */
+    assert_int_equal(step_item(&st, "pending", 13, TX_OK "," TX_NEW, "", ""), PROTO_ACCEPT);
+    assert_non_null(strstr(st.reorg, "\"action\":\"fill\""));
+    assert_true(st.flags & PROTO_HAS_REORG);
+    /* a status change without reorg details clears them */
+    assert_int_equal(step_item(&st, "submitted", 14, TX_OK, "", ""), PROTO_ACCEPT);
+    assert_null(st.reorg);
+    assert_int_equal(st.flags & PROTO_HAS_REORG, 0);
+    /* a status change with reorg details takes them */
+    assert_int_equal(step_item(&st, "refund", 15, TX_REORGED, "", META("refund")),
+                     PROTO_ACCEPT);
+    assert_non_null(strstr(st.reorg, "\"action\":\"refund\""));
+    assert_string_equal(st.fail_reason, "UNKNOWN");
+    /* and the next status change (a reversal) drops them again */
+    assert_int_equal(step_item(&st, "success", 16, TX_OK, "", ""), PROTO_ACCEPT);
+    assert_null(st.reorg);
+    assert_true(st.flags & PROTO_F_REVERSAL);
+    status_event_cleanup(&st);
+}
+
+#define BTC_ROUTE                                                                          \
+    ",\"route\":{\"quoted\":{\"origin\":{\"inputCurrency\":{\"currency\":{\"chainId\":8253038}}}}}"
+#define BTC_MEMPOOL "{\"txHash\":\"btc1\",\"chainId\":8253038,\"block\":null}"
+#define BTC_MINED "{\"txHash\":\"btc1\",\"chainId\":8253038,\"block\":912345}"
+
+static void test_unconfirmed_deposit(void **state)
+{
+    struct status_event st;
+    (void)state;
+    status_event_init(&st);
+    assert_int_equal(step_item(&st, "pending", 10, BTC_MEMPOOL, BTC_ROUTE, ""), PROTO_ACCEPT);
+    assert_true(st.flags & PROTO_F_UNCONFIRMED_DEPOSIT);
+    size_t len;
+    char *body = proto_event_webhook_body(&st, &len);
+    assert_non_null(strstr(body, "\"flags\":[\"unconfirmedDeposit\"]}}"));
+    free(body);
+    /* an enrichment still in the mempool keeps it */
+    assert_int_equal(step_item(&st, "pending", 11, BTC_MEMPOOL ",{\"txHash\":\"btc2\"}",
+                               BTC_ROUTE, ""),
+                     PROTO_ACCEPT);
+    assert_true(st.flags & PROTO_F_UNCONFIRMED_DEPOSIT);
+    /* mined, nothing else new: a duplicate (a flag alone is no enrichment) */
+    assert_int_equal(step_item(&st, "pending", 12, BTC_MINED, BTC_ROUTE, ""), PROTO_DUPLICATE);
+    /* an accepted pending observation without the flag drops it */
+    assert_int_equal(step(&st, "\"status\":\"pending\",\"updatedAt\":1787049690000,"
+                               "\"inTxHashes\":[\"btc3\"]"),
+                     PROTO_ACCEPT);
+    assert_int_equal(st.flags & PROTO_F_UNCONFIRMED_DEPOSIT, 0);
+    /* and so does any status change, flagged observation or not */
+    assert_int_equal(step_item(&st, "pending", 50, BTC_MEMPOOL ",{\"txHash\":\"btc4\"}",
+                               BTC_ROUTE, ""),
+                     PROTO_ACCEPT);
+    assert_true(st.flags & PROTO_F_UNCONFIRMED_DEPOSIT);
+    assert_int_equal(step_item(&st, "submitted", 51, BTC_MEMPOOL, BTC_ROUTE, ""), PROTO_ACCEPT);
+    assert_int_equal(st.flags & PROTO_F_UNCONFIRMED_DEPOSIT, 0);
+    status_event_cleanup(&st);
+    /* a flagged observation of another status never carries it into the state */
+    struct status_event obs, next;
+    item_of(&obs, "pending", 10, BTC_MEMPOOL, BTC_ROUTE, "");
+    free(obs.status);
+    obs.status = strdup("depositing");
+    assert_int_equal(decide(NULL, &obs, &next), PROTO_ACCEPT);
+    assert_int_equal(next.flags & PROTO_F_UNCONFIRMED_DEPOSIT, 0);
+    status_event_cleanup(&next);
+    status_event_cleanup(&obs);
+}
+
 /* ---- out-of-order delivery ----------------------------------------------------------------- */
 
 static int rank(const char *status)
@@ -348,9 +649,9 @@ static int rank(const char *status)
 }
 
 /* Visit every permutation of idx[k..n) (Heap-style recursion). */
-typedef void perm_fn(const size_t *idx, size_t n, void *arg);
+typedef void perm_cb(const size_t *idx, size_t n, void *arg);
 
-static void permute(size_t *idx, size_t k, size_t n, perm_fn *fn, void *arg)
+static void permute(size_t *idx, size_t k, size_t n, perm_cb *fn, void *arg)
 {
     if (k == n) {
         fn(idx, n, arg);
@@ -476,10 +777,18 @@ static void test_failure_then_refund(void **state)
     assert_string_equal(st.status, "refund");
     assert_list(&st.tx_hashes, "rf1");
     assert_string_equal(st.fail_reason, "SLIPPAGE");
-    /* after the terminal refund, a late failure or pending is stale */
+    /* after the settled refund, a pending with the same updatedAt is stale; a newer one is a
+     * reversal (it was stale while refund was terminal) */
     struct status_event late, next;
-    obs_of(&late, "\"status\":\"pending\",\"updatedAt\":500", PROTO_SRC_POLL);
+    obs_of(&late, "\"status\":\"pending\",\"updatedAt\":400", PROTO_SRC_POLL);
     assert_int_equal(decide(&st, &late, &next), PROTO_STALE);
+    status_event_cleanup(&late);
+    obs_of(&late, "\"status\":\"pending\",\"updatedAt\":500", PROTO_SRC_POLL);
+    assert_int_equal(decide(&st, &late, &next), PROTO_ACCEPT);
+    assert_true(next.flags & PROTO_F_REVERSAL);
+    assert_string_equal(next.prev_status, "refund");
+    assert_string_equal(next.fail_reason, "N/A");
+    status_event_cleanup(&next);
     status_event_cleanup(&late);
     status_event_cleanup(&st);
     /* in any order the request ends refunded at 400 */
@@ -487,6 +796,37 @@ static void test_failure_then_refund(void **state)
 }
 
 /* ---- allocation failure ------------------------------------------------------------------ */
+
+/* Fail the 1st, 2nd, ... allocation of deciding obs on lp until it succeeds: each run either
+ * accepts with the unfailing result or returns PROTO_ENOMEM, and leaks nothing. */
+static void chaos_decide(const struct status_event *lp, const struct status_event *obs)
+{
+    struct status_event ref;
+    assert_int_equal(decide(lp, obs, &ref), PROTO_ACCEPT);
+    long n;
+    for (n = 1;; n++) {
+        struct status_event next;
+        enum proto_verdict v;
+        long live = chaos_live;
+        chaos_arm(n);
+        int rc = proto_lifecycle_decide(lp, obs, 5000, &v, &next);
+        chaos_disarm();
+        assert_int_equal(rc != 0, chaos_tripped);
+        if (rc != 0) {
+            assert_int_equal(rc, PROTO_ENOMEM);
+            assert_null(next.request_id);
+        } else {
+            assert_int_equal(v, PROTO_ACCEPT);
+            assert_true(status_event_equal(&next, &ref));
+            status_event_cleanup(&next);
+        }
+        assert_int_equal(chaos_live, live);
+        if (rc == 0)
+            break;
+    }
+    assert_true(n > 5);
+    status_event_cleanup(&ref);
+}
 
 static void test_chaos(void **state)
 {
@@ -500,45 +840,35 @@ static void test_chaos(void **state)
          "\"depositAddress\":{\"depositTxHash\":\"0xH\",\"depositor\":\"0xD\"}"},
         {"\"status\":\"failure\",\"updatedAt\":100,\"details\":\"d\",\"failReason\":\"SLIPPAGE\"",
          "\"status\":\"refund\",\"updatedAt\":200,\"refundFailReason\":\"NEW\""},
+        /* first failure without a reason ("UNKNOWN" is allocated), then a reversal */
+        {NULL, "\"status\":\"failure\",\"updatedAt\":100,\"details\":{\"a\":[1]}"},
+        {"\"status\":\"success\",\"updatedAt\":100,\"details\":{\"a\":[1]}",
+         "\"status\":\"failure\",\"updatedAt\":200,\"inTxHashes\":[\"b\"]"},
     };
     (void)state;
     for (size_t i = 0; i < N_ROWS(cases); i++) {
-        struct status_event last, obs, ref, lobs;
+        struct status_event last, obs, lobs;
         status_event_init(&last);
         if (cases[i].last != NULL) {
             obs_of(&lobs, cases[i].last, PROTO_SRC_WS);
             assert_int_equal(decide(NULL, &lobs, &last), PROTO_ACCEPT);
             status_event_cleanup(&lobs);
         }
-        const struct status_event *lp = cases[i].last ? &last : NULL;
         obs_of(&obs, cases[i].obs, PROTO_SRC_POLL);
-        assert_int_equal(decide(lp, &obs, &ref), PROTO_ACCEPT);
-        long n;
-        for (n = 1;; n++) {
-            struct status_event next;
-            enum proto_verdict v;
-            long live = chaos_live;
-            chaos_arm(n);
-            int rc = proto_lifecycle_decide(lp, &obs, 5000, &v, &next);
-            chaos_disarm();
-            assert_int_equal(rc != 0, chaos_tripped);
-            if (rc != 0) {
-                assert_int_equal(rc, PROTO_ENOMEM);
-                assert_null(next.request_id);
-            } else {
-                assert_int_equal(v, PROTO_ACCEPT);
-                assert_true(status_event_equal(&next, &ref));
-                status_event_cleanup(&next);
-            }
-            assert_int_equal(chaos_live, live);
-            if (rc == 0)
-                break;
-        }
-        assert_true(n > 5);
-        status_event_cleanup(&ref);
+        chaos_decide(cases[i].last ? &last : NULL, &obs);
         status_event_cleanup(&obs);
         status_event_cleanup(&last);
     }
+    /* reorg details: first seen, enriched on the same status */
+    struct status_event last, obs;
+    item_of(&obs, "pending", 10, TX_REORGED, "", META("refund"));
+    chaos_decide(NULL, &obs);
+    assert_int_equal(decide(NULL, &obs, &last), PROTO_ACCEPT);
+    status_event_cleanup(&obs);
+    item_of(&obs, "pending", 11, TX_REORGED, META("fill"), "");
+    chaos_decide(&last, &obs);
+    status_event_cleanup(&obs);
+    status_event_cleanup(&last);
 }
 
 int main(void)
@@ -549,6 +879,9 @@ int main(void)
         cmocka_unit_test(test_flags_recomputed),
         cmocka_unit_test(test_hash_bound),
         cmocka_unit_test(test_invalid_input),
+        cmocka_unit_test(test_reversal_per_event),
+        cmocka_unit_test(test_reorg_merge),
+        cmocka_unit_test(test_unconfirmed_deposit),
         cmocka_unit_test(test_shuffled_success),
         cmocka_unit_test(test_failure_then_refund),
         cmocka_unit_test(test_chaos),

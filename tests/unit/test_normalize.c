@@ -403,7 +403,8 @@ static const struct row {
      "data.failReason"},
     {"\"txHashes\":[]", "\"txHashes\":[],\"refundFailReason\":{}", PROTO_ETYPE,
      "data.refundFailReason"},
-    {"\"txHashes\":[]", "\"txHashes\":[],\"details\":5", PROTO_ETYPE, "data.details"},
+    /* details of any JSON type are kept (was PROTO_ETYPE before JSON-typed details) */
+    {"\"txHashes\":[]", "\"txHashes\":[],\"details\":5", 0, NULL},
     {"\"txHashes\":[]", "\"txHashes\":[],\"referrer\":[]", PROTO_ETYPE, "data.referrer"},
     {"\"txHashes\":[]", "\"txHashes\":[],\"depositAddress\":\"0x1\"", PROTO_ETYPE,
      "data.depositAddress"},
@@ -711,6 +712,138 @@ static void test_status_and_webhook(void **state)
     }
 }
 
+/* ---- details of any JSON type ---------------------------------------------------------------- */
+
+static void test_details_json(void **state)
+{
+    static const struct { const char *in, *out; unsigned flags; } rows[] = {
+        {"\"text\"", "text", 0},
+        {"\"{\\\"a\\\":1}\"", "{\"a\":1}", 0}, /* a string holding JSON stays a string */
+        {"{\"revert\": \"0x08c379a0\",\n\t\"gas\" : [ 21000 , 1.5e3 ] }",
+         "{\"revert\":\"0x08c379a0\",\"gas\":[21000,1.5e3]}", PROTO_HAS_DETAILS_JSON},
+        {"[ ]", "[]", PROTO_HAS_DETAILS_JSON},
+        {"{}", "{}", PROTO_HAS_DETAILS_JSON},
+        {"-0.5", "-0.5", PROTO_HAS_DETAILS_JSON},
+        {"123456789012345678901234567890", "123456789012345678901234567890",
+         PROTO_HAS_DETAILS_JSON},
+        {"true", "true", PROTO_HAS_DETAILS_JSON},
+        {"false", "false", PROTO_HAS_DETAILS_JSON},
+        /* inside strings nothing changes: spaces, escapes (kept as written), quotes */
+        {"{\"a b\" : \"c \\\" d\\u00e9\\n\", \"e\":[\" \"]}",
+         "{\"a b\":\"c \\\" d\\u00e9\\n\",\"e\":[\" \"]}", PROTO_HAS_DETAILS_JSON},
+        {"{\"x\\\\\":[1]}", "{\"x\\\\\":[1]}", PROTO_HAS_DETAILS_JSON},
+    };
+    (void)state;
+    for (size_t i = 0; i < N_ROWS(rows); i++) {
+        char to[512];
+        snprintf(to, sizeof(to), "\"txHashes\":[],\"details\":%s", rows[i].in);
+        char *doc = subst(WS_BASE, "\"txHashes\":[]", to);
+        struct status_event ev;
+        expect(K_WS, doc, strlen(doc), 0, NULL, &ev);
+        assert_string_equal(ev.details, rows[i].out);
+        assert_int_equal(ev.flags & (PROTO_HAS_DETAILS_JSON | PROTO_F_DETAILS_TRUNCATED),
+                         rows[i].flags);
+        assert_true(ev.flags & PROTO_HAS_DETAILS);
+        /* the record keeps the value and its type; upstream shapes write it verbatim */
+        size_t len;
+        ev.created_at = 7; /* the webhook "timestamp" */
+        char *rec = proto_event_record(&ev, &len), *w = proto_event_webhook_body(&ev, &len);
+        struct status_event back;
+        struct proto_err err;
+        expect(K_RECORD, rec, strlen(rec), 0, NULL, &back);
+        assert_true(status_event_equal(&ev, &back));
+        char *rec2 = proto_event_record(&back, &len);
+        assert_string_equal(rec, rec2);
+        if (rows[i].flags) {
+            char want[512];
+            snprintf(want, sizeof(want), "\"details\":%s,", rows[i].out);
+            assert_non_null(strstr(rec, want));
+            assert_non_null(strstr(w, want));
+        }
+        status_event_cleanup(&back);
+        assert_int_equal(proto_normalize_webhook(w, strlen(w), 1, &back, &err), 0);
+        assert_string_equal(back.details, ev.details);
+        assert_int_equal(back.flags & PROTO_HAS_DETAILS_JSON, rows[i].flags);
+        status_event_cleanup(&back);
+        free(rec);
+        free(rec2);
+        free(w);
+        status_event_cleanup(&ev);
+        free(doc);
+    }
+    /* status v3 bodies too */
+    static const char v3[] = "{\"status\":\"failure\",\"details\":{\"code\": 3},\"updatedAt\":5}";
+    struct status_event ev;
+    expect(K_STATUS, v3, strlen(v3), 0, NULL, &ev);
+    assert_string_equal(ev.details, "{\"code\":3}");
+    assert_true(ev.flags & PROTO_HAS_DETAILS_JSON);
+    size_t len;
+    char *out = proto_event_status_v3(&ev, &len);
+    assert_string_equal(out, "{\"status\":\"failure\",\"details\":{\"code\":3},\"inTxHashes\":[],"
+                             "\"txHashes\":[],\"updatedAt\":5,\"originChainId\":null,"
+                             "\"destinationChainId\":null,\"failReason\":\"UNKNOWN\","
+                             "\"refundFailReason\":\"N/A\"}");
+    free(out);
+    status_event_cleanup(&ev);
+
+    /* over PROTO_MAX_STR (compact): a plain string of its first bytes, cut on a character */
+    char *big = malloc(PROTO_MAX_STR * 3 + 100), *to = malloc(PROTO_MAX_STR * 3 + 200);
+    strcpy(big, "[\"x");
+    for (int i = 0; i < PROTO_MAX_STR; i++)
+        memcpy(big + 3 + 2 * i, "\xc3\xa9", 2);
+    strcpy(big + 3 + 2 * PROTO_MAX_STR, "\"]");
+    snprintf(to, PROTO_MAX_STR * 3 + 200, "\"txHashes\":[],\"details\":  %s", big);
+    char *doc = subst(WS_BASE, "\"txHashes\":[]", to);
+    expect(K_WS, doc, strlen(doc), 0, NULL, &ev);
+    assert_int_equal(strlen(ev.details), PROTO_MAX_STR - 1); /* [" x, then whole é pairs */
+    assert_memory_equal(ev.details, "[\"x\xc3\xa9", 5);
+    assert_int_equal(ev.flags & (PROTO_HAS_DETAILS_JSON | PROTO_F_DETAILS_TRUNCATED),
+                     PROTO_F_DETAILS_TRUNCATED);
+    status_event_cleanup(&ev);
+    free(doc);
+    /* exactly PROTO_MAX_STR compact bytes (whitespace does not count): kept as JSON */
+    memset(big, 0, 8);
+    big[0] = '[';
+    memset(big + 1, '1', PROTO_MAX_STR - 2);
+    big[PROTO_MAX_STR - 1] = ']';
+    big[PROTO_MAX_STR] = '\0';
+    snprintf(to, PROTO_MAX_STR * 3 + 200, "\"txHashes\":[],\"details\":\n%s ", big);
+    doc = subst(WS_BASE, "\"txHashes\":[]", to);
+    expect(K_WS, doc, strlen(doc), 0, NULL, &ev);
+    assert_string_equal(ev.details, big);
+    assert_int_equal(ev.flags & (PROTO_HAS_DETAILS_JSON | PROTO_F_DETAILS_TRUNCATED),
+                     PROTO_HAS_DETAILS_JSON);
+    status_event_cleanup(&ev);
+    free(doc);
+    /* nested up to PROTO_MAX_JSON_DEPTH: JSON; deeper: a plain string of the same text */
+    for (int extra = 0; extra <= 1; extra++) {
+        int d = PROTO_MAX_JSON_DEPTH + extra;
+        char *open = repeat("[", (size_t)d), *close = repeat("]", (size_t)d);
+        snprintf(to, PROTO_MAX_STR * 3 + 200, "\"txHashes\":[],\"details\":{\"a\":%.*s\"[{\"%.*s}",
+                 d - 1, open, d - 1, close);
+        doc = subst(WS_BASE, "\"txHashes\":[]", to);
+        expect(K_WS, doc, strlen(doc), 0, NULL, &ev);
+        assert_int_equal(text_depth(ev.details, strlen(ev.details)), d);
+        assert_int_equal(ev.flags & (PROTO_HAS_DETAILS_JSON | PROTO_F_DETAILS_TRUNCATED),
+                         extra ? 0 : PROTO_HAS_DETAILS_JSON);
+        status_event_cleanup(&ev);
+        free(doc);
+        free(open);
+        free(close);
+    }
+    /* a record never holds more than PROTO_MAX_STR */
+    snprintf(to, PROTO_MAX_STR * 3 + 200,
+             "{\"requestId\":\"r1\",\"status\":\"pending\",\"updatedAt\":1,\"originChainId\":0,"
+             "\"destinationChainId\":0,\"inTxHashes\":[],\"txHashes\":[],\"failReason\":null,"
+             "\"refundFailReason\":null,\"details\":[%s],\"referrer\":null,"
+             "\"depositAddress\":null,\"quoteCreatedAt\":0,\"flags\":0,\"source\":\"ws\","
+             "\"observedAt\":0,\"publishedAt\":0,\"eventId\":\"\",\"seq\":0,"
+             "\"previousStatus\":null,\"createdAt\":0}", big);
+    expect(K_RECORD, to, strlen(to), PROTO_ETOOLONG, "details", &ev);
+    free(big);
+    free(to);
+}
+
 /* ---- /requests/v3 ---------------------------------------------------------------------------- */
 
 struct page_seen {
@@ -951,6 +1084,261 @@ static void test_requests_item_rows(void **state)
     status_event_cleanup(&ev);
 }
 
+/* Reorg details: when they are kept, and their exact text. */
+static void test_requests_reorg(void **state)
+{
+    static const char base[] =
+        "{\"id\":\"0xabc\",\"status\":\"pending\",\"updatedAt\":\"2026-08-18T10:41:14.337Z\","
+        "\"data\":{\"failReason\":null,\"inTxs\":[{\"txHash\":\"0x01\",\"chainId\":10,"
+        "\"status\":\"success\",\"block\":5},{\"txHash\":\"0x02\",\"chainId\":10,"
+        "\"status\":\"success\"}]}}";
+    static const char meta[] =
+        "{ \"detectedAt\": \"2026-08-18T10:41:00Z\", \"source\": \"indexer\", \"reason\": "
+        "\"deposit block orphaned\", \"details\": {\"depth\": 2}, \"failReason\": "
+        "\"DEPOSIT_REORGED\", \"action\": \"refund\", \"blockNumber\": 5, \"blockHash\": "
+        "\"0xbb\", \"receiptStatus\": null, \"futureField\": [1, \"a b\"] }";
+    static const char meta_c[] =
+        "{\"detectedAt\":\"2026-08-18T10:41:00Z\",\"source\":\"indexer\",\"reason\":"
+        "\"deposit block orphaned\",\"details\":{\"depth\":2},\"failReason\":"
+        "\"DEPOSIT_REORGED\",\"action\":\"refund\",\"blockNumber\":5,\"blockHash\":"
+        "\"0xbb\",\"receiptStatus\":null,\"futureField\":[1,\"a b\"]}";
+    static const char txs_ok[] =
+        "{\"inTxs\":[{\"txHash\":\"0x01\",\"chainId\":10,\"status\":\"success\"},"
+        "{\"txHash\":\"0x02\",\"chainId\":10,\"status\":\"success\"}],\"metadata\":";
+    static const char txs_bad[] =
+        "{\"inTxs\":[{\"txHash\":\"0x01\",\"chainId\":10,\"status\":\"failure\"},"
+        "{\"txHash\":\"0x02\",\"chainId\":10,\"status\":\"success\"}],\"metadata\":";
+    static const struct { const char *from, *to, *head, *tail; } rows[] = {
+        {NULL, NULL, NULL, NULL}, /* every inTx succeeded, no metadata: none */
+        {"\"status\":\"success\",\"block\":5", "\"status\":\"failure\",\"block\":5", txs_bad,
+         "null}"},
+        /* metadata at the top level, or under data; unknown fields kept, spacing dropped */
+        {"\"data\":{", "\"metadata\":{\"reorg\":%s},\"data\":{", txs_ok, "%s}"},
+        {"\"data\":{", "\"data\":{\"metadata\":{\"reorg\":%s},", txs_ok, "%s}"},
+        {"\"data\":{", "\"metadata\":{\"reorg\":7},\"data\":{\"metadata\":{\"reorg\":%s},",
+         txs_ok, "%s}"},
+        {"\"status\":\"success\",\"block\":5",
+         "\"status\":\"failure\",\"block\":5},{\"txHash\":\"0x03\"", NULL, NULL},
+        /* a reorg that is not an object, or metadata without one: none */
+        {"\"data\":{", "\"metadata\":{\"reorg\":null},\"data\":{", NULL, NULL},
+        {"\"data\":{", "\"metadata\":[{\"reorg\":{}}],\"data\":{", NULL, NULL},
+        {"\"data\":{", "\"data\":{\"metadata\":{\"other\":{}},", NULL, NULL},
+        /* an inTx status of another type counts, null does not */
+        {"\"status\":\"success\",\"block\":5", "\"status\":null,\"block\":5", NULL, NULL},
+        {"\"status\":\"success\",\"block\":5", "\"status\":3", "{\"inTxs\":[{\"txHash\":"
+         "\"0x01\",\"chainId\":10,\"status\":3},{\"txHash\":\"0x02\",\"chainId\":10,\"status\":"
+         "\"success\"}],\"metadata\":", "null}"},
+    };
+    (void)state;
+    for (size_t i = 0; i < N_ROWS(rows); i++) {
+        char to[1024], want[2048], tail[1024];
+        if (rows[i].to != NULL)
+            fill(to, sizeof(to), rows[i].to, meta);
+        char *doc = subst(base, rows[i].from, rows[i].to != NULL ? to : NULL);
+        struct status_event ev;
+        expect(K_ITEM, doc, strlen(doc), 0, NULL, &ev);
+        if (rows[i].head == NULL && strstr(doc, "0x03") == NULL) {
+            assert_null(ev.reorg);
+            assert_int_equal(ev.flags & PROTO_HAS_REORG, 0);
+        } else if (rows[i].head == NULL) { /* an inTx without chainId and status */
+            assert_string_equal(ev.reorg,
+                                "{\"inTxs\":[{\"txHash\":\"0x01\",\"chainId\":10,\"status\":"
+                                "\"failure\"},{\"txHash\":\"0x03\",\"chainId\":null,\"status\":"
+                                "null},{\"txHash\":\"0x02\",\"chainId\":10,\"status\":"
+                                "\"success\"}],\"metadata\":null}");
+        } else {
+            fill(tail, sizeof(tail), rows[i].tail, meta_c);
+            snprintf(want, sizeof(want), "%s%s", rows[i].head, tail);
+            if (ev.reorg == NULL || strcmp(ev.reorg, want) != 0)
+                fail_msg("row %zu: %s\n  want %s", i, ev.reorg, want);
+            assert_true(ev.flags & PROTO_HAS_REORG);
+            /* valid JSON, and the record keeps it */
+            json_t *j = json_loads(ev.reorg, JSON_REJECT_DUPLICATES, NULL);
+            assert_non_null(j);
+            json_decref(j);
+            size_t len;
+            char *rec = proto_event_record(&ev, &len);
+            struct status_event back;
+            expect(K_RECORD, rec, len, 0, NULL, &back);
+            assert_true(status_event_equal(&ev, &back));
+            status_event_cleanup(&back);
+            free(rec);
+        }
+        status_event_cleanup(&ev);
+        free(doc);
+    }
+    /* no inTxs at all, metadata only */
+    char *doc = subst(base, "\"data\":{\"failReason\":null,\"inTxs\"",
+                      "\"metadata\":{\"reorg\":{}},\"data\":{\"failReason\":null,\"x\"");
+    struct status_event ev;
+    expect(K_ITEM, doc, strlen(doc), 0, NULL, &ev);
+    assert_string_equal(ev.reorg, "{\"inTxs\":[],\"metadata\":{}}");
+    status_event_cleanup(&ev);
+    free(doc);
+    /* over PROTO_MAX_REORG: dropped, the item itself is fine */
+    char *pad = repeat("x", PROTO_MAX_REORG), *to = malloc(PROTO_MAX_REORG + 100);
+    snprintf(to, PROTO_MAX_REORG + 100, "\"metadata\":{\"reorg\":{\"p\":\"%s\"}},\"data\":{",
+             pad);
+    doc = subst(base, "\"data\":{", to);
+    expect(K_ITEM, doc, strlen(doc), 0, NULL, &ev);
+    assert_null(ev.reorg);
+    assert_int_equal(ev.flags & PROTO_HAS_REORG, 0);
+    assert_int_equal(ev.in_tx_hashes.n, 2);
+    status_event_cleanup(&ev);
+    free(doc);
+    /* just under the bound: kept (the text is PROTO_MAX_REORG bytes exactly) */
+    size_t fixed = strlen(txs_ok) + strlen("{\"p\":\"\"}}");
+    snprintf(to, PROTO_MAX_REORG + 100, "\"metadata\":{\"reorg\":{\"p\":\"%.*s\"}},\"data\":{",
+             (int)(PROTO_MAX_REORG - fixed), pad);
+    doc = subst(base, "\"data\":{", to);
+    expect(K_ITEM, doc, strlen(doc), 0, NULL, &ev);
+    assert_non_null(ev.reorg);
+    assert_int_equal(strlen(ev.reorg), PROTO_MAX_REORG);
+    /* the webhook body carries it inside "statusrelay", after "flags" */
+    ev.created_at = 1;
+    ev.flags |= PROTO_F_UNKNOWN_STATUS;
+    size_t len;
+    char *w = proto_event_webhook_body(&ev, &len);
+    assert_non_null(strstr(w, "\"flags\":[\"unknownStatus\"],\"reorg\":{\"inTxs\":["));
+    free(w);
+    status_event_cleanup(&ev);
+    free(doc);
+    free(pad);
+    free(to);
+    /* nested deeper than PROTO_MAX_JSON_DEPTH in all: dropped; a record with such is refused */
+    for (int extra = 0; extra <= 1; extra++) {
+        int d = PROTO_MAX_JSON_DEPTH - 2 + extra; /* the text adds two levels */
+        char *open = repeat("[", (size_t)d), *close = repeat("]", (size_t)d);
+        to = malloc(512);
+        snprintf(to, 512, "\"metadata\":{\"reorg\":{\"deep\":%s%s}},\"data\":{", open, close);
+        doc = subst(base, "\"data\":{", to);
+        expect(K_ITEM, doc, strlen(doc), 0, NULL, &ev);
+        if (extra) {
+            assert_null(ev.reorg);
+        } else {
+            assert_non_null(ev.reorg);
+            assert_int_equal(text_depth(ev.reorg, strlen(ev.reorg)), PROTO_MAX_JSON_DEPTH);
+            char *rec = proto_event_record(&ev, &len);
+            struct status_event back;
+            expect(K_RECORD, rec, len, 0, NULL, &back);
+            status_event_cleanup(&back);
+            /* one level more inside a record */
+            char *deeper = subst(rec, "\"deep\":[", "\"deep\":[[");
+            char *d2 = subst(deeper, "]}}", "]]}}");
+            expect(K_RECORD, d2, strlen(d2), PROTO_ETOOLONG, "reorg", &back);
+            free(d2);
+            free(deeper);
+            free(rec);
+        }
+        status_event_cleanup(&ev);
+        free(doc);
+        free(to);
+        free(open);
+        free(close);
+    }
+    /* a page passes them on per item */
+    static const char page[] =
+        "{\"requests\":[{\"id\":\"a\",\"status\":\"refund\",\"updatedAt\":\"2026-08-18T10:41:14Z\","
+        "\"data\":{\"metadata\":{\"reorg\":{\"action\":\"refund\"}},\"inTxs\":[{\"txHash\":"
+        "\"0x1\",\"status\":\"failure\"}]}},{\"id\":\"b\",\"status\":\"success\","
+        "\"updatedAt\":\"2026-08-18T10:41:14Z\"}]}";
+    struct page_seen ps = {0};
+    struct proto_err err;
+    assert_int_equal(proto_normalize_requests_page(page, strlen(page), 1, on_item, &ps, NULL, &err),
+                     0);
+    assert_int_equal(ps.n, 2);
+    assert_string_equal(ps.ev[0].reorg, "{\"inTxs\":[{\"txHash\":\"0x1\",\"chainId\":null,"
+                                        "\"status\":\"failure\"}],\"metadata\":{\"action\":"
+                                        "\"refund\"}}");
+    assert_null(ps.ev[1].reorg);
+    page_seen_free(&ps);
+}
+
+/* Bitcoin deposits seen only in the mempool: PROTO_F_UNCONFIRMED_DEPOSIT. */
+static void test_requests_unconfirmed(void **state)
+{
+    static const char base[] =
+        "{\"id\":\"0xabc\",\"status\":\"pending\",\"updatedAt\":\"2026-08-18T10:41:14.337Z\","
+        "\"data\":{\"route\":{\"quoted\":{\"origin\":{\"inputCurrency\":{\"currency\":{"
+        "\"chainId\":8253038}}}}},\"inTxs\":[{\"txHash\":\"btc1\",\"chainId\":8253038}]}}";
+    static const struct { const char *from, *to; int flagged; } rows[] = {
+        {NULL, NULL, 1}, /* no block */
+        {"\"chainId\":8253038}]", "\"chainId\":8253038,\"block\":null}]", 1},
+        {"\"chainId\":8253038}]", "\"chainId\":8253038,\"block\":0}]", 1},
+        {"\"chainId\":8253038}]", "\"chainId\":8253038,\"block\":912345}]", 0},
+        {"\"chainId\":8253038}]", "\"chainId\":8253038,\"block\":{\"height\":912345}}]", 0},
+        {"\"status\":\"pending\"", "\"status\":\"submitted\"", 0},
+        {"\"status\":\"pending\"", "\"status\":\"waiting\"", 0},
+        /* the origin-chain inTx is the one that counts */
+        {"\"chainId\":8253038}]",
+         "\"chainId\":8253038},{\"txHash\":\"x\",\"chainId\":1,\"block\":5}]", 1},
+        {"\"chainId\":8253038}]",
+         "\"chainId\":8253038},{\"txHash\":\"b2\",\"chainId\":8253038,\"block\":5}]", 0},
+        {"\"chainId\":8253038}]", "\"chainId\":1}]", 0}, /* no inTx on the origin chain */
+        {"\"chainId\":8253038}}}}}", "\"chainId\":1}}}}}", 0}, /* not a Bitcoin origin */
+        {"[{\"txHash\":\"btc1\",\"chainId\":8253038}]", "[]", 0}, /* nothing seen yet */
+    };
+    (void)state;
+    for (size_t i = 0; i < N_ROWS(rows); i++) {
+        char *doc = subst(base, rows[i].from, rows[i].to);
+        struct status_event ev;
+        expect(K_ITEM, doc, strlen(doc), 0, NULL, &ev);
+        if (!!(ev.flags & PROTO_F_UNCONFIRMED_DEPOSIT) != rows[i].flagged)
+            fail_msg("row %zu: %s: flags 0x%x", i, doc, ev.flags);
+        status_event_cleanup(&ev);
+        free(doc);
+    }
+}
+
+/* Allocation failure on the new paths: JSON details, reorg details. */
+static void test_chaos_additions(void **state)
+{
+    static const struct { enum kind kind; const char *doc; } rows[] = {
+        {K_WS, "{\"event\":\"request.status.updated\",\"data\":{\"status\":\"pending\","
+               "\"updatedAt\":5,\"requestId\":\"r1\",\"details\":{\"a\": [1, 2]}}}"},
+        {K_ITEM, "{\"id\":\"r1\",\"status\":\"refund\",\"updatedAt\":\"2026-08-18T10:41:14Z\","
+                 "\"metadata\":{\"reorg\":{\"action\":\"refund\"}},\"data\":{\"inTxs\":[{"
+                 "\"txHash\":\"0x1\",\"status\":\"failure\"}]}}"},
+        {K_RECORD, "{\"requestId\":\"r1\",\"status\":\"pending\",\"updatedAt\":1,"
+                   "\"originChainId\":0,\"destinationChainId\":0,\"inTxHashes\":[],"
+                   "\"txHashes\":[],\"failReason\":null,\"refundFailReason\":null,"
+                   "\"details\":[true],\"referrer\":null,\"depositAddress\":null,"
+                   "\"quoteCreatedAt\":0,\"flags\":0,\"source\":\"ws\",\"observedAt\":0,"
+                   "\"publishedAt\":0,\"eventId\":\"\",\"seq\":0,\"previousStatus\":null,"
+                   "\"createdAt\":0,\"reorg\":{\"inTxs\":[],\"metadata\":null}}"},
+    };
+    (void)state;
+    for (size_t i = 0; i < N_ROWS(rows); i++) {
+        struct status_event ref;
+        struct proto_err err;
+        struct proto_ws_msg msg;
+        size_t len = strlen(rows[i].doc);
+        assert_int_equal(run(rows[i].kind, rows[i].doc, len, &msg, &ref, &err), 0);
+        assert_true(ref.details != NULL || ref.reorg != NULL);
+        long n;
+        for (n = 1;; n++) {
+            struct status_event ev;
+            long live = chaos_live;
+            chaos_arm(n);
+            int rc = run(rows[i].kind, rows[i].doc, len, &msg, &ev, &err);
+            chaos_disarm();
+            assert_int_equal(rc != 0, chaos_tripped);
+            if (rc != 0) {
+                assert_int_equal(rc, PROTO_ENOMEM);
+                assert_null(ev.request_id);
+            } else {
+                assert_true(status_event_equal(&ev, &ref));
+            }
+            status_event_cleanup(&ev);
+            assert_int_equal(chaos_live, live);
+            if (rc == 0)
+                break;
+        }
+        assert_true(n > 2);
+        status_event_cleanup(&ref);
+    }
+}
+
 /* ---- ISO-8601 ---------------------------------------------------------------------------- */
 
 static void test_iso8601(void **state)
@@ -1171,6 +1559,35 @@ static void test_chaos(void **state)
     }
 }
 
+/* The one UTF-8 rule (also what the webhook attempt log relies on): overlong forms and
+ * surrogates are refused, as jansson refuses them. */
+static void test_utf8_valid(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *s;
+        size_t n;
+        int ok;
+    } rows[] = {
+        {"", 0, 1},
+        {"plain", 5, 1},
+        {"\xc3\xa9", 2, 1},                 /* U+00E9 */
+        {"\xe2\x82\xac", 3, 1},             /* U+20AC */
+        {"\xf0\x9f\x98\x80", 4, 1},         /* U+1F600 */
+        {"\xc0\xaf", 2, 0},                 /* overlong "/" */
+        {"\xe0\x80\xaf", 3, 0},             /* overlong, 3 bytes */
+        {"\xf0\x80\x80\xaf", 4, 0},         /* overlong, 4 bytes */
+        {"\xed\xa0\x80", 3, 0},             /* surrogate U+D800 */
+        {"\xf4\x90\x80\x80", 4, 0},         /* above U+10FFFF */
+        {"\xc3", 1, 0},                     /* cut sequence */
+        {"\x80", 1, 0},                     /* lone continuation */
+        {"a\0b", 3, 1},                     /* NUL is valid UTF-8 */
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+        if (proto_utf8_valid(rows[i].s, rows[i].n) != rows[i].ok)
+            fail_msg("row %zu: expected %d", i, rows[i].ok);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1184,13 +1601,18 @@ int main(void)
         cmocka_unit_test(test_big_inputs),
         cmocka_unit_test(test_nesting),
         cmocka_unit_test(test_hash_count),
+        cmocka_unit_test(test_details_json),
         cmocka_unit_test(test_status_and_webhook),
         cmocka_unit_test(test_requests_page_fixture),
         cmocka_unit_test(test_requests_page_rows),
         cmocka_unit_test(test_requests_item_rows),
+        cmocka_unit_test(test_requests_reorg),
+        cmocka_unit_test(test_requests_unconfirmed),
         cmocka_unit_test(test_iso8601),
         cmocka_unit_test(test_reader_vs_jansson),
         cmocka_unit_test(test_chaos),
+        cmocka_unit_test(test_chaos_additions),
+        cmocka_unit_test(test_utf8_valid),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,7 +1,7 @@
-/* test_relay_dash_filter.c - unit tests for relay/dash_filter.c (dashboard "broad" filters):
+/* test_relay_dash_filter.c - unit tests for relay/edge/dash_filter.c (dashboard "broad" filters):
  * validation of client filters, matching (OR within a list, AND across lists), the canonical
  * JSON both threads exchange, and equality. runs on: the test process, one thread. */
-#include "relay/dash_filter.h"
+#include "relay/edge/dash_filter.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

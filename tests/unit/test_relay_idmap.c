@@ -1,8 +1,8 @@
-/* test_relay_idmap.c - unit tests for relay/idmap.c (the id set of the dashboard hub):
+/* test_relay_idmap.c - unit tests for relay/common/idmap.c (the id set of the dashboard hub):
  * put/get/del/count/each, growth far past the first capacity, churn with deletions, and ids
  * of the maximum length. runs on: the test process, one thread. */
 #include "protocol/proto.h"
-#include "relay/idmap.h"
+#include "relay/common/idmap.h"
 
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,0 +1,810 @@
+/* httpc.c - outbound HTTP on libcurl multi, driven by the core event_base (see httpc.h).
+ *
+ * The hiperfifo pattern: curl tells us which sockets to watch (on_curl_socket: one struct
+ * event per socket, embedded in a pooled struct sockev) and when to wake it (on_curl_timer:
+ * one timer event); libevent tells curl what became ready (curl_multi_socket_action); after
+ * every action, reap() moves finished transfers from curl_multi_info_read to the done list
+ * and dispatch() calls their callbacks, outside any curl callback. Each request also has its
+ * own deadline event, because curl 7.88 does not time out a transfer still waiting for a
+ * connection slot (max_total_conns / max_host_conns).
+ *
+ * A transfer (struct xfer) is IDLE (in the pool), RUNNING (in the multi, on h->running),
+ * DONE (removed from the multi, on h->done, result known) or CALLING (its callback runs; on
+ * no list). The transitions: httpc_request (IDLE -> RUNNING), xfer_finish (RUNNING -> DONE:
+ * curl finished it, its deadline fired, or shutdown), complete (DONE -> CALLING -> IDLE via
+ * xfer_put). httpc_free moves RUNNING transfers to DONE with "shutdown" and completes them
+ * all; called from inside a callback it leaves the final free to dispatch().
+ *
+ * Throughput notes: with keep-alive, curl drops a socket from its watch list when a transfer
+ * ends and watches it again for the next one; an event_base created with
+ * EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST folds those epoll_ctl pairs (about +60% requests/s
+ * in httpc_probe). curl 7.88 looks up a reusable connection linearly among the connections
+ * to that host, so thousands of parallel requests to one host get slow: cap per-host
+ * concurrency (max_host_conns, or the caller's own per-endpoint limit) in the hundreds.
+ * runs on: core thread only. */
+#include "relay/common/httpc.h"
+#include "relay/common/log.h"
+#include "relay/common/util.h"
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <event2/event.h>
+#include <event2/event_struct.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#if LIBCURL_VERSION_NUM < 0x075000
+#error "httpc needs libcurl >= 7.80 (CURLOPT_PREREQFUNCTION)"
+#endif
+
+const char httpc_err_timeout[] = "timeout";
+const char httpc_err_connect[] = "connect";
+const char httpc_err_resolve[] = "resolve";
+const char httpc_err_forbidden[] = "forbidden_target";
+const char httpc_err_tls[] = "tls";
+const char httpc_err_too_large[] = "too_large";
+const char httpc_err_closed[] = "closed";
+const char httpc_err_protocol[] = "protocol";
+const char httpc_err_bad_url[] = "bad_url";
+const char httpc_err_shutdown[] = "shutdown";
+const char httpc_err_internal[] = "internal";
+
+static const char *const outcome_err[HTTPC_OUTCOME_COUNT] = {
+    [HTTPC_OK] = NULL,
+    [HTTPC_E_TIMEOUT] = httpc_err_timeout,
+    [HTTPC_E_CONNECT] = httpc_err_connect,
+    [HTTPC_E_RESOLVE] = httpc_err_resolve,
+    [HTTPC_E_FORBIDDEN] = httpc_err_forbidden,
+    [HTTPC_E_TLS] = httpc_err_tls,
+    [HTTPC_E_TOO_LARGE] = httpc_err_too_large,
+    [HTTPC_E_CLOSED] = httpc_err_closed,
+    [HTTPC_E_PROTOCOL] = httpc_err_protocol,
+    [HTTPC_E_BAD_URL] = httpc_err_bad_url,
+    [HTTPC_E_SHUTDOWN] = httpc_err_shutdown,
+    [HTTPC_E_INTERNAL] = httpc_err_internal,
+};
+
+#define DEFAULT_CONNECT_MS 5000
+#define DEFAULT_TOTAL_MS 10000
+#define DEFAULT_MAX_RESPONSE (1024 * 1024)
+#define DEFAULT_MAX_IDLE 64
+#define MAX_IDLE_SOCKEVS 256
+#define BUF_INITIAL 4096
+#define BUF_POOL_MAX (64 * 1024) /* a pooled transfer keeps a body buffer up to this size */
+#define METHOD_MAX 16
+
+enum xfer_state { X_IDLE = 0, X_RUNNING, X_DONE, X_CALLING };
+
+struct xfer {
+    struct xfer *next, *prev; /* h->running or h->done (both), h->idle (next only) */
+    struct httpc *h;
+    CURL *easy;
+    struct event deadline;
+    enum xfer_state state;
+    struct curl_slist *hdrs;
+    httpc_done_cb *cb;
+    void *cb_arg;
+    httpc_addr_check_cb *addr_check;
+    void *addr_check_arg;
+    char *buf; /* kept body, NUL-terminated; pooled */
+    size_t len, cap;
+    size_t keep;      /* max_response */
+    uint64_t limit;   /* max_response + max_drain: more is too_large */
+    uint64_t total;   /* body bytes read */
+    int64_t start_ms;
+    int64_t retry_after_ms;
+    CURLcode result;
+    const char *err;  /* decided by us: too_large, forbidden, timeout (deadline), shutdown */
+    int refused;      /* addresses addr_check refused */
+    int truncated;
+};
+
+struct xlist {
+    struct xfer *head, *tail;
+};
+
+struct sockev {
+    struct event ev;
+    struct sockev *next, *prev; /* h->socks (both), h->free_socks (next only) */
+    short kind;
+};
+
+struct httpc {
+    struct event_base *base;
+    CURLM *multi;
+    struct event timer;
+    struct xlist running, done;
+    struct xfer *idle;
+    unsigned n_idle, max_idle;
+    struct sockev *socks;       /* watched for curl */
+    struct sockev *free_socks;  /* pool */
+    unsigned n_free_socks;
+    char *user_agent;
+    struct httpc_stats st;
+    int closing;      /* httpc_free began: no new requests */
+    int dispatching;  /* callbacks are being called: a nested httpc_free defers the free */
+    int free_pending;
+};
+
+const char *httpc_outcome_name(int outcome)
+{
+    if (outcome == HTTPC_OK)
+        return "ok";
+    if (outcome < 0 || outcome >= HTTPC_OUTCOME_COUNT)
+        return "unknown";
+    return outcome_err[outcome];
+}
+
+/* ---- lists ---------------------------------------------------------------------------- */
+
+static void xlist_push(struct xlist *l, struct xfer *x)
+{
+    x->next = NULL;
+    x->prev = l->tail;
+    if (l->tail != NULL)
+        l->tail->next = x;
+    else
+        l->head = x;
+    l->tail = x;
+}
+
+static void xlist_unlink(struct xlist *l, struct xfer *x)
+{
+    if (x->prev != NULL)
+        x->prev->next = x->next;
+    else
+        l->head = x->next;
+    if (x->next != NULL)
+        x->next->prev = x->prev;
+    else
+        l->tail = x->prev;
+    x->next = x->prev = NULL;
+}
+
+static struct xfer *xlist_pop(struct xlist *l)
+{
+    struct xfer *x = l->head;
+    if (x != NULL)
+        xlist_unlink(l, x);
+    return x;
+}
+
+/* ---- curl callbacks (inside curl: record only, never call out) ------------------------ */
+
+static size_t on_write(char *p, size_t size, size_t n, void *arg)
+{
+    struct xfer *x = arg;
+    size_t len = size * n;
+
+    x->total += len;
+    x->h->st.bytes_in += len;
+    if (x->len < x->keep) {
+        size_t take = x->keep - x->len < len ? x->keep - x->len : len;
+        if (x->len + take + 1 > x->cap) {
+            size_t cap = x->cap < BUF_INITIAL ? BUF_INITIAL : x->cap;
+            while (cap < x->len + take + 1)
+                cap *= 2;
+            if (cap > x->keep + 1)
+                cap = x->keep + 1;
+            x->buf = xrealloc(x->buf, cap);
+            x->cap = cap;
+        }
+        memcpy(x->buf + x->len, p, take);
+        x->len += take;
+        if (take < len)
+            x->truncated = 1;
+    } else if (len > 0) {
+        x->truncated = 1;
+    }
+    if (x->total > x->limit) {
+        x->err = httpc_err_too_large;
+        return 0; /* != len: curl stops with CURLE_WRITE_ERROR and closes the connection */
+    }
+    return len;
+}
+
+/* Retry-After: delay-seconds or an HTTP-date, as ms from now (>= 0), -1 if unparseable. */
+static int64_t parse_retry_after(const char *v, size_t n)
+{
+    char tmp[64];
+    while (n > 0 && (*v == ' ' || *v == '\t'))
+        v++, n--;
+    while (n > 0 && (v[n - 1] == '\r' || v[n - 1] == '\n' || v[n - 1] == ' ' || v[n - 1] == '\t'))
+        n--;
+    if (n == 0 || n >= sizeof(tmp))
+        return -1;
+    size_t i = 0;
+    int64_t secs = 0;
+    while (i < n && v[i] >= '0' && v[i] <= '9') {
+        if (secs < 100000000) /* cap at ~3 years; anything longer is "very long" anyway */
+            secs = secs * 10 + (v[i] - '0');
+        i++;
+    }
+    if (i == n)
+        return secs * 1000;
+    memcpy(tmp, v, n);
+    tmp[n] = '\0';
+    time_t t = curl_getdate(tmp, NULL);
+    if (t == -1)
+        return -1;
+    time_t now = time(NULL);
+    return t <= now ? 0 : (int64_t)(t - now) * 1000;
+}
+
+static size_t on_header(char *p, size_t size, size_t n, void *arg)
+{
+    struct xfer *x = arg;
+    size_t len = size * n;
+
+    if (len > 12 && (p[0] | 0x20) == 'r' && strncasecmp(p, "retry-after:", 12) == 0)
+        x->retry_after_ms = parse_retry_after(p + 12, len - 12);
+    else if (len > 5 && memcmp(p, "HTTP/", 5) == 0)
+        x->retry_after_ms = -1; /* a new response head (after a 1xx): forget the last one */
+    return len;
+}
+
+static curl_socket_t on_opensocket(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
+{
+    struct xfer *x = arg;
+    if (x->addr_check(x->addr_check_arg, &a->addr, a->addrlen) != 0) {
+        x->refused++;
+        return CURL_SOCKET_BAD; /* curl tries the next address, else CURLE_COULDNT_CONNECT */
+    }
+    return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+}
+
+/* Runs once the connection (new or reused) is ready, before the request is sent. */
+static int on_prereq(void *arg, char *ip, char *local_ip, int port, int local_port)
+{
+    struct xfer *x = arg;
+    struct sockaddr_storage ss;
+    socklen_t len = 0;
+
+    memset(&ss, 0, sizeof(ss));
+    struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+    if (ip != NULL && inet_pton(AF_INET, ip, &s4->sin_addr) == 1) {
+        s4->sin_family = AF_INET;
+        s4->sin_port = htons((uint16_t)port);
+        len = sizeof(*s4);
+    } else if (ip != NULL && inet_pton(AF_INET6, ip, &s6->sin6_addr) == 1) {
+        s6->sin6_family = AF_INET6;
+        s6->sin6_port = htons((uint16_t)port);
+        len = sizeof(*s6);
+    }
+    /* An address we cannot parse (a zone id, a unix socket) fails closed. */
+    if (len == 0 || x->addr_check(x->addr_check_arg, (struct sockaddr *)&ss, len) != 0) {
+        x->refused++;
+        return CURL_PREREQFUNC_ABORT;
+    }
+    return CURL_PREREQFUNC_OK;
+}
+
+/* ---- transfers ------------------------------------------------------------------------ */
+
+static void on_deadline(evutil_socket_t fd, short what, void *arg);
+
+static struct xfer *xfer_get(struct httpc *h)
+{
+    struct xfer *x = h->idle;
+    if (x != NULL) {
+        h->idle = x->next;
+        h->n_idle--;
+        x->next = NULL;
+        return x;
+    }
+    CURL *easy = curl_easy_init();
+    if (easy == NULL)
+        return NULL;
+    x = xcalloc(1, sizeof(*x));
+    x->h = h;
+    x->easy = easy;
+    evtimer_assign(&x->deadline, h->base, on_deadline, x);
+    return x;
+}
+
+static void xfer_destroy(struct xfer *x)
+{
+    curl_slist_free_all(x->hdrs);
+    curl_easy_cleanup(x->easy);
+    free(x->buf);
+    free(x);
+}
+
+/* Back to the pool (or freed): the transfer is on no list and not in the multi. */
+static void xfer_put(struct httpc *h, struct xfer *x)
+{
+    curl_slist_free_all(x->hdrs);
+    x->hdrs = NULL;
+    x->cb = NULL;
+    x->cb_arg = NULL;
+    x->state = X_IDLE;
+    if (h->closing || h->n_idle >= h->max_idle) {
+        xfer_destroy(x);
+        return;
+    }
+    if (x->cap > BUF_POOL_MAX) {
+        free(x->buf);
+        x->buf = NULL;
+        x->cap = 0;
+    }
+    curl_easy_reset(x->easy); /* drops every option; the multi keeps connections and DNS */
+    x->next = h->idle;
+    h->idle = x;
+    h->n_idle++;
+}
+
+/* RUNNING -> DONE: out of the multi, onto the done list. err (ours) may be NULL. */
+static void xfer_finish(struct httpc *h, struct xfer *x, CURLcode result, const char *err)
+{
+    curl_multi_remove_handle(h->multi, x->easy);
+    evtimer_del(&x->deadline);
+    xlist_unlink(&h->running, x);
+    x->result = result;
+    if (err != NULL && x->err == NULL)
+        x->err = err;
+    x->state = X_DONE;
+    xlist_push(&h->done, x);
+}
+
+static int classify(const struct xfer *x)
+{
+    if (x->err == httpc_err_too_large)
+        return HTTPC_E_TOO_LARGE;
+    if (x->err == httpc_err_timeout)
+        return HTTPC_E_TIMEOUT;
+    if (x->err == httpc_err_shutdown)
+        return HTTPC_E_SHUTDOWN;
+    if (x->refused > 0 &&
+        (x->result == CURLE_COULDNT_CONNECT || x->result == CURLE_ABORTED_BY_CALLBACK))
+        return HTTPC_E_FORBIDDEN; /* refused addresses, and no other one connected */
+    switch (x->result) {
+    case CURLE_OK:
+        return HTTPC_OK;
+    case CURLE_OPERATION_TIMEDOUT:
+        return HTTPC_E_TIMEOUT;
+    case CURLE_COULDNT_CONNECT:
+        return HTTPC_E_CONNECT;
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+        return HTTPC_E_RESOLVE;
+    case CURLE_FILESIZE_EXCEEDED:
+        return HTTPC_E_TOO_LARGE;
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_ENGINE_NOTFOUND:
+    case CURLE_SSL_ENGINE_SETFAILED:
+    case CURLE_SSL_ENGINE_INITFAILED:
+    case CURLE_SSL_SHUTDOWN_FAILED:
+    case CURLE_SSL_CRL_BADFILE:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_INVALIDCERTSTATUS:
+    case CURLE_SSL_CLIENTCERT:
+    case CURLE_USE_SSL_FAILED:
+        return HTTPC_E_TLS;
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_HTTP2_STREAM:
+        return HTTPC_E_CLOSED;
+    case CURLE_WEIRD_SERVER_REPLY:
+    case CURLE_HTTP2:
+    case CURLE_BAD_CONTENT_ENCODING:
+        return HTTPC_E_PROTOCOL;
+    case CURLE_UNSUPPORTED_PROTOCOL: /* a scheme other than http/https */
+    case CURLE_URL_MALFORMAT:
+        return HTTPC_E_BAD_URL;
+    default:
+        return HTTPC_E_INTERNAL;
+    }
+}
+
+/* DONE -> CALLING -> IDLE: build the response, call back, recycle. */
+static void complete(struct httpc *h, struct xfer *x)
+{
+    struct httpc_resp r;
+    long status = 0, version = 0, connects = 0;
+    char *ctype = NULL;
+    int outcome = classify(x);
+
+    curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_getinfo(x->easy, CURLINFO_CONTENT_TYPE, &ctype);
+    curl_easy_getinfo(x->easy, CURLINFO_HTTP_VERSION, &version);
+    curl_easy_getinfo(x->easy, CURLINFO_NUM_CONNECTS, &connects);
+    memset(&r, 0, sizeof(r));
+    r.err = outcome_err[outcome];
+    r.detail = outcome == HTTPC_OK ? NULL
+               : x->result != CURLE_OK ? curl_easy_strerror(x->result)
+               : outcome == HTTPC_E_TIMEOUT ? "total deadline reached"
+               : NULL;
+    r.status = status;
+    if (x->buf != NULL) {
+        x->buf[x->len] = '\0';
+        r.body = x->buf;
+    } else {
+        r.body = "";
+    }
+    r.body_len = x->len;
+    r.truncated = x->truncated;
+    r.retry_after_ms = x->retry_after_ms;
+    r.latency_ms = mono_ms() - x->start_ms;
+    r.content_type = ctype;
+    r.http_version = status == 0 ? 0
+                     : version == CURL_HTTP_VERSION_1_0 ? 10
+                     : version == CURL_HTTP_VERSION_1_1 ? 11
+                     : version == CURL_HTTP_VERSION_2_0 ? 20
+                     : version == CURL_HTTP_VERSION_3 ? 30 : 0;
+
+    h->st.outcomes[outcome]++;
+    h->st.completed++;
+    h->st.in_flight--;
+    h->st.connects += (uint64_t)(connects > 0 ? connects : 0);
+
+    x->state = X_CALLING;
+    x->cb(x->cb_arg, &r); /* may start requests, free the caller's objects, httpc_free */
+    xfer_put(h, x);
+}
+
+static void destroy(struct httpc *h);
+
+/* Call back every DONE transfer. Never nested; frees h if httpc_free ran meanwhile. */
+static void dispatch(struct httpc *h)
+{
+    struct xfer *x;
+    if (h->dispatching)
+        return;
+    h->dispatching = 1;
+    while (!h->free_pending && (x = xlist_pop(&h->done)) != NULL)
+        complete(h, x);
+    h->dispatching = 0;
+    if (h->free_pending)
+        destroy(h);
+}
+
+/* Move what curl finished to the done list. */
+static void collect(struct httpc *h)
+{
+    CURLMsg *m;
+    int left;
+    while ((m = curl_multi_info_read(h->multi, &left)) != NULL) {
+        if (m->msg != CURLMSG_DONE)
+            continue;
+        struct xfer *x = NULL;
+        CURLcode rc = m->data.result; /* m dies with curl_multi_remove_handle */
+        curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+        if (x != NULL && x->state == X_RUNNING)
+            xfer_finish(h, x, rc, NULL);
+    }
+}
+
+/* After a curl action: collect and call back. Does not touch h after (it may be freed). */
+static void reap(struct httpc *h)
+{
+    collect(h);
+    dispatch(h);
+}
+
+static void on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+    struct xfer *x = arg;
+    struct httpc *h = x->h;
+    collect(h); /* curl may have finished it in this same loop pass: its result wins */
+    if (x->state == X_RUNNING)
+        xfer_finish(h, x, CURLE_OK, httpc_err_timeout);
+    dispatch(h);
+}
+
+/* ---- libevent <-> curl ---------------------------------------------------------------- */
+
+static void on_sock_ready(evutil_socket_t fd, short what, void *arg)
+{
+    struct httpc *h = arg;
+    int running;
+    int action = ((what & EV_READ) ? CURL_CSELECT_IN : 0) |
+                 ((what & EV_WRITE) ? CURL_CSELECT_OUT : 0);
+    curl_multi_socket_action(h->multi, fd, action, &running);
+    reap(h);
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct httpc *h = arg;
+    int running;
+    curl_multi_socket_action(h->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    reap(h);
+}
+
+static int on_curl_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
+{
+    struct httpc *h = userp;
+    struct sockev *se = socketp;
+
+    if (what == CURL_POLL_REMOVE) {
+        if (se != NULL) {
+            event_del(&se->ev);
+            if (se->prev != NULL)
+                se->prev->next = se->next;
+            else
+                h->socks = se->next;
+            if (se->next != NULL)
+                se->next->prev = se->prev;
+            if (h->n_free_socks < MAX_IDLE_SOCKEVS) {
+                se->next = h->free_socks;
+                h->free_socks = se;
+                h->n_free_socks++;
+            } else {
+                free(se);
+            }
+        }
+        return 0;
+    }
+    short kind = (short)(EV_PERSIST | ((what & CURL_POLL_IN) ? EV_READ : 0) |
+                         ((what & CURL_POLL_OUT) ? EV_WRITE : 0));
+    if (se == NULL) {
+        if ((se = h->free_socks) != NULL) {
+            h->free_socks = se->next;
+            h->n_free_socks--;
+        } else {
+            se = xmalloc(sizeof(*se));
+        }
+        se->prev = NULL;
+        se->next = h->socks;
+        if (h->socks != NULL)
+            h->socks->prev = se;
+        h->socks = se;
+        curl_multi_assign(h->multi, s, se);
+    } else if (se->kind == kind) {
+        return 0;
+    } else {
+        event_del(&se->ev);
+    }
+    se->kind = kind;
+    event_assign(&se->ev, h->base, s, kind, on_sock_ready, h);
+    event_add(&se->ev, NULL);
+    return 0;
+}
+
+static int on_curl_timer(CURLM *multi, long timeout_ms, void *userp)
+{
+    struct httpc *h = userp;
+    if (timeout_ms < 0) {
+        evtimer_del(&h->timer);
+    } else {
+        struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
+        evtimer_add(&h->timer, &tv);
+    }
+    return 0;
+}
+
+/* ---- public --------------------------------------------------------------------------- */
+
+struct httpc *httpc_new(struct event_base *base, const struct httpc_opts *opts)
+{
+    static int global_done;
+    if (!global_done) {
+        CURLcode rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+        if (rc != CURLE_OK) {
+            log_err("curl_global_init failed", "err=\"%s\"", curl_easy_strerror(rc));
+            return NULL;
+        }
+        global_done = 1;
+    }
+    struct httpc *h = xcalloc(1, sizeof(*h));
+    h->base = base;
+    h->multi = curl_multi_init();
+    if (h->multi == NULL) {
+        log_err("curl_multi_init failed", "%s", "");
+        free(h);
+        return NULL;
+    }
+    h->user_agent = xstrdup(opts != NULL && opts->user_agent != NULL ? opts->user_agent
+                                                                     : "statusrelay");
+    h->max_idle = opts != NULL && opts->max_idle > 0 ? opts->max_idle : DEFAULT_MAX_IDLE;
+    evtimer_assign(&h->timer, base, on_timer, h);
+    curl_multi_setopt(h->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket);
+    curl_multi_setopt(h->multi, CURLMOPT_SOCKETDATA, h);
+    curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
+    curl_multi_setopt(h->multi, CURLMOPT_TIMERDATA, h);
+    curl_multi_setopt(h->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+    /* The idle connection cache keeps curl's default size (4 x the transfers added), so
+     * every connection of a burst stays reusable; idle ones close after 118 s. */
+    if (opts != NULL && opts->max_total_conns > 0) {
+        curl_multi_setopt(h->multi, CURLMOPT_MAX_TOTAL_CONNECTIONS, opts->max_total_conns);
+        /* keep every allowed connection alive when idle: curl's default cache follows the
+         * handles in flight and closed keep-alive connections between delivery bursts */
+        curl_multi_setopt(h->multi, CURLMOPT_MAXCONNECTS, opts->max_total_conns);
+    }
+    if (opts != NULL && opts->max_host_conns > 0)
+        curl_multi_setopt(h->multi, CURLMOPT_MAX_HOST_CONNECTIONS, opts->max_host_conns);
+    return h;
+}
+
+static void destroy(struct httpc *h)
+{
+    struct xfer *x;
+    struct sockev *se;
+
+    /* No request is running any more, so curl should watch no socket (REMOVE came for
+     * each); drop any left anyway, then stop curl from calling us while it closes the
+     * cached connections. */
+    while ((se = h->socks) != NULL) {
+        h->socks = se->next;
+        event_del(&se->ev);
+        free(se);
+    }
+    curl_multi_setopt(h->multi, CURLMOPT_SOCKETFUNCTION, NULL);
+    curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, NULL);
+    curl_multi_cleanup(h->multi);
+    evtimer_del(&h->timer);
+    while ((x = h->idle) != NULL) {
+        h->idle = x->next;
+        xfer_destroy(x);
+    }
+    while ((se = h->free_socks) != NULL) {
+        h->free_socks = se->next;
+        free(se);
+    }
+    free(h->user_agent);
+    free(h);
+}
+
+void httpc_free(struct httpc *h)
+{
+    struct xfer *x;
+    if (h == NULL || h->closing)
+        return; /* a second call from a callback that the first one is running */
+    h->closing = 1;
+    while ((x = h->running.head) != NULL)
+        xfer_finish(h, x, CURLE_OK, httpc_err_shutdown);
+    if (h->dispatching) {
+        /* Inside a completion callback: complete the rest now; dispatch() frees h once
+         * that callback returns. */
+        h->free_pending = 1;
+        while ((x = xlist_pop(&h->done)) != NULL)
+            complete(h, x);
+        return;
+    }
+    h->dispatching = 1;
+    while ((x = xlist_pop(&h->done)) != NULL)
+        complete(h, x);
+    destroy(h);
+}
+
+static int method_ok(const char *m)
+{
+    size_t i;
+    for (i = 0; m[i] != '\0'; i++)
+        if (m[i] < 'A' || m[i] > 'Z' || i >= METHOD_MAX)
+            return 0;
+    return i > 0;
+}
+
+int httpc_request(struct httpc *h, const struct httpc_req *req, httpc_done_cb *cb, void *arg)
+{
+    if (h == NULL || h->closing || req == NULL || req->url == NULL || cb == NULL)
+        return -1;
+    const char *method = req->method != NULL ? req->method : "GET";
+    if (!method_ok(method))
+        return -1;
+    if (req->headers != NULL)
+        for (const char *const *hp = req->headers; *hp != NULL; hp++)
+            if (strpbrk(*hp, "\r\n") != NULL)
+                return -1;
+
+    struct xfer *x = xfer_get(h);
+    if (x == NULL) {
+        log_warn("curl_easy_init failed", "url_len=%zu", strlen(req->url));
+        return -1;
+    }
+    CURL *e = x->easy;
+    x->cb = cb;
+    x->cb_arg = arg;
+    x->addr_check = req->addr_check;
+    x->addr_check_arg = req->addr_check_arg;
+    x->len = 0;
+    x->keep = req->max_response > 0 ? req->max_response : DEFAULT_MAX_RESPONSE;
+    if (x->keep > SIZE_MAX / 4)
+        x->keep = SIZE_MAX / 4;
+    x->limit = (uint64_t)x->keep + req->max_drain;
+    x->total = 0;
+    x->retry_after_ms = -1;
+    x->result = CURLE_OK;
+    x->err = NULL;
+    x->refused = 0;
+    x->truncated = 0;
+    if (req->headers != NULL) {
+        for (const char *const *hp = req->headers; *hp != NULL; hp++) {
+            struct curl_slist *l = curl_slist_append(x->hdrs, *hp);
+            if (l == NULL)
+                goto fail;
+            x->hdrs = l;
+        }
+    }
+
+    int64_t connect_ms = req->connect_timeout_ms > 0 ? req->connect_timeout_ms : DEFAULT_CONNECT_MS;
+    int64_t total_ms = req->total_timeout_ms > 0 ? req->total_timeout_ms : DEFAULT_TOTAL_MS;
+    curl_easy_setopt(e, CURLOPT_PRIVATE, x);
+    if (curl_easy_setopt(e, CURLOPT_URL, req->url) != CURLE_OK)
+        goto fail;
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+#if LIBCURL_VERSION_NUM >= 0x075500
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+#else
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
+    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(e, CURLOPT_PROXY, ""); /* ignore *_proxy env: addr_check sees the peer */
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)connect_ms);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)total_ms);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(e, CURLOPT_USERAGENT, h->user_agent);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
+    int is_head = strcmp(method, "HEAD") == 0;
+    if (!is_head) /* a Content-Length over the limit fails before the body is read */
+        curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE,
+                         (curl_off_t)(x->limit > (uint64_t)INT64_MAX ? INT64_MAX : x->limit));
+    if (req->tls_insecure) {
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    if (strncasecmp(req->url, "https:", 6) == 0)
+        curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L); /* wait for ALPN: h2 multiplexes */
+    if (req->addr_check != NULL) {
+        curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, on_opensocket);
+        curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, x);
+        curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, on_prereq);
+        curl_easy_setopt(e, CURLOPT_PREREQDATA, x);
+    }
+    if (x->hdrs != NULL)
+        curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->hdrs);
+
+    int is_post = strcmp(method, "POST") == 0;
+    int has_body = req->body != NULL || is_post || strcmp(method, "PUT") == 0 ||
+                   strcmp(method, "PATCH") == 0;
+    if (is_head)
+        curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+    else if (!is_post && strcmp(method, "GET") != 0)
+        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
+    else if (strcmp(method, "GET") == 0 && req->body != NULL)
+        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method); /* GET with a body: keep GET */
+    if (has_body) {
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, req->body != NULL ? req->body : "");
+    }
+
+    x->start_ms = mono_ms();
+    x->state = X_RUNNING;
+    xlist_push(&h->running, x);
+    CURLMcode mc = curl_multi_add_handle(h->multi, e);
+    if (mc != CURLM_OK) {
+        xlist_unlink(&h->running, x);
+        log_warn("curl_multi_add_handle failed", "err=\"%s\"", curl_multi_strerror(mc));
+        goto fail;
+    }
+    struct timeval tv = { (time_t)(total_ms / 1000), (suseconds_t)((total_ms % 1000) * 1000) };
+    evtimer_add(&x->deadline, &tv);
+    h->st.started++;
+    h->st.in_flight++;
+    return 0;
+fail:
+    xfer_put(h, x);
+    return -1;
+}
+
+void httpc_stats(const struct httpc *h, struct httpc_stats *out)
+{
+    *out = h->st;
+}

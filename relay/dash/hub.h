@@ -1,0 +1,53 @@
+/* hub.h - the core side of the dashboard stream: who may subscribe to what, which events go
+ * to whom, snapshots, resume and gaps. The ws thread (relay/edge/ws_server.c) only moves frames
+ * and keeps the filters the hub installed. Protocol: README "Dashboard stream".
+ *
+ * Events. The hub follows the event stream {P}:events with XREAD from its last stream id:
+ * every 25 ms, and at once when this process accepted an event (ingest listener), so events
+ * written by any process sharing the Redis reach this process's clients. Each entry's record
+ * is decoded and encoded once as a dashboard frame (proto_event_ws_frame plus
+ * "statusrelay.streamId"), put in one xbuf and pushed as one XMSG_DASH_EVENT with its routing
+ * meta; entries nobody here can match are skipped without decoding.
+ *
+ * Hand-off. A subscription is installed in the ws thread (XMSG_DASH_ACCEPT_SUB) at a precise
+ * stream position, the hub's cursor at that moment: every event after it is routed by the ws
+ * thread, every event up to it came from a snapshot or a replay. Both threads see one FIFO
+ * queue, so the order of acks, snapshots, replayed and live frames is the order the hub
+ * pushed them. Resume: XINFO STREAM (gap check against the oldest retained entry), then XRANGE
+ * pages from the client's cursor up to the hub's cursor, then live; a client cursor ahead of
+ * this process's cursor waits until the follower passes it. One Redis connection answers in
+ * order, which is what makes "up to the hub's cursor" exact.
+ *
+ * Page counters: clients subscribed to "statusrelay.stats" get one stats frame per second
+ * built from core->metrics, the upstream state and the ws thread's counters.
+ * runs on: core thread. */
+#ifndef RELAY_HUB_H
+#define RELAY_HUB_H
+
+#include <stdint.h>
+
+#define HUB_POLL_MS 25              /* stream poll period while idle */
+#define HUB_READ_COUNT 1000         /* entries per XREAD */
+#define HUB_REPLAY_PAGE 500         /* entries per XRANGE page of a resume */
+#define HUB_SNAPSHOT_DEFAULT 100    /* snapshots for a broad subscription (snapshotLimit) */
+#define HUB_SNAPSHOT_MAX 1000
+#define HUB_HISTORY_MAX 100         /* events in a history answer */
+#define HUB_STATS_MS 1000           /* stats frame period */
+#define HUB_MSG_BURST 200           /* client messages: burst, then HUB_MSG_RATE per second */
+#define HUB_MSG_RATE 100
+#define HUB_BAD_BURST 10            /* bad client messages: burst, then one per 2 s */
+
+struct core;
+struct xmsg;
+struct hub;
+
+/* Create; sends the ping settings to the ws thread, follows the stream once Redis is up. */
+struct hub *hub_new(struct core *c);
+/* Handle XMSG_DASH_OPEN / DASH_MSG / DASH_GONE from the ws thread (takes nothing; the caller
+ * frees m). Other types are ignored. */
+void hub_on_msg(struct hub *h, const struct xmsg *m);
+/* Stop; Redis commands in flight complete into nothing (the object lives until then).
+ * NULL-safe. */
+void hub_free(struct hub *h);
+
+#endif

@@ -1,0 +1,23 @@
+/* delivery.h - the webhook delivery service of a process: it owns the endpoint set
+ * (relay/delivery/webhooks.h), the fan-out (fanout.h) and the dispatcher (dispatch.h), and
+ * sits above them (they know the endpoint set, never this owner).
+ * runs on: core thread. */
+#ifndef RELAY_DELIVERY_H
+#define RELAY_DELIVERY_H
+
+struct core;
+struct dispatch;
+
+/* Start the service of c (endpoint set, fan-out, dispatcher with its reaper) and set
+ * c->webhooks and c->delivery. Call after store_start (work begins when Redis is up).
+ * Returns 0. */
+int delivery_start(struct core *c);
+/* Stop claiming and fanning out and free the service; attempts still in flight complete
+ * (when httpc_free ends them) without recording anything, so their leases expire and
+ * another process or the next start sends them again. Call before httpc_free. NULL-safe
+ * on c->delivery. */
+void delivery_stop(struct core *c);
+/* The dispatcher (NULL before delivery_start and after delivery_stop). */
+struct dispatch *delivery_dispatch(const struct core *c);
+
+#endif

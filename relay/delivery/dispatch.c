@@ -1,0 +1,934 @@
+/* dispatch.c - see dispatch.h. runs on: core thread.
+ *
+ * Life of an attempt: claimed (wh_claim.lua, leased in {P}:inflight) -> struct attempt owned
+ * by the dispatcher -> queued on its endpoint (struct webhook q_head) until the window has
+ * room -> sent (httpc; body and signature headers built once per attempt) ->
+ * result queued -> written in a batch by wh_done.lua -> freed. The dispatcher outlives its
+ * store commands and HTTP requests (pending and inflight counts), so shutdown never leaves
+ * a callback pointing at freed memory; results not yet written are dropped then, and their
+ * leases expire (the next holder sends them again: at least once).
+ * No logging per delivery: counters in struct metrics. */
+#include "relay/delivery/dispatch.h"
+#include "protocol/proto.h"
+#include "protocol/addr.h"
+#include "protocol/sign.h"
+#include "relay/core.h"
+#include "relay/common/httpc.h"
+#include "relay/common/log.h"
+#include "relay/common/util.h"
+#include "relay/delivery/webhooks.h"
+#include "store/keys.h"
+#include "store/store.h"
+
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DISPATCH_TICK_MS 25
+#define DISPATCH_REAP_MS 1000
+#define DISPATCH_MAX_HELD 4096 /* attempts claimed by this process: in flight + queued */
+#define DISPATCH_CLAIM_MAX 500
+#define DISPATCH_DONE_MAX 1000
+#define DISPATCH_RESPONSE_KEEP 1024
+#define DISPATCH_DRAIN (64 * 1024)
+#define DISPATCH_RETRY_AFTER_MAX_MS (24LL * 3600 * 1000)
+
+/* A webhook body, shared by the attempts of one event claimed together (100 endpoints: one
+ * copy, not 100). */
+struct body {
+    int refs;
+    size_t len;
+    char p[]; /* NUL-terminated */
+};
+
+struct attempt {
+    struct attempt *next;
+    struct dispatch *d;
+    struct webhook *wh; /* reference, from start to free */
+    char whid[WH_ID_MAX];
+    char *did;
+    char ev[PROTO_EVENT_ID_MAX + 16];
+    int att, replay;
+    struct body *b;    /* reference; dropped when the HTTP exchange completes */
+    int64_t claimed_ms; /* monotonic: the lease runs from here */
+    const char *kind;   /* 'b', 'r', 'x' from the claim */
+    /* headers of this attempt (httpc copies them) */
+    char h_id[PROTO_EVENT_ID_MAX + 32], h_ts[48], h_sig[2 * PROTO_SIG_MAX + 32];
+    char h_xts[64], h_xsig[96], h_trace[96];
+    /* result */
+    const char *outcome; /* "ok", "retry", "dead", "gone" */
+    char *json;          /* the attempt log entry */
+    int64_t next_ms;
+    /* test sends */
+    dispatch_test_cb *test_cb;
+    void *test_arg;
+};
+
+struct dispatch {
+    struct core *c;
+    struct webhooks *w;
+    struct store_script sc_claim, sc_done, sc_reap;
+    struct event *tick_ev, *kick_ev, *flush_ev, *reap_ev;
+    int closing;
+    int pending;     /* store commands in flight */
+    size_t inflight; /* HTTP attempts in flight */
+    size_t queued;   /* claimed attempts waiting in their endpoint's queue */
+    struct webhook *qlist; /* endpoints with a queue (one reference each) */
+    int claiming, reaping;
+    int kick_again; /* kicked while a claim was in flight: claim again after it */
+    int ahead;      /* windows claimed per endpoint: 2 (one queued), 1 with short leases */
+    struct attempt *res_head, *res_tail; /* results waiting to be written */
+    size_t nres;
+    struct attempt *flushing; /* batch being written */
+    struct attempt *held;     /* claimed, waiting for an endpoint reload */
+    char k_due[KEY_MAX], k_inflight[KEY_MAX], k_whv[KEY_MAX], k_dead[KEY_MAX];
+};
+
+static void send_attempt(struct dispatch *d, struct attempt *a);
+static void pump(struct dispatch *d, struct webhook *wh);
+
+static struct body *body_new(const char *s, size_t n)
+{
+    struct body *b = xmalloc(sizeof(*b) + n + 1);
+    b->refs = 1;
+    b->len = n;
+    memcpy(b->p, s, n);
+    b->p[n] = '\0';
+    return b;
+}
+
+static void body_unref(struct body *b)
+{
+    if (b != NULL && --b->refs == 0)
+        free(b);
+}
+
+static void attempt_free(struct attempt *a)
+{
+    if (a == NULL)
+        return;
+    webhook_unref(a->wh);
+    free(a->did);
+    body_unref(a->b);
+    free(a->json);
+    free(a);
+}
+
+static void list_free(struct attempt *a)
+{
+    while (a) {
+        struct attempt *n = a->next;
+        attempt_free(a);
+        a = n;
+    }
+}
+
+static void maybe_free(struct dispatch *d)
+{
+    if (d->closing && d->pending == 0 && d->inflight == 0) {
+        list_free(d->res_head);
+        list_free(d->flushing);
+        list_free(d->held);
+        free(d);
+    }
+}
+
+static int callback_enter(struct dispatch *d)
+{
+    d->pending--;
+    if (!d->closing)
+        return 0;
+    maybe_free(d);
+    return 1;
+}
+
+void dispatch_kick(struct dispatch *d)
+{
+    if (!d->closing)
+        event_active(d->kick_ev, EV_TIMEOUT, 0);
+}
+
+/* ---- attempt log JSON ------------------------------------------------------------------ */
+
+struct sbuf {
+    char *p;
+    size_t n, cap;
+};
+
+static void sb_put(struct sbuf *b, const char *s, size_t n)
+{
+    if (b->n + n + 1 > b->cap) {
+        b->cap = (b->n + n + 1) * 2;
+        b->p = xrealloc(b->p, b->cap);
+    }
+    memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+}
+
+static void sb_str(struct sbuf *b, const char *s)
+{
+    sb_put(b, s, strlen(s));
+}
+
+/* JSON string of n bytes; invalid UTF-8 turns every non-ASCII byte into '?'. */
+static void sb_json_str(struct sbuf *b, const char *s, size_t n)
+{
+    int ok = proto_utf8_valid(s, n);
+    sb_put(b, "\"", 1);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char esc[8];
+        if (c == '"' || c == '\\') {
+            esc[0] = '\\', esc[1] = (char)c;
+            sb_put(b, esc, 2);
+        } else if (c < 0x20) {
+            snprintf(esc, sizeof(esc), "\\u%04x", c);
+            sb_put(b, esc, 6);
+        } else if (c >= 0x80 && !ok) {
+            sb_put(b, "?", 1);
+        } else {
+            sb_put(b, (const char *)&c, 1);
+        }
+    }
+    sb_put(b, "\"", 1);
+}
+
+static char *attempt_json(int64_t at, int att, long status, int64_t latency, const char *err,
+                          const char *detail, const char *resp, size_t resp_len, int replay)
+{
+    struct sbuf b = {0};
+    char num[160];
+    snprintf(num, sizeof(num), "{\"at\":%lld,\"attempt\":%d,\"statusCode\":", (long long)at, att);
+    sb_str(&b, num);
+    if (status > 0)
+        snprintf(num, sizeof(num), "%ld", status);
+    else
+        snprintf(num, sizeof(num), "null");
+    sb_str(&b, num);
+    snprintf(num, sizeof(num), ",\"latencyMs\":%lld,\"error\":", (long long)latency);
+    sb_str(&b, num);
+    if (err)
+        sb_json_str(&b, err, strlen(err));
+    else
+        sb_str(&b, "null");
+    if (detail) {
+        sb_str(&b, ",\"detail\":");
+        sb_json_str(&b, detail, strlen(detail));
+    }
+    sb_str(&b, ",\"response\":");
+    if (resp && resp_len > 0)
+        sb_json_str(&b, resp, resp_len);
+    else
+        sb_str(&b, "null");
+    if (replay)
+        sb_str(&b, ",\"replay\":true");
+    sb_str(&b, "}");
+    return b.p;
+}
+
+/* ---- results --------------------------------------------------------------------------- */
+
+static void push_result(struct dispatch *d, struct attempt *a)
+{
+    a->next = NULL;
+    if (d->res_tail)
+        d->res_tail->next = a;
+    else
+        d->res_head = a;
+    d->res_tail = a;
+    d->nres++;
+    event_active(d->flush_ev, EV_TIMEOUT, 0);
+}
+
+static void flush(struct dispatch *d);
+
+static void on_done(void *arg, const char *err, redisReply *r)
+{
+    struct dispatch *d = arg;
+    if (callback_enter(d))
+        return;
+    struct attempt *batch = d->flushing;
+    d->flushing = NULL;
+    if (err != NULL) {
+        /* unknown whether it ran: the script is idempotent, write the batch again */
+        struct attempt *last = batch;
+        size_t n = 1;
+        while (last && last->next)
+            last = last->next, n++;
+        if (last) {
+            last->next = d->res_head;
+            d->res_head = batch;
+            if (d->res_tail == NULL)
+                d->res_tail = last;
+            d->nres += n;
+        }
+        return; /* retried from the tick */
+    }
+    list_free(batch);
+    int reload = 0;
+    if (r->type == REDIS_REPLY_ARRAY)
+        for (size_t i = 0; i + 1 < r->elements; i += 2) {
+            log_warn("webhook endpoint disabled", "webhook=%s reason=%s",
+                     r->element[i]->str, r->element[i + 1]->str);
+            d->c->metrics.wh_endpoints_disabled++;
+            reload = 1;
+        }
+    if (reload)
+        webhooks_reload(d->w, NULL, NULL);
+    if (d->res_head)
+        flush(d);
+}
+
+static void flush(struct dispatch *d)
+{
+    if (d->closing || d->flushing || d->res_head == NULL || !store_ready(d->c->store))
+        return;
+    const struct config *cfg = d->c->cfg;
+    const char *tag = store_tag(d->c->store);
+    size_t n = d->nres < DISPATCH_DONE_MAX ? d->nres : DISPATCH_DONE_MAX;
+    int argc = 8 + 5 * (int)n;
+    const char **argv = xmalloc(sizeof(char *) * (size_t)argc);
+    char now[24], dis[24], ret[24];
+    char (*nx)[24] = xmalloc(24 * n);
+    snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
+    snprintf(dis, sizeof(dis), "%lld", (long long)cfg->disable_after_ms);
+    snprintf(ret, sizeof(ret), "%lld", (long long)WH_RETENTION_MS);
+    argv[0] = d->k_due, argv[1] = d->k_inflight, argv[2] = d->k_whv, argv[3] = d->k_dead;
+    argv[4] = tag, argv[5] = now, argv[6] = dis, argv[7] = ret;
+    struct attempt *a = d->res_head, *last = NULL;
+    for (size_t i = 0; i < n; i++, last = a, a = a->next) {
+        snprintf(nx[i], 24, "%lld", (long long)a->next_ms);
+        argv[8 + 5 * i] = a->did;
+        argv[9 + 5 * i] = a->whid;
+        argv[10 + 5 * i] = a->outcome;
+        argv[11 + 5 * i] = a->json;
+        argv[12 + 5 * i] = nx[i];
+    }
+    d->pending++;
+    if (store_eval(d->c->store, &d->sc_done, on_done, d, 4, argc, argv, NULL) == 0) {
+        /* detach the first n results as the batch in flight */
+        d->flushing = d->res_head;
+        d->res_head = a;
+        last->next = NULL;
+        if (a == NULL)
+            d->res_tail = NULL;
+        d->nres -= n;
+    } else {
+        d->pending--;
+    }
+    free(argv);
+    free(nx);
+}
+
+static void on_flush(evutil_socket_t fd, short what, void *arg)
+{
+    flush(arg);
+}
+
+/* ---- outcome of one HTTP exchange ------------------------------------------------------ */
+
+static int64_t retry_delay(const struct config *cfg, int att)
+{
+    if (att >= cfg->retry_schedule.n)
+        return -1;
+    int64_t dl = cfg->retry_schedule.ms[att];
+    if (dl > 0)
+        dl += (int64_t)jitter_rand((uint64_t)dl / 5 + 1);
+    return dl;
+}
+
+static void aimd(struct dispatch *d, struct webhook *wh, const struct httpc_resp *resp)
+{
+    double max = (double)d->c->cfg->endpoint_concurrency;
+    int congested = resp->err == httpc_err_timeout ||
+                    (resp->err == NULL && (resp->status == 429 || resp->status == 502 ||
+                                           resp->status == 503 || resp->status == 504));
+    if (congested) {
+        int64_t now = mono_ms();
+        if (now - wh->last_decrease_ms >= resp->latency_ms) {
+            wh->cwnd = wh->cwnd / 2 < 1 ? 1 : wh->cwnd / 2;
+            wh->last_decrease_ms = now;
+        }
+    } else if (resp->err == NULL && resp->status >= 200 && resp->status < 300) {
+        wh->cwnd += 1.0 / wh->cwnd;
+        if (wh->cwnd > max)
+            wh->cwnd = max;
+    }
+}
+
+static void on_http_done(void *arg, const struct httpc_resp *resp)
+{
+    struct attempt *a = arg;
+    struct dispatch *d = a->d;
+    struct webhook *wh = a->wh;
+    d->inflight--;
+    wh->inflight--;
+    body_unref(a->b);
+    a->b = NULL;
+    if (a->test_cb) {
+        if (!d->closing)
+            a->test_cb(a->test_arg, resp->status, resp->err, resp->latency_ms, resp->body,
+                       resp->body_len, a->ev);
+        else
+            a->test_cb(a->test_arg, 0, httpc_err_shutdown, 0, "", 0, a->ev);
+        attempt_free(a);
+        maybe_free(d);
+        return;
+    }
+    if (d->closing) {
+        attempt_free(a);
+        maybe_free(d);
+        return;
+    }
+    webhook_ref(wh); /* a may be written and freed before pump() below is done with wh */
+    const struct config *cfg = d->c->cfg;
+    struct metrics *m = &d->c->metrics;
+    int64_t now = wall_ms();
+    m->wh_attempts++;
+    aimd(d, a->wh, resp);
+    a->next_ms = 0;
+    /* a 2xx is delivered even when its (ignored) response body was too long to drain */
+    if ((resp->err == NULL || resp->err == httpc_err_too_large) && resp->status >= 200 &&
+        resp->status < 300) {
+        a->outcome = "ok";
+        m->wh_delivered++;
+        metrics_observe_delivery(m, resp->latency_ms);
+    } else if (resp->err == NULL && resp->status == 410) {
+        a->outcome = "gone";
+        m->wh_dead++;
+    } else if (resp->err == httpc_err_forbidden) {
+        a->outcome = "dead";
+        m->wh_dead++;
+        m->wh_forbidden++;
+    } else {
+        int64_t dl = retry_delay(cfg, a->att);
+        if (dl < 0) {
+            a->outcome = "dead";
+            m->wh_dead++;
+        } else {
+            if (resp->err == NULL && (resp->status == 429 || resp->status == 503) &&
+                resp->retry_after_ms > dl)
+                dl = resp->retry_after_ms < DISPATCH_RETRY_AFTER_MAX_MS
+                         ? resp->retry_after_ms
+                         : DISPATCH_RETRY_AFTER_MAX_MS;
+            a->outcome = "retry";
+            a->next_ms = now + dl;
+            m->wh_retries++;
+        }
+    }
+    a->json = attempt_json(now - resp->latency_ms, a->att, resp->err ? resp->status : resp->status,
+                           resp->latency_ms, resp->err,
+                           resp->err && resp->detail ? resp->detail : NULL, resp->body,
+                           resp->body_len, a->replay);
+    push_result(d, a);
+    pump(d, wh);       /* a slot is free: the next claimed attempt goes out now */
+    webhook_unref(wh);
+    dispatch_kick(d); /* and the queue is refilled */
+}
+
+/* ---- sending --------------------------------------------------------------------------- */
+
+static int forbid_private(void *arg, const struct sockaddr *sa, socklen_t len)
+{
+    return proto_addr_forbidden(sa, len);
+}
+
+static void fail_now(struct dispatch *d, struct attempt *a, const char *err, const char *outcome)
+{
+    a->outcome = outcome;
+    a->next_ms = wall_ms();
+    a->json = attempt_json(wall_ms(), a->att, 0, 0, err, NULL, NULL, 0, a->replay);
+    push_result(d, a);
+}
+
+static void send_attempt(struct dispatch *d, struct attempt *a)
+{
+    struct webhook *wh = a->wh;
+    const struct config *cfg = d->c->cfg;
+    int64_t now = wall_ms(), ts = now / 1000;
+    const char *hdrs[12 + WH_MAX_HEADERS + 1];
+    int nh = 0;
+    hdrs[nh++] = "Content-Type: application/json";
+    snprintf(a->h_id, sizeof(a->h_id), "webhook-id: %s", a->ev);
+    hdrs[nh++] = a->h_id;
+    snprintf(a->h_ts, sizeof(a->h_ts), "webhook-timestamp: %lld", (long long)ts);
+    hdrs[nh++] = a->h_ts;
+    if (wh->scheme != WH_SCHEME_UPSTREAM) {
+        char s1[PROTO_SIG_MAX], s2[PROTO_SIG_MAX];
+        int prev = wh->prev_secret && now < wh->prev_expires;
+        int r;
+        s2[0] = '\0';
+        if (wh->ed25519) {
+            r = proto_sw_sign_ed25519(wh->seed, a->ev, ts, a->b->p, a->b->len, s1, sizeof(s1));
+            if (r == 0 && prev)
+                proto_sw_sign_ed25519(wh->prev_seed, a->ev, ts, a->b->p, a->b->len, s2,
+                                      sizeof(s2));
+        } else {
+            r = proto_sw_sign(wh->hmac, a->ev, ts, a->b->p, a->b->len, s1, sizeof(s1));
+            if (r == 0 && prev && wh->prev_hmac)
+                proto_sw_sign(wh->prev_hmac, a->ev, ts, a->b->p, a->b->len, s2, sizeof(s2));
+        }
+        if (r != 0) {
+            fail_now(d, a, "signing_failed", "dead");
+            return;
+        }
+        snprintf(a->h_sig, sizeof(a->h_sig), "webhook-signature: %s%s%s", s1, s2[0] ? " " : "",
+                 s2);
+        hdrs[nh++] = a->h_sig;
+    }
+    if (wh->scheme != WH_SCHEME_STANDARD && wh->up_hmac) {
+        char xts[24], hex[65];
+        snprintf(xts, sizeof(xts), "%lld", (long long)now);
+        if (proto_upstream_sign(wh->up_hmac, xts, a->b->p, a->b->len, hex) != 0) {
+            fail_now(d, a, "signing_failed", "dead");
+            return;
+        }
+        snprintf(a->h_xts, sizeof(a->h_xts), "X-Signature-Timestamp: %s", xts);
+        snprintf(a->h_xsig, sizeof(a->h_xsig), "X-Signature-SHA256: %s", hex);
+        hdrs[nh++] = a->h_xts;
+        hdrs[nh++] = a->h_xsig;
+    }
+    /* W3C trace context: the trace is the event (its id is 128 random-looking bits), the
+     * span this attempt */
+    const char *hex = strncmp(a->ev, "evt_", 4) == 0 && strlen(a->ev) == 36 ? a->ev + 4 : NULL;
+    uint64_t span = jitter_rand(UINT64_MAX) | 1;
+    snprintf(a->h_trace, sizeof(a->h_trace), "traceparent: 00-%s-%016llx-01",
+             hex ? hex : "00000000000000000000000000000001", (unsigned long long)span);
+    hdrs[nh++] = a->h_trace;
+    if (a->replay)
+        hdrs[nh++] = "statusrelay-replay: 1";
+    if (a->test_cb)
+        hdrs[nh++] = "statusrelay-test: 1";
+    for (char **p = wh->header_lines; p && *p && nh < (int)ARRAY_LEN(hdrs) - 2; p++)
+        hdrs[nh++] = *p;
+    hdrs[nh++] = "Expect:";
+    hdrs[nh] = NULL;
+    struct httpc_req req = {
+        .method = "POST",
+        .url = wh->target,
+        .headers = hdrs,
+        .body = a->b->p,
+        .body_len = a->b->len,
+        .connect_timeout_ms = cfg->connect_timeout_ms,
+        .total_timeout_ms = cfg->delivery_timeout_ms,
+        .max_response = DISPATCH_RESPONSE_KEEP,
+        .max_drain = DISPATCH_DRAIN,
+        .addr_check = cfg->allow_private_targets ? NULL : forbid_private,
+    };
+    if (httpc_request(d->c->httpc, &req, on_http_done, a) != 0) {
+        if (a->test_cb) {
+            a->test_cb(a->test_arg, 0, httpc_err_internal, 0, "", 0, a->ev);
+            attempt_free(a);
+            return;
+        }
+        int64_t dl = retry_delay(cfg, a->att);
+        fail_now(d, a, httpc_err_internal, dl < 0 ? "dead" : "retry");
+        a->next_ms = wall_ms() + (dl < 0 ? 0 : dl);
+        return;
+    }
+    d->inflight++;
+    wh->inflight++;
+}
+
+/* ---- per-endpoint queues ---------------------------------------------------------------
+ * A claim takes up to two windows per endpoint: one goes out at once, the other waits here
+ * so that a finished exchange starts the next one without a Redis round trip. Deliveries of
+ * one request to one endpoint are never claimed together (one is queued at a time, see
+ * wh_fanout.lua), so the order of these queues never reorders a request's events. */
+
+static void q_push(struct dispatch *d, struct webhook *wh, struct attempt *a)
+{
+    a->next = NULL;
+    if (wh->q_tail)
+        wh->q_tail->next = a;
+    else
+        wh->q_head = a;
+    wh->q_tail = a;
+    wh->queued++;
+    d->queued++;
+    if (!wh->q_listed) {
+        webhook_ref(wh);
+        wh->q_listed = 1;
+        wh->q_next = d->qlist;
+        d->qlist = wh;
+    }
+}
+
+static struct attempt *q_pop(struct dispatch *d, struct webhook *wh)
+{
+    struct attempt *a = wh->q_head;
+    if (a == NULL)
+        return NULL;
+    wh->q_head = a->next;
+    if (wh->q_head == NULL)
+        wh->q_tail = NULL;
+    a->next = NULL;
+    wh->queued--;
+    d->queued--;
+    return a;
+}
+
+/* Send queued attempts of wh while its window has room. An attempt is dropped instead when
+ * its endpoint was deleted or disabled meanwhile, or when it waited so long that its lease
+ * could run out before the exchange ends: the lease expires and wh_reap.lua queues it again
+ * (at least once; never two holders at the same time). */
+static void pump(struct dispatch *d, struct webhook *wh)
+{
+    const struct config *cfg = d->c->cfg;
+    /* lease > timeout (config checks it); keep a margin of up to 1 s for clock and loop */
+    int64_t slack = cfg->delivery_lease_ms - cfg->delivery_timeout_ms;
+    int64_t max_wait = slack - (slack / 2 < 1000 ? slack / 2 : 1000);
+    int64_t now = mono_ms();
+    while (wh->q_head) {
+        struct attempt *a = wh->q_head;
+        int drop = wh->deleted || !wh->enabled || now - a->claimed_ms > max_wait;
+        if (!drop && wh->inflight >= (int)wh->cwnd)
+            break;
+        q_pop(d, wh);
+        if (drop)
+            attempt_free(a);
+        else
+            send_attempt(d, a);
+    }
+}
+
+/* Pump every endpoint with a queue and forget those whose queue is empty. */
+static void sweep(struct dispatch *d)
+{
+    struct webhook **pp = &d->qlist;
+    while (*pp) {
+        struct webhook *wh = *pp;
+        if (!d->closing)
+            pump(d, wh);
+        if (wh->q_head == NULL || d->closing) {
+            struct attempt *a;
+            while ((a = q_pop(d, wh)) != NULL)
+                attempt_free(a); /* closing: the lease expires, the next holder sends it */
+            *pp = wh->q_next;
+            wh->q_next = NULL;
+            wh->q_listed = 0;
+            webhook_unref(wh);
+        } else {
+            pp = &wh->q_next;
+        }
+    }
+}
+
+/* Queue claimed attempts on their endpoint and start what the windows allow; attempts of
+ * endpoints unknown here belong to deleted endpoints (their lease entry is reaped). */
+static void start_held(struct dispatch *d)
+{
+    struct attempt *a = d->held;
+    d->held = NULL;
+    while (a) {
+        struct attempt *next = a->next;
+        a->next = NULL;
+        struct webhook *wh = webhooks_find(d->w, a->whid);
+        if (wh == NULL) {
+            attempt_free(a);
+        } else {
+            webhook_ref(wh);
+            a->wh = wh;
+            if (a->kind[0] == 'x') {
+                fail_now(d, a, "event_expired", "dead");
+            } else if (a->kind[0] == 'r') { /* body key expired: encode from the record */
+                struct status_event ev;
+                struct proto_err pe;
+                status_event_init(&ev);
+                char *body = NULL;
+                size_t blen = 0;
+                if (proto_event_from_record(a->b->p, a->b->len, &ev, &pe) == 0)
+                    body = proto_event_webhook_body(&ev, &blen);
+                status_event_cleanup(&ev);
+                body_unref(a->b);
+                a->b = NULL;
+                if (body == NULL) {
+                    fail_now(d, a, "event_unreadable", "dead");
+                } else {
+                    a->b = body_new(body, blen);
+                    free(body);
+                    q_push(d, wh, a);
+                }
+            } else {
+                q_push(d, wh, a);
+            }
+        }
+        a = next;
+    }
+    for (struct webhook *wh = d->qlist; wh; wh = wh->q_next)
+        pump(d, wh);
+}
+
+static void on_held_reloaded(void *arg, const char *err)
+{
+    struct dispatch *d = arg;
+    if (d->closing)
+        return;
+    d->claiming = 0;
+    start_held(d);
+    dispatch_kick(d);
+}
+
+static void on_claim(void *arg, const char *err, redisReply *r)
+{
+    struct dispatch *d = arg;
+    if (callback_enter(d))
+        return;
+    if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 1) {
+        d->claiming = 0;
+        if (err == store_err_server)
+            log_warn("webhook claim failed", "err=\"%s\"", r->str);
+        return;
+    }
+    size_t n = (r->elements - 1) / 7;
+    struct attempt *head = NULL, **tail = &head;
+    struct attempt **byidx = xcalloc(n ? n : 1, sizeof(*byidx));
+    int64_t now = mono_ms();
+    for (size_t i = 0; i < n; i++) {
+        redisReply **e = r->element + 1 + 7 * i;
+        struct attempt *a = xcalloc(1, sizeof(*a));
+        a->d = d;
+        a->claimed_ms = now;
+        a->did = xstrdup(e[0]->str ? e[0]->str : "");
+        snprintf(a->whid, sizeof(a->whid), "%s", e[1]->str ? e[1]->str : "");
+        snprintf(a->ev, sizeof(a->ev), "%s", e[2]->str ? e[2]->str : "");
+        a->att = (int)(e[3]->type == REDIS_REPLY_INTEGER ? e[3]->integer : 1);
+        a->replay = e[4]->str && e[4]->str[0] == '1';
+        char k = e[5]->str ? e[5]->str[0] : 'b';
+        a->kind = k == 'r' ? "r" : k == 'x' ? "x" : "b";
+        if (k == '=') { /* the same body as an earlier delivery of this reply */
+            size_t at = (size_t)strtoull(e[6]->str ? e[6]->str : "", NULL, 10);
+            if (at < i && byidx[at]->b != NULL) {
+                a->b = byidx[at]->b;
+                a->b->refs++;
+            } else {
+                a->kind = "x"; /* cannot happen with wh_claim.lua: fail it visibly */
+            }
+        }
+        if (a->b == NULL)
+            a->b = body_new(e[6]->str ? e[6]->str : "", e[6]->str ? e[6]->len : 0);
+        byidx[i] = a;
+        *tail = a;
+        tail = &a->next;
+    }
+    free(byidx);
+    *tail = d->held;
+    d->held = head;
+    const char *ver = r->element[0]->str ? r->element[0]->str : "0";
+    if (strcmp(ver, webhooks_version(d->w)) != 0) {
+        webhooks_reload(d->w, on_held_reloaded, d); /* claiming stays set until then */
+        return;
+    }
+    d->claiming = 0;
+    start_held(d);
+    if (n > 0 || d->kick_again) {
+        d->kick_again = 0;
+        dispatch_kick(d);
+    }
+}
+
+/* Claim what the endpoints' windows (plus one window queued ahead) have free. force: claim
+ * even when no enabled endpoint has room (the tick: disabled endpoints' queues are turned
+ * into skipped deliveries by the claim script). */
+static void claim(struct dispatch *d, int force)
+{
+    if (d->closing || d->c->shutting_down || !store_ready(d->c->store) ||
+        strcmp(webhooks_version(d->w), "-") == 0)
+        return;
+    if (d->claiming) {
+        d->kick_again = 1;
+        return;
+    }
+    size_t held = d->inflight + d->queued;
+    if (held >= DISPATCH_MAX_HELD)
+        return;
+    size_t room = DISPATCH_MAX_HELD - held;
+    if (room > DISPATCH_CLAIM_MAX)
+        room = DISPATCH_CLAIM_MAX;
+    const struct config *cfg = d->c->cfg;
+    const char *tag = store_tag(d->c->store);
+    size_t nwh = webhooks_count(d->w);
+    long def = d->ahead * (long)cfg->endpoint_concurrency;
+    int argc = 9 + 2 * (int)nwh;
+    const char **argv = xmalloc(sizeof(char *) * (size_t)argc);
+    char now[24], lease[24], max[24], defs[24], ret[24];
+    char (*free_s)[24] = xmalloc(24 * (nwh ? nwh : 1));
+    snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
+    snprintf(lease, sizeof(lease), "%lld", (long long)cfg->delivery_lease_ms);
+    snprintf(max, sizeof(max), "%zu", room);
+    snprintf(defs, sizeof(defs), "%ld", def);
+    snprintf(ret, sizeof(ret), "%lld", (long long)WH_RETENTION_MS);
+    argv[0] = d->k_due, argv[1] = d->k_inflight, argv[2] = d->k_whv;
+    argv[3] = tag, argv[4] = now, argv[5] = lease, argv[6] = max, argv[7] = defs, argv[8] = ret;
+    int k = 9, room_somewhere = 0;
+    for (size_t i = 0; i < nwh; i++) {
+        struct webhook *wh = webhooks_at(d->w, i);
+        long fr = d->ahead * (long)wh->cwnd - wh->inflight - wh->queued;
+        if (fr < 0)
+            fr = 0;
+        /* under load, claim in half-window steps rather than after every exchange: fewer,
+         * larger claims cost Redis less per delivery, and the queued window hides the wait */
+        long step = (long)wh->cwnd / 2;
+        if (fr >= (step > 1 ? step : 1) && wh->enabled)
+            room_somewhere = 1;
+        if (fr >= def)
+            continue;
+        snprintf(free_s[i], 24, "%ld", fr);
+        argv[k++] = wh->id;
+        argv[k++] = free_s[i];
+    }
+    if (room_somewhere || force) {
+        d->claiming = 1;
+        d->pending++;
+        if (store_eval(d->c->store, &d->sc_claim, on_claim, d, 3, k, argv, NULL) != 0) {
+            d->pending--;
+            d->claiming = 0;
+        }
+    }
+    free(argv);
+    free(free_s);
+}
+
+static void on_kick(evutil_socket_t fd, short what, void *arg)
+{
+    claim(arg, 0);
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct dispatch *d = arg;
+    sweep(d);
+    claim(d, 1);
+    flush(d);
+}
+
+static void on_reap_reply(void *arg, const char *err, redisReply *r)
+{
+    struct dispatch *d = arg;
+    if (callback_enter(d))
+        return;
+    d->reaping = 0;
+    if (err == NULL && r->type == REDIS_REPLY_INTEGER && r->integer > 0) {
+        d->c->metrics.wh_leases_reaped += (uint64_t)r->integer;
+        log_info("webhook deliveries returned to the queue (lease expired)", "count=%lld",
+                 r->integer);
+        dispatch_kick(d);
+    }
+}
+
+static void on_reap(evutil_socket_t fd, short what, void *arg)
+{
+    struct dispatch *d = arg;
+    if (d->reaping || !store_ready(d->c->store))
+        return;
+    char now[24];
+    snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
+    const char *argv[] = {d->k_due, d->k_inflight, store_tag(d->c->store), now, "1000"};
+    d->reaping = 1;
+    d->pending++;
+    if (store_eval(d->c->store, &d->sc_reap, on_reap_reply, d, 2, 5, argv, NULL) != 0) {
+        d->pending--;
+        d->reaping = 0;
+    }
+}
+
+/* ---- test sends ------------------------------------------------------------------------ */
+
+int dispatch_test(struct dispatch *d, struct webhook *wh, dispatch_test_cb *cb, void *arg)
+{
+    if (d->closing)
+        return -1;
+    struct status_event ev;
+    status_event_init(&ev);
+    unsigned char rnd[16];
+    os_random(rnd, sizeof(rnd));
+    char hex[33];
+    for (int i = 0; i < 16; i++)
+        snprintf(hex + 2 * i, 3, "%02x", rnd[i]);
+    int64_t now = wall_ms();
+    ev.request_id = xasprintf("0xtest%s", hex);
+    ev.status = xstrdup("success");
+    ev.st = PROTO_ST_SUCCESS;
+    ev.updated_at = now;
+    ev.origin_chain_id = 1;
+    ev.destination_chain_id = 8453;
+    ev.fail_reason = xstrdup("N/A");
+    ev.refund_fail_reason = xstrdup("N/A");
+    ev.source = PROTO_SRC_WS;
+    ev.observed_at = now;
+    ev.created_at = now;
+    ev.seq = 1;
+    snprintf(ev.event_id, sizeof(ev.event_id), "evt_%s", hex);
+    struct attempt *a = xcalloc(1, sizeof(*a));
+    a->d = d;
+    size_t blen = 0;
+    char *body = proto_event_webhook_body(&ev, &blen);
+    snprintf(a->ev, sizeof(a->ev), "%s", ev.event_id);
+    status_event_cleanup(&ev);
+    if (body == NULL) {
+        free(a);
+        return -1;
+    }
+    a->b = body_new(body, blen);
+    free(body);
+    webhook_ref(wh);
+    a->wh = wh;
+    snprintf(a->whid, sizeof(a->whid), "%s", wh->id);
+    a->att = 1;
+    a->test_cb = cb;
+    a->test_arg = arg;
+    a->kind = "b";
+    send_attempt(d, a); /* on failure to start, cb runs now and a is freed */
+    return 0;
+}
+
+/* ---- lifecycle ------------------------------------------------------------------------- */
+
+struct dispatch *dispatch_new(struct core *c, struct webhooks *w)
+{
+    struct dispatch *d = xcalloc(1, sizeof(*d));
+    d->c = c;
+    d->w = w;
+    /* claiming a window ahead needs room in the lease for the wait: with a lease barely
+     * longer than the delivery timeout a queued delivery would miss its lease under load,
+     * be dropped and wait for the reaper again and again */
+    d->ahead = c->cfg->delivery_lease_ms - c->cfg->delivery_timeout_ms >= 10000 ? 2 : 1;
+    store_script_init(&d->sc_claim, "wh_claim");
+    store_script_init(&d->sc_done, "wh_done");
+    store_script_init(&d->sc_reap, "wh_reap");
+    const char *tag = store_tag(c->store);
+    key_build(d->k_due, KEY_MAX, tag, "due", NULL, NULL);
+    key_build(d->k_inflight, KEY_MAX, tag, "inflight", NULL, NULL);
+    key_build(d->k_whv, KEY_MAX, tag, "whv", NULL, NULL);
+    key_build(d->k_dead, KEY_MAX, tag, "dead", NULL, NULL);
+    d->tick_ev = event_new(c->base, -1, EV_PERSIST, on_tick, d);
+    d->reap_ev = event_new(c->base, -1, EV_PERSIST, on_reap, d);
+    d->kick_ev = event_new(c->base, -1, 0, on_kick, d);
+    d->flush_ev = event_new(c->base, -1, 0, on_flush, d);
+    struct timeval tt = {0, DISPATCH_TICK_MS * 1000}, rt = {DISPATCH_REAP_MS / 1000, 0};
+    event_add(d->tick_ev, &tt);
+    event_add(d->reap_ev, &rt);
+    return d;
+}
+
+void dispatch_free(struct dispatch *d)
+{
+    if (d == NULL)
+        return;
+    d->closing = 1;
+    sweep(d); /* claimed but not started: dropped, their leases expire */
+    event_free(d->tick_ev);
+    event_free(d->reap_ev);
+    event_free(d->kick_ev);
+    event_free(d->flush_ev);
+    d->tick_ev = d->reap_ev = d->kick_ev = d->flush_ev = NULL;
+    maybe_free(d);
+}
+
+int dispatch_busy(const struct dispatch *d)
+{
+    return d != NULL &&
+           (d->inflight > 0 || d->queued > 0 || d->pending > 0 || d->res_head != NULL);
+}

@@ -1,0 +1,48 @@
+/* dash_filter.h - a dashboard subscription's "broad" filter (anything wider than one request
+ * id): statuses and origin/destination chain ids, each an OR list, combined with AND; an
+ * empty filter matches every event. The same code validates a client's filters (core,
+ * relay/dash/hub.c), carries the approved filter to the ws thread as compact JSON
+ * (XMSG_DASH_ACCEPT_SUB, DASH_OP_ADD_BROAD) and matches events there (relay/edge/ws_server.c),
+ * so both threads agree on what matches.
+ *
+ * Client shape (the "filters" object of a subscribe message, like webhook filters):
+ *   {"status": "success" | ["success", "refund"], "originChainIds": 8453 | [1, 8453],
+ *    "destinationChainIds": [...]}
+ * runs on: any thread (no shared state). */
+#ifndef RELAY_DASH_FILTER_H
+#define RELAY_DASH_FILTER_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define DASH_FILTER_MAX_VALUES 64 /* per list */
+#define DASH_FILTER_MAX_STATUS 31 /* status length (xmsg.status holds 32 bytes) */
+
+struct dash_broad {
+    char **status;     /* owned */
+    size_t nstatus;
+    int64_t *origin;
+    size_t norigin;
+    int64_t *dest;
+    size_t ndest;
+};
+
+/* Validate a client's filters object (NULL = match all) into out. Returns 0, or -1 with
+ * *why set to a static message (out is then clean). Keys other than the three above and
+ * "id" (which the caller handles) are refused. */
+int dash_broad_from_json(const json_t *filters, struct dash_broad *out, const char **why);
+/* Canonical JSON of f (lists only when non-empty): new reference. */
+json_t *dash_broad_to_json(const struct dash_broad *f);
+/* Parse the canonical text (ws thread). Returns 0 or -1. */
+int dash_broad_parse(const char *text, size_t len, struct dash_broad *out);
+/* 1 when an event with these routing fields matches. */
+int dash_broad_match(const struct dash_broad *f, const char *status, int64_t origin,
+                     int64_t dest);
+/* 1 when both filters have the same lists (order-insensitive is not needed: canonical). */
+int dash_broad_equal(const struct dash_broad *a, const struct dash_broad *b);
+/* 1 when f has no list at all (every event). */
+int dash_broad_is_all(const struct dash_broad *f);
+void dash_broad_cleanup(struct dash_broad *f);
+
+#endif

@@ -1,0 +1,197 @@
+/* ingest.c - see ingest.h. runs on: core thread.
+ *
+ * Ownership: every observation is copied into a struct obs_item owned by this module until
+ * its apply completes; queued items (Redis down) are owned by the pending FIFO. */
+#include "relay/ingest/ingest.h"
+#include "relay/core.h"
+#include "relay/common/log.h"
+#include "relay/common/util.h"
+#include "store/apply.h"
+#include "store/store.h"
+
+#include <event2/event.h>
+#include <stdlib.h>
+
+#define INGEST_PENDING_MAX 100000
+
+struct listener {
+    ingest_event_cb *fn;
+    void *arg;
+    struct listener *next;
+};
+
+struct obs_item {
+    struct obs_item *next;
+    struct ingest *in;
+    struct status_event ev;
+    int track;
+    ingest_done_cb *cb;
+    void *arg;
+};
+
+struct ingest {
+    struct core *c;
+    struct listener *listeners;
+    struct obs_item *head, *tail; /* waiting for Redis */
+    size_t npending;
+    struct event *drain_ev;
+};
+
+static void submit_item(struct obs_item *it);
+
+static void item_free(struct obs_item *it)
+{
+    status_event_cleanup(&it->ev);
+    free(it);
+}
+
+static void enqueue(struct ingest *in, struct obs_item *it)
+{
+    if (in->npending >= INGEST_PENDING_MAX) {
+        /* The poller re-reads every tracked request once Redis is back, so the state still
+         * converges; the drop is counted and logged. */
+        in->c->metrics.ingest_dropped++;
+        log_warn("observation dropped, pending queue full", "request=%s", it->ev.request_id);
+        item_free(it);
+        return;
+    }
+    it->next = NULL;
+    if (in->tail)
+        in->tail->next = it;
+    else
+        in->head = it;
+    in->tail = it;
+    in->npending++;
+    in->c->metrics.ingest_pending = in->npending;
+}
+
+static enum metrics_outcome outcome_of(enum proto_verdict v)
+{
+    return v == PROTO_ACCEPT ? MO_ACCEPTED : v == PROTO_DUPLICATE ? MO_DUPLICATE : MO_STALE;
+}
+
+static void on_applied(void *arg, const char *err, enum proto_verdict v,
+                       const struct status_event *ev, const char *stream_id)
+{
+    struct obs_item *it = arg;
+    struct ingest *in = it->in;
+    if (err != NULL) {
+        if (it->cb) {
+            it->cb(it->arg, err, v, NULL);
+            item_free(it);
+        } else if (err == store_err_disconnected) {
+            enqueue(in, it); /* retried when Redis is back */
+        } else {
+            log_err("observation not applied", "request=%s err=%s", it->ev.request_id, err);
+            item_free(it);
+        }
+        return;
+    }
+    in->c->metrics.events[it->ev.source][outcome_of(v)]++;
+    if (v == PROTO_ACCEPT)
+        for (struct listener *l = in->listeners; l; l = l->next)
+            l->fn(l->arg, v, ev, stream_id);
+    if (it->cb)
+        it->cb(it->arg, NULL, v, ev);
+    item_free(it);
+}
+
+static void submit_item(struct obs_item *it)
+{
+    struct ingest *in = it->in;
+    if (applier_apply(in->c->applier, &it->ev, it->track, on_applied, it) == 0)
+        return;
+    if (it->cb) {
+        it->cb(it->arg, store_err_disconnected, PROTO_STALE, NULL);
+        item_free(it);
+    } else {
+        enqueue(in, it);
+    }
+}
+
+/* Drain the pending FIFO in slices so a large backlog does not starve the loop. */
+static void on_drain(evutil_socket_t fd, short what, void *arg)
+{
+    struct ingest *in = arg;
+    int n = 0;
+    while (in->head && store_ready(in->c->store) && n++ < 1000) {
+        struct obs_item *it = in->head;
+        in->head = it->next;
+        if (in->head == NULL)
+            in->tail = NULL;
+        in->npending--;
+        submit_item(it);
+    }
+    in->c->metrics.ingest_pending = in->npending;
+    if (in->head && store_ready(in->c->store))
+        event_active(in->drain_ev, EV_TIMEOUT, 0);
+}
+
+static void on_store_state(void *arg, int up)
+{
+    struct ingest *in = arg;
+    if (up && in->head)
+        event_active(in->drain_ev, EV_TIMEOUT, 0);
+}
+
+struct ingest *ingest_new(struct core *c)
+{
+    struct ingest *in = xcalloc(1, sizeof(*in));
+    in->c = c;
+    in->drain_ev = event_new(c->base, -1, 0, on_drain, in);
+    store_on_state(c->store, on_store_state, in);
+    return in;
+}
+
+void ingest_free(struct ingest *in)
+{
+    if (in == NULL)
+        return;
+    for (struct obs_item *it = in->head, *n; it; it = n) {
+        n = it->next;
+        item_free(it);
+    }
+    for (struct listener *l = in->listeners, *n; l; l = n) {
+        n = l->next;
+        free(l);
+    }
+    event_free(in->drain_ev);
+    free(in);
+}
+
+void ingest_submit(struct ingest *in, const struct status_event *obs, int track,
+                   ingest_done_cb *cb, void *arg)
+{
+    struct obs_item *it = xcalloc(1, sizeof(*it));
+    it->in = in;
+    it->track = track;
+    it->cb = cb;
+    it->arg = arg;
+    if (status_event_copy(&it->ev, obs) != 0) {
+        free(it);
+        if (cb)
+            cb(arg, "nomem", PROTO_STALE, NULL);
+        return;
+    }
+    if (cb == NULL && in->head != NULL) {
+        enqueue(in, it); /* keep arrival order behind the backlog */
+        return;
+    }
+    submit_item(it);
+}
+
+void ingest_rejected(struct ingest *in, enum proto_source src)
+{
+    in->c->metrics.events[src][MO_REJECTED]++;
+}
+
+void ingest_on_event(struct ingest *in, ingest_event_cb *fn, void *arg)
+{
+    struct listener *l = xcalloc(1, sizeof(*l));
+    l->fn = fn;
+    l->arg = arg;
+    struct listener **pp = &in->listeners;
+    while (*pp)
+        pp = &(*pp)->next;
+    *pp = l;
+}

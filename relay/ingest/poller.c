@@ -1,0 +1,559 @@
+/* poller.c - see poller.h. runs on: core thread.
+ *
+ * Every upstream HTTP call is reserved first with store/poll_claim.lua, which draws from the
+ * paced budget (a token bucket) shared by all processes and hands out the most overdue
+ * requests first.
+ * A claimed request is pushed a lease into the future, so a crashed process only delays it.
+ * 429/5xx/timeouts pause all polling with capped exponential backoff (Retry-After wins). */
+#include "relay/ingest/poller.h"
+#include "relay/core.h"
+#include "relay/common/httpc.h"
+#include "relay/ingest/ingest.h"
+#include "relay/common/log.h"
+#include "relay/ingest/upstream.h"
+#include "relay/common/util.h"
+#include "protocol/normalize.h"
+#include "store/keys.h"
+#include "store/store.h"
+
+#include <event2/event.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TICK_MS 100
+#define MAX_INFLIGHT 32
+#define CLAIM_LEASE_MS 30000
+#define MAX_GAP_PAGES 20
+#define BACKOFF_MAX_MS 60000
+
+enum { PATH_STATUS = 0, PATH_REQUESTS, PATH_OTHER };
+enum page_kind { PAGE_GAP = 0, PAGE_DISCOVER, PAGE_READ };
+
+#define MAX_READS 64 /* reversals waiting for their /requests/v3 read */
+
+struct poller {
+    struct core *c;
+    struct event *tick_ev;
+    struct store_script claim_sc, due_sc, set_sc;
+    char *api;                 /* base URL without trailing slash */
+    char *key_header;          /* "x-api-key: ..." or NULL */
+    int inflight;
+    int claiming;
+    int64_t backoff_until, backoff_ms; /* mono ms */
+    /* gap repair through /requests/v3 */
+    int gap_active, gap_pages;
+    int64_t gap_since_s;
+    char *gap_cont;
+    int page_inflight;
+    /* discovery */
+    int64_t disc_next;         /* mono ms */
+    int64_t disc_since_s;
+    char *disc_cont;
+    /* one /requests/v3 read per reversal (reorg details): ids waiting for the budget */
+    char *reads[MAX_READS];
+    int nreads, read_claiming;
+};
+
+struct poll_op {
+    struct poller *p;
+    char id[PROTO_MAX_ID + 1];
+    int was_confirmed;
+    poller_fetch_cb *cb;       /* poller_fetch_now */
+    void *arg;
+    enum page_kind kind;       /* pages */
+    int64_t max_updated_s;
+};
+
+static int http_class(const struct httpc_resp *r)
+{
+    if (r->err)
+        return 5;
+    if (r->status == 429)
+        return 3;
+    return r->status >= 500 ? 4 : r->status >= 400 ? 2 : r->status >= 300 ? 1 : 0;
+}
+
+static void count_http(struct poller *p, int path, const struct httpc_resp *r)
+{
+    p->c->metrics.upstream_http[path][http_class(r)]++;
+}
+
+static int retryable(const struct httpc_resp *r)
+{
+    return r->err != NULL || r->status == 429 || r->status >= 500;
+}
+
+/* Pause every poll after a 429/5xx/timeout; a good answer resets the backoff. */
+static void note_result(struct poller *p, const struct httpc_resp *r)
+{
+    if (!retryable(r)) {
+        p->backoff_ms = 0;
+        return;
+    }
+    if (mono_ms() < p->backoff_until)
+        return; /* answers of calls started before the pause: one escalation per pause */
+    p->backoff_ms = p->backoff_ms ? p->backoff_ms * 2 : 500;
+    if (p->backoff_ms > BACKOFF_MAX_MS)
+        p->backoff_ms = BACKOFF_MAX_MS;
+    int64_t d = p->backoff_ms / 2 + (int64_t)jitter_rand((uint64_t)p->backoff_ms / 2 + 1);
+    if (r->retry_after_ms > d)
+        d = r->retry_after_ms > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : r->retry_after_ms;
+    p->backoff_until = mono_ms() + d;
+    log_warn("upstream busy, polling paused", "status=%ld err=%s pause_ms=%lld", r->status,
+             r->err ? r->err : "none", (long long)d);
+}
+
+/* Set the next poll of a watched request (store/poll_set.lua: a request whose watch ended
+ * meanwhile stays unpolled). tier 0 keeps the request's tier. */
+static void reschedule(struct poller *p, const char *id, char tier, int64_t at)
+{
+    char k[KEY_MAX], atbuf[24], t[2] = {tier, 0};
+    key_build(k, sizeof(k), store_tag(p->c->store), "req", id, NULL);
+    snprintf(atbuf, sizeof(atbuf), "%lld", (long long)at);
+    const char *argv[] = {k, id, t, atbuf, store_tag(p->c->store)};
+    store_eval(p->c->store, &p->set_sc, NULL, NULL, 1, 5, argv, NULL);
+}
+
+/* The poll period of a request unchanged for idle ms: the base period, growing with the
+ * idle time (a twentieth of it) up to the settled poll period, so that a pile of old idle
+ * requests cannot starve fresh ones. */
+static int64_t backed_off(const struct config *cfg, int64_t base, int64_t idle)
+{
+    int64_t cap = cfg->settled_poll_interval_ms > base ? cfg->settled_poll_interval_ms : base;
+    int64_t v = idle > 0 ? idle / 20 : 0;
+    return v < base ? base : v > cap ? cap : v;
+}
+
+int64_t poller_next_poll(void *arg, const struct status_event *ev, int64_t now_ms, char *tier)
+{
+    struct poller *p = arg;
+    const struct config *cfg = p->c->cfg;
+    if (proto_status_terminal(ev->st)) {
+        *tier = 's';
+        return now_ms + cfg->settled_poll_interval_ms;
+    }
+    int fast = p->c->upstream == NULL || !upstream_confirmed(p->c->upstream, ev->request_id);
+    int64_t idle = ev->updated_at > 0 ? now_ms - ev->updated_at : 0;
+    *tier = fast ? 'u' : 'a';
+    return now_ms +
+           backed_off(cfg, fast ? cfg->poll_interval_ms : cfg->poll_safety_interval_ms, idle);
+}
+
+/* ---- one status poll --------------------------------------------------------------------- */
+
+static void on_poll_ingested(void *arg, const char *err, enum proto_verdict v,
+                             const struct status_event *ev)
+{
+    struct poll_op *op = arg;
+    /* accepted: apply.lua already set the next poll; otherwise it is ours to set */
+    if (err != NULL)
+        reschedule(op->p, op->id, 0, wall_ms() + op->p->c->cfg->poll_interval_ms);
+    /* lagging: the poll found a status change the websocket never sent. The first
+     * observation of a request is no such sign (the upstream sends no state on subscribe),
+     * nor is an enrichment the websocket does not carry (quoteCreatedAt, ...). */
+    if (err == NULL && v == PROTO_ACCEPT && op->was_confirmed && op->p->c->upstream &&
+        ev->prev_status != NULL && strcmp(ev->prev_status, ev->status) != 0)
+        upstream_lagging(op->p->c->upstream);
+    free(op);
+}
+
+static void on_poll_done(void *arg, const struct httpc_resp *r)
+{
+    struct poll_op *op = arg;
+    struct poller *p = op->p;
+    p->inflight--;
+    count_http(p, PATH_STATUS, r);
+    note_result(p, r);
+    if (op->cb)
+        op->cb(op->arg, r->err ? 0 : r->status, r->body, r->body_len);
+    int64_t now = wall_ms();
+    if (r->err == NULL && r->status == 200) {
+        struct status_event ev;
+        struct proto_err perr;
+        int rc = proto_normalize_status_v3(r->body, r->body_len, op->id, now, &ev, &perr);
+        if (rc == 0) {
+            char tier;
+            int64_t next = poller_next_poll(p, &ev, now, &tier);
+            reschedule(p, op->id, tier, next); /* provisional; an accepted event resets it */
+            ingest_submit(p->c->ingest, &ev, 0, on_poll_ingested, op);
+            status_event_cleanup(&ev);
+            return;
+        }
+        status_event_cleanup(&ev);
+        ingest_rejected(p->c->ingest, PROTO_SRC_POLL);
+        log_warn("upstream status rejected", "request=%s err=%s field=%s", op->id,
+                 proto_strerror(rc), perr.field);
+        reschedule(p, op->id, 0, now + p->c->cfg->poll_safety_interval_ms);
+    } else if (retryable(r)) {
+        reschedule(p, op->id, 0, now + (p->backoff_ms > 1000 ? p->backoff_ms : 1000));
+    } else {
+        /* 4xx other than 429: the upstream does not know the id (yet), or refuses it */
+        log_debug("upstream status call refused", "request=%s status=%ld body=\"%.120s\"", op->id,
+                 r->status, r->body);
+        reschedule(p, op->id, 0, now + p->c->cfg->poll_safety_interval_ms);
+    }
+    free(op);
+}
+
+static int start_get(struct poller *p, const char *url, httpc_done_cb *cb, void *arg)
+{
+    const char *headers[] = {"accept: application/json", p->key_header, NULL};
+    struct httpc_req req = {
+        .method = "GET",
+        .url = url,
+        .headers = headers,
+        .connect_timeout_ms = 5000,
+        .total_timeout_ms = 10000,
+        .max_response = 4 * 1024 * 1024,
+    };
+    p->c->metrics.budget_used++;
+    return httpc_request(p->c->httpc, &req, cb, arg);
+}
+
+static void poll_one(struct poller *p, const char *id, poller_fetch_cb *cb, void *arg)
+{
+    struct poll_op *op = xcalloc(1, sizeof(*op));
+    op->p = p;
+    snprintf(op->id, sizeof(op->id), "%s", id);
+    op->cb = cb;
+    op->arg = arg;
+    op->was_confirmed = p->c->upstream && upstream_confirmed(p->c->upstream, id);
+    char url[2048];
+    snprintf(url, sizeof(url), "%s/intents/status/v3?requestId=%s", p->api, id);
+    p->inflight++;
+    if (start_get(p, url, on_poll_done, op) != 0) {
+        p->inflight--;
+        if (cb)
+            cb(arg, 0, "", 0);
+        free(op);
+    }
+}
+
+/* ---- /requests/v3 pages: gap repair and discovery ------------------------------------------ */
+
+static void on_page_item(void *arg, int rc, struct status_event *ev, const struct proto_err *e)
+{
+    struct poll_op *op = arg;
+    struct poller *p = op->p;
+    if (rc != 0) {
+        ingest_rejected(p->c->ingest, PROTO_SRC_REQUESTS);
+        return;
+    }
+    if (ev->updated_at / 1000 > op->max_updated_s)
+        op->max_updated_s = ev->updated_at / 1000;
+    if (op->kind == PAGE_READ) {
+        ingest_submit(p->c->ingest, ev, 0, NULL, NULL); /* reorg details: an enrichment */
+    } else if (op->kind == PAGE_DISCOVER) {
+        ingest_submit(p->c->ingest, ev, 1, NULL, NULL); /* tracked: watched (relay/ingest/watch.c) */
+    } else if (p->c->upstream && upstream_tracked(p->c->upstream, ev->request_id)) {
+        ingest_submit(p->c->ingest, ev, 0, NULL, NULL); /* stale/duplicates are dropped */
+    }
+}
+
+static void gap_fallback_all(struct poller *p);
+
+/* The answer of a reversal's /requests/v3 read: its item is ingested like any other. */
+static void on_read_done(struct poll_op *op, const struct httpc_resp *r)
+{
+    struct poller *p = op->p;
+    count_http(p, PATH_REQUESTS, r);
+    note_result(p, r);
+    if (r->err == NULL && r->status == 200) {
+        char *next = NULL;
+        struct proto_err perr;
+        int rc = proto_normalize_requests_page(r->body, r->body_len, wall_ms(), on_page_item,
+                                               op, &next, &perr);
+        free(next);
+        if (rc != 0)
+            log_warn("upstream request read rejected", "request=%s err=%s field=%s", op->id,
+                     proto_strerror(rc), perr.field);
+    } else {
+        log_warn("upstream request read failed", "request=%s status=%ld err=%s", op->id,
+                 r->status, r->err ? r->err : "none");
+    }
+    free(op);
+}
+
+static void on_page_done(void *arg, const struct httpc_resp *r)
+{
+    struct poll_op *op = arg;
+    struct poller *p = op->p;
+    if (op->kind == PAGE_READ) {
+        on_read_done(op, r);
+        return;
+    }
+    p->page_inflight = 0;
+    count_http(p, PATH_REQUESTS, r);
+    note_result(p, r);
+    char **cont = op->kind == PAGE_GAP ? &p->gap_cont : &p->disc_cont;
+    if (r->err == NULL && r->status == 200) {
+        char *next = NULL;
+        struct proto_err perr;
+        int rc = proto_normalize_requests_page(r->body, r->body_len, wall_ms(), on_page_item,
+                                               op, &next, &perr);
+        free(*cont);
+        *cont = rc == 0 ? next : NULL;
+        if (rc != 0) {
+            free(next);
+            log_warn("upstream requests page rejected", "err=%s field=%s", proto_strerror(rc),
+                     perr.field);
+        }
+        if (op->kind == PAGE_GAP) {
+            if (*cont == NULL || rc != 0) {
+                log_info("gap repaired from /requests/v3", "pages=%d", p->gap_pages);
+                p->gap_active = 0;
+                if (rc != 0)
+                    gap_fallback_all(p);
+            } else if (++p->gap_pages >= MAX_GAP_PAGES) {
+                p->gap_active = 0;
+                free(*cont);
+                *cont = NULL;
+                gap_fallback_all(p);
+            }
+        } else if (*cont == NULL && op->max_updated_s > p->disc_since_s) {
+            p->disc_since_s = op->max_updated_s; /* next sweep starts where this one ended */
+        }
+    } else if (!retryable(r)) {
+        log_warn("upstream requests call refused", "status=%ld body=\"%.120s\"", r->status,
+                 r->body);
+        if (op->kind == PAGE_GAP) {
+            p->gap_active = 0;
+            gap_fallback_all(p);
+        }
+    }
+    free(op);
+}
+
+static void fetch_page(struct poller *p, enum page_kind kind)
+{
+    struct poll_op *op = xcalloc(1, sizeof(*op));
+    op->p = p;
+    op->kind = kind;
+    const char *cont = kind == PAGE_GAP ? p->gap_cont : p->disc_cont;
+    int64_t since = kind == PAGE_GAP ? p->gap_since_s : p->disc_since_s;
+    char url[4096];
+    int n = snprintf(url, sizeof(url),
+                     "%s/requests/v3?sortBy=updatedAt&sortDirection=asc&limit=50"
+                     "&startTimestamp=%lld",
+                     p->api, (long long)since);
+    if (cont) {
+        char *esc = url_escape(cont);
+        snprintf(url + n, sizeof(url) - (size_t)n, "&continuation=%s", esc);
+        free(esc);
+    }
+    p->page_inflight = 1;
+    if (start_get(p, url, on_page_done, op) != 0) {
+        p->page_inflight = 0;
+        free(op);
+    }
+}
+
+static void gap_fallback_all(struct poller *p)
+{
+    char k1[KEY_MAX], k2[KEY_MAX], now[24];
+    key_build(k1, sizeof(k1), store_tag(p->c->store), "poll", NULL, NULL);
+    key_build(k2, sizeof(k2), store_tag(p->c->store), "pollu", NULL, NULL);
+    snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
+    const char *argv[] = {k1, k2, now};
+    store_eval(p->c->store, &p->due_sc, NULL, NULL, 2, 3, argv, NULL);
+}
+
+void poller_gap(void *poller, int64_t since_wall_ms)
+{
+    struct poller *p = poller;
+    if (p->key_header == NULL) {
+        gap_fallback_all(p);
+        return;
+    }
+    int64_t since = since_wall_ms / 1000 - 5; /* margin for clock skew; dedupe absorbs it */
+    if (!p->gap_active || since < p->gap_since_s)
+        p->gap_since_s = since;
+    free(p->gap_cont);
+    p->gap_cont = NULL;
+    p->gap_pages = 0;
+    p->gap_active = 1;
+}
+
+static void read_request(struct poller *p, const char *id)
+{
+    struct poll_op *op = xcalloc(1, sizeof(*op));
+    op->p = p;
+    op->kind = PAGE_READ;
+    snprintf(op->id, sizeof(op->id), "%s", id);
+    char *esc = url_escape(id);
+    char url[2048];
+    snprintf(url, sizeof(url), "%s/requests/v3?id=%s&limit=1", p->api, esc);
+    free(esc);
+    if (start_get(p, url, on_page_done, op) != 0)
+        free(op);
+}
+
+/* An accepted reversal: read the request once from /requests/v3 (with an API key) so its
+ * reorg details (inTxs[].status, metadata.reorg) reach the next event. */
+static void on_event(void *arg, enum proto_verdict v, const struct status_event *ev,
+                     const char *stream_id)
+{
+    struct poller *p = arg;
+    if (!(ev->flags & PROTO_F_REVERSAL) || p->key_header == NULL)
+        return;
+    if (p->nreads == MAX_READS) {
+        log_warn("reversal read skipped: too many waiting", "request=%s", ev->request_id);
+        return;
+    }
+    p->reads[p->nreads++] = xstrdup(ev->request_id);
+}
+
+/* ---- claims ------------------------------------------------------------------------------- */
+
+struct claim_op {
+    struct poller *p;
+    enum { CLAIM_POLLS, CLAIM_PAGE, CLAIM_FETCH, CLAIM_READ } what;
+    enum page_kind kind;
+    char id[PROTO_MAX_ID + 1];
+    poller_fetch_cb *cb;
+    void *arg;
+};
+
+static void on_claimed(void *arg, const char *err, redisReply *r)
+{
+    struct claim_op *op = arg;
+    struct poller *p = op->p;
+    if (op->what == CLAIM_POLLS)
+        p->claiming = 0;
+    int ok = err == NULL && r->type == REDIS_REPLY_ARRAY && r->elements >= 1;
+    long long extra = ok ? r->element[0]->integer : 0;
+    if (op->what == CLAIM_READ) {
+        p->read_claiming = 0;
+        if (extra > 0 && p->nreads > 0) {
+            read_request(p, p->reads[0]);
+            free(p->reads[0]);
+            memmove(p->reads, p->reads + 1, (size_t)(--p->nreads) * sizeof(p->reads[0]));
+        }
+    } else if (op->what == CLAIM_PAGE) {
+        if (extra > 0)
+            fetch_page(p, op->kind);
+        else
+            p->page_inflight = 0;
+    } else if (op->what == CLAIM_FETCH) {
+        if (extra > 0)
+            poll_one(p, op->id, op->cb, op->arg);
+        else {
+            p->c->metrics.budget_denied++;
+            op->cb(op->arg, 0, "", 0);
+        }
+    } else if (ok) {
+        for (size_t i = 1; i < r->elements; i++)
+            if (r->element[i]->type == REDIS_REPLY_STRING)
+                poll_one(p, r->element[i]->str, NULL, NULL);
+    }
+    free(op);
+}
+
+static int claim(struct poller *p, struct claim_op *op, int max_polls, int extra)
+{
+    char k_poll[KEY_MAX], k_budget[KEY_MAX], k_pollu[KEY_MAX], k_polls[KEY_MAX], now[24],
+        maxs[16], lease[16], budget[24], extras[8];
+    int64_t t = wall_ms();
+    const char *tag = store_tag(p->c->store);
+    key_build(k_poll, sizeof(k_poll), tag, "poll", NULL, NULL);
+    key_build(k_budget, sizeof(k_budget), tag, "budget", NULL, NULL);
+    key_build(k_pollu, sizeof(k_pollu), tag, "pollu", NULL, NULL);
+    key_build(k_polls, sizeof(k_polls), tag, "polls", NULL, NULL);
+    snprintf(now, sizeof(now), "%lld", (long long)t);
+    snprintf(maxs, sizeof(maxs), "%d", max_polls);
+    snprintf(lease, sizeof(lease), "%d", CLAIM_LEASE_MS);
+    snprintf(budget, sizeof(budget), "%lld", (long long)p->c->cfg->upstream_budget);
+    snprintf(extras, sizeof(extras), "%d", extra);
+    const char *argv[] = {k_poll, k_budget, k_pollu, k_polls, now, maxs, lease, budget,
+                          extras, max_polls ? "0" : "1"};
+    op->p = p;
+    if (store_eval(p->c->store, &p->claim_sc, on_claimed, op, 4, 10, argv, NULL) != 0) {
+        free(op);
+        return -1;
+    }
+    return 0;
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct poller *p = arg;
+    if (!store_ready(p->c->store) || p->c->shutting_down || mono_ms() < p->backoff_until)
+        return;
+    if (!p->page_inflight && (p->gap_active || (p->c->cfg->discover && p->key_header &&
+                                                mono_ms() >= p->disc_next))) {
+        struct claim_op *op = xcalloc(1, sizeof(*op));
+        op->what = CLAIM_PAGE;
+        op->kind = p->gap_active ? PAGE_GAP : PAGE_DISCOVER;
+        if (op->kind == PAGE_DISCOVER && p->disc_cont == NULL)
+            p->disc_next = mono_ms() + p->c->cfg->discover_interval_ms;
+        p->page_inflight = 1;
+        if (claim(p, op, 0, 1) != 0)
+            p->page_inflight = 0;
+    }
+    if (p->nreads > 0 && !p->read_claiming) {
+        struct claim_op *op = xcalloc(1, sizeof(*op));
+        op->what = CLAIM_READ;
+        p->read_claiming = 1;
+        if (claim(p, op, 0, 1) != 0)
+            p->read_claiming = 0;
+    }
+    if (!p->claiming && p->inflight < MAX_INFLIGHT) {
+        struct claim_op *op = xcalloc(1, sizeof(*op));
+        op->what = CLAIM_POLLS;
+        p->claiming = 1;
+        if (claim(p, op, MAX_INFLIGHT - p->inflight, 0) != 0)
+            p->claiming = 0;
+    }
+}
+
+int poller_fetch_now(struct poller *p, const char *id, poller_fetch_cb *cb, void *arg)
+{
+    struct claim_op *op = xcalloc(1, sizeof(*op));
+    op->what = CLAIM_FETCH;
+    snprintf(op->id, sizeof(op->id), "%s", id);
+    op->cb = cb;
+    op->arg = arg;
+    return claim(p, op, 0, 1);
+}
+
+struct poller *poller_new(struct core *c)
+{
+    struct poller *p = xcalloc(1, sizeof(*p));
+    p->c = c;
+    const char *api = c->cfg->upstream_api_url;
+    size_t n = strlen(api);
+    while (n > 0 && api[n - 1] == '/')
+        n--;
+    p->api = xstrndup(api, n);
+    if (c->cfg->upstream_api_key)
+        p->key_header = xasprintf("x-api-key: %s", c->cfg->upstream_api_key);
+    store_script_init(&p->claim_sc, "poll_claim");
+    store_script_init(&p->due_sc, "poll_due");
+    store_script_init(&p->set_sc, "poll_set");
+    p->disc_since_s = wall_ms() / 1000 - 60;
+    p->tick_ev = event_new(c->base, -1, EV_PERSIST, on_tick, p);
+    ingest_on_event(c->ingest, on_event, p);
+    return p;
+}
+
+void poller_start(struct poller *p)
+{
+    struct timeval tv = {0, TICK_MS * 1000};
+    evtimer_add(p->tick_ev, &tv);
+}
+
+void poller_free(struct poller *p)
+{
+    if (p == NULL)
+        return;
+    event_free(p->tick_ev);
+    free(p->api);
+    free(p->key_header);
+    free(p->gap_cont);
+    free(p->disc_cont);
+    for (int i = 0; i < p->nreads; i++)
+        free(p->reads[i]);
+    free(p);
+}

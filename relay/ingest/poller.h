@@ -1,0 +1,40 @@
+/* poller.h - upstream HTTP reads: GET /intents/status/v3 per request and GET /requests/v3
+ * pages (gap repair and discovery) through httpc, every call drawn from the shared budget
+ * (store/poll_claim.lua: a token bucket in Redis, paced so that all processes together spend
+ * at most STATUSRELAY_UPSTREAM_BUDGET in any sliding minute), most urgent first (the poll set
+ * is ordered by due time). Backoff on 429/5xx/timeouts.
+ * runs on: core thread. */
+#ifndef RELAY_POLLER_H
+#define RELAY_POLLER_H
+
+#include "protocol/event.h"
+
+#include <stdint.h>
+
+struct core;
+struct poller;
+
+struct poller *poller_new(struct core *c);
+void poller_free(struct poller *p);
+void poller_start(struct poller *p);
+
+/* Next poll time and tier for a watched request in state ev (apply policy: see
+ * store/apply.h): settled -> 's' every STATUSRELAY_SETTLED_POLL_INTERVAL; unconfirmed by the
+ * upstream websocket -> 'u' every STATUSRELAY_POLL_INTERVAL; else 'a' every
+ * STATUSRELAY_POLL_SAFETY_INTERVAL. Both active periods grow with the time since the
+ * upstream's last change (a twentieth of it, at most the settled period). */
+int64_t poller_next_poll(void *poller, const struct status_event *ev, int64_t now_ms,
+                         char *tier);
+
+/* Fetch one request's status now (REST miss on /intents/status/v3): budget permitting. The
+ * observation is ingested; cb gets the HTTP status (0 on transport error or no budget) and
+ * the raw upstream body (borrowed) so the caller can answer exactly what upstream said. */
+typedef void poller_fetch_cb(void *arg, long http_status, const char *body, size_t len);
+int poller_fetch_now(struct poller *p, const char *id, poller_fetch_cb *cb, void *arg);
+
+/* The upstream websocket was down since since_wall_ms (wall clock) and is back: repair the
+ * gap. With an API key: /requests/v3 sorted by updatedAt from since; else every active
+ * watched request is made due now. An upstream_gap_cb (arg: the poller). */
+void poller_gap(void *poller, int64_t since_wall_ms);
+
+#endif

@@ -1,0 +1,362 @@
+/* upstream.c - see upstream.h. runs on: core thread.
+ *
+ * The ws thread reports READY/FRAME/DOWN with a connection generation; we only act on the
+ * current generation, so frames or acks from a dead connection can never confuse the state
+ * of the new one. Subscription state per tracked id lives in an idmap: SUB_ACKED once the
+ * upstream acknowledged the subscribe on the current connection. */
+#include "relay/ingest/upstream.h"
+#include "relay/core.h"
+#include "relay/ingest/ingest.h"
+#include "relay/common/idmap.h"
+#include "relay/common/log.h"
+#include "relay/common/util.h"
+#include "relay/edge/xq.h"
+#include "protocol/normalize.h"
+#include "store/keys.h"
+#include "store/store.h"
+
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SUB_ACKED 1u
+#define SUB_STALE 2u /* not in the watched set of a full sync in progress */
+
+enum up_state { UP_IDLE = 0, UP_CONNECTING, UP_READY, UP_STANDBY };
+
+struct upstream {
+    struct core *c;
+    enum up_state state;
+    uint64_t gen;
+    struct idmap *subs;
+    int64_t down_since_mono, down_since_wall;
+    int64_t lagging_until; /* mono ms: fast polling after a lagging report */
+    upstream_gap_cb *on_gap; /* told when the websocket is back after a gap (poller) */
+    void *on_gap_arg;
+    int started;
+    uint64_t rejected_logged;
+    /* leader lease: exactly one process holds the upstream websocket */
+    struct store_script lease_sc, release_sc;
+    struct event *lease_ev;
+    int held;               /* we hold the lease */
+    int renewing;
+    int64_t last_renew_ok;  /* mono ms */
+    int remote_ws_ok;       /* the holder (maybe us) reports a healthy websocket */
+};
+
+static void on_lease_tick(evutil_socket_t fd, short what, void *arg);
+static void clear_ack(void *arg, const char *id, uint32_t *value);
+
+static void send_frame(struct upstream *u, const char *type, const char *id)
+{
+    if (u->state != UP_READY)
+        return;
+    char buf[PROTO_MAX_ID + 128];
+    int n = snprintf(buf, sizeof(buf),
+                     "{\"type\":\"%s\",\"event\":\"request.status.updated\","
+                     "\"filters\":{\"id\":\"%s\"}}",
+                     type, id);
+    struct xmsg *m = xmsg_new(XMSG_UP_SEND, 0, buf, (size_t)n);
+    m->gen = u->gen;
+    xq_push(u->c->to_ws, m);
+}
+
+static void on_store_state(void *arg, int up)
+{
+    struct upstream *u = arg;
+    if (up && u->started && !u->renewing)
+        on_lease_tick(-1, 0, u); /* compete for the lease as soon as Redis answers */
+}
+
+struct upstream *upstream_new(struct core *c)
+{
+    struct upstream *u = xcalloc(1, sizeof(*u));
+    u->c = c;
+    u->subs = idmap_new();
+    u->down_since_mono = mono_ms();
+    u->down_since_wall = wall_ms();
+    store_on_state(c->store, on_store_state, u);
+    store_script_init(&u->lease_sc, "leader");
+    store_script_init(&u->release_sc, "leader_release");
+    u->lease_ev = event_new(c->base, -1, EV_PERSIST, on_lease_tick, u);
+    return u;
+}
+
+void upstream_free(struct upstream *u)
+{
+    if (u == NULL)
+        return;
+    idmap_free(u->subs);
+    if (u->lease_ev)
+        event_free(u->lease_ev);
+    free(u);
+}
+
+static void take_lead(struct upstream *u)
+{
+    u->held = 1;
+    u->state = UP_CONNECTING;
+    u->c->metrics.upstream_ws_state = 1;
+    u->down_since_mono = mono_ms();
+    u->down_since_wall = wall_ms();
+    log_info("upstream websocket lease taken", "instance=%s", u->c->instance_id);
+    xq_push(u->c->to_ws, xmsg_new(XMSG_UP_START, 0, NULL, 0));
+}
+
+static void lose_lead(struct upstream *u, const char *why)
+{
+    if (!u->held)
+        return;
+    u->held = 0;
+    u->state = UP_STANDBY;
+    u->c->metrics.upstream_ws_state = 0;
+    idmap_each(u->subs, clear_ack, u);
+    log_warn("upstream websocket lease lost", "reason=%s", why);
+    xq_push(u->c->to_ws, xmsg_new(XMSG_UP_STOP, 0, NULL, 0));
+}
+
+static void on_lease(void *arg, const char *err, redisReply *r)
+{
+    struct upstream *u = arg;
+    u->renewing = 0;
+    if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2)
+        return; /* keep our view; the expiry check in on_lease_tick decides */
+    u->last_renew_ok = mono_ms();
+    u->remote_ws_ok = r->element[1]->integer == 1;
+    if (r->element[0]->integer == 1 && !u->held && !u->c->shutting_down)
+        take_lead(u);
+    else if (r->element[0]->integer == 0 && u->held)
+        lose_lead(u, "taken");
+}
+
+static void lease_keys(struct upstream *u, char *k1, char *k2)
+{
+    key_build(k1, KEY_MAX, store_tag(u->c->store), "leader", NULL, NULL);
+    key_build(k2, KEY_MAX, store_tag(u->c->store), "wsok", NULL, NULL);
+}
+
+static void on_lease_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct upstream *u = arg;
+    int64_t lease = u->c->cfg->leader_lease_ms;
+    /* could not renew for a whole lease: someone else may hold it now */
+    if (u->held && mono_ms() - u->last_renew_ok > lease)
+        lose_lead(u, "not renewed");
+    if (u->renewing || u->c->shutting_down)
+        return;
+    char k1[KEY_MAX], k2[KEY_MAX], ms[24];
+    lease_keys(u, k1, k2);
+    snprintf(ms, sizeof(ms), "%lld", (long long)lease);
+    const char *argv[] = {k1, k2, u->c->instance_id, ms, u->held && u->state == UP_READY ? "1" : "0"};
+    if (store_eval(u->c->store, &u->lease_sc, on_lease, u, 2, 5, argv, NULL) == 0)
+        u->renewing = 1;
+}
+
+void upstream_start(struct upstream *u)
+{
+    u->started = 1;
+    u->state = UP_STANDBY;
+    int64_t period = u->c->cfg->leader_lease_ms / 4;
+    struct timeval tv = {period / 1000, (period % 1000) * 1000};
+    evtimer_add(u->lease_ev, &tv);
+    on_lease_tick(-1, 0, u);
+}
+
+void upstream_shutdown(struct upstream *u)
+{
+    if (!u->held)
+        return;
+    char k1[KEY_MAX], k2[KEY_MAX];
+    lease_keys(u, k1, k2);
+    const char *argv[] = {k1, k2, u->c->instance_id};
+    store_eval(u->c->store, &u->release_sc, NULL, NULL, 2, 3, argv, NULL);
+    u->held = 0;
+    xq_push(u->c->to_ws, xmsg_new(XMSG_UP_STOP, 0, NULL, 0));
+}
+
+void upstream_on_gap(struct upstream *u, upstream_gap_cb *fn, void *arg)
+{
+    u->on_gap = fn;
+    u->on_gap_arg = arg;
+}
+
+int upstream_held(const struct upstream *u)
+{
+    return u->held;
+}
+
+static void clear_ack(void *arg, const char *id, uint32_t *value)
+{
+    *value &= ~SUB_ACKED;
+}
+
+static void resubscribe(void *arg, const char *id, uint32_t *value)
+{
+    send_frame(arg, "subscribe", id);
+}
+
+static void on_frame(struct upstream *u, const struct xmsg *m)
+{
+    struct proto_ws_msg msg;
+    struct status_event ev;
+    struct proto_err err;
+    int rc = proto_normalize_ws((const char *)m->data, m->len, wall_ms(), &msg, &ev, &err);
+    if (rc != 0) {
+        ingest_rejected(u->c->ingest, PROTO_SRC_WS);
+        /* malformed frames are counted; log the first ones and then every 1000th */
+        if (u->rejected_logged++ % 1000 == 0)
+            log_warn("upstream frame rejected", "err=%s field=%s msg=\"%s\" count=%llu",
+                     proto_strerror(rc), err.field, err.msg,
+                     (unsigned long long)u->rejected_logged);
+    } else if (msg.kind == PROTO_WS_EVENT) {
+        ingest_submit(u->c->ingest, &ev, 0, NULL, NULL);
+    } else if (msg.kind == PROTO_WS_SUB_ACK && msg.ctl_id[0] != '\0') {
+        uint32_t v;
+        if (idmap_get(u->subs, msg.ctl_id, &v))
+            idmap_put(u->subs, msg.ctl_id, v | SUB_ACKED);
+    }
+    status_event_cleanup(&ev);
+}
+
+void upstream_on_msg(struct upstream *u, const struct xmsg *m)
+{
+    if (!u->held)
+        return; /* late messages of a connection we gave up */
+    switch (m->type) {
+    case XMSG_UP_READY:
+        u->gen = m->gen;
+        u->state = UP_READY;
+        u->c->metrics.upstream_ws_state = 2;
+        log_info("upstream websocket ready", "gen=%llu socket=%s subscriptions=%zu",
+                 (unsigned long long)m->gen, (const char *)m->data, idmap_count(u->subs));
+        idmap_each(u->subs, clear_ack, u);
+        idmap_each(u->subs, resubscribe, u);
+        if (u->down_since_wall && u->on_gap != NULL)
+            u->on_gap(u->on_gap_arg, u->down_since_wall);
+        u->down_since_mono = u->down_since_wall = 0;
+        break;
+    case XMSG_UP_FRAME:
+        if (m->gen == u->gen && u->state == UP_READY)
+            on_frame(u, m);
+        break;
+    case XMSG_UP_DOWN:
+        if (m->gen != u->gen && u->state != UP_READY)
+            break;
+        if (u->state == UP_READY) {
+            u->down_since_mono = mono_ms();
+            u->down_since_wall = wall_ms();
+            u->c->metrics.upstream_ws_reconnects++;
+            log_warn("upstream websocket down", "gen=%llu code=%d reason=\"%s\"",
+                     (unsigned long long)m->gen, m->code, (const char *)m->data);
+        }
+        u->state = UP_CONNECTING;
+        u->c->metrics.upstream_ws_state = 1;
+        idmap_each(u->subs, clear_ack, u);
+        break;
+    default:
+        break;
+    }
+}
+
+void upstream_track(struct upstream *u, const char *id)
+{
+    uint32_t v;
+    if (idmap_get(u->subs, id, &v)) {
+        if (v & SUB_STALE)
+            idmap_put(u->subs, id, v & ~SUB_STALE);
+        return;
+    }
+    idmap_put(u->subs, id, 0);
+    send_frame(u, "subscribe", id);
+}
+
+static void mark_stale(void *arg, const char *id, uint32_t *value)
+{
+    *value |= SUB_STALE;
+}
+
+void upstream_sync_begin(struct upstream *u)
+{
+    idmap_each(u->subs, mark_stale, u);
+}
+
+struct stale_list {
+    char **ids;
+    size_t n, cap;
+};
+
+static void collect_stale(void *arg, const char *id, uint32_t *value)
+{
+    struct stale_list *l = arg;
+    if (!(*value & SUB_STALE))
+        return;
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 64;
+        l->ids = xrealloc(l->ids, l->cap * sizeof(*l->ids));
+    }
+    l->ids[l->n++] = xstrdup(id);
+}
+
+void upstream_sync_end(struct upstream *u)
+{
+    struct stale_list l = {0};
+    idmap_each(u->subs, collect_stale, &l);
+    for (size_t i = 0; i < l.n; i++) {
+        upstream_untrack(u, l.ids[i]);
+        free(l.ids[i]);
+    }
+    free(l.ids);
+}
+
+void upstream_untrack(struct upstream *u, const char *id)
+{
+    if (idmap_del(u->subs, id))
+        send_frame(u, "unsubscribe", id);
+}
+
+int upstream_confirmed(const struct upstream *u, const char *id)
+{
+    uint32_t v;
+    if (mono_ms() < u->lagging_until)
+        return 0;
+    if (!u->held) /* standby: trust the holder's health report */
+        return u->remote_ws_ok;
+    if (u->state != UP_READY)
+        return 0;
+    return idmap_get(u->subs, id, &v) && (v & SUB_ACKED);
+}
+
+const char *upstream_state_name(const struct upstream *u)
+{
+    static const char *const names[] = {"down", "connecting", "ready", "standby"};
+    return names[u->state];
+}
+
+int64_t upstream_down_since(const struct upstream *u)
+{
+    return u->down_since_mono;
+}
+
+void upstream_lagging(struct upstream *u)
+{
+    u->c->metrics.upstream_ws_lagging++;
+    if (mono_ms() >= u->lagging_until) {
+        if (u->state == UP_READY) /* a silent connection may be half-dead: start afresh */
+            xq_push(u->c->to_ws, xmsg_new(XMSG_UP_RECONNECT, 0, NULL, 0));
+        log_warn("upstream websocket lagging: a safety poll found a change it never sent; "
+                 "fast polling for 60s",
+                 "");
+    }
+    u->lagging_until = mono_ms() + 60000;
+}
+
+uint64_t upstream_subscriptions(const struct upstream *u)
+{
+    return idmap_count(u->subs);
+}
+
+int upstream_tracked(const struct upstream *u, const char *id)
+{
+    return idmap_get(u->subs, id, NULL);
+}

@@ -1,0 +1,33 @@
+/* watch.h - the watch of tracked requests, kept in Redis and the same for every process
+ * (store/watch_lib.lua holds the phase rules: active, settled, ended).
+ *
+ * In every process this module:
+ *  - keeps the upstream module's set of subscribed ids equal to the watched set in Redis
+ *    (store/watch_sync.lua, every WATCH_SYNC_MS): whichever process tracked a request, the
+ *    upstream websocket holder subscribes it within a second, and again after a takeover or
+ *    a restart;
+ *  - ends watches whose window passed (store/watch_expire.lua; idempotent, any process);
+ *  - refreshes the gauges of stuck requests and the oldest unsettled request;
+ *  - converts, once, requests tracked by a version without watches (watch_migrate.lua).
+ * runs on: core thread. */
+#ifndef RELAY_WATCH_H
+#define RELAY_WATCH_H
+
+struct core;
+struct watch;
+
+struct watch *watch_new(struct core *c);
+void watch_free(struct watch *w);
+/* Start the timers (after the upstream module exists). */
+void watch_start(struct watch *w);
+/* Look at the watched set again now (a request was just tracked by this process). */
+void watch_kick(struct watch *w);
+
+/* The script arguments every watch-moving script takes, as decimal ms strings:
+ * waiting TTL, settled watch, failure tail (see store/watch_lib.lua). */
+struct watch_args {
+    char wttl[24], settled[24], ftail[24];
+};
+void watch_args_get(const struct core *c, struct watch_args *out);
+
+#endif

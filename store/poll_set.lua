@@ -1,0 +1,29 @@
+-- poll_set.lua - set the next poll of a watched request (after a poll whose answer was not a
+-- new event: an accepted event is scheduled by apply.lua). A request whose watch ended
+-- meanwhile is left alone.
+-- KEYS: 1 req hash. ARGV: 1 id, 2 tier ("u" urgent, "a" active, "s" settled, "" = keep the
+--       request's tier), 3 due ms, 4 key tag "{P}"
+-- Returns 1 when scheduled, 0 when the request is not watched.
+local tag = ARGV[4]
+local tiers = {u = tag .. ':pollu', a = tag .. ':poll', s = tag .. ':polls'}
+local h = redis.call('HMGET', KEYS[1], 'watch', 'pt')
+local phase, pt = h[1], h[2]
+if not phase then
+  -- written before watches existed (watch_migrate.lua converts these at start-up): polled
+  -- while in the old poll set
+  return redis.call('ZADD', tiers.a, 'XX', 'CH', ARGV[3], ARGV[1]) > 0 and 1 or 0
+elseif phase ~= 'active' and phase ~= 'settled' then
+  return 0
+end
+local t = ARGV[2]
+if t == '' then
+  t = (pt and pt ~= '') and pt or 'a'
+end
+if pt and pt ~= '' and pt ~= t then
+  redis.call('ZREM', tiers[pt], ARGV[1])
+end
+if pt ~= t then
+  redis.call('HSET', KEYS[1], 'pt', t)
+end
+redis.call('ZADD', tiers[t], ARGV[3], ARGV[1])
+return 1

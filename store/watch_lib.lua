@@ -1,0 +1,134 @@
+-- watch_lib.lua - the watch of a tracked request: its phase, kept in the request's hash and
+-- in the watch indexes, the same for every process. relay/common/embed.pl pastes this file where a
+-- script has the line "-- #include watch_lib.lua"; the script defines the locals tag (key
+-- prefix, "{P}"), now (ms) and wcfg = {wttl, settled, ftail} (STATUSRELAY_WAITING_TTL,
+-- STATUSRELAY_SETTLED_WATCH, STATUSRELAY_FAILURE_TAIL in ms) before that line.
+--
+-- Phases (README "Watch"): active (not settled: subscribed upstream, polled), settled
+-- (success/refund: still subscribed, polled slowly), ended (neither; the last state stays
+-- readable). A phase's window starts at the request hash's "wb" (window base, ms): the last
+-- status change, or when an ended request was tracked again.
+--   waiting / no status yet  active until wb + wttl, then ended
+--   failure                  active until wb + ftail (a refund may follow), then ended
+--   success / refund         settled until wb + settled, then ended
+--   anything else            active, no end (stuck requests are reported, never dropped)
+--
+-- Hash fields written here: watch (phase), wu (watch until ms, "" = none), wb, pt (poll tier:
+-- "u" urgent, "a" active, "s" settled, "" none).
+-- Indexes ({P}:... keys, see store/keys.h):
+--   watch   zset  watched ids (active or settled) by change version: the upstream websocket
+--                 holder subscribes them (watch_sync.lua reads changes after a version)
+--   unwatch zset  ids whose watch ended, by change version (capped: wlow says how far back
+--                 it is complete)
+--   wver    string the change version counter;  wlow  string  lowest version unwatch covers
+--   wend    zset  watched ids with an end, by watch-until ms (watch_expire.lua ends them)
+--   pollu / poll / polls  zsets  poll schedule by due ms, one per tier, claimed in that order
+--   act     zset  active ids other than waiting, by the time of their last status change
+--                 (stuck = older than STATUSRELAY_STUCK_AFTER)
+--   unset   zset  the same ids by first-seen time (oldest unsettled request)
+local UNWATCH_CAP = 100000
+local tiers = {u = tag .. ':pollu', a = tag .. ':poll', s = tag .. ':polls'}
+
+-- The phase of a request in status st ("" = none yet) whose window started at wb.
+-- Returns phase, until (ms, or false for no end).
+local function watch_phase(st, wb)
+  local u
+  if st == 'success' or st == 'refund' then
+    u = wb + wcfg.settled
+    if u <= now then
+      return 'ended', false
+    end
+    return 'settled', u
+  elseif st == 'failure' then
+    u = wb + wcfg.ftail
+  elseif st == 'waiting' or st == '' then
+    u = wb + wcfg.wttl
+  else
+    return 'active', false
+  end
+  if u <= now then
+    return 'ended', false
+  end
+  return 'active', u
+end
+
+local function watched(phase)
+  return phase == 'active' or phase == 'settled'
+end
+
+local function bump(id, into, from)
+  local v = redis.call('INCR', tag .. ':wver')
+  redis.call('ZADD', tag .. ':' .. into, v, id)
+  redis.call('ZREM', tag .. ':' .. from, id)
+  if into == 'unwatch' and redis.call('ZCARD', tag .. ':unwatch') > UNWATCH_CAP then
+    local gone = redis.call('ZPOPMIN', tag .. ':unwatch', 1000)
+    redis.call('SET', tag .. ':wlow', gone[#gone])
+  end
+end
+
+-- Move request id from its old watch o = {phase, wu, pt, st} to the new one n = {phase, wu,
+-- st, chg, first, tier, at}: indexes only where something changed. Returns the hash fields
+-- to write (the caller HSETs them with its own fields).
+--   n.chg   ms of the last status change (act score), n.first first-seen ms (unset score)
+--   n.tier / n.at  poll tier and due ms chosen by the caller for a watched request
+local function watch_move(id, o, n, fields)
+  local was, is = watched(o.phase), watched(n.phase)
+  if is and not was then
+    bump(id, 'watch', 'unwatch')
+  elseif was and not is then
+    bump(id, 'unwatch', 'watch')
+  end
+  local wu = n.wu and tostring(n.wu) or ''
+  if wu ~= (o.wu or '') then
+    if n.wu then
+      redis.call('ZADD', tag .. ':wend', n.wu, id)
+    else
+      redis.call('ZREM', tag .. ':wend', id)
+    end
+  end
+  local pt = is and n.tier or ''
+  if (o.pt or '') ~= '' and o.pt ~= pt then
+    redis.call('ZREM', tiers[o.pt], id)
+  end
+  if pt ~= '' then
+    redis.call('ZADD', tiers[pt], n.at, id)
+  end
+  local stuckable = n.phase == 'active' and n.st ~= 'waiting' and n.st ~= ''
+  local was_stuckable = o.phase == 'active' and o.st ~= 'waiting' and (o.st or '') ~= ''
+  if stuckable then
+    if not was_stuckable or o.st ~= n.st then
+      redis.call('ZADD', tag .. ':act', n.chg, id)
+    end
+    if not was_stuckable then
+      redis.call('ZADD', tag .. ':unset', n.first, id)
+    end
+  elseif was_stuckable then
+    redis.call('ZREM', tag .. ':act', id)
+    redis.call('ZREM', tag .. ':unset', id)
+  end
+  fields[#fields + 1] = 'watch'
+  fields[#fields + 1] = n.phase
+  fields[#fields + 1] = 'wu'
+  fields[#fields + 1] = wu
+  fields[#fields + 1] = 'pt'
+  fields[#fields + 1] = pt
+  return fields
+end
+
+-- The watch of request id as stored: {phase, wu, pt, st, wb, chg, first, trk, seq, legacy}. A
+-- request written before watches existed has no phase: it counts as ended (so that the next
+-- move adds it to every index), with its poll tier found in the old poll set; legacy is
+-- true when it was polled there (tracked and not final in the old model).
+local function watch_read(key, id)
+  local h = redis.call('HMGET', key, 'watch', 'wu', 'pt', 'status', 'wb', 'chg', 'first', 'trk',
+                       'seq')
+  local o = {phase = h[1], wu = h[2], pt = h[3], st = h[4] or '', wb = tonumber(h[5]),
+             chg = tonumber(h[6]), first = h[7], trk = h[8], seq = tonumber(h[9] or '0')}
+  if not o.phase then
+    o.phase = 'ended'
+    if redis.call('ZSCORE', tiers.a, id) then
+      o.pt, o.legacy = 'a', true
+    end
+  end
+  return o
+end
