@@ -1,13 +1,15 @@
 /* event.c - the canonical record: lifetime, enum names, event ids and the JSON encoders.
  *
- * The encoders are hand-written (no jansson tree per event): each writes compact JSON into
- * one growing buffer, keys in the fixed order documented in event.h, so the same event always
- * encodes to the same bytes. Strings are escaped per RFC 8259 (quote, backslash, control
- * characters); bytes that are not valid UTF-8 become \ufffd so the output is always valid
- * JSON even for hand-built events (normalised events only hold valid UTF-8).
- * The decoder of the storage record lives in normalize.c next to the JSON reader it shares.
+ * The encoders are hand-written (no jansson tree per event) on json.h's writer: each writes
+ * compact JSON into one growing buffer, keys in the fixed order documented in event.h, so the
+ * same event always encodes to the same bytes. Strings go through the one escaper of
+ * protocol/ (pjson_put_str: RFC 8259, invalid UTF-8 becomes \ufffd, so the output is always
+ * valid JSON even for hand-built events; normalised events only hold valid UTF-8).
+ * The decoder of the storage record lives in record.c.
  * runs on: any thread (pure). */
 #include "protocol/event.h"
+
+#include "protocol/json.h"
 
 #include <openssl/evp.h>
 #include <stdlib.h>
@@ -310,20 +312,6 @@ const char *proto_flag_name(unsigned flag)
 
 /* ---- event id ---------------------------------------------------------------------------- */
 
-/* Decimal digits of v into buf (no NUL); returns the length. buf holds 20 bytes. */
-static size_t fmt_u64(char *buf, uint64_t v)
-{
-    char tmp[20];
-    size_t n = 0;
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v != 0);
-    for (size_t i = 0; i < n; i++)
-        buf[i] = tmp[n - 1 - i];
-    return n;
-}
-
 void proto_event_id(const char *request_id, uint64_t seq, char *out)
 {
     static const char hex[] = "0123456789abcdef";
@@ -331,7 +319,7 @@ void proto_event_id(const char *request_id, uint64_t seq, char *out)
     unsigned int mdlen = 0;
     char num[21];
     num[0] = ':';
-    size_t numlen = 1 + fmt_u64(num + 1, seq);
+    size_t numlen = 1 + pjson_fmt_u64(num + 1, seq);
     const char *id = request_id != NULL ? request_id : "";
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
     int ok = ctx != NULL && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1 &&
@@ -351,277 +339,117 @@ void proto_event_id(const char *request_id, uint64_t seq, char *out)
     out[36] = '\0';
 }
 
-/* ---- output buffer ----------------------------------------------------------------------- */
-
-struct obuf {
-    char *p;
-    size_t len, cap;
-    int oom; /* sticky: once set, every write is a no-op and the result is NULL */
-};
-
-/* Make room for extra bytes plus the terminating NUL. */
-static int ob_reserve(struct obuf *b, size_t extra)
-{
-    if (b->oom)
-        return -1;
-    if (extra < b->cap - b->len) /* cap - len > extra: room for extra and the NUL */
-        return 0;
-    size_t cap = b->cap != 0 ? b->cap : 1024;
-    while (cap - b->len <= extra) {
-        if (cap > SIZE_MAX / 2) {
-            b->oom = 1;
-            return -1;
-        }
-        cap *= 2;
-    }
-    char *np = realloc(b->p, cap);
-    if (np == NULL) {
-        b->oom = 1;
-        return -1;
-    }
-    b->p = np;
-    b->cap = cap;
-    return 0;
-}
-
-static void ob_raw(struct obuf *b, const char *s, size_t n)
-{
-    if (ob_reserve(b, n) != 0)
-        return;
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-}
-
-#define ob_lit(b, s) ob_raw((b), (s), sizeof(s) - 1)
-
-static void ob_i64(struct obuf *b, int64_t v)
-{
-    char buf[21];
-    size_t n = 0;
-    uint64_t u = (uint64_t)v;
-    if (v < 0) {
-        buf[n++] = '-';
-        u = 0 - u;
-    }
-    n += fmt_u64(buf + n, u);
-    ob_raw(b, buf, n);
-}
-
-static void ob_u64(struct obuf *b, uint64_t v)
-{
-    char buf[20];
-    ob_raw(b, buf, fmt_u64(buf, v));
-}
-
-/* Length of the valid UTF-8 sequence at s (at most n bytes), or 0 if invalid. Rejects
- * overlong forms, surrogates and code points above U+10FFFF (RFC 3629). */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-    unsigned c = s[0];
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xc2 && c <= 0xdf)
-        return n >= 2 && (s[1] & 0xc0) == 0x80 ? 2 : 0;
-    if (c >= 0xe0 && c <= 0xef) {
-        if (n < 3 || (s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80)
-            return 0;
-        if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] > 0x9f))
-            return 0; /* overlong, surrogate */
-        return 3;
-    }
-    if (c >= 0xf0 && c <= 0xf4) {
-        if (n < 4 || (s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 || (s[3] & 0xc0) != 0x80)
-            return 0;
-        if ((c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] > 0x8f))
-            return 0; /* overlong, > U+10FFFF */
-        return 4;
-    }
-    return 0;
-}
-
-/* A JSON string (or null for NULL). */
-static void ob_str(struct obuf *b, const char *str)
-{
-    static const char hex[] = "0123456789abcdef";
-    if (str == NULL) {
-        ob_lit(b, "null");
-        return;
-    }
-    const unsigned char *s = (const unsigned char *)str;
-    size_t n = strlen(str);
-    /* worst case 6 output bytes per input byte (\u00XX); reserve once */
-    if (n > (SIZE_MAX - 2) / 6 || ob_reserve(b, n * 6 + 2) != 0) {
-        b->oom = 1;
-        return;
-    }
-    char *o = b->p + b->len;
-    *o++ = '"';
-    for (size_t i = 0; i < n;) {
-        unsigned c = s[i];
-        if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
-            *o++ = (char)c;
-            i++;
-            continue;
-        }
-        if (c >= 0x80) {
-            size_t k = utf8_len(s + i, n - i);
-            if (k == 0) {
-                memcpy(o, "\\ufffd", 6); /* invalid byte: replacement character */
-                o += 6;
-                i++;
-            } else {
-                memcpy(o, s + i, k);
-                o += k;
-                i += k;
-            }
-            continue;
-        }
-        *o++ = '\\';
-        switch (c) {
-        case '"': *o++ = '"'; break;
-        case '\\': *o++ = '\\'; break;
-        case '\b': *o++ = 'b'; break;
-        case '\f': *o++ = 'f'; break;
-        case '\n': *o++ = 'n'; break;
-        case '\r': *o++ = 'r'; break;
-        case '\t': *o++ = 't'; break;
-        default:
-            *o++ = 'u';
-            *o++ = '0';
-            *o++ = '0';
-            *o++ = hex[c >> 4];
-            *o++ = hex[c & 15];
-        }
-        i++;
-    }
-    *o++ = '"';
-    b->len = (size_t)(o - b->p);
-}
+/* ---- JSON helpers (on json.h's writer) --------------------------------------------------- */
 
 /* failReason / refundFailReason in upstream shapes: never null. */
-static void ob_reason(struct obuf *b, const char *s)
+static void put_reason(struct pjson_buf *b, const char *s)
 {
-    ob_str(b, s != NULL ? s : "N/A");
+    pjson_put_str(b, s != NULL ? s : "N/A");
 }
 
 /* details: JSON text verbatim when it is one (PROTO_HAS_DETAILS_JSON), else a string/null. */
-static void ob_details(struct obuf *b, const struct status_event *ev)
+static void put_details(struct pjson_buf *b, const struct status_event *ev)
 {
     if (ev->details != NULL && (ev->flags & PROTO_HAS_DETAILS_JSON))
-        ob_raw(b, ev->details, strlen(ev->details));
+        pjson_put_raw(b, ev->details, strlen(ev->details));
     else
-        ob_str(b, ev->details);
+        pjson_put_str(b, ev->details);
 }
 
 /* A chain id in upstream shapes: 0 (unknown) is null. */
-static void ob_chain(struct obuf *b, int64_t id)
+static void put_chain(struct pjson_buf *b, int64_t id)
 {
     if (id == 0)
-        ob_lit(b, "null");
+        PJSON_PUT_LIT(b, "null");
     else
-        ob_i64(b, id);
+        pjson_put_i64(b, id);
 }
 
-static void ob_strv(struct obuf *b, const struct proto_strv *sv)
+static void put_strv(struct pjson_buf *b, const struct proto_strv *sv)
 {
-    ob_lit(b, "[");
+    PJSON_PUT_LIT(b, "[");
     for (size_t i = 0; i < sv->n; i++) {
         if (i > 0)
-            ob_lit(b, ",");
-        ob_str(b, sv->v[i]);
+            PJSON_PUT_LIT(b, ",");
+        pjson_put_str(b, sv->v[i]);
     }
-    ob_lit(b, "]");
+    PJSON_PUT_LIT(b, "]");
 }
 
-static void ob_deposit(struct obuf *b, const struct proto_deposit *d)
+static void put_deposit(struct pjson_buf *b, const struct proto_deposit *d)
 {
     if (d == NULL) {
-        ob_lit(b, "null");
+        PJSON_PUT_LIT(b, "null");
         return;
     }
-    ob_lit(b, "{\"address\":");
-    ob_str(b, d->address);
-    ob_lit(b, ",\"depositAddressType\":");
-    ob_str(b, d->type);
-    ob_lit(b, ",\"depositor\":");
-    ob_str(b, d->depositor);
-    ob_lit(b, ",\"depositTxHash\":");
-    ob_str(b, d->deposit_tx_hash);
-    ob_lit(b, "}");
-}
-
-/* Finish: NUL-terminate and hand the text over, or free it after an allocation failure. */
-static char *ob_finish(struct obuf *b, size_t *len)
-{
-    if (ob_reserve(b, 0) != 0) {
-        free(b->p);
-        if (len != NULL)
-            *len = 0;
-        return NULL;
-    }
-    b->p[b->len] = '\0';
-    if (len != NULL)
-        *len = b->len;
-    return b->p;
+    PJSON_PUT_LIT(b, "{\"address\":");
+    pjson_put_str(b, d->address);
+    PJSON_PUT_LIT(b, ",\"depositAddressType\":");
+    pjson_put_str(b, d->type);
+    PJSON_PUT_LIT(b, ",\"depositor\":");
+    pjson_put_str(b, d->depositor);
+    PJSON_PUT_LIT(b, ",\"depositTxHash\":");
+    pjson_put_str(b, d->deposit_tx_hash);
+    PJSON_PUT_LIT(b, "}");
 }
 
 /* ---- encoders ---------------------------------------------------------------------------- */
 
 /* The upstream webhook/websocket "data" object (key order of the upstream webhook). */
-static void ob_data(struct obuf *b, const struct status_event *ev)
+static void put_data(struct pjson_buf *b, const struct status_event *ev)
 {
-    ob_lit(b, "{\"status\":");
-    ob_str(b, ev->status);
-    ob_lit(b, ",\"inTxHashes\":");
-    ob_strv(b, &ev->in_tx_hashes);
-    ob_lit(b, ",\"txHashes\":");
-    ob_strv(b, &ev->tx_hashes);
-    ob_lit(b, ",\"updatedAt\":");
-    ob_i64(b, ev->updated_at);
-    ob_lit(b, ",\"originChainId\":");
-    ob_chain(b, ev->origin_chain_id);
-    ob_lit(b, ",\"destinationChainId\":");
-    ob_chain(b, ev->destination_chain_id);
-    ob_lit(b, ",\"depositAddress\":");
-    ob_deposit(b, ev->deposit);
-    ob_lit(b, ",\"requestId\":");
-    ob_str(b, ev->request_id);
-    ob_lit(b, ",\"referrer\":");
-    ob_str(b, ev->referrer);
-    ob_lit(b, ",\"details\":");
-    ob_details(b, ev);
-    ob_lit(b, ",\"failReason\":");
-    ob_str(b, proto_fail_reason_out(ev));
-    ob_lit(b, ",\"refundFailReason\":");
-    ob_reason(b, ev->refund_fail_reason);
-    ob_lit(b, "}");
+    PJSON_PUT_LIT(b, "{\"status\":");
+    pjson_put_str(b, ev->status);
+    PJSON_PUT_LIT(b, ",\"inTxHashes\":");
+    put_strv(b, &ev->in_tx_hashes);
+    PJSON_PUT_LIT(b, ",\"txHashes\":");
+    put_strv(b, &ev->tx_hashes);
+    PJSON_PUT_LIT(b, ",\"updatedAt\":");
+    pjson_put_i64(b, ev->updated_at);
+    PJSON_PUT_LIT(b, ",\"originChainId\":");
+    put_chain(b, ev->origin_chain_id);
+    PJSON_PUT_LIT(b, ",\"destinationChainId\":");
+    put_chain(b, ev->destination_chain_id);
+    PJSON_PUT_LIT(b, ",\"depositAddress\":");
+    put_deposit(b, ev->deposit);
+    PJSON_PUT_LIT(b, ",\"requestId\":");
+    pjson_put_str(b, ev->request_id);
+    PJSON_PUT_LIT(b, ",\"referrer\":");
+    pjson_put_str(b, ev->referrer);
+    PJSON_PUT_LIT(b, ",\"details\":");
+    put_details(b, ev);
+    PJSON_PUT_LIT(b, ",\"failReason\":");
+    pjson_put_str(b, proto_fail_reason_out(ev));
+    PJSON_PUT_LIT(b, ",\"refundFailReason\":");
+    put_reason(b, ev->refund_fail_reason);
+    PJSON_PUT_LIT(b, "}");
 }
 
 /* The event id as a JSON string (the fixed array need not be NUL-terminated). */
-static void ob_event_id(struct obuf *b, const struct status_event *ev)
+static void put_event_id(struct pjson_buf *b, const struct status_event *ev)
 {
     char id[PROTO_EVENT_ID_MAX];
     memcpy(id, ev->event_id, sizeof(id));
     id[sizeof(id) - 1] = '\0';
-    ob_str(b, id);
+    pjson_put_str(b, id);
 }
 
 /* The relay's own object; snapshot adds "snapshot":true (dashboard frames only). */
-static void ob_relay(struct obuf *b, const struct status_event *ev, int snapshot)
+static void put_relay(struct pjson_buf *b, const struct status_event *ev, int snapshot)
 {
-    ob_lit(b, "{\"eventId\":");
-    ob_event_id(b, ev);
-    ob_lit(b, ",\"seq\":");
-    ob_u64(b, ev->seq);
-    ob_lit(b, ",\"previousStatus\":");
-    ob_str(b, ev->prev_status);
-    ob_lit(b, ",\"source\":");
-    ob_str(b, proto_source_name(ev->source));
-    ob_lit(b, ",\"observedAt\":");
-    ob_i64(b, ev->observed_at);
+    PJSON_PUT_LIT(b, "{\"eventId\":");
+    put_event_id(b, ev);
+    PJSON_PUT_LIT(b, ",\"seq\":");
+    pjson_put_u64(b, ev->seq);
+    PJSON_PUT_LIT(b, ",\"previousStatus\":");
+    pjson_put_str(b, ev->prev_status);
+    PJSON_PUT_LIT(b, ",\"source\":");
+    pjson_put_str(b, proto_source_name(ev->source));
+    PJSON_PUT_LIT(b, ",\"observedAt\":");
+    pjson_put_i64(b, ev->observed_at);
     if (ev->published_at != 0) {
-        ob_lit(b, ",\"publishedAt\":");
-        ob_i64(b, ev->published_at);
+        PJSON_PUT_LIT(b, ",\"publishedAt\":");
+        pjson_put_i64(b, ev->published_at);
     }
     int first = 1;
     for (unsigned bit = 1; bit & PROTO_F_MASK; bit <<= 1) {
@@ -629,132 +457,132 @@ static void ob_relay(struct obuf *b, const struct status_event *ev, int snapshot
         if (!(ev->flags & bit) || name == NULL)
             continue;
         if (first)
-            ob_lit(b, ",\"flags\":[");
+            PJSON_PUT_LIT(b, ",\"flags\":[");
         else
-            ob_lit(b, ",");
-        ob_str(b, name);
+            PJSON_PUT_LIT(b, ",");
+        pjson_put_str(b, name);
         first = 0;
     }
     if (!first)
-        ob_lit(b, "]");
+        PJSON_PUT_LIT(b, "]");
     if (ev->reorg != NULL) {
-        ob_lit(b, ",\"reorg\":");
-        ob_raw(b, ev->reorg, strlen(ev->reorg));
+        PJSON_PUT_LIT(b, ",\"reorg\":");
+        pjson_put_raw(b, ev->reorg, strlen(ev->reorg));
     }
     if (snapshot)
-        ob_lit(b, ",\"snapshot\":true");
-    ob_lit(b, "}");
+        PJSON_PUT_LIT(b, ",\"snapshot\":true");
+    PJSON_PUT_LIT(b, "}");
 }
 
 char *proto_event_webhook_body(const struct status_event *ev, size_t *len)
 {
-    struct obuf b = {0};
-    ob_lit(&b, "{\"event\":\"request.status.updated\",\"timestamp\":");
-    ob_i64(&b, ev->created_at);
-    ob_lit(&b, ",\"data\":");
-    ob_data(&b, ev);
-    ob_lit(&b, ",\"statusrelay\":");
-    ob_relay(&b, ev, 0);
-    ob_lit(&b, "}");
-    return ob_finish(&b, len);
+    struct pjson_buf b = {0};
+    PJSON_PUT_LIT(&b, "{\"event\":\"request.status.updated\",\"timestamp\":");
+    pjson_put_i64(&b, ev->created_at);
+    PJSON_PUT_LIT(&b, ",\"data\":");
+    put_data(&b, ev);
+    PJSON_PUT_LIT(&b, ",\"statusrelay\":");
+    put_relay(&b, ev, 0);
+    PJSON_PUT_LIT(&b, "}");
+    return pjson_buf_finish(&b, len);
 }
 
 char *proto_event_ws_frame(const struct status_event *ev, int snapshot, int64_t published_ms,
                            size_t *len)
 {
-    struct obuf b = {0};
-    ob_lit(&b, "{\"event\":\"request.status.updated\",\"data\":");
-    ob_data(&b, ev);
-    ob_lit(&b, ",\"publishedAt\":");
-    ob_i64(&b, published_ms);
-    ob_lit(&b, ",\"statusrelay\":");
-    ob_relay(&b, ev, snapshot);
-    ob_lit(&b, "}");
-    return ob_finish(&b, len);
+    struct pjson_buf b = {0};
+    PJSON_PUT_LIT(&b, "{\"event\":\"request.status.updated\",\"data\":");
+    put_data(&b, ev);
+    PJSON_PUT_LIT(&b, ",\"publishedAt\":");
+    pjson_put_i64(&b, published_ms);
+    PJSON_PUT_LIT(&b, ",\"statusrelay\":");
+    put_relay(&b, ev, snapshot);
+    PJSON_PUT_LIT(&b, "}");
+    return pjson_buf_finish(&b, len);
 }
 
 char *proto_event_status_v3(const struct status_event *ev, size_t *len)
 {
-    struct obuf b = {0};
-    ob_lit(&b, "{\"status\":");
-    ob_str(&b, ev->status);
+    struct pjson_buf b = {0};
+    PJSON_PUT_LIT(&b, "{\"status\":");
+    pjson_put_str(&b, ev->status);
     if (ev->details != NULL) {
-        ob_lit(&b, ",\"details\":");
-        ob_details(&b, ev);
+        PJSON_PUT_LIT(&b, ",\"details\":");
+        put_details(&b, ev);
     }
-    ob_lit(&b, ",\"inTxHashes\":");
-    ob_strv(&b, &ev->in_tx_hashes);
-    ob_lit(&b, ",\"txHashes\":");
-    ob_strv(&b, &ev->tx_hashes);
-    ob_lit(&b, ",\"updatedAt\":");
-    ob_i64(&b, ev->updated_at);
-    ob_lit(&b, ",\"originChainId\":");
-    ob_chain(&b, ev->origin_chain_id);
-    ob_lit(&b, ",\"destinationChainId\":");
-    ob_chain(&b, ev->destination_chain_id);
+    PJSON_PUT_LIT(&b, ",\"inTxHashes\":");
+    put_strv(&b, &ev->in_tx_hashes);
+    PJSON_PUT_LIT(&b, ",\"txHashes\":");
+    put_strv(&b, &ev->tx_hashes);
+    PJSON_PUT_LIT(&b, ",\"updatedAt\":");
+    pjson_put_i64(&b, ev->updated_at);
+    PJSON_PUT_LIT(&b, ",\"originChainId\":");
+    put_chain(&b, ev->origin_chain_id);
+    PJSON_PUT_LIT(&b, ",\"destinationChainId\":");
+    put_chain(&b, ev->destination_chain_id);
     if (ev->quote_created_at != 0) {
-        ob_lit(&b, ",\"quoteCreatedAt\":");
-        ob_i64(&b, ev->quote_created_at);
+        PJSON_PUT_LIT(&b, ",\"quoteCreatedAt\":");
+        pjson_put_i64(&b, ev->quote_created_at);
     }
-    ob_lit(&b, ",\"failReason\":");
-    ob_str(&b, proto_fail_reason_out(ev));
-    ob_lit(&b, ",\"refundFailReason\":");
-    ob_reason(&b, ev->refund_fail_reason);
-    ob_lit(&b, "}");
-    return ob_finish(&b, len);
+    PJSON_PUT_LIT(&b, ",\"failReason\":");
+    pjson_put_str(&b, proto_fail_reason_out(ev));
+    PJSON_PUT_LIT(&b, ",\"refundFailReason\":");
+    put_reason(&b, ev->refund_fail_reason);
+    PJSON_PUT_LIT(&b, "}");
+    return pjson_buf_finish(&b, len);
 }
 
 /* Storage form: every field, nulls kept as null (no "N/A" substitution), chain ids as
- * numbers (0 = unknown). Decoded by proto_event_from_record (normalize.c). */
+ * numbers (0 = unknown). Decoded by proto_event_from_record (record.c). */
 char *proto_event_record(const struct status_event *ev, size_t *len)
 {
-    struct obuf b = {0};
-    ob_lit(&b, "{\"requestId\":");
-    ob_str(&b, ev->request_id);
-    ob_lit(&b, ",\"status\":");
-    ob_str(&b, ev->status);
-    ob_lit(&b, ",\"updatedAt\":");
-    ob_i64(&b, ev->updated_at);
-    ob_lit(&b, ",\"originChainId\":");
-    ob_i64(&b, ev->origin_chain_id);
-    ob_lit(&b, ",\"destinationChainId\":");
-    ob_i64(&b, ev->destination_chain_id);
-    ob_lit(&b, ",\"inTxHashes\":");
-    ob_strv(&b, &ev->in_tx_hashes);
-    ob_lit(&b, ",\"txHashes\":");
-    ob_strv(&b, &ev->tx_hashes);
-    ob_lit(&b, ",\"failReason\":");
-    ob_str(&b, ev->fail_reason);
-    ob_lit(&b, ",\"refundFailReason\":");
-    ob_str(&b, ev->refund_fail_reason);
-    ob_lit(&b, ",\"details\":");
-    ob_details(&b, ev);
-    ob_lit(&b, ",\"referrer\":");
-    ob_str(&b, ev->referrer);
-    ob_lit(&b, ",\"depositAddress\":");
-    ob_deposit(&b, ev->deposit);
-    ob_lit(&b, ",\"quoteCreatedAt\":");
-    ob_i64(&b, ev->quote_created_at);
-    ob_lit(&b, ",\"flags\":");
-    ob_u64(&b, ev->flags);
-    ob_lit(&b, ",\"source\":");
-    ob_str(&b, proto_source_name(ev->source));
-    ob_lit(&b, ",\"observedAt\":");
-    ob_i64(&b, ev->observed_at);
-    ob_lit(&b, ",\"publishedAt\":");
-    ob_i64(&b, ev->published_at);
-    ob_lit(&b, ",\"eventId\":");
-    ob_event_id(&b, ev);
-    ob_lit(&b, ",\"seq\":");
-    ob_u64(&b, ev->seq);
-    ob_lit(&b, ",\"previousStatus\":");
-    ob_str(&b, ev->prev_status);
-    ob_lit(&b, ",\"createdAt\":");
-    ob_i64(&b, ev->created_at);
+    struct pjson_buf b = {0};
+    PJSON_PUT_LIT(&b, "{\"requestId\":");
+    pjson_put_str(&b, ev->request_id);
+    PJSON_PUT_LIT(&b, ",\"status\":");
+    pjson_put_str(&b, ev->status);
+    PJSON_PUT_LIT(&b, ",\"updatedAt\":");
+    pjson_put_i64(&b, ev->updated_at);
+    PJSON_PUT_LIT(&b, ",\"originChainId\":");
+    pjson_put_i64(&b, ev->origin_chain_id);
+    PJSON_PUT_LIT(&b, ",\"destinationChainId\":");
+    pjson_put_i64(&b, ev->destination_chain_id);
+    PJSON_PUT_LIT(&b, ",\"inTxHashes\":");
+    put_strv(&b, &ev->in_tx_hashes);
+    PJSON_PUT_LIT(&b, ",\"txHashes\":");
+    put_strv(&b, &ev->tx_hashes);
+    PJSON_PUT_LIT(&b, ",\"failReason\":");
+    pjson_put_str(&b, ev->fail_reason);
+    PJSON_PUT_LIT(&b, ",\"refundFailReason\":");
+    pjson_put_str(&b, ev->refund_fail_reason);
+    PJSON_PUT_LIT(&b, ",\"details\":");
+    put_details(&b, ev);
+    PJSON_PUT_LIT(&b, ",\"referrer\":");
+    pjson_put_str(&b, ev->referrer);
+    PJSON_PUT_LIT(&b, ",\"depositAddress\":");
+    put_deposit(&b, ev->deposit);
+    PJSON_PUT_LIT(&b, ",\"quoteCreatedAt\":");
+    pjson_put_i64(&b, ev->quote_created_at);
+    PJSON_PUT_LIT(&b, ",\"flags\":");
+    pjson_put_u64(&b, ev->flags);
+    PJSON_PUT_LIT(&b, ",\"source\":");
+    pjson_put_str(&b, proto_source_name(ev->source));
+    PJSON_PUT_LIT(&b, ",\"observedAt\":");
+    pjson_put_i64(&b, ev->observed_at);
+    PJSON_PUT_LIT(&b, ",\"publishedAt\":");
+    pjson_put_i64(&b, ev->published_at);
+    PJSON_PUT_LIT(&b, ",\"eventId\":");
+    put_event_id(&b, ev);
+    PJSON_PUT_LIT(&b, ",\"seq\":");
+    pjson_put_u64(&b, ev->seq);
+    PJSON_PUT_LIT(&b, ",\"previousStatus\":");
+    pjson_put_str(&b, ev->prev_status);
+    PJSON_PUT_LIT(&b, ",\"createdAt\":");
+    pjson_put_i64(&b, ev->created_at);
     if (ev->reorg != NULL) {
-        ob_lit(&b, ",\"reorg\":");
-        ob_raw(&b, ev->reorg, strlen(ev->reorg));
+        PJSON_PUT_LIT(&b, ",\"reorg\":");
+        pjson_put_raw(&b, ev->reorg, strlen(ev->reorg));
     }
-    ob_lit(&b, "}");
-    return ob_finish(&b, len);
+    PJSON_PUT_LIT(&b, "}");
+    return pjson_buf_finish(&b, len);
 }

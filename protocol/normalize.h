@@ -5,7 +5,7 @@
  * status_event_cleanup) and returns 0 or a PROTO_E* code with *err filled. Unknown status /
  * failReason / refundFailReason values are kept verbatim and flagged, never rejected.
  * null and absent reasons become "N/A". observed_at is the caller's clock (ms).
- * Input must be strict RFC 8259 JSON (read by protocol/'s own reader, see normalize.c):
+ * Input must be strict RFC 8259 JSON (read by protocol/'s own reader, see json.c):
  * duplicate object keys, raw NUL bytes, \u0000, invalid UTF-8, lone surrogates, trailing
  * bytes and nesting deeper than PROTO_MAX_DEPTH are PROTO_EJSON; unknown fields are ignored.
  * runs on: any thread (pure). */

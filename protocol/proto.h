@@ -55,8 +55,8 @@ int proto_fail(struct proto_err *err, int code, const char *field, const char *m
  * Returns 1 if valid. */
 int proto_request_id_valid(const char *s, size_t len);
 /* 1 when s[0..len) is valid UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing above
- * U+10FFFF) - the one check the JSON reader applies too, so text that passes it is text
- * jansson and every JSON reader of ours accept. */
+ * U+10FFFF) - the one check the JSON reader and the string escaper (json.c) apply too, so
+ * text that passes it is text jansson and every JSON reader of ours accept. */
 int proto_utf8_valid(const char *s, size_t len);
 /* A tx hash: 1..PROTO_MAX_HASH printable ASCII chars without space, quote or backslash. */
 int proto_hash_valid(const char *s, size_t len);

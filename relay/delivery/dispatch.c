@@ -11,6 +11,7 @@
 #include "relay/delivery/dispatch.h"
 #include "protocol/proto.h"
 #include "protocol/addr.h"
+#include "protocol/json.h"
 #include "protocol/sign.h"
 #include "relay/core.h"
 #include "relay/common/httpc.h"
@@ -151,81 +152,46 @@ void dispatch_kick(struct dispatch *d)
 
 /* ---- attempt log JSON ------------------------------------------------------------------ */
 
-struct sbuf {
-    char *p;
-    size_t n, cap;
-};
-
-static void sb_put(struct sbuf *b, const char *s, size_t n)
-{
-    if (b->n + n + 1 > b->cap) {
-        b->cap = (b->n + n + 1) * 2;
-        b->p = xrealloc(b->p, b->cap);
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-}
-
-static void sb_str(struct sbuf *b, const char *s)
-{
-    sb_put(b, s, strlen(s));
-}
-
-/* JSON string of n bytes; invalid UTF-8 turns every non-ASCII byte into '?'. */
-static void sb_json_str(struct sbuf *b, const char *s, size_t n)
-{
-    int ok = proto_utf8_valid(s, n);
-    sb_put(b, "\"", 1);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        char esc[8];
-        if (c == '"' || c == '\\') {
-            esc[0] = '\\', esc[1] = (char)c;
-            sb_put(b, esc, 2);
-        } else if (c < 0x20) {
-            snprintf(esc, sizeof(esc), "\\u%04x", c);
-            sb_put(b, esc, 6);
-        } else if (c >= 0x80 && !ok) {
-            sb_put(b, "?", 1);
-        } else {
-            sb_put(b, (const char *)&c, 1);
-        }
-    }
-    sb_put(b, "\"", 1);
-}
-
+/* One attempt of the deliveries listing as JSON text (malloc'd; aborts when out of memory,
+ * like xmalloc). Strings go through protocol/'s one escaper: invalid UTF-8 (a body cut at
+ * DISPATCH_RESPONSE_KEEP mid-character, a binary response) becomes \ufffd per bad byte, so
+ * the text always reads back as JSON. */
 static char *attempt_json(int64_t at, int att, long status, int64_t latency, const char *err,
                           const char *detail, const char *resp, size_t resp_len, int replay)
 {
-    struct sbuf b = {0};
-    char num[160];
-    snprintf(num, sizeof(num), "{\"at\":%lld,\"attempt\":%d,\"statusCode\":", (long long)at, att);
-    sb_str(&b, num);
+    struct pjson_buf b = {0};
+    PJSON_PUT_LIT(&b, "{\"at\":");
+    pjson_put_i64(&b, at);
+    PJSON_PUT_LIT(&b, ",\"attempt\":");
+    pjson_put_i64(&b, att);
+    PJSON_PUT_LIT(&b, ",\"statusCode\":");
     if (status > 0)
-        snprintf(num, sizeof(num), "%ld", status);
+        pjson_put_i64(&b, status);
     else
-        snprintf(num, sizeof(num), "null");
-    sb_str(&b, num);
-    snprintf(num, sizeof(num), ",\"latencyMs\":%lld,\"error\":", (long long)latency);
-    sb_str(&b, num);
-    if (err)
-        sb_json_str(&b, err, strlen(err));
-    else
-        sb_str(&b, "null");
+        PJSON_PUT_LIT(&b, "null");
+    PJSON_PUT_LIT(&b, ",\"latencyMs\":");
+    pjson_put_i64(&b, latency);
+    PJSON_PUT_LIT(&b, ",\"error\":");
+    pjson_put_str(&b, err); /* NULL: null */
     if (detail) {
-        sb_str(&b, ",\"detail\":");
-        sb_json_str(&b, detail, strlen(detail));
+        PJSON_PUT_LIT(&b, ",\"detail\":");
+        pjson_put_str(&b, detail);
     }
-    sb_str(&b, ",\"response\":");
+    PJSON_PUT_LIT(&b, ",\"response\":");
     if (resp && resp_len > 0)
-        sb_json_str(&b, resp, resp_len);
+        pjson_put_strn(&b, resp, resp_len);
     else
-        sb_str(&b, "null");
+        PJSON_PUT_LIT(&b, "null");
     if (replay)
-        sb_str(&b, ",\"replay\":true");
-    sb_str(&b, "}");
-    return b.p;
+        PJSON_PUT_LIT(&b, ",\"replay\":true");
+    PJSON_PUT_LIT(&b, "}");
+    size_t cap = b.cap;
+    char *json = pjson_buf_finish(&b, NULL);
+    if (json == NULL) {
+        log_err("out of memory", "bytes=%zu", cap);
+        abort();
+    }
+    return json;
 }
 
 /* ---- results --------------------------------------------------------------------------- */

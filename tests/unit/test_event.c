@@ -9,9 +9,12 @@
 #include "tests/unit/proto_test.h"
 
 #include "protocol/event.c"
+#include "protocol/json.c"
 #include "protocol/lifecycle.c"
 #include "protocol/normalize.c"
 #include "protocol/proto.c"
+#include "protocol/record.c"
+#include "protocol/requests_v3.c"
 
 static void assert_prefix(const char *s, const char *prefix)
 {

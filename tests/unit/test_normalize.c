@@ -7,8 +7,11 @@
 #include "tests/unit/proto_test.h"
 
 #include "protocol/event.c"
+#include "protocol/json.c"
 #include "protocol/normalize.c"
 #include "protocol/proto.c"
+#include "protocol/record.c"
+#include "protocol/requests_v3.c"
 
 #define N_ROWS(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -823,7 +826,7 @@ static void test_details_json(void **state)
                  d - 1, open, d - 1, close);
         doc = subst(WS_BASE, "\"txHashes\":[]", to);
         expect(K_WS, doc, strlen(doc), 0, NULL, &ev);
-        assert_int_equal(text_depth(ev.details, strlen(ev.details)), d);
+        assert_int_equal(pjson_text_depth(ev.details, strlen(ev.details)), d);
         assert_int_equal(ev.flags & (PROTO_HAS_DETAILS_JSON | PROTO_F_DETAILS_TRUNCATED),
                          extra ? 0 : PROTO_HAS_DETAILS_JSON);
         status_event_cleanup(&ev);
@@ -1217,7 +1220,7 @@ static void test_requests_reorg(void **state)
             assert_null(ev.reorg);
         } else {
             assert_non_null(ev.reorg);
-            assert_int_equal(text_depth(ev.reorg, strlen(ev.reorg)), PROTO_MAX_JSON_DEPTH);
+            assert_int_equal(pjson_text_depth(ev.reorg, strlen(ev.reorg)), PROTO_MAX_JSON_DEPTH);
             char *rec = proto_event_record(&ev, &len);
             struct status_event back;
             expect(K_RECORD, rec, len, 0, NULL, &back);
@@ -1392,31 +1395,31 @@ static void test_iso8601(void **state)
 /* ---- the JSON reader against jansson ------------------------------------------------------ */
 
 /* Same tree: types, integer values, strings, keys and their order. */
-static int same_tree(const struct jv *v, json_t *j)
+static int same_tree(const struct pjson *v, json_t *j)
 {
     switch (v->type) {
-    case J_NULL: return json_is_null(j);
-    case J_TRUE: return json_is_true(j);
-    case J_FALSE: return json_is_false(j);
-    case J_REAL: return json_is_real(j);
-    case J_INT: return json_is_integer(j) && json_integer_value(j) == v->u.i;
-    case J_STR:
+    case PJSON_NULL: return json_is_null(j);
+    case PJSON_TRUE: return json_is_true(j);
+    case PJSON_FALSE: return json_is_false(j);
+    case PJSON_REAL: return json_is_real(j);
+    case PJSON_INT: return json_is_integer(j) && json_integer_value(j) == v->u.i;
+    case PJSON_STR:
         return json_is_string(j) && json_string_length(j) == v->u.str.n &&
                memcmp(json_string_value(j), v->u.str.s, v->u.str.n) == 0;
-    case J_ARR: {
+    case PJSON_ARR: {
         if (!json_is_array(j) || json_array_size(j) != v->u.kids.n)
             return 0;
         size_t i = 0;
-        for (const struct jv *c = v->u.kids.first; c != NULL; c = c->next, i++)
+        for (const struct pjson *c = v->u.kids.first; c != NULL; c = c->next, i++)
             if (!same_tree(c, json_array_get(j, i)))
                 return 0;
         return 1;
     }
-    case J_OBJ: {
+    case PJSON_OBJ: {
         if (!json_is_object(j) || json_object_size(j) != v->u.kids.n)
             return 0;
         void *it = json_object_iter(j);
-        for (const struct jv *c = v->u.kids.first; c != NULL; c = c->next) {
+        for (const struct pjson *c = v->u.kids.first; c != NULL; c = c->next) {
             if (it == NULL || strcmp(json_object_iter_key(it), c->key) != 0 ||
                 !same_tree(c, json_object_iter_value(it)))
                 return 0;
@@ -1447,11 +1450,11 @@ static void test_reader_vs_jansson(void **state)
     };
     (void)state;
     for (size_t i = 0; i < N_ROWS(rows); i++) {
-        struct jdoc doc;
+        struct pjson_doc doc;
         struct proto_err err;
         json_error_t jerr;
         const char *s = rows[i].doc;
-        int ours = jdoc_parse(s, strlen(s), &doc, &err) == 0;
+        int ours = pjson_parse(s, strlen(s), &doc, &err) == 0;
         json_t *j = json_loadb(s, strlen(s), JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
         if (rows[i].differs)
             assert_true(ours && j == NULL);
@@ -1460,7 +1463,7 @@ static void test_reader_vs_jansson(void **state)
         if (ours && j != NULL && !same_tree(doc.root, j))
             fail_msg("%s: trees differ", s);
         json_decref(j);
-        jdoc_free(&doc);
+        pjson_free(&doc);
     }
     /* every fixture reads to the same tree as jansson's */
     static const char *const files[] = {"requests_v3_page.json", "webhook_delivery_signed.json",
@@ -1468,13 +1471,13 @@ static void test_reader_vs_jansson(void **state)
     for (size_t i = 0; i < N_ROWS(files); i++) {
         size_t n;
         char *text = fixture(files[i], &n);
-        struct jdoc doc;
+        struct pjson_doc doc;
         struct proto_err err;
-        assert_int_equal(jdoc_parse(text, n, &doc, &err), 0);
+        assert_int_equal(pjson_parse(text, n, &doc, &err), 0);
         json_t *j = json_loadb(text, n, JSON_REJECT_DUPLICATES, NULL);
         assert_true(same_tree(doc.root, j));
         json_decref(j);
-        jdoc_free(&doc);
+        pjson_free(&doc);
         free(text);
     }
 }
