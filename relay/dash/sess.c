@@ -1,0 +1,535 @@
+/* sess.c - dashboard sessions and their subscriptions: the session table, opening and closing
+ * sessions (XMSG_DASH_OPEN / DASH_GONE), and the client messages (subscribe, unsubscribe,
+ * history): parsing and validation, the stream token and who may subscribe to what, message
+ * rates and subscription limits. Replies go out as frames (hub.c); snapshots and history
+ * answers are history.c's, resume and going live follow.c's. State: internal.h.
+ * runs on: core thread. */
+#include "relay/dash/internal.h"
+#include "protocol/proto.h"
+#include "relay/common/idmap.h"
+#include "relay/common/log.h"
+#include "relay/common/util.h"
+#include "relay/core.h"
+#include "relay/edge/ws_server.h"
+
+#include <openssl/crypto.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- sessions -------------------------------------------------------------------------- */
+
+static size_t slot(const struct hub *h, uint64_t id)
+{
+    return (size_t)((id * 0x9E3779B97F4A7C15ULL) >> 32) & (h->tab_size - 1);
+}
+
+struct hsess *dash_sess_find(const struct hub *h, uint64_t id)
+{
+    for (struct hsess *x = h->tab[slot(h, id)]; x != NULL; x = x->hnext)
+        if (x->id == id)
+            return x;
+    return NULL;
+}
+
+static void sess_insert(struct hub *h, struct hsess *x)
+{
+    if (h->count + 1 > h->tab_size) {
+        size_t old_size = h->tab_size;
+        struct hsess **old = h->tab;
+        h->tab_size *= 2;
+        h->tab = xcalloc(h->tab_size, sizeof(*h->tab));
+        for (size_t i = 0; i < old_size; i++)
+            for (struct hsess *y = old[i], *next; y != NULL; y = next) {
+                next = y->hnext;
+                size_t k = slot(h, y->id);
+                y->hnext = h->tab[k];
+                h->tab[k] = y;
+            }
+        free(old);
+    }
+    size_t k = slot(h, x->id);
+    x->hnext = h->tab[k];
+    h->tab[k] = x;
+    h->count++;
+}
+
+static void sess_unlink(struct hub *h, struct hsess *x)
+{
+    for (struct hsess **pp = &h->tab[slot(h, x->id)]; *pp != NULL; pp = &(*pp)->hnext)
+        if (*pp == x) {
+            *pp = x->hnext;
+            h->count--;
+            return;
+        }
+}
+
+struct hsub *dash_sub_find(const struct hsess *x, uint32_t no)
+{
+    for (struct hsub *u = x->subs; u != NULL; u = u->next)
+        if (u->no == no)
+            return u;
+    return NULL;
+}
+
+static void close_sess(struct hub *h, struct hsess *x, int code, const char *reason)
+{
+    x->closing = 1;
+    struct xmsg *m = xmsg_new(XMSG_DASH_CLOSE, x->id, reason, strlen(reason));
+    m->code = code;
+    xq_push(h->c->to_ws, m);
+}
+
+/* Client-caused problems cost a token; an empty bucket closes the session (flood). */
+static int bad_message(struct hub *h, struct hsess *x)
+{
+    x->bad_tokens -= 1;
+    if (x->bad_tokens < 0) {
+        log_info("dashboard session sent too many bad messages: closed", "session=%llu",
+                 (unsigned long long)x->id);
+        close_sess(h, x, WS_SERVER_CLOSE_POLICY, "too many bad messages");
+        return -1;
+    }
+    return 0;
+}
+
+/* The error frame: {"type","status":"error","error":{"code","message"},"data"?}. Takes
+ * data. Counts as a bad message (may close the session). */
+static void send_error(struct hub *h, struct hsess *x, const char *type, const char *code,
+                       const char *message, json_t *data)
+{
+    json_t *j = json_pack("{s:s,s:s,s:{s:s,s:s}}", "type", type ? type : "error", "status",
+                          "error", "error", "code", code, "message", message);
+    if (data != NULL)
+        json_object_set_new(j, "data", data);
+    dash_send_json(h, x->id, NULL, j);
+    bad_message(h, x);
+}
+
+/* ---- subscriptions ---------------------------------------------------------------------- */
+
+static void sess_key(char *buf, size_t n, uint64_t sess, const char *id)
+{
+    snprintf(buf, n, "%llu|%s", (unsigned long long)sess, id);
+}
+
+void dash_sub_remove(struct hub *h, struct hsess *x, struct hsub *u, int notify)
+{
+    for (struct hsub **pp = &x->subs; *pp != NULL; pp = &(*pp)->next)
+        if (*pp == u) {
+            *pp = u->next;
+            break;
+        }
+    if (u->kind == SUB_ID) {
+        char k[PROTO_MAX_ID + 32];
+        sess_key(k, sizeof(k), x->id, u->id);
+        idmap_del(h->sess_ids, k);
+        x->nsubs--;
+    } else if (u->kind == SUB_BROAD) {
+        x->nsubs--;
+    } else {
+        x->stats--;
+        h->nstats--;
+    }
+    if (u->state == SS_WAIT)
+        dash_waiter_del(h, x->id, u->no);
+    if (u->state == SS_LIVE) {
+        if (u->kind == SUB_ID) {
+            uint32_t n = 0;
+            idmap_get(h->live_ids, u->id, &n);
+            if (n <= 1)
+                idmap_del(h->live_ids, u->id);
+            else
+                idmap_put(h->live_ids, u->id, n - 1);
+            if (notify)
+                dash_filter_op(h, x->id, DASH_OP_DEL_ID, u->id, 0, NULL);
+        } else if (u->kind == SUB_BROAD) {
+            h->broad_live--;
+            if (notify)
+                dash_filter_op(h, x->id, DASH_OP_DEL_BROAD, NULL, u->no, NULL);
+        }
+    }
+    free(u->id);
+    dash_broad_cleanup(&u->f);
+    free(u);
+}
+
+static struct hsub *sub_new(struct hsess *x, enum sub_kind kind)
+{
+    struct hsub *u = xcalloc(1, sizeof(*u));
+    u->no = ++x->next_no;
+    u->kind = kind;
+    u->state = SS_REPLAY;
+    u->next = x->subs;
+    x->subs = u;
+    if (kind != SUB_STATS)
+        x->nsubs++;
+    return u;
+}
+
+/* ---- client messages ------------------------------------------------------------------------ */
+
+static int token_ok(const struct hub *h, const char *tok)
+{
+    const char *want = h->c->cfg->stream_token;
+    if (want == NULL || want[0] == '\0' || tok == NULL)
+        return 0;
+    size_t n = strlen(want);
+    return strlen(tok) == n && CRYPTO_memcmp(tok, want, n) == 0;
+}
+
+/* Broad subscriptions and stats: a valid token, or no token configured, a loopback listener
+ * and a page of the same origin. */
+static int broad_allowed(const struct hub *h, const struct hsess *x)
+{
+    const char *want = h->c->cfg->stream_token;
+    if (x->authed)
+        return 1;
+    return (want == NULL || want[0] == '\0') && h->loopback_listen && !x->cross_origin;
+}
+
+static int id_allowed(const struct hub *h, const struct hsess *x)
+{
+    return x->authed || h->c->cfg->ws_anonymous || broad_allowed(h, x);
+}
+
+/* Validate filters.id; returns the id or NULL after sending an error. */
+static const char *want_id(struct hub *h, struct hsess *x, const char *type, const json_t *f)
+{
+    const json_t *jid = json_object_get(f, "id");
+    if (!json_is_string(jid) ||
+        !proto_request_id_valid(json_string_value(jid), json_string_length(jid))) {
+        send_error(h, x, type, "invalid_request_id",
+                   "filters.id must be a request id: 1 to 128 characters of [A-Za-z0-9_:.-]",
+                   NULL);
+        return NULL;
+    }
+    if (json_object_size(f) != 1) {
+        send_error(h, x, type, "bad_request", "filters.id cannot be combined with other filters",
+                   NULL);
+        return NULL;
+    }
+    return json_string_value(jid);
+}
+
+static void ack_subscribe(struct hub *h, struct hsess *x, const struct hsub *u)
+{
+    dash_send_json(h, x->id, NULL, json_pack("{s:s,s:s,s:o}", "type", "subscribe", "status",
+                                             "success", "data", dash_sub_data(u)));
+}
+
+static void on_subscribe(struct hub *h, struct hsess *x, json_t *msg)
+{
+    const char *type = "subscribe";
+    const json_t *jev = json_object_get(msg, "event"), *f = json_object_get(msg, "filters"),
+                 *jtok = json_object_get(msg, "token"), *jfrom = json_object_get(msg,
+                                                                                  "lastEventId"),
+                 *jlim = json_object_get(msg, "snapshotLimit");
+    if (!json_is_string(jev)) {
+        send_error(h, x, type, "bad_request", "event is required (\"" EVENT_NAME "\")", NULL);
+        return;
+    }
+    const char *event = json_string_value(jev);
+    const char *want = h->c->cfg->stream_token;
+    if (jtok != NULL && want != NULL && want[0] != '\0') { /* no token configured: ignored */
+        if (!json_is_string(jtok) || !token_ok(h, json_string_value(jtok))) {
+            send_error(h, x, type, "unauthorized", "the stream token is not valid", NULL);
+            return;
+        }
+        x->authed = 1;
+    }
+    if (strcmp(event, STATS_EVENT) == 0) {
+        if (!broad_allowed(h, x)) {
+            send_error(h, x, type, "unauthorized",
+                       "stats need the stream token (\"token\" or ?token=)", NULL);
+            return;
+        }
+        if (x->stats == 0) {
+            struct hsub *u = sub_new(x, SUB_STATS);
+            u->state = SS_LIVE;
+            x->stats++;
+            h->nstats++;
+        }
+        dash_send_json(h, x->id, NULL,
+                       json_pack("{s:s,s:s,s:{s:s}}", "type", "subscribe", "status", "success",
+                                 "data", "event", STATS_EVENT));
+        dash_stats_frame_to(h, x->id);
+        return;
+    }
+    if (strcmp(event, EVENT_NAME) != 0) {
+        send_error(h, x, type, "unsupported_event",
+                   "events: \"" EVENT_NAME "\" and \"" STATS_EVENT "\"", NULL);
+        return;
+    }
+    if (f != NULL && !json_is_object(f) && !json_is_null(f)) {
+        send_error(h, x, type, "bad_request", "filters must be an object", NULL);
+        return;
+    }
+    const char *from = NULL;
+    uint64_t ms, seq;
+    if (jfrom != NULL && !json_is_null(jfrom)) {
+        if (!json_is_string(jfrom) || json_string_length(jfrom) >= SID_MAX ||
+            stream_id_parse(json_string_value(jfrom), &ms, &seq) != 0) {
+            send_error(h, x, type, "bad_cursor",
+                       "lastEventId must be a statusrelay.streamId such as "
+                       "\"1712345678901-0\"",
+                       NULL);
+            return;
+        }
+        from = json_string_value(jfrom);
+    }
+    int limit = HUB_SNAPSHOT_DEFAULT;
+    if (jlim != NULL) {
+        if (!json_is_integer(jlim) || json_integer_value(jlim) < 0 ||
+            json_integer_value(jlim) > HUB_SNAPSHOT_MAX) {
+            send_error(h, x, type, "bad_request", "snapshotLimit is an integer 0..1000", NULL);
+            return;
+        }
+        limit = (int)json_integer_value(jlim);
+    }
+    if (from != NULL && (!store_ready(h->c->store) || h->cursor[0] == '\0')) {
+        send_error(h, x, type, "unavailable",
+                   "resume needs the event stream, which is unavailable now: retry", NULL);
+        return;
+    }
+
+    const char *id = NULL;
+    struct dash_broad bf;
+    memset(&bf, 0, sizeof(bf));
+    if (f != NULL && json_object_get(f, "id") != NULL) {
+        if ((id = want_id(h, x, type, f)) == NULL)
+            return;
+        if (!id_allowed(h, x)) {
+            send_error(h, x, type, "unauthorized",
+                       "anonymous subscriptions are disabled: send the stream token", NULL);
+            return;
+        }
+        char k[PROTO_MAX_ID + 32];
+        uint32_t no = 0;
+        sess_key(k, sizeof(k), x->id, id);
+        if (idmap_get(h->sess_ids, k, &no)) { /* already subscribed: ack and state again */
+            struct hsub *u = dash_sub_find(x, no);
+            ack_subscribe(h, x, u);
+            if (u->state == SS_LIVE)
+                dash_snapshot_one(h, x, u, id, 0);
+            return;
+        }
+    } else {
+        const char *why = NULL;
+        if (dash_broad_from_json(f, &bf, &why) != 0) {
+            send_error(h, x, type, "bad_request", why, NULL);
+            return;
+        }
+        if (!broad_allowed(h, x)) {
+            dash_broad_cleanup(&bf);
+            send_error(h, x, type, "unauthorized",
+                       "subscriptions broader than one request id need the stream token "
+                       "(\"token\" or ?token=)",
+                       NULL);
+            return;
+        }
+        for (struct hsub *u = x->subs; u != NULL; u = u->next)
+            if (u->kind == SUB_BROAD && dash_broad_equal(&u->f, &bf)) {
+                dash_broad_cleanup(&bf);
+                ack_subscribe(h, x, u); /* the same filter again: nothing changes */
+                return;
+            }
+    }
+    if (x->nsubs >= (size_t)h->c->cfg->ws_max_subscriptions) {
+        dash_broad_cleanup(&bf);
+        char why[96];
+        snprintf(why, sizeof(why), "at most %lld subscriptions per connection",
+                 (long long)h->c->cfg->ws_max_subscriptions);
+        send_error(h, x, type, "too_many_subscriptions", why, NULL);
+        return;
+    }
+    struct hsub *u = sub_new(x, id ? SUB_ID : SUB_BROAD);
+    if (id != NULL) {
+        char k[PROTO_MAX_ID + 32];
+        u->id = xstrdup(id);
+        sess_key(k, sizeof(k), x->id, id);
+        idmap_put(h->sess_ids, k, u->no);
+    } else {
+        u->f = bf;
+    }
+    ack_subscribe(h, x, u);
+    if (from != NULL) {
+        snprintf(u->from, sizeof(u->from), "%s", from);
+        if (dash_start_resume(h, x, u) != 0) {
+            dash_gap(h, x, u, "unavailable", NULL);
+            return;
+        }
+        if (id != NULL)
+            dash_track_one(h, id); /* idempotent: nobody tracking it yet is the rare case */
+        return;
+    }
+    dash_go_live(h, x, u);
+    dash_fresh_snapshot(h, x, u, limit);
+}
+
+static void on_unsubscribe(struct hub *h, struct hsess *x, json_t *msg)
+{
+    const char *type = "unsubscribe";
+    const json_t *jev = json_object_get(msg, "event"), *f = json_object_get(msg, "filters");
+    if (!json_is_string(jev)) {
+        send_error(h, x, type, "bad_request", "event is required (\"" EVENT_NAME "\")", NULL);
+        return;
+    }
+    const char *event = json_string_value(jev);
+    if (strcmp(event, STATS_EVENT) == 0) {
+        for (struct hsub *u = x->subs, *next; u != NULL; u = next) {
+            next = u->next;
+            if (u->kind == SUB_STATS)
+                dash_sub_remove(h, x, u, 1);
+        }
+    } else if (strcmp(event, EVENT_NAME) != 0) {
+        send_error(h, x, type, "unsupported_event", "events: \"" EVENT_NAME "\"", NULL);
+        return;
+    } else if (f != NULL && !json_is_null(f) && json_object_get(f, "id") != NULL) {
+        const char *id = want_id(h, x, type, f);
+        if (id == NULL)
+            return;
+        char k[PROTO_MAX_ID + 32];
+        uint32_t no = 0;
+        sess_key(k, sizeof(k), x->id, id);
+        struct hsub *u = idmap_get(h->sess_ids, k, &no) ? dash_sub_find(x, no) : NULL;
+        if (u != NULL)
+            dash_sub_remove(h, x, u, 1);
+    } else if (f == NULL || json_is_null(f) || json_object_size(f) == 0) {
+        /* no filters: every request.status.updated subscription of the connection */
+        for (struct hsub *u = x->subs, *next; u != NULL; u = next) {
+            next = u->next;
+            if (u->kind != SUB_STATS)
+                dash_sub_remove(h, x, u, 1);
+        }
+    } else {
+        struct dash_broad bf;
+        const char *why = NULL;
+        if (dash_broad_from_json(f, &bf, &why) != 0) {
+            send_error(h, x, type, "bad_request", why, NULL);
+            return;
+        }
+        for (struct hsub *u = x->subs, *next; u != NULL; u = next) {
+            next = u->next;
+            if (u->kind == SUB_BROAD && dash_broad_equal(&u->f, &bf))
+                dash_sub_remove(h, x, u, 1);
+        }
+        dash_broad_cleanup(&bf);
+    }
+    dash_send_json(h, x->id, NULL, json_pack("{s:s,s:s,s:{s:s}}", "type", "unsubscribe", "status",
+                                             "success", "data", "event", event));
+}
+
+static void on_history(struct hub *h, struct hsess *x, json_t *msg)
+{
+    const json_t *f = json_object_get(msg, "filters");
+    if (!json_is_object(f)) {
+        send_error(h, x, "history", "bad_request", "filters.id is required", NULL);
+        return;
+    }
+    const char *id = want_id(h, x, "history", f);
+    if (id == NULL)
+        return;
+    if (!id_allowed(h, x)) {
+        send_error(h, x, "history", "unauthorized",
+                   "anonymous requests are disabled: send the stream token", NULL);
+        return;
+    }
+    dash_history(h, x, id);
+}
+
+/* Refill both token buckets; 0 = the message may be handled. */
+static int rate_ok(struct hub *h, struct hsess *x)
+{
+    int64_t now = mono_ms();
+    double dt = (double)(now - x->bucket_ms) / 1000.0;
+    x->bucket_ms = now;
+    x->msg_tokens += dt * HUB_MSG_RATE;
+    if (x->msg_tokens > HUB_MSG_BURST)
+        x->msg_tokens = HUB_MSG_BURST;
+    x->bad_tokens += dt * 0.5;
+    if (x->bad_tokens > HUB_BAD_BURST)
+        x->bad_tokens = HUB_BAD_BURST;
+    x->msg_tokens -= 1;
+    if (x->msg_tokens < 0) {
+        log_info("dashboard session over its message rate: closed", "session=%llu",
+                 (unsigned long long)x->id);
+        close_sess(h, x, WS_SERVER_CLOSE_POLICY, "message rate exceeded");
+        return -1;
+    }
+    return 0;
+}
+
+static void on_client_msg(struct hub *h, struct hsess *x, const struct xmsg *m)
+{
+    if (x->closing || rate_ok(h, x) != 0)
+        return;
+    json_error_t je;
+    json_t *msg = json_loadb((const char *)m->data, m->len, JSON_REJECT_DUPLICATES, &je);
+    if (msg == NULL || !json_is_object(msg)) {
+        json_decref(msg);
+        send_error(h, x, NULL, "bad_json", "messages are JSON objects with a \"type\"", NULL);
+        return;
+    }
+    const char *type = json_string_value(json_object_get(msg, "type"));
+    if (type == NULL)
+        send_error(h, x, NULL, "bad_request", "\"type\" is required", NULL);
+    else if (strcmp(type, "subscribe") == 0)
+        on_subscribe(h, x, msg);
+    else if (strcmp(type, "unsubscribe") == 0)
+        on_unsubscribe(h, x, msg);
+    else if (strcmp(type, "history") == 0)
+        on_history(h, x, msg);
+    else
+        send_error(h, x, NULL, "unknown_type",
+                   "types: subscribe, unsubscribe, history", NULL);
+    json_decref(msg);
+}
+
+static void on_open(struct hub *h, const struct xmsg *m)
+{
+    struct hsess *x = xcalloc(1, sizeof(*x));
+    x->id = m->session;
+    x->cross_origin = m->code == 1;
+    x->authed = m->key[0] != '\0' && token_ok(h, m->key);
+    x->msg_tokens = HUB_MSG_BURST;
+    x->bad_tokens = HUB_BAD_BURST;
+    x->bucket_ms = mono_ms();
+    sess_insert(h, x);
+    char id[32];
+    snprintf(id, sizeof(id), "%llu", (unsigned long long)x->id);
+    dash_send_json(h, x->id, NULL, json_pack("{s:s,s:s,s:{s:s}}", "type", "connection", "status",
+                                             "ready", "data", "id", id));
+}
+
+static void on_gone(struct hub *h, uint64_t id)
+{
+    struct hsess *x = dash_sess_find(h, id);
+    if (x == NULL)
+        return;
+    while (x->subs != NULL)
+        dash_sub_remove(h, x, x->subs, 0);
+    sess_unlink(h, x);
+    free(x);
+}
+
+void hub_on_msg(struct hub *h, const struct xmsg *m)
+{
+    if (h == NULL || h->closing)
+        return;
+    struct hsess *x;
+    switch (m->type) {
+    case XMSG_DASH_OPEN:
+        on_open(h, m);
+        break;
+    case XMSG_DASH_MSG:
+        if ((x = dash_sess_find(h, m->session)) != NULL)
+            on_client_msg(h, x, m);
+        break;
+    case XMSG_DASH_GONE:
+        on_gone(h, m->session);
+        break;
+    default:
+        break;
+    }
+}
