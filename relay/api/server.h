@@ -1,6 +1,6 @@
-/* api.h - the REST API: evhttp on the core thread's event_base.
+/* server.h (api) - the REST API: evhttp on the core thread's event_base.
  *
- * Routes live in one table in api.c ({method, path pattern, handler, auth}); a pattern segment
+ * Routes live in one table in routes.c ({method, path pattern, handler, auth}); a pattern segment
  * "{}" matches one path segment (percent-decoded) and hands it to the handler. Cross-cutting
  * rules, applied before any handler runs:
  *   - request bodies over API_BODY_MAX (1 MiB) -> 413 with the JSON error shape. evhttp itself

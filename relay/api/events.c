@@ -1,0 +1,224 @@
+/* events.c (api) - GET /v1/events: the event stream, all of it or one request's timeline; and
+ * the stored event record as JSON, which requests.c and compat.c use too. runs on: core thread.
+ *
+ * Decisions (documented in README's API section):
+ *   - GET /v1/events: "after" is a streamId (exclusive), a bare ms timestamp (events after that
+ *     millisecond) or "$" (nothing now; cursor = the newest streamId, for tailing); "cursor" is
+ *     where to continue (last streamId returned, else the "after" given), null only when
+ *     nothing was asked for and nothing exists. An unknown requestId filter is an empty list,
+ *     not a 404 (it filters a collection; it names no resource). */
+#include "relay/api/internal.h"
+#include "protocol/event.h"
+#include "protocol/proto.h"
+#include "relay/common/log.h"
+#include "relay/core.h"
+#include "store/keys.h"
+#include "store/store.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EVENTS_LIMIT_DEFAULT 100
+#define EVENTS_LIMIT_MAX 1000
+
+/* ---- record -> JSON -------------------------------------------------------------------------- */
+
+/* The upstream-shaped "data" of ev (and, when sr is not NULL, its "statusrelay" object) as
+ * the webhook body has them. New references or NULL. */
+json_t *api_event_parts(const struct status_event *ev, json_t **sr)
+{
+    size_t len;
+    char *text = proto_event_webhook_body(ev, &len);
+    if (sr != NULL)
+        *sr = NULL;
+    if (text == NULL)
+        return NULL;
+    json_t *root = json_loadb(text, len, 0, NULL);
+    free(text);
+    json_t *data = json_incref(json_object_get(root, "data"));
+    if (sr != NULL)
+        *sr = json_incref(json_object_get(root, "statusrelay"));
+    json_decref(root);
+    return data;
+}
+
+static json_t *event_data(const struct status_event *ev)
+{
+    return api_event_parts(ev, NULL);
+}
+
+int api_decode_record(const char *buf, size_t len, struct status_event *ev, const char *what)
+{
+    struct proto_err perr;
+    memset(&perr, 0, sizeof(perr));
+    int rc = proto_event_from_record(buf, len, ev, &perr);
+    if (rc != 0)
+        log_warn("stored record unreadable", "what=%s err=%s field=%s", what, proto_strerror(rc),
+                 perr.field);
+    return rc;
+}
+
+/* One event of the event stream (an XRANGE entry {id, {field, value, ...}}). NULL when the entry is
+ * unreadable (logged) or on allocation failure. */
+static json_t *event_json(const redisReply *entry)
+{
+    if (entry == NULL || entry->type != REDIS_REPLY_ARRAY || entry->elements != 2 ||
+        entry->element[0]->type != REDIS_REPLY_STRING ||
+        entry->element[1]->type != REDIS_REPLY_ARRAY)
+        return NULL;
+    const redisReply *sid = entry->element[0], *kv = entry->element[1], *rec = NULL;
+    for (size_t i = 0; i + 1 < kv->elements; i += 2)
+        if (kv->element[i]->type == REDIS_REPLY_STRING && strcmp(kv->element[i]->str, "rec") == 0 &&
+            kv->element[i + 1]->type == REDIS_REPLY_STRING)
+            rec = kv->element[i + 1];
+    if (rec == NULL)
+        return NULL;
+    struct status_event ev;
+    status_event_init(&ev);
+    if (api_decode_record(rec->str, rec->len, &ev, sid->str) != 0) {
+        status_event_cleanup(&ev);
+        return NULL;
+    }
+    json_t *o = json_object();
+    if (o != NULL) {
+        json_object_set_new(o, "streamId", json_stringn(sid->str, sid->len));
+        json_object_set_new(o, "eventId", json_string(ev.event_id));
+        json_object_set_new(o, "requestId",
+                            ev.request_id ? json_string(ev.request_id) : json_null());
+        json_object_set_new(o, "seq", json_integer((json_int_t)ev.seq));
+        json_object_set_new(o, "status", ev.status ? json_string(ev.status) : json_null());
+        json_object_set_new(o, "previousStatus",
+                            ev.prev_status ? json_string(ev.prev_status) : json_null());
+        json_object_set_new(o, "source", json_string(proto_source_name(ev.source)));
+        json_object_set_new(o, "createdAt", json_integer(ev.created_at));
+        json_t *data = event_data(&ev);
+        json_object_set_new(o, "data", data != NULL ? data : json_null());
+    }
+    status_event_cleanup(&ev);
+    return o;
+}
+
+/* ---- GET /v1/events?after=&requestId=&limit= ------------------------------------------------- */
+
+/* Stream id "ms-seq" or "ms" into parts (each up to 20 digits, fitting uint64). */
+static int parse_stream_id(const char *s, uint64_t *ms, uint64_t *seq, int *has_seq)
+{
+    char *end;
+    if (s[0] < '0' || s[0] > '9' || strlen(s) > 41)
+        return -1;
+    errno = 0;
+    unsigned long long a = strtoull(s, &end, 10);
+    if (errno != 0)
+        return -1;
+    *ms = a;
+    *has_seq = 0;
+    *seq = 0;
+    if (*end == '\0')
+        return 0;
+    if (*end != '-' || end[1] < '0' || end[1] > '9')
+        return -1;
+    const char *t = end + 1;
+    unsigned long long b = strtoull(t, &end, 10);
+    if (errno != 0 || *end != '\0')
+        return -1;
+    *seq = b;
+    *has_seq = 1;
+    return 0;
+}
+
+static void on_events(void *arg, const char *err, redisReply *r)
+{
+    struct ctx *x = arg;
+    if (err != NULL || r->type != REDIS_REPLY_ARRAY) {
+        api_reply_unavailable(x, "cannot read events");
+        return;
+    }
+    json_t *list = json_array();
+    const char *last = NULL;
+    for (size_t i = 0; i < r->elements; i++) {
+        const redisReply *e = r->element[i];
+        if (e->type == REDIS_REPLY_ARRAY && e->elements == 2 &&
+            e->element[0]->type == REDIS_REPLY_STRING)
+            last = e->element[0]->str; /* an unreadable entry is skipped, not re-read */
+        json_t *o = event_json(e);
+        if (o != NULL)
+            json_array_append_new(list, o);
+    }
+    json_t *cur = last != NULL          ? json_string(last)
+                  : x->after[0] != '\0' ? json_string(x->after)
+                                        : json_null();
+    api_reply_json(x, 200, json_pack("{s:o,s:o}", "events", list, "cursor", cur));
+}
+
+/* after=$: nothing now, the cursor is the newest stream id (tail from here). */
+static void on_events_last(void *arg, const char *err, redisReply *r)
+{
+    struct ctx *x = arg;
+    if (err != NULL || r->type != REDIS_REPLY_ARRAY) {
+        api_reply_unavailable(x, "cannot read events");
+        return;
+    }
+    const char *last = "0-0";
+    if (r->elements > 0 && r->element[0]->type == REDIS_REPLY_ARRAY &&
+        r->element[0]->elements >= 1 && r->element[0]->element[0]->type == REDIS_REPLY_STRING)
+        last = r->element[0]->element[0]->str;
+    api_reply_json(x, 200, json_pack("{s:[],s:s}", "events", "cursor", last));
+}
+
+void api_h_events(struct ctx *x)
+{
+    if (api_parse_limit(x, EVENTS_LIMIT_DEFAULT, EVENTS_LIMIT_MAX) != 0)
+        return;
+    const char *after = api_query_get(x, "after"), *rid = api_query_get(x, "requestId");
+    if (rid != NULL && api_take_id(x, rid, strlen(rid), "requestId") != 0)
+        return;
+    uint64_t ms = 0, seq = 0;
+    int has_seq = 0, tail = after != NULL && strcmp(after, "$") == 0;
+    if (after != NULL && after[0] != '\0' && !tail) {
+        if (parse_stream_id(after, &ms, &seq, &has_seq) != 0) {
+            api_reply_error(x, 400, "invalid_parameter", "after",
+                            "after must be a streamId (\"<ms>-<seq>\"), a unix ms "
+                            "timestamp or \"$\"");
+            return;
+        }
+        if (!has_seq) /* a bare ms: everything of that millisecond is "before" */
+            seq = UINT64_MAX;
+        snprintf(x->after, sizeof(x->after), "%llu-%llu", (unsigned long long)ms,
+                 (unsigned long long)seq);
+    }
+    struct core *c = x->api->c;
+    const char *tag = store_tag(c->store);
+    char k_ev[KEY_MAX], cnt[16];
+    key_build(k_ev, sizeof(k_ev), tag, "events", NULL, NULL);
+    snprintf(cnt, sizeof(cnt), "%d", x->limit);
+    int rc;
+    if (tail) {
+        rc = store_cmd(c->store, on_events_last, x, "XREVRANGE %s + - COUNT 1", k_ev);
+    } else if (rid != NULL) {
+        char k_tl[KEY_MAX], a_ms[24] = "", a_seq[24] = "0";
+        key_build(k_tl, sizeof(k_tl), tag, "tl", x->id, NULL);
+        if (x->after[0] != '\0') {
+            snprintf(a_ms, sizeof(a_ms), "%llu", (unsigned long long)ms);
+            snprintf(a_seq, sizeof(a_seq), "%llu", (unsigned long long)seq);
+        }
+        const char *argv[] = {k_tl, k_ev, a_ms, a_seq, cnt};
+        rc = store_eval(c->store, &x->api->events_sc, on_events, x, 2, 5, argv, NULL);
+    } else {
+        /* exclusive start without "(" (Redis < 6.2): the successor of the cursor's id */
+        char start[48] = "-";
+        if (x->after[0] != '\0') {
+            if (seq < UINT64_MAX)
+                snprintf(start, sizeof(start), "%llu-%llu", (unsigned long long)ms,
+                         (unsigned long long)seq + 1);
+            else
+                snprintf(start, sizeof(start), "%llu-0", (unsigned long long)ms + 1);
+        }
+        rc = store_cmd(c->store, on_events, x, "XRANGE %s %s + COUNT %s", k_ev, start, cnt);
+    }
+    if (rc != 0)
+        api_reply_unavailable(x, "cannot read events");
+}

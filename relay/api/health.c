@@ -1,0 +1,46 @@
+/* health.c (api) - the operational routes: GET /healthz (alive), GET /readyz (ready to serve)
+ * and GET /metrics (the page itself is metrics.c). runs on: core thread. */
+#include "relay/api/internal.h"
+#include "relay/api/metrics.h"
+#include "relay/core.h"
+#include "relay/ingest/upstream.h"
+#include "store/store.h"
+
+#include <event2/buffer.h>
+#include <string.h>
+
+#define CT_PROM "text/plain; version=0.0.4; charset=utf-8"
+
+/* ---- GET /healthz, /readyz, /metrics --------------------------------------------------------- */
+
+void api_h_healthz(struct ctx *x)
+{
+    api_reply_json(x, 200, json_pack("{s:s}", "status", "ok"));
+}
+
+/* Ready = Redis answers and the settings are valid (they are: config_load refused to start
+ * otherwise; a Redis setting we refuse shows as store_fatal). Not ready while shutting down. The
+ * upstream websocket and the lease are reported, never required. */
+void api_h_readyz(struct ctx *x)
+{
+    struct core *c = x->api->c;
+    int redis = store_ready(c->store);
+    int ready = redis && store_fatal(c->store) == NULL && !c->shutting_down;
+    const char *ws = c->upstream != NULL ? upstream_state_name(c->upstream) : "down";
+    json_t *o = json_pack("{s:s,s:s,s:s,s:s}", "status", ready ? "ready" : "not_ready", "redis",
+                          redis ? "up" : "down", "upstreamWebsocket", ws, "lease",
+                          strcmp(ws, "standby") == 0 ? "standby" : "held");
+    api_reply_json(x, ready ? 200 : 503, o);
+}
+
+void api_h_metrics(struct ctx *x)
+{
+    struct evbuffer *b = evbuffer_new();
+    if (b == NULL) {
+        api_reply_oom(x);
+        return;
+    }
+    metrics_render(x->api->c, b);
+    api_send_evbuffer(x, 200, CT_PROM, b);
+    evbuffer_free(b);
+}

@@ -1,0 +1,152 @@
+/* internal.h (api) - what the files of relay/api/ share: the server, the per-request context,
+ * the route table's types, the reply and parser helpers of server.c and the route handlers.
+ * Private to relay/api/ (nothing outside it includes this file); the public API is server.h.
+ *
+ * The request lifetime (server.c): on_request creates one struct ctx per HTTP request and hands it
+ * to the route's handler; exactly one api_reply_* / api_send_* call finishes it (and frees it).
+ * A handler that waits for Redis or the upstream returns and finishes the ctx from its callback;
+ * by then the client may be gone (ctx->req == NULL: the answer is dropped) and, after api_free,
+ * ctx->api is NULL. A callback that starts more work checks both first, and if either is gone
+ * calls api_ctx_free instead of answering.
+ *
+ * Files: server.c (evhttp setup, auth, limits, dispatch, replies), routes.c (the table),
+ * health.c (/healthz /readyz /metrics), requests.c (/v1/requests), events.c (/v1/events and
+ * the record -> JSON helpers), compat.c (/intents/status/v3), ingest.c (/v1/ingest/upstream),
+ * webhooks.c (webhook endpoints, deliveries, replay; knows no evhttp), metrics.c (the page).
+ * runs on: core thread. */
+#ifndef RELAY_API_INTERNAL_H
+#define RELAY_API_INTERNAL_H
+
+#include "protocol/proto.h"
+#include "store/store.h"
+
+#include <sys/queue.h> /* before event2/keyvalq_struct.h: TAILQ_INIT */
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <jansson.h>
+#include <stddef.h>
+
+#define ROUTE_MAX_PARAMS 2
+
+#define CT_JSON "application/json"
+
+struct core;
+struct evbuffer;
+struct proto_hmac;
+struct status_event;
+struct route;
+
+struct api {
+    struct core *c;
+    struct evhttp *http;
+    struct evhttp_bound_socket *sock;
+    struct proto_hmac *ingest_key; /* HMAC of the upstream API key; NULL without a key */
+    struct ctx *pending;           /* every unfinished request */
+    struct store_script page_sc, read_sc, events_sc;
+};
+
+struct ctx {
+    struct api *api;            /* NULL after api_free */
+    struct evhttp_request *req; /* NULL once the client is gone */
+    struct evhttp_connection *evcon;
+    struct ctx *prev, *next; /* api->pending */
+    const struct route *route;
+    int linked;
+    int head;                      /* HEAD request: headers only */
+    int upstream_shape;            /* errors also carry {"message","errorCode"} */
+    char *param[ROUTE_MAX_PARAMS]; /* decoded path parameters (owned) */
+    size_t param_len[ROUTE_MAX_PARAMS];
+    struct evkeyvalq query;
+    const char *body; /* request body, contiguous; borrowed from req: valid until gone */
+    size_t body_len;
+    /* handler state */
+    char id[PROTO_MAX_ID + 1];
+    size_t ntracked; /* POST /v1/requests */
+    int limit;
+    char **ids; /* list page: ids (owned) */
+    size_t nids;
+    char *next_cursor; /* list page: cursor after this page, or NULL */
+    char after[48];    /* events: normalised "ms-seq", "" = none */
+    char only_status[PROTO_MAX_STATUS + 1]; /* list of stuck requests: this status only */
+};
+
+/* ---- the route table (routes.c) ------------------------------------------------------------- */
+
+/* A route handler: runs in on_request after routing, auth, body limit and query parsing; owns x
+ * and finishes it (now or from a callback) with exactly one reply. */
+typedef void route_cb(struct ctx *x);
+enum route_auth { AUTH_TOKEN = 0, AUTH_NONE, AUTH_SIGNATURE };
+
+struct route {
+    enum evhttp_cmd_type method;
+    const char *pattern; /* "/v1/requests/{}": "{}" matches one path segment */
+    route_cb *fn;
+    enum route_auth auth;
+    int arg; /* handler's own use (api_h_webhooks: enum api_wh_route) */
+};
+
+/* Every endpoint, one row each, in the order on_request tries them (first match wins). */
+extern const struct route api_routes[];
+extern const size_t api_routes_len;
+
+/* ---- handlers (each takes its ctx, see route_cb) --------------------------------------------- */
+
+route_cb api_h_healthz, api_h_readyz, api_h_metrics;        /* health.c */
+route_cb api_h_track, api_h_list, api_h_get, api_h_untrack; /* requests.c */
+route_cb api_h_events;                                      /* events.c */
+route_cb api_h_status_v3;                                   /* compat.c */
+route_cb api_h_ingest;                                      /* ingest.c */
+route_cb api_h_webhooks; /* routes.c: adapter to webhooks.c (x->route->arg = enum api_wh_route) */
+
+/* ---- replies (server.c) ----------------------------------------------------------------------
+ * Each finishes (frees) the ctx; when the client is gone (x->req NULL) nothing is written.
+ * Content-Type (when given) and Cache-Control: no-store are added; a HEAD request gets the
+ * headers and Content-Length only. */
+
+/* Free x without answering: for a ctx that is gone (x->req or x->api NULL). */
+void api_ctx_free(struct ctx *x);
+/* Answer code with len bytes of buf (copied) as ctype; 204 sends no body and no headers. */
+void api_send_body(struct ctx *x, int code, const char *ctype, const char *buf, size_t len);
+/* Answer code with the content of b (moved into the reply; b stays the caller's to free). */
+void api_send_evbuffer(struct ctx *x, int code, const char *ctype, struct evbuffer *b);
+/* 500 {"error":{"code":"internal","message":"out of memory"}} (a static body). */
+void api_reply_oom(struct ctx *x);
+/* Answer code with body as compact JSON. Takes body (a new reference); NULL (a failed
+ * constructor) answers 500 out of memory. */
+void api_reply_json(struct ctx *x, int code, json_t *body);
+/* Answer code with no body and no Content-Type. */
+void api_reply_empty(struct ctx *x, int code);
+/* {"error":{"code","message"[,"field"]}}; on upstream-shaped routes also the upstream's top-level
+ * {"message","errorCode"} (errorCode = code in upper case). field may be NULL; the message is
+ * cut at 511 bytes. */
+void __attribute__((format(printf, 5, 6)))
+api_reply_error(struct ctx *x, int code, const char *ecode, const char *field, const char *fmt,
+                ...);
+/* 503 "store_unavailable" with Retry-After: 1; what says what failed ("cannot read"). */
+void api_reply_unavailable(struct ctx *x, const char *what);
+
+/* ---- request parsers (server.c) ---------------------------------------------------------------
+ * On a bad value each answers 400 (finishing x) and returns -1 / NULL; the handler then returns
+ * without touching x. */
+
+/* The query parameter k (percent-decoded), or NULL. Borrowed from x. */
+const char *api_query_get(struct ctx *x, const char *k);
+/* Parse the "limit" query parameter into x->limit: default def, values above max clamped to max.
+ * Returns 0, or -1 after answering 400. */
+int api_parse_limit(struct ctx *x, int def, int max);
+/* Copy a request id (path parameter or query value of length len) into x->id. Returns 0, or -1
+ * after answering 400 naming field. */
+int api_take_id(struct ctx *x, const char *s, size_t len, const char *field);
+/* Parse the request body as JSON. Returns a new reference, or NULL after answering 400. */
+json_t *api_parse_body(struct ctx *x);
+
+/* ---- stored records as JSON (events.c) ------------------------------------------------------- */
+
+/* Decode a stored event record (len bytes of buf) into ev (initialised by the caller; the caller
+ * cleans it up on every path). Returns 0, or a PROTO_E* code after one warning naming what. */
+int api_decode_record(const char *buf, size_t len, struct status_event *ev, const char *what);
+/* The upstream-shaped "data" of ev (and, when sr is not NULL, its "statusrelay" object) as the
+ * webhook body has them. New references or NULL (allocation failure). */
+json_t *api_event_parts(const struct status_event *ev, json_t **sr);
+
+#endif
