@@ -15,7 +15,6 @@
 #include "relay/ingest/upstream.h"
 #include "relay/common/util.h"
 #include "relay/ingest/watch.h"
-#include "relay/delivery/webhooks.h"
 #include "relay/edge/ws_thread.h"
 #include "relay/edge/xq.h"
 #include "store/apply.h"

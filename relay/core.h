@@ -42,7 +42,7 @@ struct core {
     struct poller *poller;
     struct watch *watch;       /* watched set, watch expiry, stuck gauges (relay/ingest/watch.c) */
     struct api *api;
-    struct webhooks *webhooks; /* the endpoint set (relay/delivery/webhooks.c) */
+    struct webhooks *webhooks; /* the endpoint set (relay/delivery/endpoints.c) */
     struct delivery *delivery; /* owns the set, fan-out and dispatcher (relay/delivery/delivery.c) */
     struct hub *hub;           /* dashboard stream, core side (relay/dash/hub.c) */
     struct metrics metrics;

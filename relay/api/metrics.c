@@ -7,7 +7,7 @@
 #include "relay/api/metrics.h"
 #include "relay/common/util.h"
 #include "relay/core.h"
-#include "relay/delivery/webhooks.h"
+#include "relay/delivery/endpoints.h"
 #include "relay/edge/ws_thread.h"
 #include "relay/ingest/upstream.h"
 #include "relay/metrics.h"

@@ -1,18 +1,18 @@
-/* api_webhooks.c - see api_webhooks.h. runs on: core thread.
+/* webhooks.c - see webhooks.h. runs on: core thread.
  *
  * Ownership: each request is a struct op (owned here from api_webhooks_handle until its one
  * answer); the parsed body is a jansson reference owned by the op. Reads of endpoints first
- * reload the process's endpoint set, so an answer never shows a stale copy. */
+ * reload the process's endpoint set, so an answer never shows a stale copy. POST /v1/replay
+ * validates here and runs relay/delivery/replay.c, which answers through on_replayed. */
 #include "relay/api/webhooks.h"
 #include "protocol/addr.h"
 #include "protocol/event.h"
 #include "relay/core.h"
+#include "relay/common/util.h"
 #include "relay/delivery/delivery.h"
 #include "relay/delivery/dispatch.h"
-#include "relay/delivery/fanout.h"
-#include "relay/common/log.h"
-#include "relay/common/util.h"
-#include "relay/delivery/webhooks.h"
+#include "relay/delivery/endpoints.h"
+#include "relay/delivery/replay.h"
 #include "store/keys.h"
 #include "store/store.h"
 
@@ -22,9 +22,6 @@
 
 #define DELIVERIES_LIMIT_DEFAULT 50
 #define DELIVERIES_LIMIT_MAX 500
-#define REPLAY_PAGE 200
-#define REPLAY_MAX_EVENTS 200000
-#define REPLAY_MAX_REQUEUE "100000"
 
 struct op {
     struct api_wh_req r;
@@ -43,18 +40,7 @@ struct op {
     long offset;
     int limit;
     /* replay */
-    int64_t since, until;
-    int has_since, has_until, dead, skipped, dry;
-    char rid[PROTO_MAX_ID + 1];
-    char whf[WH_ID_MAX];
-    long long count;
-    long scanned;
-    int stage; /* replay of dead/skipped: 0 dead, 1 skipped, 2 done */
-    char next_start[64];
-    struct status_event *evs;
-    char **sids;
-    size_t nevs;
-    int last_page;
+    struct replay_spec rp;
 };
 
 static void op_free(struct op *op)
@@ -62,12 +48,6 @@ static void op_free(struct op *op)
     json_decref(op->in);
     for (int i = 0; i < op->nowned; i++)
         free(op->owned[i]);
-    for (size_t i = 0; i < op->nevs; i++) {
-        status_event_cleanup(&op->evs[i]);
-        free(op->sids[i]);
-    }
-    free(op->evs);
-    free(op->sids);
     free(op);
 }
 
@@ -605,235 +585,7 @@ static void h_deliveries(struct op *op)
     fresh_then(op);
 }
 
-/* ---- replay ---------------------------------------------------------------------------- */
-
-static void replay_answer(struct op *op)
-{
-    json_t *o = json_object();
-    if (!op->dry) {
-        unsigned char rnd[8];
-        os_random(rnd, sizeof(rnd));
-        char id[32];
-        snprintf(id, sizeof(id), "rpl_%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2],
-                 rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
-        json_object_set_new(o, "replayId", json_string(id));
-        log_info("replay queued", "replay=%s count=%lld", id, op->count);
-    }
-    json_object_set_new(o, "count", json_integer(op->count));
-    answer_json(op, op->dry ? 200 : 202, o);
-}
-
-static void requeue_next(struct op *op);
-
-static void on_requeued(void *arg, const char *err, redisReply *r)
-{
-    struct op *op = arg;
-    if (err != NULL || r->type != REDIS_REPLY_INTEGER) {
-        answer_unavailable(op);
-        return;
-    }
-    op->count += r->integer;
-    op->stage++;
-    requeue_next(op);
-}
-
-static void requeue_next(struct op *op)
-{
-    if (webhooks_of(op->r.c) == NULL) { /* shutting down: the service is gone */
-        answer_unavailable(op);
-        return;
-    }
-    while (op->stage < 2 && !(op->stage == 0 ? op->dead : op->skipped))
-        op->stage++;
-    if (op->stage >= 2) {
-        if (!op->dry && op->count > 0 && webhooks_of(op->r.c))
-            dispatch_kick(delivery_dispatch(op->r.c));
-        replay_answer(op);
-        return;
-    }
-    struct core *c = op->r.c;
-    const char *tag = store_tag(c->store);
-    char kset[KEY_MAX], kdue[KEY_MAX], now[24], since[24] = "", until[24] = "";
-    key_build(kset, sizeof(kset), tag, op->stage == 0 ? "dead" : "skipped", NULL, NULL);
-    key_build(kdue, sizeof(kdue), tag, "due", NULL, NULL);
-    snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
-    if (op->has_since)
-        snprintf(since, sizeof(since), "%lld", (long long)op->since);
-    if (op->has_until)
-        snprintf(until, sizeof(until), "%lld", (long long)op->until);
-    const char *argv[] = {kset, kdue, tag,   now, op->whf, op->rid, since, until,
-                          op->dry ? "1" : "0", REPLAY_MAX_REQUEUE};
-    if (store_eval(c->store, webhooks_script(op->w, WH_SC_REQUEUE), on_requeued, op, 2, 10,
-                   argv, NULL) != 0)
-        answer_unavailable(op);
-}
-
-static void events_next(struct op *op);
-static void events_fanout(struct op *op);
-
-static void page_clear(struct op *op)
-{
-    for (size_t i = 0; i < op->nevs; i++) {
-        status_event_cleanup(&op->evs[i]);
-        free(op->sids[i]);
-    }
-    free(op->evs);
-    free(op->sids);
-    op->evs = NULL;
-    op->sids = NULL;
-    op->nevs = 0;
-}
-
-static const char *efield(const redisReply *fields, const char *k, size_t *len)
-{
-    if (fields == NULL || fields->type != REDIS_REPLY_ARRAY)
-        return NULL;
-    for (size_t i = 0; i + 1 < fields->elements; i += 2)
-        if (fields->element[i]->str && strcmp(fields->element[i]->str, k) == 0) {
-            *len = fields->element[i + 1]->len;
-            return fields->element[i + 1]->str;
-        }
-    return NULL;
-}
-
-static void on_events_page(void *arg, const char *err, redisReply *r)
-{
-    struct op *op = arg;
-    if (err != NULL || r->type != REDIS_REPLY_ARRAY || webhooks_of(op->r.c) == NULL) {
-        answer_unavailable(op);
-        return;
-    }
-    page_clear(op);
-    size_t n = r->elements;
-    op->evs = xcalloc(n + 1, sizeof(*op->evs));
-    op->sids = xcalloc(n + 1, sizeof(*op->sids));
-    op->last_page = op->rid[0] != '\0' || n < REPLAY_PAGE;
-    for (size_t i = 0; i < n; i++) {
-        const redisReply *e = r->element[i];
-        if (e->type != REDIS_REPLY_ARRAY || e->elements < 2 || e->element[0]->str == NULL)
-            continue;
-        snprintf(op->next_start, sizeof(op->next_start), "(%s", e->element[0]->str);
-        size_t len = 0;
-        const char *rec = efield(e->element[1], "rec", &len);
-        struct status_event *ev = &op->evs[op->nevs];
-        status_event_init(ev);
-        struct proto_err pe;
-        if (rec == NULL || proto_event_from_record(rec, len, ev, &pe) != 0) {
-            status_event_cleanup(ev);
-            continue;
-        }
-        if ((op->has_since && ev->created_at < op->since) ||
-            (op->has_until && ev->created_at > op->until) ||
-            (op->rid[0] && strcmp(op->rid, ev->request_id) != 0)) {
-            status_event_cleanup(ev);
-            continue;
-        }
-        op->sids[op->nevs] = xstrdup(e->element[0]->str);
-        op->nevs++;
-    }
-    op->scanned += (long)n;
-    events_fanout(op);
-}
-
-static void on_replay_fanout(void *arg, const char *err, redisReply *r);
-
-static void on_replay_reloaded(void *arg, const char *err)
-{
-    struct op *op = arg;
-    if (err != NULL || webhooks_of(op->r.c) == NULL) {
-        answer_unavailable(op);
-        return;
-    }
-    events_fanout(op);
-}
-
-/* Replay: every enabled endpoint whose filters match (replays also reach endpoints
- * registered after the event), or only the one asked for. */
-static char replay_match(void *arg, const struct webhook *wh, const struct status_event *ev)
-{
-    const struct op *op = arg;
-    return wh->enabled && (!op->whf[0] || strcmp(op->whf, wh->id) == 0) &&
-                   webhook_matches_filters(wh, ev)
-               ? 'p'
-               : 0;
-}
-
-/* Queue the page's (event, endpoint) pairs through wh_fanout.lua in replay mode (the same
- * arguments as the fan-out's: relay/delivery/fanout.h). */
-static void events_fanout(struct op *op)
-{
-    struct core *c = op->r.c;
-    struct webhooks *w = op->w;
-    struct fanout_args a;
-    fanout_args_begin(&a, c, w, 1);
-    long long pairs = 0;
-    for (size_t i = 0; i < op->nevs; i++)
-        pairs += fanout_args_event(&a, w, op->sids[i], &op->evs[i], replay_match, op,
-                                   op->dry ? FANOUT_ARGS_NO_BODY : 0);
-    int r = 0;
-    if (op->dry || a.events == 0) {
-        op->count += op->dry ? pairs : 0;
-        r = 1;
-    } else if (store_eval(c->store, webhooks_script(w, WH_SC_FANOUT), on_replay_fanout, op, 3,
-                          (int)a.n, a.v, a.lens) != 0) {
-        r = -1;
-    }
-    fanout_args_free(&a);
-    if (r < 0)
-        answer_unavailable(op);
-    else if (r == 1)
-        events_next(op);
-}
-
-static void on_replay_fanout(void *arg, const char *err, redisReply *r)
-{
-    struct op *op = arg;
-    if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 1) {
-        answer_unavailable(op);
-        return;
-    }
-    if (r->element[0]->integer == -1) {
-        webhooks_reload(op->w, on_replay_reloaded, op);
-        return;
-    }
-    op->count += r->elements > 1 ? r->element[1]->integer : 0;
-    events_next(op);
-}
-
-static void events_next(struct op *op)
-{
-    struct core *c = op->r.c;
-    if (webhooks_of(c) == NULL) {
-        answer_unavailable(op);
-        return;
-    }
-    if (op->last_page || op->scanned >= REPLAY_MAX_EVENTS) {
-        page_clear(op);
-        if (!op->dry && op->count > 0)
-            dispatch_kick(delivery_dispatch(op->r.c));
-        replay_answer(op);
-        return;
-    }
-    const char *tag = store_tag(c->store);
-    char kev[KEY_MAX];
-    key_build(kev, sizeof(kev), tag, "events", NULL, NULL);
-    int r;
-    if (op->rid[0]) {
-        char ktl[KEY_MAX];
-        key_build(ktl, sizeof(ktl), tag, "tl", op->rid, NULL);
-        const char *argv[] = {ktl, kev, "", "", "100000"};
-        r = store_eval(c->store, webhooks_script(op->w, WH_SC_EVENTS_BY_REQUEST),
-                       on_events_page, op, 2, 5, argv, NULL);
-    } else {
-        char end[32], cnt[16];
-        snprintf(end, sizeof(end), "%lld", op->has_until ? (long long)op->until : 0LL);
-        snprintf(cnt, sizeof(cnt), "%d", REPLAY_PAGE);
-        r = store_cmd(c->store, on_events_page, op, "XRANGE %s %s %s COUNT %s", kev,
-                      op->next_start, op->has_until ? end : "+", cnt);
-    }
-    if (r != 0)
-        answer_unavailable(op);
-}
+/* ---- replay (the operation itself: relay/delivery/replay.c) ---------------------------- */
 
 static int get_ms(struct op *op, const char *k, int64_t *out, int *has)
 {
@@ -866,27 +618,22 @@ static int get_bool(struct op *op, const char *k, int *out)
     return 0;
 }
 
-static void on_replay_fresh(void *arg, const char *err)
+static void on_replayed(void *arg, const char *err, long long count, const char *replay_id)
 {
     struct op *op = arg;
-    if (err != NULL || webhooks_of(op->r.c) == NULL) {
-        answer_unavailable(op);
-        return;
-    }
-    if (op->whf[0] && webhooks_find(op->w, op->whf) == NULL) {
+    if (err == replay_err_not_found) {
         answer_not_found(op);
         return;
     }
-    if (op->dead || op->skipped) {
-        requeue_next(op);
+    if (err != NULL) {
+        answer_unavailable(op);
         return;
     }
-    if (op->has_since) {
-        snprintf(op->next_start, sizeof(op->next_start), "%lld", (long long)op->since);
-    } else {
-        snprintf(op->next_start, sizeof(op->next_start), "-");
-    }
-    events_next(op);
+    json_t *o = json_object();
+    if (replay_id != NULL)
+        json_object_set_new(o, "replayId", json_string(replay_id));
+    json_object_set_new(o, "count", json_integer(count));
+    answer_json(op, op->rp.dry ? 200 : 202, o);
 }
 
 static void h_replay(struct op *op)
@@ -895,10 +642,10 @@ static void h_replay(struct op *op)
                                        "dead",  "skipped", "dryRun"};
     if (parse_object(op, 1) != 0 || only_keys(op, keys, ARRAY_LEN(keys)) != 0)
         return;
-    if (get_ms(op, "since", &op->since, &op->has_since) != 0 ||
-        get_ms(op, "until", &op->until, &op->has_until) != 0 ||
-        get_bool(op, "dead", &op->dead) != 0 || get_bool(op, "skipped", &op->skipped) != 0 ||
-        get_bool(op, "dryRun", &op->dry) != 0)
+    if (get_ms(op, "since", &op->rp.since, &op->rp.has_since) != 0 ||
+        get_ms(op, "until", &op->rp.until, &op->rp.has_until) != 0 ||
+        get_bool(op, "dead", &op->rp.dead) != 0 ||
+        get_bool(op, "skipped", &op->rp.skipped) != 0 || get_bool(op, "dryRun", &op->rp.dry) != 0)
         return;
     json_t *v;
     if ((v = json_object_get(op->in, "requestId")) != NULL && !json_is_null(v)) {
@@ -907,7 +654,7 @@ static void h_replay(struct op *op)
             answer_error(op, 400, "invalid_request_id", "requestId", "requestId is malformed");
             return;
         }
-        snprintf(op->rid, sizeof(op->rid), "%s", s);
+        snprintf(op->rp.request_id, sizeof(op->rp.request_id), "%s", s);
     }
     if ((v = json_object_get(op->in, "webhookId")) != NULL && !json_is_null(v)) {
         const char *s = json_string_value(v);
@@ -915,18 +662,19 @@ static void h_replay(struct op *op)
             answer_error(op, 404, "not_found", "webhookId", "no such webhook endpoint");
             return;
         }
-        snprintf(op->whf, sizeof(op->whf), "%s", s);
+        snprintf(op->rp.webhook_id, sizeof(op->rp.webhook_id), "%s", s);
     }
-    if (!op->dead && !op->skipped && !op->has_since && !op->rid[0] && !op->whf[0]) {
+    if (!op->rp.dead && !op->rp.skipped && !op->rp.has_since && !op->rp.request_id[0] &&
+        !op->rp.webhook_id[0]) {
         answer_error(op, 400, "invalid_request", NULL,
                      "say what to replay: since, requestId, webhookId, dead or skipped");
         return;
     }
-    if (op->has_since && op->has_until && op->until < op->since) {
+    if (op->rp.has_since && op->rp.has_until && op->rp.until < op->rp.since) {
         answer_error(op, 400, "invalid_request", "until", "until is before since");
         return;
     }
-    webhooks_reload(op->w, on_replay_fresh, op);
+    replay_start(op->r.c, &op->rp, on_replayed, op);
 }
 
 /* ---- entry ----------------------------------------------------------------------------- */

@@ -1,6 +1,7 @@
-/* api_webhooks.h - the REST handlers of webhook endpoints, deliveries and replay, called by
- * relay/api/server.c's route table through a small adapter (api.c keeps auth, body limits, path
- * matching and the request lifetime; these handlers only parse, call Redis and answer).
+/* webhooks.h - the REST handlers of webhook endpoints, deliveries and replay, called by
+ * relay/api/server.c's route table through a small adapter (server.c keeps auth, body limits,
+ * path matching and the request lifetime; these handlers only parse, call the delivery
+ * service (relay/delivery/: endpoints.h, dispatch.h, replay.h) or Redis, and answer).
  *
  * Routes (DESIGN.md "REST API" and "Pinned details"):
  *   POST   /v1/webhooks                        API_WH_CREATE   201 endpoint + secret

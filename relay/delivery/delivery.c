@@ -8,7 +8,7 @@
 #include "relay/core.h"
 #include "relay/delivery/dispatch.h"
 #include "relay/delivery/fanout.h"
-#include "relay/delivery/webhooks.h"
+#include "relay/delivery/endpoints.h"
 
 #include <stdlib.h>
 

@@ -1,6 +1,7 @@
 /* delivery.h - the webhook delivery service of a process: it owns the endpoint set
- * (relay/delivery/webhooks.h), the fan-out (fanout.h) and the dispatcher (dispatch.h), and
- * sits above them (they know the endpoint set, never this owner).
+ * (relay/delivery/endpoints.h), the fan-out (fanout.h) and the dispatcher (dispatch.h), and
+ * sits above them (they know the endpoint set, never this owner). Replays (replay.h) are
+ * operations clients start on the running service; the service does not own them.
  * runs on: core thread. */
 #ifndef RELAY_DELIVERY_H
 #define RELAY_DELIVERY_H

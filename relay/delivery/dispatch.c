@@ -1,7 +1,7 @@
 /* dispatch.c - see dispatch.h. runs on: core thread.
  *
  * Life of an attempt: claimed (wh_claim.lua, leased in {P}:inflight) -> struct attempt owned
- * by the dispatcher -> queued on its endpoint (struct webhook q_head) until the window has
+ * by the dispatcher -> queued on its endpoint (struct dispatch_ep q_head) until the window has
  * room -> sent (httpc; body and signature headers built once per attempt) ->
  * result queued -> written in a batch by wh_done.lua -> freed. The dispatcher outlives its
  * store commands and HTTP requests (pending and inflight counts), so shutdown never leaves
@@ -17,7 +17,7 @@
 #include "relay/common/httpc.h"
 #include "relay/common/log.h"
 #include "relay/common/util.h"
-#include "relay/delivery/webhooks.h"
+#include "relay/delivery/endpoints.h"
 #include "store/keys.h"
 #include "store/store.h"
 
@@ -34,6 +34,7 @@
 #define DISPATCH_RESPONSE_KEEP 1024
 #define DISPATCH_DRAIN (64 * 1024)
 #define DISPATCH_RETRY_AFTER_MAX_MS (24LL * 3600 * 1000)
+#define DISPATCH_CWND_START 4 /* initial AIMD window of an endpoint (capped by the setting) */
 
 /* A webhook body, shared by the attempts of one event claimed together (100 endpoints: one
  * copy, not 100). */
@@ -86,8 +87,38 @@ struct dispatch {
     char k_due[KEY_MAX], k_inflight[KEY_MAX], k_whv[KEY_MAX], k_dead[KEY_MAX];
 };
 
+/* The dispatcher's state of one endpoint, hung on struct webhook's dispatch_x (opaque outside
+ * this file) by ep_of. It lives exactly as long as the endpoint: reloads update the endpoint
+ * in place, so the window survives them, and attempts in flight keep a deleted endpoint (and
+ * its counters) alive until they end. webhook_unref free()s it: by then the queue is empty
+ * and the endpoint is off qlist, since both hold references on the endpoint. */
+struct dispatch_ep {
+    double cwnd;     /* AIMD concurrency window, 1 .. endpoint_concurrency */
+    int inflight;    /* attempts in flight from this process */
+    int64_t last_decrease_ms;
+    struct attempt *q_head, *q_tail; /* claimed ahead, waiting for a window slot */
+    int queued;
+    int q_listed;    /* on the dispatcher's list of endpoints with a queue (d->qlist) */
+    struct webhook *q_next;
+};
+
 static void send_attempt(struct dispatch *d, struct attempt *a);
 static void pump(struct dispatch *d, struct webhook *wh);
+
+/* wh's state, created on first sight. */
+static struct dispatch_ep *ep_of(struct dispatch *d, struct webhook *wh)
+{
+    if (wh->dispatch_x == NULL) {
+        struct dispatch_ep *e = xcalloc(1, sizeof(*e));
+        /* slow start: a new endpoint earns its window (a hostile one never holds more than
+         * a few connections before its timeouts halve it) */
+        e->cwnd = d->c->cfg->endpoint_concurrency < DISPATCH_CWND_START
+                      ? (double)d->c->cfg->endpoint_concurrency
+                      : DISPATCH_CWND_START;
+        wh->dispatch_x = e;
+    }
+    return wh->dispatch_x;
+}
 
 static struct body *body_new(const char *s, size_t n)
 {
@@ -307,20 +338,21 @@ static int64_t retry_delay(const struct config *cfg, int att)
 
 static void aimd(struct dispatch *d, struct webhook *wh, const struct httpc_resp *resp)
 {
+    struct dispatch_ep *e = ep_of(d, wh);
     double max = (double)d->c->cfg->endpoint_concurrency;
     int congested = resp->err == httpc_err_timeout ||
                     (resp->err == NULL && (resp->status == 429 || resp->status == 502 ||
                                            resp->status == 503 || resp->status == 504));
     if (congested) {
         int64_t now = mono_ms();
-        if (now - wh->last_decrease_ms >= resp->latency_ms) {
-            wh->cwnd = wh->cwnd / 2 < 1 ? 1 : wh->cwnd / 2;
-            wh->last_decrease_ms = now;
+        if (now - e->last_decrease_ms >= resp->latency_ms) {
+            e->cwnd = e->cwnd / 2 < 1 ? 1 : e->cwnd / 2;
+            e->last_decrease_ms = now;
         }
     } else if (resp->err == NULL && resp->status >= 200 && resp->status < 300) {
-        wh->cwnd += 1.0 / wh->cwnd;
-        if (wh->cwnd > max)
-            wh->cwnd = max;
+        e->cwnd += 1.0 / e->cwnd;
+        if (e->cwnd > max)
+            e->cwnd = max;
     }
 }
 
@@ -330,7 +362,7 @@ static void on_http_done(void *arg, const struct httpc_resp *resp)
     struct dispatch *d = a->d;
     struct webhook *wh = a->wh;
     d->inflight--;
-    wh->inflight--;
+    ep_of(d, wh)->inflight--;
     body_unref(a->b);
     a->b = NULL;
     if (a->test_cb) {
@@ -495,7 +527,7 @@ static void send_attempt(struct dispatch *d, struct attempt *a)
         return;
     }
     d->inflight++;
-    wh->inflight++;
+    ep_of(d, wh)->inflight++;
 }
 
 /* ---- per-endpoint queues ---------------------------------------------------------------
@@ -506,32 +538,34 @@ static void send_attempt(struct dispatch *d, struct attempt *a)
 
 static void q_push(struct dispatch *d, struct webhook *wh, struct attempt *a)
 {
+    struct dispatch_ep *e = ep_of(d, wh);
     a->next = NULL;
-    if (wh->q_tail)
-        wh->q_tail->next = a;
+    if (e->q_tail)
+        e->q_tail->next = a;
     else
-        wh->q_head = a;
-    wh->q_tail = a;
-    wh->queued++;
+        e->q_head = a;
+    e->q_tail = a;
+    e->queued++;
     d->queued++;
-    if (!wh->q_listed) {
+    if (!e->q_listed) {
         webhook_ref(wh);
-        wh->q_listed = 1;
-        wh->q_next = d->qlist;
+        e->q_listed = 1;
+        e->q_next = d->qlist;
         d->qlist = wh;
     }
 }
 
 static struct attempt *q_pop(struct dispatch *d, struct webhook *wh)
 {
-    struct attempt *a = wh->q_head;
+    struct dispatch_ep *e = ep_of(d, wh);
+    struct attempt *a = e->q_head;
     if (a == NULL)
         return NULL;
-    wh->q_head = a->next;
-    if (wh->q_head == NULL)
-        wh->q_tail = NULL;
+    e->q_head = a->next;
+    if (e->q_head == NULL)
+        e->q_tail = NULL;
     a->next = NULL;
-    wh->queued--;
+    e->queued--;
     d->queued--;
     return a;
 }
@@ -547,10 +581,11 @@ static void pump(struct dispatch *d, struct webhook *wh)
     int64_t slack = cfg->delivery_lease_ms - cfg->delivery_timeout_ms;
     int64_t max_wait = slack - (slack / 2 < 1000 ? slack / 2 : 1000);
     int64_t now = mono_ms();
-    while (wh->q_head) {
-        struct attempt *a = wh->q_head;
+    struct dispatch_ep *e = ep_of(d, wh);
+    while (e->q_head) {
+        struct attempt *a = e->q_head;
         int drop = wh->deleted || !wh->enabled || now - a->claimed_ms > max_wait;
-        if (!drop && wh->inflight >= (int)wh->cwnd)
+        if (!drop && e->inflight >= (int)e->cwnd)
             break;
         q_pop(d, wh);
         if (drop)
@@ -566,18 +601,19 @@ static void sweep(struct dispatch *d)
     struct webhook **pp = &d->qlist;
     while (*pp) {
         struct webhook *wh = *pp;
+        struct dispatch_ep *e = ep_of(d, wh);
         if (!d->closing)
             pump(d, wh);
-        if (wh->q_head == NULL || d->closing) {
+        if (e->q_head == NULL || d->closing) {
             struct attempt *a;
             while ((a = q_pop(d, wh)) != NULL)
                 attempt_free(a); /* closing: the lease expires, the next holder sends it */
-            *pp = wh->q_next;
-            wh->q_next = NULL;
-            wh->q_listed = 0;
+            *pp = e->q_next;
+            e->q_next = NULL;
+            e->q_listed = 0;
             webhook_unref(wh);
         } else {
-            pp = &wh->q_next;
+            pp = &e->q_next;
         }
     }
 }
@@ -623,7 +659,7 @@ static void start_held(struct dispatch *d)
         }
         a = next;
     }
-    for (struct webhook *wh = d->qlist; wh; wh = wh->q_next)
+    for (struct webhook *wh = d->qlist; wh; wh = ep_of(d, wh)->q_next)
         pump(d, wh);
 }
 
@@ -731,12 +767,13 @@ static void claim(struct dispatch *d, int force)
     int k = 9, room_somewhere = 0;
     for (size_t i = 0; i < nwh; i++) {
         struct webhook *wh = webhooks_at(d->w, i);
-        long fr = d->ahead * (long)wh->cwnd - wh->inflight - wh->queued;
+        const struct dispatch_ep *e = ep_of(d, wh);
+        long fr = d->ahead * (long)e->cwnd - e->inflight - e->queued;
         if (fr < 0)
             fr = 0;
         /* under load, claim in half-window steps rather than after every exchange: fewer,
          * larger claims cost Redis less per delivery, and the queued window hides the wait */
-        long step = (long)wh->cwnd / 2;
+        long step = (long)e->cwnd / 2;
         if (fr >= (step > 1 ? step : 1) && wh->enabled)
             room_somewhere = 1;
         if (fr >= def)

@@ -5,9 +5,10 @@
  * Per endpoint: an AIMD concurrency window (starts at 4, grows by one per window of
  * successes up to STATUSRELAY_ENDPOINT_CONCURRENCY, halves on 429/502/503/504 or a timeout
  * at most once per round trip, never below 1). A claim takes at most two windows per endpoint
- * (one when the lease is short): one goes out, the other waits in the endpoint's local queue so that a finished exchange
- * starts the next without a Redis round trip. A slow endpoint's backlog stays in Redis and
- * never holds leases or slots of others.
+ * (one when the lease is short): one goes out, the other waits in the endpoint's local queue
+ * so that a finished exchange starts the next without a Redis round trip. A slow endpoint's
+ * backlog stays in Redis and never holds leases or slots of others. This per-endpoint state
+ * is private to dispatch.c (struct dispatch_ep, hung on struct webhook's dispatch_x).
  * Outcomes: 2xx delivered; 410 dead and the endpoint disabled; forbidden_target dead at
  * once; anything else retried after the schedule's next delay (+0..20% jitter; Retry-After
  * on 429/503 when longer), dead after the last attempt. An endpoint failing continuously

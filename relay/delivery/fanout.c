@@ -12,7 +12,7 @@
 #include "relay/ingest/ingest.h"
 #include "relay/common/log.h"
 #include "relay/common/util.h"
-#include "relay/delivery/webhooks.h"
+#include "relay/delivery/endpoints.h"
 #include "store/keys.h"
 #include "store/store.h"
 

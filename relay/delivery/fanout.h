@@ -30,7 +30,7 @@ struct fanout;
 #define FANOUT_RENEW_MS 300
 
 /* The KEYS and ARGV of store/wh_fanout.lua (see the script's header), built once for both
- * callers: the fan-out (replay = 0) and POST /v1/replay (replay = 1). v[i] has lens[i]
+ * callers: the fan-out (replay = 0) and replays (replay.c, replay = 1). v[i] has lens[i]
  * bytes; everything it owns is freed by fanout_args_free. */
 struct fanout_args {
     const char **v;

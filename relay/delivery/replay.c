@@ -1,0 +1,318 @@
+/* replay.c - see replay.h. runs on: core thread.
+ *
+ * Steps: reload the endpoint set -> either requeue the dead then the skipped set
+ * (wh_requeue.lua, stage 0, 1) or page through the event log (XRANGE by time, or
+ * events_by_request.lua for one request), decode and filter a page, and queue its
+ * (event, endpoint) pairs with wh_fanout.lua in replay mode; a refusal because the endpoint
+ * set moved on (-1) reloads it and queues the same page again. One Redis step at a time.
+ * Ownership: struct replay (with the decoded page) is owned here from replay_start until
+ * finish() has called the completion. Every callback first checks that the service still
+ * runs (webhooks_of), as the set and the dispatcher go away at shutdown. */
+#include "relay/delivery/replay.h"
+#include "relay/core.h"
+#include "relay/common/log.h"
+#include "relay/common/util.h"
+#include "relay/delivery/delivery.h"
+#include "relay/delivery/dispatch.h"
+#include "relay/delivery/endpoints.h"
+#include "relay/delivery/fanout.h"
+#include "store/keys.h"
+#include "store/store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char replay_err_unavailable[] = "unavailable";
+const char replay_err_not_found[] = "not_found";
+
+struct replay {
+    struct core *c;
+    struct webhooks *w;
+    struct replay_spec s;
+    replay_done_cb *cb;
+    void *arg;
+    long long count;
+    long scanned;
+    int stage; /* replay of dead/skipped: 0 dead, 1 skipped, 2 done */
+    char next_start[64];
+    struct status_event *evs; /* the page being queued, with its stream ids */
+    char **sids;
+    size_t nevs;
+    int last_page;
+};
+
+static void page_clear(struct replay *rp);
+
+static void replay_free(struct replay *rp)
+{
+    page_clear(rp);
+    free(rp);
+}
+
+/* Complete the replay: cb, then free it. */
+static void finish(struct replay *rp, const char *err)
+{
+    char id[32];
+    const char *rid = NULL;
+    if (err == NULL && !rp->s.dry) {
+        unsigned char rnd[8];
+        os_random(rnd, sizeof(rnd));
+        snprintf(id, sizeof(id), "rpl_%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2],
+                 rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+        log_info("replay queued", "replay=%s count=%lld", id, rp->count);
+        rid = id;
+    }
+    rp->cb(rp->arg, err, err == NULL ? rp->count : 0, rid);
+    replay_free(rp);
+}
+
+static void requeue_next(struct replay *rp);
+
+static void on_requeued(void *arg, const char *err, redisReply *r)
+{
+    struct replay *rp = arg;
+    if (err != NULL || r->type != REDIS_REPLY_INTEGER) {
+        finish(rp, replay_err_unavailable);
+        return;
+    }
+    rp->count += r->integer;
+    rp->stage++;
+    requeue_next(rp);
+}
+
+static void requeue_next(struct replay *rp)
+{
+    if (webhooks_of(rp->c) == NULL) { /* shutting down: the service is gone */
+        finish(rp, replay_err_unavailable);
+        return;
+    }
+    while (rp->stage < 2 && !(rp->stage == 0 ? rp->s.dead : rp->s.skipped))
+        rp->stage++;
+    if (rp->stage >= 2) {
+        if (!rp->s.dry && rp->count > 0 && webhooks_of(rp->c))
+            dispatch_kick(delivery_dispatch(rp->c));
+        finish(rp, NULL);
+        return;
+    }
+    struct core *c = rp->c;
+    const char *tag = store_tag(c->store);
+    char kset[KEY_MAX], kdue[KEY_MAX], now[24], since[24] = "", until[24] = "";
+    key_build(kset, sizeof(kset), tag, rp->stage == 0 ? "dead" : "skipped", NULL, NULL);
+    key_build(kdue, sizeof(kdue), tag, "due", NULL, NULL);
+    snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
+    if (rp->s.has_since)
+        snprintf(since, sizeof(since), "%lld", (long long)rp->s.since);
+    if (rp->s.has_until)
+        snprintf(until, sizeof(until), "%lld", (long long)rp->s.until);
+    const char *argv[] = {kset,  kdue,  tag, now, rp->s.webhook_id, rp->s.request_id,
+                          since, until, rp->s.dry ? "1" : "0", REPLAY_MAX_REQUEUE};
+    if (store_eval(c->store, webhooks_script(rp->w, WH_SC_REQUEUE), on_requeued, rp, 2, 10,
+                   argv, NULL) != 0)
+        finish(rp, replay_err_unavailable);
+}
+
+static void events_next(struct replay *rp);
+static void events_fanout(struct replay *rp);
+
+static void page_clear(struct replay *rp)
+{
+    for (size_t i = 0; i < rp->nevs; i++) {
+        status_event_cleanup(&rp->evs[i]);
+        free(rp->sids[i]);
+    }
+    free(rp->evs);
+    free(rp->sids);
+    rp->evs = NULL;
+    rp->sids = NULL;
+    rp->nevs = 0;
+}
+
+static const char *efield(const redisReply *fields, const char *k, size_t *len)
+{
+    if (fields == NULL || fields->type != REDIS_REPLY_ARRAY)
+        return NULL;
+    for (size_t i = 0; i + 1 < fields->elements; i += 2)
+        if (fields->element[i]->str && strcmp(fields->element[i]->str, k) == 0) {
+            *len = fields->element[i + 1]->len;
+            return fields->element[i + 1]->str;
+        }
+    return NULL;
+}
+
+static void on_events_page(void *arg, const char *err, redisReply *r)
+{
+    struct replay *rp = arg;
+    if (err != NULL || r->type != REDIS_REPLY_ARRAY || webhooks_of(rp->c) == NULL) {
+        finish(rp, replay_err_unavailable);
+        return;
+    }
+    page_clear(rp);
+    size_t n = r->elements;
+    rp->evs = xcalloc(n + 1, sizeof(*rp->evs));
+    rp->sids = xcalloc(n + 1, sizeof(*rp->sids));
+    rp->last_page = rp->s.request_id[0] != '\0' || n < REPLAY_PAGE;
+    for (size_t i = 0; i < n; i++) {
+        const redisReply *e = r->element[i];
+        if (e->type != REDIS_REPLY_ARRAY || e->elements < 2 || e->element[0]->str == NULL)
+            continue;
+        snprintf(rp->next_start, sizeof(rp->next_start), "(%s", e->element[0]->str);
+        size_t len = 0;
+        const char *rec = efield(e->element[1], "rec", &len);
+        struct status_event *ev = &rp->evs[rp->nevs];
+        status_event_init(ev);
+        struct proto_err pe;
+        if (rec == NULL || proto_event_from_record(rec, len, ev, &pe) != 0) {
+            status_event_cleanup(ev);
+            continue;
+        }
+        if ((rp->s.has_since && ev->created_at < rp->s.since) ||
+            (rp->s.has_until && ev->created_at > rp->s.until) ||
+            (rp->s.request_id[0] && strcmp(rp->s.request_id, ev->request_id) != 0)) {
+            status_event_cleanup(ev);
+            continue;
+        }
+        rp->sids[rp->nevs] = xstrdup(e->element[0]->str);
+        rp->nevs++;
+    }
+    rp->scanned += (long)n;
+    events_fanout(rp);
+}
+
+static void on_replay_fanout(void *arg, const char *err, redisReply *r);
+
+static void on_replay_reloaded(void *arg, const char *err)
+{
+    struct replay *rp = arg;
+    if (err != NULL || webhooks_of(rp->c) == NULL) {
+        finish(rp, replay_err_unavailable);
+        return;
+    }
+    events_fanout(rp);
+}
+
+/* Replay: every enabled endpoint whose filters match (replays also reach endpoints
+ * registered after the event), or only the one asked for. */
+static char replay_match(void *arg, const struct webhook *wh, const struct status_event *ev)
+{
+    const struct replay *rp = arg;
+    return wh->enabled && (!rp->s.webhook_id[0] || strcmp(rp->s.webhook_id, wh->id) == 0) &&
+                   webhook_matches_filters(wh, ev)
+               ? 'p'
+               : 0;
+}
+
+/* Queue the page's (event, endpoint) pairs through wh_fanout.lua in replay mode (the same
+ * arguments as the fan-out's: relay/delivery/fanout.h). */
+static void events_fanout(struct replay *rp)
+{
+    struct core *c = rp->c;
+    struct webhooks *w = rp->w;
+    struct fanout_args a;
+    fanout_args_begin(&a, c, w, 1);
+    long long pairs = 0;
+    for (size_t i = 0; i < rp->nevs; i++)
+        pairs += fanout_args_event(&a, w, rp->sids[i], &rp->evs[i], replay_match, rp,
+                                   rp->s.dry ? FANOUT_ARGS_NO_BODY : 0);
+    int r = 0;
+    if (rp->s.dry || a.events == 0) {
+        rp->count += rp->s.dry ? pairs : 0;
+        r = 1;
+    } else if (store_eval(c->store, webhooks_script(w, WH_SC_FANOUT), on_replay_fanout, rp, 3,
+                          (int)a.n, a.v, a.lens) != 0) {
+        r = -1;
+    }
+    fanout_args_free(&a);
+    if (r < 0)
+        finish(rp, replay_err_unavailable);
+    else if (r == 1)
+        events_next(rp);
+}
+
+static void on_replay_fanout(void *arg, const char *err, redisReply *r)
+{
+    struct replay *rp = arg;
+    if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 1) {
+        finish(rp, replay_err_unavailable);
+        return;
+    }
+    if (r->element[0]->integer == -1) {
+        webhooks_reload(rp->w, on_replay_reloaded, rp);
+        return;
+    }
+    rp->count += r->elements > 1 ? r->element[1]->integer : 0;
+    events_next(rp);
+}
+
+static void events_next(struct replay *rp)
+{
+    struct core *c = rp->c;
+    if (webhooks_of(c) == NULL) {
+        finish(rp, replay_err_unavailable);
+        return;
+    }
+    if (rp->last_page || rp->scanned >= REPLAY_MAX_EVENTS) {
+        page_clear(rp);
+        if (!rp->s.dry && rp->count > 0)
+            dispatch_kick(delivery_dispatch(rp->c));
+        finish(rp, NULL);
+        return;
+    }
+    const char *tag = store_tag(c->store);
+    char kev[KEY_MAX];
+    key_build(kev, sizeof(kev), tag, "events", NULL, NULL);
+    int r;
+    if (rp->s.request_id[0]) {
+        char ktl[KEY_MAX];
+        key_build(ktl, sizeof(ktl), tag, "tl", rp->s.request_id, NULL);
+        const char *argv[] = {ktl, kev, "", "", "100000"};
+        r = store_eval(c->store, webhooks_script(rp->w, WH_SC_EVENTS_BY_REQUEST),
+                       on_events_page, rp, 2, 5, argv, NULL);
+    } else {
+        char end[32], cnt[16];
+        snprintf(end, sizeof(end), "%lld", rp->s.has_until ? (long long)rp->s.until : 0LL);
+        snprintf(cnt, sizeof(cnt), "%d", REPLAY_PAGE);
+        r = store_cmd(c->store, on_events_page, rp, "XRANGE %s %s %s COUNT %s", kev,
+                      rp->next_start, rp->s.has_until ? end : "+", cnt);
+    }
+    if (r != 0)
+        finish(rp, replay_err_unavailable);
+}
+
+static void on_replay_fresh(void *arg, const char *err)
+{
+    struct replay *rp = arg;
+    if (err != NULL || webhooks_of(rp->c) == NULL) {
+        finish(rp, replay_err_unavailable);
+        return;
+    }
+    if (rp->s.webhook_id[0] && webhooks_find(rp->w, rp->s.webhook_id) == NULL) {
+        finish(rp, replay_err_not_found);
+        return;
+    }
+    if (rp->s.dead || rp->s.skipped) {
+        requeue_next(rp);
+        return;
+    }
+    if (rp->s.has_since) {
+        snprintf(rp->next_start, sizeof(rp->next_start), "%lld", (long long)rp->s.since);
+    } else {
+        snprintf(rp->next_start, sizeof(rp->next_start), "-");
+    }
+    events_next(rp);
+}
+
+void replay_start(struct core *c, const struct replay_spec *spec, replay_done_cb *cb, void *arg)
+{
+    struct replay *rp = xcalloc(1, sizeof(*rp));
+    rp->c = c;
+    rp->w = webhooks_of(c);
+    rp->s = *spec;
+    rp->cb = cb;
+    rp->arg = arg;
+    if (rp->w == NULL) {
+        finish(rp, replay_err_unavailable);
+        return;
+    }
+    webhooks_reload(rp->w, on_replay_fresh, rp);
+}
