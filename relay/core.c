@@ -5,7 +5,6 @@
  * evthread_use_pthreads() ran before event_base_new()). */
 #include "relay/core.h"
 #include "relay/delivery/delivery.h"
-#include "relay/delivery/dispatch.h"
 #include "relay/api/server.h"
 #include "relay/common/httpc.h"
 #include "relay/dash/hub.h"
@@ -225,8 +224,7 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
 {
     struct core_priv *cp = arg;
     struct core *c = &cp->c;
-    struct dispatch *d = delivery_dispatch(c);
-    int busy = dispatch_busy(d) && store_ready(c->store);
+    int busy = delivery_busy(c) && store_ready(c->store);
     if (busy && mono_ms() < cp->stop_deadline) {
         struct timeval tv = {0, 50 * 1000};
         evtimer_add(cp->stop_ev, &tv);

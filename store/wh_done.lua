@@ -26,16 +26,6 @@ local function finish(did, wh, rid, held)
   ensure_active(ok, wh)
 end
 
-local function disable(wh, reason)
-  local whk = tag .. ':wh:' .. wh
-  if redis.call('HGET', whk, 'enabled') == '1' then
-    redis.call('HSET', whk, 'enabled', '0', 'disabledReason', reason, 'disabledAt', now)
-    redis.call('INCR', KEYS[3])
-    disabled[#disabled + 1] = wh
-    disabled[#disabled + 1] = reason
-  end
-end
-
 for i = 5, #ARGV, 5 do
   local did, wh, outcome, att, nx = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
   local dl = tag .. ':dl:' .. did
@@ -43,7 +33,6 @@ for i = 5, #ARGV, 5 do
   if h[1] then
     local held = redis.call('ZREM', KEYS[2], did) == 1
     local n = (tonumber(h[3]) or 0) + 1
-    local whk = tag .. ':wh:' .. wh
     if outcome == 'ok' then
       if h[1] == 'pending' then
         -- q "0" rather than deleted: one write (readers test q == "1"; next is only shown
@@ -60,15 +49,7 @@ for i = 5, #ARGV, 5 do
       redis.call('HSET', dl, 'a' .. n, att, 'nlog', n)
     end
     if outcome ~= 'ok' and h[1] == 'pending' then
-      if redis.call('EXISTS', whk) == 1 then
-        redis.call('HSETNX', whk, 'failSince', now)
-        local since = tonumber(redis.call('HGET', whk, 'failSince'))
-        if outcome == 'gone' then
-          disable(wh, 'gone')
-        elseif now - since >= disable_after then
-          disable(wh, 'failing')
-        end
-      end
+      note_outcome(wh, outcome, KEYS[3], disable_after, disabled)
       if outcome == 'retry' then
         if held then
           redis.call('HSET', dl, 'next', nx, 'q', '1')

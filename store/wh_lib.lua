@@ -71,4 +71,32 @@ local function ensure_active(ok, wh)
   local nx = tonumber(redis.call('HGET', tag .. ':dl:' .. mem[1], 'next') or '0') or 0
   enqueue(mem[1], wh, math.max(now, nx))
 end
+-- An attempt's outcome on its endpoint's health: a failure starts (or continues) the
+-- failing period, an endpoint failing for disable_after ms or answering 410 is disabled
+-- (whv = the endpoints version key, bumped so every process reloads); a success ends it.
+-- Disabled endpoints are appended to the caller's list as (endpoint id, reason) pairs.
+local function note_outcome(wh, outcome, whv, disable_after, disabled)
+  local whk = tag .. ':wh:' .. wh
+  if outcome == 'ok' then
+    return true -- the caller clears failSince once per endpoint
+  end
+  if redis.call('EXISTS', whk) == 0 then
+    return false
+  end
+  redis.call('HSETNX', whk, 'failSince', now)
+  local since = tonumber(redis.call('HGET', whk, 'failSince'))
+  local reason
+  if outcome == 'gone' then
+    reason = 'gone'
+  elseif now - since >= disable_after then
+    reason = 'failing'
+  end
+  if reason and redis.call('HGET', whk, 'enabled') == '1' then
+    redis.call('HSET', whk, 'enabled', '0', 'disabledReason', reason, 'disabledAt', now)
+    redis.call('INCR', whv)
+    disabled[#disabled + 1] = wh
+    disabled[#disabled + 1] = reason
+  end
+  return false
+end
 -- end of wh_lib.lua

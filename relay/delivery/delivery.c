@@ -41,6 +41,12 @@ void delivery_stop(struct core *c)
     free(d);
 }
 
+int delivery_busy(const struct core *c)
+{
+    const struct delivery *d = c->delivery;
+    return d != NULL && (dispatch_busy(d->dp) || fanout_busy(d->fo));
+}
+
 struct dispatch *delivery_dispatch(const struct core *c)
 {
     return c->delivery != NULL ? c->delivery->dp : NULL;

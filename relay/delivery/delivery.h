@@ -18,6 +18,9 @@ int delivery_start(struct core *c);
  * another process or the next start sends them again. Call before httpc_free. NULL-safe
  * on c->delivery. */
 void delivery_stop(struct core *c);
+/* 1 while first attempts, fan-out batches not yet committed, or outcomes not yet written
+ * remain (graceful shutdown waits for 0; no new work starts once c->shutting_down is set). */
+int delivery_busy(const struct core *c);
 /* The dispatcher (NULL before delivery_start and after delivery_stop). */
 struct dispatch *delivery_dispatch(const struct core *c);
 

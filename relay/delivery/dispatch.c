@@ -1,6 +1,6 @@
 /* dispatch.c - see dispatch.h. runs on: core thread.
  *
- * Life of an attempt: claimed (wh_claim.lua, leased in {P}:inflight) -> struct attempt owned
+ * Life of an attempt: claimed (wh_claim.lua, leased in {P}:inflight) -> struct dispatch_attempt owned
  * by the dispatcher -> queued on its endpoint (struct dispatch_ep q_head) until the window has
  * room -> sent (httpc; body and signature headers built once per attempt) ->
  * result queued -> written in a batch by wh_done.lua -> freed. The dispatcher outlives its
@@ -38,21 +38,21 @@
 
 /* A webhook body, shared by the attempts of one event claimed together (100 endpoints: one
  * copy, not 100). */
-struct body {
+struct dispatch_body {
     int refs;
     size_t len;
     char p[]; /* NUL-terminated */
 };
 
-struct attempt {
-    struct attempt *next;
+struct dispatch_attempt {
+    struct dispatch_attempt *next;
     struct dispatch *d;
     struct webhook *wh; /* reference, from start to free */
     char whid[WH_ID_MAX];
     char *did;
     char ev[PROTO_EVENT_ID_MAX + 16];
     int att, replay;
-    struct body *b;    /* reference; dropped when the HTTP exchange completes */
+    struct dispatch_body *b;    /* reference; dropped when the HTTP exchange completes */
     int64_t claimed_ms; /* monotonic: the lease runs from here */
     const char *kind;   /* 'b', 'r', 'x' from the claim */
     /* headers of this attempt (httpc copies them) */
@@ -65,13 +65,18 @@ struct attempt {
     /* test sends */
     dispatch_test_cb *test_cb;
     void *test_arg;
+    /* first attempts of the fan-out (dispatch_first): reported to first_cb instead of
+     * wh_done.lua until detached; orphan: forgotten, the result is dropped */
+    dispatch_first_cb *first_cb;
+    void *first_arg;
+    int first, orphan;
 };
 
 struct dispatch {
     struct core *c;
     struct webhooks *w;
     struct store_script sc_claim, sc_done, sc_reap;
-    struct event *tick_ev, *kick_ev, *flush_ev, *reap_ev;
+    struct event *tick_ev, *kick_ev, *flush_ev, *reap_ev, *pump_ev;
     int closing;
     int pending;     /* store commands in flight */
     size_t inflight; /* HTTP attempts in flight */
@@ -80,10 +85,10 @@ struct dispatch {
     int claiming, reaping;
     int kick_again; /* kicked while a claim was in flight: claim again after it */
     int ahead;      /* windows claimed per endpoint: 2 (one queued), 1 with short leases */
-    struct attempt *res_head, *res_tail; /* results waiting to be written */
+    struct dispatch_attempt *res_head, *res_tail; /* results waiting to be written */
     size_t nres;
-    struct attempt *flushing; /* batch being written */
-    struct attempt *held;     /* claimed, waiting for an endpoint reload */
+    struct dispatch_attempt *flushing; /* batch being written */
+    struct dispatch_attempt *held;     /* claimed, waiting for an endpoint reload */
     char k_due[KEY_MAX], k_inflight[KEY_MAX], k_whv[KEY_MAX], k_dead[KEY_MAX];
 };
 
@@ -96,13 +101,14 @@ struct dispatch_ep {
     double cwnd;     /* AIMD concurrency window, 1 .. endpoint_concurrency */
     int inflight;    /* attempts in flight from this process */
     int64_t last_decrease_ms;
-    struct attempt *q_head, *q_tail; /* claimed ahead, waiting for a window slot */
+    struct dispatch_attempt *q_head, *q_tail; /* claimed ahead, waiting for a window slot */
     int queued;
     int q_listed;    /* on the dispatcher's list of endpoints with a queue (d->qlist) */
     struct webhook *q_next;
+    int failing;     /* the last attempt here failed: the fan-out records, not sends */
 };
 
-static void send_attempt(struct dispatch *d, struct attempt *a);
+static void send_attempt(struct dispatch *d, struct dispatch_attempt *a);
 static void pump(struct dispatch *d, struct webhook *wh);
 
 /* wh's state, created on first sight. */
@@ -120,9 +126,9 @@ static struct dispatch_ep *ep_of(struct dispatch *d, struct webhook *wh)
     return wh->dispatch_x;
 }
 
-static struct body *body_new(const char *s, size_t n)
+struct dispatch_body *dispatch_body_new(const char *s, size_t n)
 {
-    struct body *b = xmalloc(sizeof(*b) + n + 1);
+    struct dispatch_body *b = xmalloc(sizeof(*b) + n + 1);
     b->refs = 1;
     b->len = n;
     memcpy(b->p, s, n);
@@ -130,27 +136,33 @@ static struct body *body_new(const char *s, size_t n)
     return b;
 }
 
-static void body_unref(struct body *b)
+void dispatch_body_unref(struct dispatch_body *b)
 {
     if (b != NULL && --b->refs == 0)
         free(b);
 }
 
-static void attempt_free(struct attempt *a)
+const char *dispatch_body_data(const struct dispatch_body *b, size_t *len)
+{
+    *len = b->len;
+    return b->p;
+}
+
+static void attempt_free(struct dispatch_attempt *a)
 {
     if (a == NULL)
         return;
     webhook_unref(a->wh);
     free(a->did);
-    body_unref(a->b);
+    dispatch_body_unref(a->b);
     free(a->json);
     free(a);
 }
 
-static void list_free(struct attempt *a)
+static void list_free(struct dispatch_attempt *a)
 {
     while (a) {
-        struct attempt *n = a->next;
+        struct dispatch_attempt *n = a->next;
         attempt_free(a);
         a = n;
     }
@@ -227,7 +239,7 @@ static char *attempt_json(int64_t at, int att, long status, int64_t latency, con
 
 /* ---- results --------------------------------------------------------------------------- */
 
-static void push_result(struct dispatch *d, struct attempt *a)
+static void push_result(struct dispatch *d, struct dispatch_attempt *a)
 {
     a->next = NULL;
     if (d->res_tail)
@@ -239,6 +251,22 @@ static void push_result(struct dispatch *d, struct attempt *a)
     event_active(d->flush_ev, EV_TIMEOUT, 0);
 }
 
+/* The outcome of a is known: to the fan-out for its first attempts, else written by
+ * wh_done.lua. */
+static void finish(struct dispatch *d, struct dispatch_attempt *a)
+{
+    if (a->wh != NULL)
+        ep_of(d, a->wh)->failing = strcmp(a->outcome, "ok") != 0;
+    if (a->first_cb != NULL) {
+        a->first_cb(a->first_arg, a->outcome, a->json, a->next_ms);
+        attempt_free(a);
+    } else if (a->orphan) {
+        attempt_free(a);
+    } else {
+        push_result(d, a);
+    }
+}
+
 static void flush(struct dispatch *d);
 
 static void on_done(void *arg, const char *err, redisReply *r)
@@ -246,11 +274,11 @@ static void on_done(void *arg, const char *err, redisReply *r)
     struct dispatch *d = arg;
     if (callback_enter(d))
         return;
-    struct attempt *batch = d->flushing;
+    struct dispatch_attempt *batch = d->flushing;
     d->flushing = NULL;
     if (err != NULL) {
         /* unknown whether it ran: the script is idempotent, write the batch again */
-        struct attempt *last = batch;
+        struct dispatch_attempt *last = batch;
         size_t n = 1;
         while (last && last->next)
             last = last->next, n++;
@@ -294,7 +322,7 @@ static void flush(struct dispatch *d)
     snprintf(ret, sizeof(ret), "%lld", (long long)WH_RETENTION_MS);
     argv[0] = d->k_due, argv[1] = d->k_inflight, argv[2] = d->k_whv, argv[3] = d->k_dead;
     argv[4] = tag, argv[5] = now, argv[6] = dis, argv[7] = ret;
-    struct attempt *a = d->res_head, *last = NULL;
+    struct dispatch_attempt *a = d->res_head, *last = NULL;
     for (size_t i = 0; i < n; i++, last = a, a = a->next) {
         snprintf(nx[i], 24, "%lld", (long long)a->next_ms);
         argv[8 + 5 * i] = a->did;
@@ -358,12 +386,12 @@ static void aimd(struct dispatch *d, struct webhook *wh, const struct httpc_resp
 
 static void on_http_done(void *arg, const struct httpc_resp *resp)
 {
-    struct attempt *a = arg;
+    struct dispatch_attempt *a = arg;
     struct dispatch *d = a->d;
     struct webhook *wh = a->wh;
     d->inflight--;
     ep_of(d, wh)->inflight--;
-    body_unref(a->b);
+    dispatch_body_unref(a->b);
     a->b = NULL;
     if (a->test_cb) {
         if (!d->closing)
@@ -420,7 +448,7 @@ static void on_http_done(void *arg, const struct httpc_resp *resp)
                            resp->latency_ms, resp->err,
                            resp->err && resp->detail ? resp->detail : NULL, resp->body,
                            resp->body_len, a->replay);
-    push_result(d, a);
+    finish(d, a);
     pump(d, wh);       /* a slot is free: the next claimed attempt goes out now */
     webhook_unref(wh);
     dispatch_kick(d); /* and the queue is refilled */
@@ -433,15 +461,18 @@ static int forbid_private(void *arg, const struct sockaddr *sa, socklen_t len)
     return proto_addr_forbidden(sa, len);
 }
 
-static void fail_now(struct dispatch *d, struct attempt *a, const char *err, const char *outcome)
+/* a failed before any exchange; retry (if that is the outcome) after delay_ms. a is handed
+ * on (and may be freed) here. */
+static void fail_now(struct dispatch *d, struct dispatch_attempt *a, const char *err,
+                     const char *outcome, int64_t delay_ms)
 {
     a->outcome = outcome;
-    a->next_ms = wall_ms();
+    a->next_ms = wall_ms() + delay_ms;
     a->json = attempt_json(wall_ms(), a->att, 0, 0, err, NULL, NULL, 0, a->replay);
-    push_result(d, a);
+    finish(d, a);
 }
 
-static void send_attempt(struct dispatch *d, struct attempt *a)
+static void send_attempt(struct dispatch *d, struct dispatch_attempt *a)
 {
     struct webhook *wh = a->wh;
     const struct config *cfg = d->c->cfg;
@@ -469,7 +500,7 @@ static void send_attempt(struct dispatch *d, struct attempt *a)
                 proto_sw_sign(wh->prev_hmac, a->ev, ts, a->b->p, a->b->len, s2, sizeof(s2));
         }
         if (r != 0) {
-            fail_now(d, a, "signing_failed", "dead");
+            fail_now(d, a, "signing_failed", "dead", 0);
             return;
         }
         snprintf(a->h_sig, sizeof(a->h_sig), "webhook-signature: %s%s%s", s1, s2[0] ? " " : "",
@@ -480,7 +511,7 @@ static void send_attempt(struct dispatch *d, struct attempt *a)
         char xts[24], hex[65];
         snprintf(xts, sizeof(xts), "%lld", (long long)now);
         if (proto_upstream_sign(wh->up_hmac, xts, a->b->p, a->b->len, hex) != 0) {
-            fail_now(d, a, "signing_failed", "dead");
+            fail_now(d, a, "signing_failed", "dead", 0);
             return;
         }
         snprintf(a->h_xts, sizeof(a->h_xts), "X-Signature-Timestamp: %s", xts);
@@ -522,8 +553,7 @@ static void send_attempt(struct dispatch *d, struct attempt *a)
             return;
         }
         int64_t dl = retry_delay(cfg, a->att);
-        fail_now(d, a, httpc_err_internal, dl < 0 ? "dead" : "retry");
-        a->next_ms = wall_ms() + (dl < 0 ? 0 : dl);
+        fail_now(d, a, httpc_err_internal, dl < 0 ? "dead" : "retry", dl < 0 ? 0 : dl);
         return;
     }
     d->inflight++;
@@ -536,7 +566,7 @@ static void send_attempt(struct dispatch *d, struct attempt *a)
  * one request to one endpoint are never claimed together (one is queued at a time, see
  * wh_fanout.lua), so the order of these queues never reorders a request's events. */
 
-static void q_push(struct dispatch *d, struct webhook *wh, struct attempt *a)
+static void q_push(struct dispatch *d, struct webhook *wh, struct dispatch_attempt *a)
 {
     struct dispatch_ep *e = ep_of(d, wh);
     a->next = NULL;
@@ -555,10 +585,10 @@ static void q_push(struct dispatch *d, struct webhook *wh, struct attempt *a)
     }
 }
 
-static struct attempt *q_pop(struct dispatch *d, struct webhook *wh)
+static struct dispatch_attempt *q_pop(struct dispatch *d, struct webhook *wh)
 {
     struct dispatch_ep *e = ep_of(d, wh);
-    struct attempt *a = e->q_head;
+    struct dispatch_attempt *a = e->q_head;
     if (a == NULL)
         return NULL;
     e->q_head = a->next;
@@ -583,15 +613,22 @@ static void pump(struct dispatch *d, struct webhook *wh)
     int64_t now = mono_ms();
     struct dispatch_ep *e = ep_of(d, wh);
     while (e->q_head) {
-        struct attempt *a = e->q_head;
-        int drop = wh->deleted || !wh->enabled || now - a->claimed_ms > max_wait;
+        struct dispatch_attempt *a = e->q_head;
+        /* a first attempt has no lease until the fan-out records it (detach) */
+        int waited = !a->first_cb && !a->orphan && now - a->claimed_ms > max_wait;
+        int drop = wh->deleted || !wh->enabled || waited;
         if (!drop && e->inflight >= (int)e->cwnd)
             break;
         q_pop(d, wh);
-        if (drop)
+        if (drop && a->first_cb) {
+            a->outcome = NULL; /* not attempted: the fan-out records it as pending */
+            a->first_cb(a->first_arg, NULL, NULL, 0);
             attempt_free(a);
-        else
+        } else if (drop) {
+            attempt_free(a);
+        } else {
             send_attempt(d, a);
+        }
     }
 }
 
@@ -605,7 +642,7 @@ static void sweep(struct dispatch *d)
         if (!d->closing)
             pump(d, wh);
         if (e->q_head == NULL || d->closing) {
-            struct attempt *a;
+            struct dispatch_attempt *a;
             while ((a = q_pop(d, wh)) != NULL)
                 attempt_free(a); /* closing: the lease expires, the next holder sends it */
             *pp = e->q_next;
@@ -622,10 +659,10 @@ static void sweep(struct dispatch *d)
  * endpoints unknown here belong to deleted endpoints (their lease entry is reaped). */
 static void start_held(struct dispatch *d)
 {
-    struct attempt *a = d->held;
+    struct dispatch_attempt *a = d->held;
     d->held = NULL;
     while (a) {
-        struct attempt *next = a->next;
+        struct dispatch_attempt *next = a->next;
         a->next = NULL;
         struct webhook *wh = webhooks_find(d->w, a->whid);
         if (wh == NULL) {
@@ -634,7 +671,7 @@ static void start_held(struct dispatch *d)
             webhook_ref(wh);
             a->wh = wh;
             if (a->kind[0] == 'x') {
-                fail_now(d, a, "event_expired", "dead");
+                fail_now(d, a, "event_expired", "dead", 0);
             } else if (a->kind[0] == 'r') { /* body key expired: encode from the record */
                 struct status_event ev;
                 struct proto_err pe;
@@ -644,12 +681,12 @@ static void start_held(struct dispatch *d)
                 if (proto_event_from_record(a->b->p, a->b->len, &ev, &pe) == 0)
                     body = proto_event_webhook_body(&ev, &blen);
                 status_event_cleanup(&ev);
-                body_unref(a->b);
+                dispatch_body_unref(a->b);
                 a->b = NULL;
                 if (body == NULL) {
-                    fail_now(d, a, "event_unreadable", "dead");
+                    fail_now(d, a, "event_unreadable", "dead", 0);
                 } else {
-                    a->b = body_new(body, blen);
+                    a->b = dispatch_body_new(body, blen);
                     free(body);
                     q_push(d, wh, a);
                 }
@@ -685,12 +722,12 @@ static void on_claim(void *arg, const char *err, redisReply *r)
         return;
     }
     size_t n = (r->elements - 1) / 7;
-    struct attempt *head = NULL, **tail = &head;
-    struct attempt **byidx = xcalloc(n ? n : 1, sizeof(*byidx));
+    struct dispatch_attempt *head = NULL, **tail = &head;
+    struct dispatch_attempt **byidx = xcalloc(n ? n : 1, sizeof(*byidx));
     int64_t now = mono_ms();
     for (size_t i = 0; i < n; i++) {
         redisReply **e = r->element + 1 + 7 * i;
-        struct attempt *a = xcalloc(1, sizeof(*a));
+        struct dispatch_attempt *a = xcalloc(1, sizeof(*a));
         a->d = d;
         a->claimed_ms = now;
         a->did = xstrdup(e[0]->str ? e[0]->str : "");
@@ -710,7 +747,7 @@ static void on_claim(void *arg, const char *err, redisReply *r)
             }
         }
         if (a->b == NULL)
-            a->b = body_new(e[6]->str ? e[6]->str : "", e[6]->str ? e[6]->len : 0);
+            a->b = dispatch_body_new(e[6]->str ? e[6]->str : "", e[6]->str ? e[6]->len : 0);
         byidx[i] = a;
         *tail = a;
         tail = &a->next;
@@ -837,6 +874,61 @@ static void on_reap(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+/* ---- first attempts for the fan-out --------------------------------------------------- */
+
+int dispatch_first_ok(struct dispatch *d, struct webhook *wh)
+{
+    if (d->closing || !wh->enabled || wh->deleted || wh->latest)
+        return 0;
+    struct dispatch_ep *e = ep_of(d, wh);
+    return !e->failing && e->queued < 4 * (int)d->c->cfg->endpoint_concurrency;
+}
+
+struct dispatch_attempt *dispatch_first(struct dispatch *d, struct webhook *wh, const char *did,
+                                        const char *event_id, struct dispatch_body *b,
+                                        dispatch_first_cb *cb, void *arg)
+{
+    if (d->closing)
+        return NULL;
+    struct dispatch_attempt *a = xcalloc(1, sizeof(*a));
+    a->d = d;
+    webhook_ref(wh);
+    a->wh = wh;
+    snprintf(a->whid, sizeof(a->whid), "%s", wh->id);
+    a->did = xstrdup(did);
+    snprintf(a->ev, sizeof(a->ev), "%s", event_id);
+    a->att = 1;
+    a->b = b;
+    b->refs++;
+    a->kind = "b";
+    a->claimed_ms = mono_ms();
+    a->first = 1;
+    a->first_cb = cb;
+    a->first_arg = arg;
+    q_push(d, wh, a);
+    event_active(d->pump_ev, EV_TIMEOUT, 0); /* sent from the loop: cb never runs in here */
+    return a;
+}
+
+void dispatch_first_detach(struct dispatch *d, struct dispatch_attempt *a)
+{
+    a->first_cb = NULL;
+    a->first_arg = NULL;
+    a->claimed_ms = mono_ms(); /* its lease starts now (the fan-out wrote it) */
+}
+
+void dispatch_first_forget(struct dispatch *d, struct dispatch_attempt *a)
+{
+    a->first_cb = NULL;
+    a->first_arg = NULL;
+    a->orphan = 1;
+}
+
+static void on_pump(evutil_socket_t fd, short what, void *arg)
+{
+    sweep(arg);
+}
+
 /* ---- test sends ------------------------------------------------------------------------ */
 
 int dispatch_test(struct dispatch *d, struct webhook *wh, dispatch_test_cb *cb, void *arg)
@@ -864,7 +956,7 @@ int dispatch_test(struct dispatch *d, struct webhook *wh, dispatch_test_cb *cb, 
     ev.created_at = now;
     ev.seq = 1;
     snprintf(ev.event_id, sizeof(ev.event_id), "evt_%s", hex);
-    struct attempt *a = xcalloc(1, sizeof(*a));
+    struct dispatch_attempt *a = xcalloc(1, sizeof(*a));
     a->d = d;
     size_t blen = 0;
     char *body = proto_event_webhook_body(&ev, &blen);
@@ -874,7 +966,7 @@ int dispatch_test(struct dispatch *d, struct webhook *wh, dispatch_test_cb *cb, 
         free(a);
         return -1;
     }
-    a->b = body_new(body, blen);
+    a->b = dispatch_body_new(body, blen);
     free(body);
     webhook_ref(wh);
     a->wh = wh;
@@ -910,6 +1002,7 @@ struct dispatch *dispatch_new(struct core *c, struct webhooks *w)
     d->reap_ev = event_new(c->base, -1, EV_PERSIST, on_reap, d);
     d->kick_ev = event_new(c->base, -1, 0, on_kick, d);
     d->flush_ev = event_new(c->base, -1, 0, on_flush, d);
+    d->pump_ev = event_new(c->base, -1, 0, on_pump, d);
     struct timeval tt = {0, DISPATCH_TICK_MS * 1000}, rt = {DISPATCH_REAP_MS / 1000, 0};
     event_add(d->tick_ev, &tt);
     event_add(d->reap_ev, &rt);
@@ -926,7 +1019,8 @@ void dispatch_free(struct dispatch *d)
     event_free(d->reap_ev);
     event_free(d->kick_ev);
     event_free(d->flush_ev);
-    d->tick_ev = d->reap_ev = d->kick_ev = d->flush_ev = NULL;
+    event_free(d->pump_ev);
+    d->tick_ev = d->reap_ev = d->kick_ev = d->flush_ev = d->pump_ev = NULL;
     maybe_free(d);
 }
 

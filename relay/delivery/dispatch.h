@@ -35,6 +35,36 @@ int dispatch_busy(const struct dispatch *d);
 /* New due work may exist: claim now (coalesced). */
 void dispatch_kick(struct dispatch *d);
 
+/* A webhook body shared by several attempts (one event to many endpoints): refcounted. */
+struct dispatch_body;
+/* A copy of s (n bytes), one reference. */
+struct dispatch_body *dispatch_body_new(const char *s, size_t n);
+void dispatch_body_unref(struct dispatch_body *b); /* NULL is fine */
+const char *dispatch_body_data(const struct dispatch_body *b, size_t *len);
+
+/* First attempts (the delivery log, relay/delivery/fanout.c): the fan-out sends the first
+ * attempt of a delivery that has no record yet and records only its outcome.
+ * dispatch_first_ok: 1 when wh should get first attempts now (enabled, all-events mode, its
+ * last attempt here did not fail, its local queue is short); otherwise the fan-out records
+ * the delivery as pending and the claim path sends it.
+ * dispatch_first: queue the attempt (attempt 1 of delivery did, body b: a reference is
+ * taken) on wh's window. cb runs exactly once, later (never inside this call), with the
+ * outcome ("ok", "retry" with next_ms, "dead", "gone") and the attempt log entry, or with
+ * outcome NULL when it was not attempted (endpoint deleted or disabled meanwhile) - unless
+ * the handle is detached or forgotten first. Returns the handle, NULL when closing.
+ * dispatch_first_detach: the fan-out recorded the attempt as in flight (lease in {P}:inflight):
+ * its outcome now goes to wh_done.lua like a claimed delivery's; cb will not run.
+ * dispatch_first_forget: the fan-out goes away; cb will not run, the outcome is dropped. */
+struct dispatch_attempt;
+typedef void dispatch_first_cb(void *arg, const char *outcome, const char *json,
+                               int64_t next_ms);
+int dispatch_first_ok(struct dispatch *d, struct webhook *wh);
+struct dispatch_attempt *dispatch_first(struct dispatch *d, struct webhook *wh, const char *did,
+                                        const char *event_id, struct dispatch_body *b,
+                                        dispatch_first_cb *cb, void *arg);
+void dispatch_first_detach(struct dispatch *d, struct dispatch_attempt *a);
+void dispatch_first_forget(struct dispatch *d, struct dispatch_attempt *a);
+
 /* Send one signed test event to wh now, outside the queue; cb gets the outcome. Returns 0
  * (cb called exactly once, later) or -1. */
 typedef void dispatch_test_cb(void *arg, long status, const char *err, int64_t latency_ms,

@@ -1,15 +1,35 @@
 /* fanout.c - see fanout.h. runs on: core thread.
  *
- * State: leader (holds {P}:fanout) -> group_ready (XGROUP CREATE done) -> need_claim
+ * Reading. State: leader (holds {P}:fanout) -> group_ready (XGROUP CREATE done) -> need_claim
  * (XAUTOCLAIM the previous holder's pending entries) -> need_pending (re-read our own
- * pending entries from id 0) -> reading new entries (">"). One Redis step at a time (busy).
- * Ownership: the batch being fanned out (decoded events) belongs to the fanout until its
- * script succeeded, so an endpoint-set change (script answers -1) re-matches the same batch
- * after a reload. The object outlives its in-flight commands (pending count). */
+ * pending entries from id 0, only when no batch of ours is open) -> reading new entries
+ * (">"). One read step at a time (busy).
+ *
+ * The delivery log (issue 17). A batch read from the stream is matched against the
+ * endpoints in memory; wh_held.lua checks in one call that the endpoint set is current and
+ * which (endpoint, request) pairs have an unfinished delivery (held: recorded as pending,
+ * behind it). Every other pair gets its first attempt at once from this process
+ * (dispatch_first), without any record. A batch is committed by ONE wh_fanout.lua call once
+ * its attempts are done (or after FANOUT_COMMIT_WAIT_MS: attempts still in flight are then
+ * recorded as in flight and finish through wh_done.lua like claimed deliveries): delivered
+ * ones get a short listing entry, failed ones become ordinary deliveries waiting for their
+ * retry, and the batch is XACKed. Batches are committed in stream order; several may be
+ * open at once (pipelined). A later event of a request whose first attempt to an endpoint
+ * is still open waits for it in memory (chained) and is sent only after it succeeded;
+ * otherwise it is recorded as pending behind it. A crash before the commit leaves the
+ * entries pending in the consumer group: the next holder sends them again (at least once;
+ * at most the attempts in flight at the crash are sent twice).
+ *
+ * Ownership: the batch being matched (fo->batch) belongs to the fanout until it moves to
+ * the queue of open batches (fo->q_head), which owns every batch until its commit
+ * succeeded. An open first attempt is owned by the dispatcher; the batch keeps its handle
+ * until the attempt reports (dispatch_first_cb), is detached (recorded in flight), or is
+ * forgotten (fanout_free). The object outlives its in-flight commands (pending count). */
 #include "relay/delivery/fanout.h"
 #include "relay/core.h"
 #include "relay/delivery/dispatch.h"
 #include "relay/ingest/ingest.h"
+#include "relay/common/idmap.h"
 #include "relay/common/log.h"
 #include "relay/common/util.h"
 #include "relay/delivery/endpoints.h"
@@ -25,11 +45,45 @@
 #define FANOUT_MAX_EVENTS 500
 #define FANOUT_MAX_DELIVERIES 4000 /* per script call: bounds the time Redis spends in it */
 #define FANOUT_PRE_MAX 8192 /* events this process accepted, kept decoded for the fan-out */
+#define FANOUT_MAX_BATCHES 8     /* open batches (read, not committed) */
+#define FANOUT_MAX_OPEN 8192     /* first attempts open across them */
+#define FANOUT_COMMIT_WAIT_MS 1000 /* a batch commits after this even with attempts open */
 
 struct fo_entry {
     char sid[48];
     int ok; /* decoded */
     struct status_event ev;
+    struct dispatch_body *body; /* the webhook body, made once for all first attempts */
+};
+
+struct fo_batch;
+
+/* One (event, endpoint) pair of a batch. kind: 'p' pending, 's' skipped (recorded by the
+ * commit), 'a' first attempt (open until out is set), 'c' chained behind an open attempt of
+ * the same request and endpoint (sent when it succeeds). out: 0 open, 'o' delivered, 'r'
+ * retry, 'd' dead, 'g' gone, 'f' in flight (detached at the commit). */
+struct fo_dl {
+    struct fo_batch *b;
+    size_t ev;          /* index in b->ents */
+    struct webhook *wh; /* reference */
+    char kind, out;
+    struct dispatch_attempt *h; /* while the attempt is open */
+    char *json;                 /* the attempt log entry (owned) */
+    int64_t num;                /* next attempt ms (retry) or lease end (in flight) */
+    struct fo_dl *succ;         /* chained successor (kind 'c'), not owned */
+    uint32_t slot;              /* in the open-pair map: slot + 1, 0 when not */
+};
+
+struct fo_batch {
+    struct fanout *fo;
+    struct fo_batch *next;
+    struct fo_entry *ents;
+    size_t n;
+    struct fo_dl **dls; /* owned */
+    size_t ndl, capdl;
+    size_t open; /* pairs of kind 'a' or 'c' without an outcome */
+    int64_t t0;  /* mono ms when its first attempts started */
+    int committing;
 };
 
 /* An event this process accepted, decoded, waiting for the fan-out to read its stream
@@ -46,30 +100,123 @@ struct fanout {
     struct core *c;
     struct webhooks *w;
     struct dispatch *dp;
-    struct store_script sc_lease;
+    struct store_script sc_lease, sc_held;
     const struct store_script *sc_fanout;
-    struct event *lease_ev, *poll_ev, *kick_ev;
+    struct event *lease_ev, *poll_ev, *kick_ev, *commit_ev;
     int closing, pending;
     int leader, group_ready, need_claim, need_pending, busy;
     int kick_again; /* new events while a step was in flight: read again after it */
-    struct fo_entry *batch;
-    size_t nbatch, count_asked;
+    struct fo_batch *batch; /* being matched (owned) */
+    size_t count_asked;
+    struct fo_batch *q_head, *q_tail; /* open batches, stream order (owned) */
+    size_t nq, nopen;
+    struct idmap *pairs; /* "<endpoint>\x1f<request>" -> slot of its newest open pair */
+    struct fo_dl **slots;
+    uint32_t nslots, capslots, *free_slots, nfree;
     char claim_cursor[48];
     struct fo_pre *pre_head, *pre_tail; /* owned */
     size_t npre;
-    char k_events[KEY_MAX], k_lease[KEY_MAX];
+    char k_events[KEY_MAX], k_lease[KEY_MAX], k_whv[KEY_MAX];
 };
 
 static void step(struct fanout *fo);
 static void process_batch(struct fanout *fo);
 
-static void batch_free(struct fanout *fo)
+/* ---- open (endpoint, request) pairs -------------------------------------------------- */
+
+static void pair_key(char *out, size_t size, const struct fo_dl *dl)
 {
-    for (size_t i = 0; i < fo->nbatch; i++)
-        status_event_cleanup(&fo->batch[i].ev);
-    free(fo->batch);
-    fo->batch = NULL;
-    fo->nbatch = 0;
+    snprintf(out, size, "%s\x1f%s", dl->wh->id, dl->b->ents[dl->ev].ev.request_id);
+}
+
+static struct fo_dl *pair_get(struct fanout *fo, const struct fo_dl *dl)
+{
+    char k[WH_ID_MAX + 160];
+    uint32_t v;
+    pair_key(k, sizeof(k), dl);
+    return idmap_get(fo->pairs, k, &v) ? fo->slots[v] : NULL;
+}
+
+static void pair_put(struct fanout *fo, struct fo_dl *dl)
+{
+    char k[WH_ID_MAX + 160];
+    pair_key(k, sizeof(k), dl);
+    uint32_t v;
+    if (idmap_get(fo->pairs, k, &v)) {
+        fo->slots[v]->slot = 0; /* dl is the newest open pair now */
+    } else if (fo->nfree > 0) {
+        v = fo->free_slots[--fo->nfree];
+    } else {
+        if (fo->nslots == fo->capslots) {
+            fo->capslots = fo->capslots ? fo->capslots * 2 : 256;
+            fo->slots = xrealloc(fo->slots, fo->capslots * sizeof(*fo->slots));
+            fo->free_slots = xrealloc(fo->free_slots, fo->capslots * sizeof(*fo->free_slots));
+        }
+        v = fo->nslots++;
+    }
+    fo->slots[v] = dl;
+    dl->slot = v + 1;
+    idmap_put(fo->pairs, k, v);
+}
+
+static void pair_drop(struct fanout *fo, struct fo_dl *dl)
+{
+    if (dl->slot == 0)
+        return;
+    char k[WH_ID_MAX + 160];
+    pair_key(k, sizeof(k), dl);
+    idmap_del(fo->pairs, k);
+    fo->free_slots[fo->nfree++] = dl->slot - 1;
+    dl->slot = 0;
+}
+
+/* ---- batches --------------------------------------------------------------------------- */
+
+static struct fo_dl *dl_add(struct fo_batch *b, size_t ev, struct webhook *wh, char kind)
+{
+    if (b->ndl == b->capdl) {
+        b->capdl = b->capdl ? b->capdl * 2 : 64;
+        b->dls = xrealloc(b->dls, b->capdl * sizeof(*b->dls));
+    }
+    struct fo_dl *dl = xcalloc(1, sizeof(*dl));
+    dl->b = b;
+    dl->ev = ev;
+    dl->wh = wh;
+    webhook_ref(wh);
+    dl->kind = kind;
+    b->dls[b->ndl++] = dl;
+    return dl;
+}
+
+static void dls_clear(struct fanout *fo, struct fo_batch *b)
+{
+    for (size_t i = 0; i < b->ndl; i++) {
+        struct fo_dl *dl = b->dls[i];
+        if (dl->h != NULL)
+            dispatch_first_forget(fo->dp, dl->h);
+        pair_drop(fo, dl);
+        webhook_unref(dl->wh);
+        free(dl->json);
+        free(dl);
+    }
+    free(b->dls);
+    b->dls = NULL;
+    b->ndl = b->capdl = 0;
+    fo->nopen -= b->open;
+    b->open = 0;
+}
+
+static void batch_free(struct fanout *fo, struct fo_batch *b)
+{
+    if (b == NULL)
+        return;
+    dls_clear(fo, b);
+    for (size_t i = 0; i < b->n; i++) {
+        status_event_cleanup(&b->ents[i].ev);
+        dispatch_body_unref(b->ents[i].body);
+    }
+    free(b->ents);
+    free(b);
 }
 
 static void pre_drop_head(struct fanout *fo)
@@ -105,7 +252,15 @@ static int pre_take(struct fanout *fo, const char *sid, struct status_event *ev)
 
 static void obj_free(struct fanout *fo)
 {
-    batch_free(fo);
+    batch_free(fo, fo->batch);
+    while (fo->q_head) {
+        struct fo_batch *b = fo->q_head;
+        fo->q_head = b->next;
+        batch_free(fo, b);
+    }
+    idmap_free(fo->pairs);
+    free(fo->slots);
+    free(fo->free_slots);
     pre_clear(fo);
     free(fo);
 }
@@ -240,11 +395,13 @@ static void on_read(void *arg, const char *err, redisReply *r)
         }
         return;
     }
-    batch_free(fo);
-    fo->batch = xcalloc(n, sizeof(*fo->batch));
+    batch_free(fo, fo->batch);
+    struct fo_batch *b = fo->batch = xcalloc(1, sizeof(*b));
+    b->fo = fo;
+    b->ents = xcalloc(n, sizeof(*b->ents));
     for (size_t i = 0; i < n; i++) {
         const redisReply *e = entries->element[i];
-        struct fo_entry *fe = &fo->batch[fo->nbatch];
+        struct fo_entry *fe = &b->ents[b->n];
         if (e->type != REDIS_REPLY_ARRAY || e->elements < 2 || e->element[0]->str == NULL)
             continue;
         snprintf(fe->sid, sizeof(fe->sid), "%s", e->element[0]->str);
@@ -259,7 +416,7 @@ static void on_read(void *arg, const char *err, redisReply *r)
         else if (rec != NULL)
             log_warn("event record unreadable, not fanned out", "stream_id=%s err=%s field=%s",
                      fe->sid, proto_strerror(pe.code), pe.field);
-        fo->nbatch++;
+        b->n++;
     }
     fo->busy = 1;
     process_batch(fo);
@@ -271,8 +428,15 @@ static void step(struct fanout *fo)
         fo->kick_again = 1;
         return;
     }
-    if (fo->closing || !fo->leader || !store_ready(fo->c->store))
+    if (fo->closing || !fo->leader || fo->c->shutting_down || !store_ready(fo->c->store))
         return;
+    /* the pipeline is full, or our own pending entries are to be re-read: they include the
+     * open batches' entries, so wait until those are committed */
+    if (fo->nq >= FANOUT_MAX_BATCHES || fo->nopen >= FANOUT_MAX_OPEN ||
+        ((fo->need_claim || fo->need_pending) && fo->q_head != NULL)) {
+        fo->kick_again = 1;
+        return;
+    }
     fo->kick_again = 0;
     struct store *s = fo->c->store;
     int r;
@@ -301,54 +465,80 @@ static void step(struct fanout *fo)
     }
 }
 
-/* ---- fanning out ----------------------------------------------------------------------- */
+/* ---- first attempts -------------------------------------------------------------------- */
 
-static void on_reloaded(void *arg, const char *err)
+static void commit_soon(struct fanout *fo)
 {
-    struct fanout *fo = arg;
-    if (fo->closing)
-        return;
-    if (err != NULL) {
-        batch_free(fo);
-        fo->need_pending = 1; /* re-read from the PEL later */
-        idle(fo);
-        return;
-    }
-    process_batch(fo);
+    event_active(fo->commit_ev, EV_TIMEOUT, 0);
 }
 
-static void on_fanout(void *arg, const char *err, redisReply *r)
+static void on_first(void *arg, const char *outcome, const char *json, int64_t next_ms);
+
+/* dl's predecessor succeeded (or it has none): make its first attempt. */
+static void send_first(struct fanout *fo, struct fo_dl *dl)
 {
-    struct fanout *fo = arg;
-    if (callback_enter(fo))
-        return;
-    if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 1) {
-        log_warn("webhook fan-out script failed", "err=\"%s\"",
-                 r && r->str ? r->str : err ? err : "reply");
-        batch_free(fo);
-        fo->need_pending = 1;
-        idle(fo);
-        return;
+    struct fo_entry *fe = &dl->b->ents[dl->ev];
+    if (fe->body == NULL) {
+        size_t blen = 0;
+        char *body = proto_event_webhook_body(&fe->ev, &blen);
+        if (body == NULL) {
+            log_err("webhook body encoding failed", "event=%s", fe->ev.event_id);
+            abort(); /* out of memory: relay/ aborts, see STYLE 4 */
+        }
+        fe->body = dispatch_body_new(body, blen);
+        free(body);
     }
-    long long code = r->element[0]->integer;
-    if (code == -1) {
-        webhooks_reload(fo->w, on_reloaded, fo); /* the endpoint set changed: match again */
-        return;
+    char did[PROTO_EVENT_ID_MAX + WH_ID_MAX + 2];
+    snprintf(did, sizeof(did), "%s.%s", fe->ev.event_id, dl->wh->id);
+    dl->kind = 'a';
+    dl->h = dispatch_first(fo->dp, dl->wh, did, fe->ev.event_id, fe->body, on_first, dl);
+    if (dl->h == NULL && dl->out == 0) { /* not started: recorded as pending instead */
+        dl->kind = 'p';
+        dl->b->open--;
+        fo->nopen--;
     }
-    size_t n = fo->nbatch;
-    batch_free(fo);
-    idle(fo);
-    if (code == -2) {
-        fo->leader = 0;
-        return;
+}
+
+/* A chain of successors that will not be sent from memory: recorded as pending, each behind
+ * the one before it (the commit writes them in stream order). */
+static void chain_to_pending(struct fanout *fo, struct fo_dl *dl)
+{
+    for (struct fo_dl *s = dl->succ; s != NULL; s = s->succ) {
+        s->kind = 'p';
+        s->b->open--;
+        fo->nopen--;
     }
-    long long created = r->elements > 1 ? r->element[1]->integer : 0;
-    fo->c->metrics.wh_fanout_events += n;
-    fo->c->metrics.wh_deliveries_created += (uint64_t)created;
-    if (created > 0)
-        dispatch_kick(fo->dp);
-    if (n >= fo->count_asked || fo->need_pending || fo->kick_again)
-        step(fo);
+    dl->succ = NULL;
+}
+
+/* dispatch_first_cb: the outcome of a first attempt (maybe inside dispatch_first). */
+static void on_first(void *arg, const char *outcome, const char *json, int64_t next_ms)
+{
+    struct fo_dl *dl = arg;
+    struct fo_batch *b = dl->b;
+    struct fanout *fo = b->fo;
+    dl->h = NULL;
+    if (outcome == NULL) { /* not attempted (endpoint deleted or disabled meanwhile) */
+        dl->kind = 'p';
+    } else {
+        dl->out = strcmp(outcome, "ok") == 0     ? 'o'
+                  : strcmp(outcome, "retry") == 0 ? 'r'
+                  : strcmp(outcome, "gone") == 0  ? 'g'
+                                                  : 'd';
+        dl->json = xstrdup(json ? json : "{}");
+        dl->num = next_ms;
+    }
+    b->open--;
+    fo->nopen--;
+    struct fo_dl *s = dl->succ;
+    if (s != NULL && dl->out == 'o') {
+        dl->succ = NULL;
+        send_first(fo, s); /* its own successors stay chained behind it */
+    } else if (s != NULL) {
+        chain_to_pending(fo, dl);
+    }
+    if (b->open == 0)
+        commit_soon(fo);
 }
 
 /* ---- wh_fanout.lua arguments (fanout.h) ------------------------------------------------ */
@@ -400,38 +590,76 @@ void fanout_args_begin(struct fanout_args *a, struct core *c, struct webhooks *w
     av_key(a, tag, "events");
     av_key(a, tag, "whv");
     av_key(a, tag, "fanout");
+    av_key(a, tag, "inflight");
+    av_key(a, tag, "dead");
     av_str(a, tag);
-    av_str(a, webhooks_version(w));
+    /* the live fan-out checked the version with wh_held.lua before its first attempts */
+    av_str(a, replay ? webhooks_version(w) : "*");
     av_str(a, c->instance_id);
     av_num(a, wall_ms());
     av_str(a, FANOUT_GROUP);
     av_num(a, WH_RETENTION_MS);
     av_str(a, replay ? "1" : "0");
     av_num(a, WH_LIST_CAP);
+    av_num(a, c->cfg->disable_after_ms);
+}
+
+/* One (endpoint, kind, attempt JSON, number) quad of wh_fanout.lua. */
+static void av_pair(struct fanout_args *a, const char *whid, char kind, const char *json,
+                    long long num)
+{
+    static const char kinds[] = "psordgf";
+    const char *k = strchr(kinds, kind);
+    av_str(a, whid);
+    av_push(a, k ? k : "p", 1, 0);
+    av_str(a, json ? json : "");
+    av_num(a, num);
+}
+
+/* The fixed part of an event: stream id .. event time; then body and count slots, filled
+ * by the caller through *body_at and *n_at. */
+static void av_event_head(struct fanout_args *a, const char *sid, const struct status_event *ev,
+                          size_t *body_at, size_t *n_at)
+{
+    av_str(a, sid);
+    av_str(a, ev->event_id);
+    av_str(a, ev->request_id);
+    av_num(a, (long long)ev->seq);
+    av_str(a, ev->status ? ev->status : "");
+    av_num(a, ev->created_at);
+    *body_at = a->n;
+    av_push(a, "", 0, 0);
+    *n_at = a->n;
+    av_push(a, "0", 1, 0);
+}
+
+static void av_set_count(struct fanout_args *a, size_t n_at, long long n)
+{
+    char *ns = xasprintf("%lld", n);
+    a->v[n_at] = ns;
+    a->lens[n_at] = strlen(ns);
+    av_own(a, ns);
+}
+
+static void av_empty_event(struct fanout_args *a, const char *sid)
+{
+    av_str(a, sid);
+    for (int k = 0; k < 6; k++)
+        av_push(a, "", 0, 0);
+    av_push(a, "0", 1, 0);
+    a->events++;
 }
 
 long long fanout_args_event(struct fanout_args *a, struct webhooks *w, const char *sid,
                             const struct status_event *ev, fanout_match_cb *match, void *arg,
                             int flags)
 {
-    size_t at = a->n;
-    av_str(a, sid);
     if (ev == NULL) { /* deleted or unreadable entry: acknowledged, nothing to deliver */
-        for (int k = 0; k < 6; k++)
-            av_push(a, "", 0, 0);
-        av_push(a, "0", 1, 0);
-        a->events++;
+        av_empty_event(a, sid);
         return 0;
     }
-    av_str(a, ev->event_id);
-    av_str(a, ev->request_id);
-    av_num(a, (long long)ev->seq);
-    av_str(a, ev->status ? ev->status : "");
-    av_num(a, ev->created_at);
-    size_t body_at = a->n;
-    av_push(a, "", 0, 0); /* body, filled below when some endpoint matches */
-    size_t n_at = a->n;
-    av_push(a, "0", 1, 0);
+    size_t at = a->n, body_at, n_at;
+    av_event_head(a, sid, ev, &body_at, &n_at);
     long long nmatch = 0;
     size_t nwh = webhooks_count(w);
     for (size_t k = 0; k < nwh; k++) {
@@ -439,8 +667,7 @@ long long fanout_args_event(struct fanout_args *a, struct webhooks *w, const cha
         char m = match(arg, wh, ev);
         if (m == 0)
             continue;
-        av_str(a, wh->id);
-        av_push(a, m == 's' ? "s" : "p", 1, 0);
+        av_pair(a, wh->id, m == 's' ? 's' : 'p', NULL, 0);
         nmatch++;
     }
     if (nmatch == 0 && !(flags & FANOUT_ARGS_KEEP_EMPTY)) {
@@ -458,12 +685,8 @@ long long fanout_args_event(struct fanout_args *a, struct webhooks *w, const cha
         a->lens[body_at] = blen;
         av_own(a, body);
     }
-    if (nmatch > 0) {
-        char *ns = xasprintf("%lld", nmatch);
-        a->v[n_at] = ns;
-        a->lens[n_at] = strlen(ns);
-        av_own(a, ns);
-    }
+    if (nmatch > 0)
+        av_set_count(a, n_at, nmatch);
     a->events++;
     return nmatch;
 }
@@ -478,36 +701,282 @@ void fanout_args_free(struct fanout_args *a)
     memset(a, 0, sizeof(*a));
 }
 
-/* Live fan-out: every endpoint whose filters match and that existed at the event's time;
- * a disabled one gets a skipped delivery. */
-static char live_match(void *arg, const struct webhook *wh, const struct status_event *ev)
+/* ---- matching a batch ------------------------------------------------------------------ */
+
+static void on_held(void *arg, const char *err, redisReply *r);
+
+static void on_reloaded(void *arg, const char *err)
 {
-    return webhook_matches(wh, ev) ? (wh->enabled ? 'p' : 's') : 0;
+    struct fanout *fo = arg;
+    if (fo->closing)
+        return;
+    if (err != NULL) {
+        batch_free(fo, fo->batch);
+        fo->batch = NULL;
+        fo->need_pending = 1; /* re-read from the PEL later */
+        idle(fo);
+        return;
+    }
+    process_batch(fo);
 }
 
+/* Match fo->batch against the endpoints: a pair for every (event, endpoint) whose filters
+ * match (endpoints that existed at the event's time); a disabled endpoint gets a skipped
+ * delivery; endpoints the dispatcher should not try at once (failing, latest mode, a long
+ * queue) get a pending one; the rest are candidates for a first attempt, checked for held
+ * requests by wh_held.lua. */
 static void process_batch(struct fanout *fo)
 {
     struct webhooks *w = fo->w;
+    struct fo_batch *b = fo->batch;
     if (strcmp(webhooks_version(w), "-") == 0) { /* never loaded yet */
         webhooks_reload(w, on_reloaded, fo);
         return;
     }
-    struct fanout_args a;
-    fanout_args_begin(&a, fo->c, w, 0);
-    for (size_t i = 0; i < fo->nbatch; i++) {
-        struct fo_entry *fe = &fo->batch[i];
-        fanout_args_event(&a, w, fe->sid, fe->ok ? &fe->ev : NULL, live_match, NULL,
-                          FANOUT_ARGS_KEEP_EMPTY);
+    dls_clear(fo, b);
+    size_t nwh = webhooks_count(w), ncand = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        struct fo_entry *fe = &b->ents[i];
+        if (!fe->ok)
+            continue;
+        for (size_t k = 0; k < nwh; k++) {
+            struct webhook *wh = webhooks_at(w, k);
+            if (!webhook_matches(wh, &fe->ev))
+                continue;
+            char kind = !wh->enabled ? 's' : dispatch_first_ok(fo->dp, wh) ? 'a' : 'p';
+            dl_add(b, i, wh, kind);
+            ncand += kind == 'a';
+        }
     }
+    const char *tag = store_tag(fo->c->store);
+    int argc = 3 + 2 * (int)ncand;
+    const char **argv = xmalloc(sizeof(char *) * (size_t)argc);
+    argv[0] = fo->k_whv, argv[1] = tag, argv[2] = webhooks_version(w);
+    int k = 3;
+    for (size_t i = 0; i < b->ndl; i++)
+        if (b->dls[i]->kind == 'a') {
+            argv[k++] = b->dls[i]->wh->id;
+            argv[k++] = b->ents[b->dls[i]->ev].ev.request_id;
+        }
     fo->pending++;
-    int r = store_eval(fo->c->store, fo->sc_fanout, on_fanout, fo, 3, (int)a.n, a.v, a.lens);
-    fanout_args_free(&a);
-    if (r != 0) {
+    if (store_eval(fo->c->store, &fo->sc_held, on_held, fo, 1, argc, argv, NULL) != 0) {
         fo->pending--;
-        batch_free(fo);
+        batch_free(fo, fo->batch);
+        fo->batch = NULL;
         fo->need_pending = 1;
         idle(fo);
     }
+    free(argv);
+}
+
+static void on_held(void *arg, const char *err, redisReply *r)
+{
+    struct fanout *fo = arg;
+    if (callback_enter(fo))
+        return;
+    struct fo_batch *b = fo->batch;
+    if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
+        r->element[0]->type != REDIS_REPLY_INTEGER) {
+        log_warn("webhook fan-out check failed", "err=\"%s\"",
+                 r && r->str ? r->str : err ? err : "reply");
+        batch_free(fo, b);
+        fo->batch = NULL;
+        fo->need_pending = 1;
+        idle(fo);
+        return;
+    }
+    if (r->element[0]->integer == -1) {
+        webhooks_reload(fo->w, on_reloaded, fo); /* the endpoint set changed: match again */
+        return;
+    }
+    const char *flags = r->element[1]->str ? r->element[1]->str : "";
+    size_t nflags = r->element[1]->str ? r->element[1]->len : 0, f = 0;
+    /* the batch joins the open ones first: first attempts may report at once */
+    fo->batch = NULL;
+    b->t0 = mono_ms();
+    if (fo->q_tail)
+        fo->q_tail->next = b;
+    else
+        fo->q_head = b;
+    fo->q_tail = b;
+    fo->nq++;
+    for (size_t i = 0; i < b->ndl; i++) {
+        struct fo_dl *dl = b->dls[i];
+        if (dl->kind != 'a')
+            continue;
+        if (f >= nflags || flags[f++] == '1') { /* held behind an unfinished delivery */
+            dl->kind = 'p';
+            continue;
+        }
+        struct fo_dl *pred = pair_get(fo, dl);
+        b->open++;
+        fo->nopen++;
+        if (pred != NULL && (pred->kind == 'c' || (pred->kind == 'a' && pred->out == 0))) {
+            dl->kind = 'c'; /* waits for its predecessor's outcome */
+            pred->succ = dl;
+            pair_put(fo, dl);
+        } else if (pred != NULL && pred->kind == 'a' && pred->out == 'o') {
+            pair_put(fo, dl);
+            send_first(fo, dl);
+        } else if (pred != NULL) { /* it failed or is recorded pending: behind it */
+            dl->kind = 'p';
+            b->open--;
+            fo->nopen--;
+            pair_put(fo, dl);
+        } else {
+            pair_put(fo, dl);
+            send_first(fo, dl);
+        }
+    }
+    /* pending pairs are open pairs too: a later event of the request waits behind them */
+    for (size_t i = 0; i < b->ndl; i++)
+        if (b->dls[i]->kind == 'p' && b->dls[i]->slot == 0)
+            pair_put(fo, b->dls[i]);
+    fo->c->metrics.wh_fanout_events += b->n;
+    idle(fo);
+    commit_soon(fo);
+    if (b->n >= fo->count_asked || fo->need_pending || fo->kick_again)
+        step(fo);
+}
+
+/* ---- committing ------------------------------------------------------------------------ */
+
+static void on_commit(void *arg, const char *err, redisReply *r);
+
+/* Commit the oldest open batch once its attempts are done or it has waited long enough. */
+static void try_commit(struct fanout *fo)
+{
+    struct fo_batch *b = fo->q_head;
+    if (b == NULL || b->committing || fo->closing || !store_ready(fo->c->store))
+        return;
+    if (b->open > 0 && mono_ms() - b->t0 < FANOUT_COMMIT_WAIT_MS)
+        return;
+    int64_t lease_end = wall_ms() + fo->c->cfg->delivery_lease_ms;
+    for (size_t i = 0; i < b->ndl; i++) {
+        struct fo_dl *dl = b->dls[i];
+        if (dl->kind == 'a' && dl->out == 0 && dl->h != NULL) { /* still in flight */
+            dispatch_first_detach(fo->dp, dl->h);
+            dl->h = NULL;
+            dl->out = 'f';
+            dl->num = lease_end;
+            b->open--;
+            fo->nopen--;
+            chain_to_pending(fo, dl);
+        } else if (dl->kind == 'c') { /* its predecessor is recorded first, in stream order */
+            dl->kind = 'p';
+            b->open--;
+            fo->nopen--;
+        }
+    }
+    struct fanout_args a;
+    fanout_args_begin(&a, fo->c, fo->w, 0);
+    long long created = 0;
+    size_t d = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        struct fo_entry *fe = &b->ents[i];
+        if (!fe->ok) {
+            av_empty_event(&a, fe->sid);
+            continue;
+        }
+        size_t body_at, n_at;
+        av_event_head(&a, fe->sid, &fe->ev, &body_at, &n_at);
+        long long n = 0;
+        int need_body = 0;
+        for (; d < b->ndl && b->dls[d]->ev == i; d++) {
+            struct fo_dl *dl = b->dls[d];
+            char k = dl->kind == 'a' ? dl->out : dl->kind;
+            av_pair(&a, dl->wh->id, k, dl->json, (long long)dl->num);
+            need_body |= k == 'p' || k == 's' || k == 'r' || k == 'f';
+            n++;
+        }
+        if (need_body) {
+            size_t blen = 0;
+            const char *body = fe->body ? dispatch_body_data(fe->body, &blen) : NULL;
+            char *own = NULL;
+            if (body == NULL) {
+                own = proto_event_webhook_body(&fe->ev, &blen);
+                if (own == NULL) {
+                    log_err("webhook body encoding failed", "event=%s", fe->ev.event_id);
+                    abort(); /* out of memory: relay/ aborts, see STYLE 4 */
+                }
+                av_own(&a, own);
+                body = own;
+            }
+            a.v[body_at] = body;
+            a.lens[body_at] = blen;
+        }
+        if (n > 0)
+            av_set_count(&a, n_at, n);
+        a.events++;
+        created += n;
+    }
+    b->committing = 1;
+    fo->pending++;
+    if (store_eval(fo->c->store, fo->sc_fanout, on_commit, fo, FANOUT_ARGS_NKEYS, (int)a.n, a.v,
+                   a.lens) != 0) {
+        fo->pending--;
+        b->committing = 0; /* tried again on the next poll */
+    }
+    fanout_args_free(&a);
+}
+
+static void on_commit(void *arg, const char *err, redisReply *r)
+{
+    struct fanout *fo = arg;
+    if (callback_enter(fo))
+        return;
+    struct fo_batch *b = fo->q_head;
+    if (b == NULL)
+        return;
+    b->committing = 0;
+    if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
+        r->element[0]->type != REDIS_REPLY_INTEGER) {
+        /* unknown whether it ran: the script is idempotent, the next poll writes it again */
+        log_warn("webhook fan-out script failed", "err=\"%s\"",
+                 r && r->str ? r->str : err ? err : "reply");
+        return;
+    }
+    long long code = r->element[0]->integer;
+    fo->q_head = b->next;
+    if (fo->q_head == NULL)
+        fo->q_tail = NULL;
+    fo->nq--;
+    if (code == -2) { /* the lease went to another process: it sends these entries again */
+        fo->leader = 0;
+        batch_free(fo, b);
+        while (fo->q_head) {
+            struct fo_batch *x = fo->q_head;
+            fo->q_head = x->next;
+            batch_free(fo, x);
+        }
+        fo->q_tail = NULL;
+        fo->nq = 0;
+        return;
+    }
+    long long created = r->elements > 1 ? r->element[1]->integer : 0;
+    fo->c->metrics.wh_deliveries_created += (uint64_t)created;
+    int reload = 0;
+    for (size_t i = 2; i + 1 < r->elements; i += 2) {
+        log_warn("webhook endpoint disabled", "webhook=%s reason=%s", r->element[i]->str,
+                 r->element[i + 1]->str);
+        fo->c->metrics.wh_endpoints_disabled++;
+        reload = 1;
+    }
+    int queued = 0;
+    for (size_t i = 0; i < b->ndl && !queued; i++)
+        queued = b->dls[i]->kind == 'p' || (b->dls[i]->kind == 'a' && b->dls[i]->out == 'r');
+    batch_free(fo, b);
+    if (reload)
+        webhooks_reload(fo->w, NULL, NULL);
+    if (queued)
+        dispatch_kick(fo->dp);
+    try_commit(fo);
+    step(fo);
+}
+
+static void on_commit_ev(evutil_socket_t fd, short what, void *arg)
+{
+    try_commit(arg);
 }
 
 /* ---- wiring ---------------------------------------------------------------------------- */
@@ -519,7 +988,13 @@ static void on_kick(evutil_socket_t fd, short what, void *arg)
 
 static void on_poll(evutil_socket_t fd, short what, void *arg)
 {
+    try_commit(arg);
     step(arg);
+}
+
+int fanout_busy(const struct fanout *fo)
+{
+    return fo != NULL && (fo->q_head != NULL || fo->batch != NULL);
 }
 
 void fanout_kick(struct fanout *fo)
@@ -571,13 +1046,17 @@ struct fanout *fanout_new(struct core *c, struct webhooks *w, struct dispatch *d
     fo->w = w;
     fo->dp = dp;
     store_script_init(&fo->sc_lease, "wh_lease");
+    store_script_init(&fo->sc_held, "wh_held");
+    fo->pairs = idmap_new();
     fo->sc_fanout = webhooks_script(w, WH_SC_FANOUT);
     const char *tag = store_tag(c->store);
     key_build(fo->k_events, KEY_MAX, tag, "events", NULL, NULL);
     key_build(fo->k_lease, KEY_MAX, tag, "fanout", NULL, NULL);
+    key_build(fo->k_whv, KEY_MAX, tag, "whv", NULL, NULL);
     fo->lease_ev = event_new(c->base, -1, EV_PERSIST, on_lease_tick, fo);
     fo->poll_ev = event_new(c->base, -1, EV_PERSIST, on_poll, fo);
     fo->kick_ev = event_new(c->base, -1, 0, on_kick, fo);
+    fo->commit_ev = event_new(c->base, -1, 0, on_commit_ev, fo);
     struct timeval lt = {0, FANOUT_RENEW_MS * 1000}, pt = {0, FANOUT_POLL_MS * 1000};
     event_add(fo->lease_ev, &lt);
     event_add(fo->poll_ev, &pt);
@@ -596,6 +1075,15 @@ void fanout_free(struct fanout *fo)
     event_free(fo->lease_ev);
     event_free(fo->poll_ev);
     event_free(fo->kick_ev);
+    event_free(fo->commit_ev);
+    /* open first attempts are forgotten (their results are dropped): the entries stay
+     * pending in the consumer group and the next holder sends them again */
+    for (struct fo_batch *b = fo->q_head; b != NULL; b = b->next)
+        for (size_t i = 0; i < b->ndl; i++)
+            if (b->dls[i]->h != NULL) {
+                dispatch_first_forget(fo->dp, b->dls[i]->h);
+                b->dls[i]->h = NULL;
+            }
     /* The ingest listener cannot be removed: it checks closing. ingest is freed after us
      * (core_free order), and never calls listeners after its owner stops the loop. */
     if (fo->pending == 0)

@@ -45,6 +45,7 @@ struct fanout_args {
 struct webhook;
 struct status_event;
 typedef char fanout_match_cb(void *arg, const struct webhook *wh, const struct status_event *ev);
+#define FANOUT_ARGS_NKEYS 5      /* KEYS of wh_fanout.lua at the front of v */
 #define FANOUT_ARGS_KEEP_EMPTY 1 /* add an event that matches no endpoint (it is XACKed) */
 #define FANOUT_ARGS_NO_BODY 2    /* leave bodies empty (a dry run counts pairs only) */
 void fanout_args_begin(struct fanout_args *a, struct core *c, struct webhooks *w, int replay);
@@ -58,6 +59,8 @@ void fanout_args_free(struct fanout_args *a);
 struct fanout *fanout_new(struct core *c, struct webhooks *w, struct dispatch *dp);
 /* Stop; a read or script in flight completes into nothing (the object lives until then). */
 void fanout_free(struct fanout *fo);
+/* 1 while batches read from the stream are not committed yet. */
+int fanout_busy(const struct fanout *fo);
 /* Read the stream now (coalesced). */
 void fanout_kick(struct fanout *fo);
 

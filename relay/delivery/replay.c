@@ -218,7 +218,8 @@ static void events_fanout(struct replay *rp)
     if (rp->s.dry || a.events == 0) {
         rp->count += rp->s.dry ? pairs : 0;
         r = 1;
-    } else if (store_eval(c->store, webhooks_script(w, WH_SC_FANOUT), on_replay_fanout, rp, 3,
+    } else if (store_eval(c->store, webhooks_script(w, WH_SC_FANOUT), on_replay_fanout, rp,
+                          FANOUT_ARGS_NKEYS,
                           (int)a.n, a.v, a.lens) != 0) {
         r = -1;
     }

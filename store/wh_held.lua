@@ -1,0 +1,21 @@
+-- wh_held.lua - before the fan-out makes the first attempts of a batch itself: check that
+-- it matched against the current endpoint set, and which (endpoint, request) pairs are held
+-- back because an earlier delivery of the request to that endpoint is unfinished (its order
+-- set exists: retrying, queued, or in flight). A held pair is recorded as pending by
+-- wh_fanout.lua instead, so per-request order per endpoint holds.
+-- KEYS: 1 endpoints version
+-- ARGV: 1 tag, 2 endpoints version the caller matched against, then pairs (endpoint id,
+--       request id)
+-- Returns {-1, version} when the endpoint set changed, else {1, flags}: one character per
+-- pair, "1" held, "0" free.
+local tag = ARGV[1]
+local ver = redis.call('GET', KEYS[1]) or '0'
+if ver ~= ARGV[2] then
+  return {-1, ver}
+end
+local flags = {}
+for i = 3, #ARGV, 2 do
+  flags[#flags + 1] = redis.call('EXISTS', tag .. ':order:' .. ARGV[i] .. ':' .. ARGV[i + 1]) == 1
+    and '1' or '0'
+end
+return {1, table.concat(flags)}
