@@ -12,6 +12,7 @@
 #include "protocol/proto.h"
 #include "relay/common/log.h"
 #include "relay/core.h"
+#include "store/events.h"
 #include "store/keys.h"
 #include "store/store.h"
 
@@ -51,41 +52,37 @@ static json_t *event_data(const struct status_event *ev)
     return api_event_parts(ev, NULL);
 }
 
+static int unreadable(int rc, const struct proto_err *perr, const char *what)
+{
+    if (rc != 0)
+        log_warn("stored record unreadable", "what=%s err=%s field=%s", what, proto_strerror(rc),
+                 perr->field);
+    return rc;
+}
+
 int api_decode_record(const char *buf, size_t len, struct status_event *ev, const char *what)
 {
     struct proto_err perr;
     memset(&perr, 0, sizeof(perr));
-    int rc = proto_event_from_record(buf, len, ev, &perr);
-    if (rc != 0)
-        log_warn("stored record unreadable", "what=%s err=%s field=%s", what, proto_strerror(rc),
-                 perr.field);
-    return rc;
+    return unreadable(proto_event_from_record(buf, len, ev, &perr), &perr, what);
 }
 
-/* One event of the event stream (an XRANGE entry {id, {field, value, ...}}). NULL when the entry is
- * unreadable (logged) or on allocation failure. */
-static json_t *event_json(const redisReply *entry)
+/* One event of the event stream. NULL when the entry has no record, when it is unreadable
+ * (logged) or on allocation failure. */
+static json_t *event_json(const struct store_event_entry *e)
 {
-    if (entry == NULL || entry->type != REDIS_REPLY_ARRAY || entry->elements != 2 ||
-        entry->element[0]->type != REDIS_REPLY_STRING ||
-        entry->element[1]->type != REDIS_REPLY_ARRAY)
-        return NULL;
-    const redisReply *sid = entry->element[0], *kv = entry->element[1], *rec = NULL;
-    for (size_t i = 0; i + 1 < kv->elements; i += 2)
-        if (kv->element[i]->type == REDIS_REPLY_STRING && strcmp(kv->element[i]->str, "rec") == 0 &&
-            kv->element[i + 1]->type == REDIS_REPLY_STRING)
-            rec = kv->element[i + 1];
-    if (rec == NULL)
+    if (e->rec == NULL)
         return NULL;
     struct status_event ev;
-    status_event_init(&ev);
-    if (api_decode_record(rec->str, rec->len, &ev, sid->str) != 0) {
+    struct proto_err perr;
+    memset(&perr, 0, sizeof(perr));
+    if (unreadable(store_event_decode(e, &ev, &perr), &perr, e->sid) != 0) {
         status_event_cleanup(&ev);
         return NULL;
     }
     json_t *o = json_object();
     if (o != NULL) {
-        json_object_set_new(o, "streamId", json_stringn(sid->str, sid->len));
+        json_object_set_new(o, "streamId", json_stringn(e->sid, e->sid_len));
         json_object_set_new(o, "eventId", json_string(ev.event_id));
         json_object_set_new(o, "requestId",
                             ev.request_id ? json_string(ev.request_id) : json_null());
@@ -139,12 +136,12 @@ static void on_events(void *arg, const char *err, redisReply *r)
     }
     json_t *list = json_array();
     const char *last = NULL;
-    for (size_t i = 0; i < r->elements; i++) {
-        const redisReply *e = r->element[i];
-        if (e->type == REDIS_REPLY_ARRAY && e->elements == 2 &&
-            e->element[0]->type == REDIS_REPLY_STRING)
-            last = e->element[0]->str; /* an unreadable entry is skipped, not re-read */
-        json_t *o = event_json(e);
+    struct store_events_iter it;
+    struct store_event_entry e;
+    store_events_iter_range(&it, r);
+    while (store_events_next(&it, &e)) {
+        last = e.sid; /* an unreadable entry is skipped, not re-read */
+        json_t *o = event_json(&e);
         if (o != NULL)
             json_array_append_new(list, o);
     }
@@ -163,9 +160,11 @@ static void on_events_last(void *arg, const char *err, redisReply *r)
         return;
     }
     const char *last = "0-0";
-    if (r->elements > 0 && r->element[0]->type == REDIS_REPLY_ARRAY &&
-        r->element[0]->elements >= 1 && r->element[0]->element[0]->type == REDIS_REPLY_STRING)
-        last = r->element[0]->element[0]->str;
+    struct store_events_iter it;
+    struct store_event_entry e;
+    store_events_iter_range(&it, r);
+    if (store_events_next(&it, &e))
+        last = e.sid;
     api_reply_json(x, 200, json_pack("{s:[],s:s}", "events", "cursor", last));
 }
 
@@ -192,15 +191,14 @@ void api_h_events(struct ctx *x)
     }
     struct core *c = x->api->c;
     const char *tag = store_tag(c->store);
-    char k_ev[KEY_MAX], cnt[16];
-    key_build(k_ev, sizeof(k_ev), tag, "events", NULL, NULL);
-    snprintf(cnt, sizeof(cnt), "%d", x->limit);
     int rc;
     if (tail) {
-        rc = store_cmd(c->store, on_events_last, x, "XREVRANGE %s + - COUNT 1", k_ev);
+        rc = store_events_last(c->store, on_events_last, x);
     } else if (rid != NULL) {
-        char k_tl[KEY_MAX], a_ms[24] = "", a_seq[24] = "0";
+        char k_tl[KEY_MAX], k_ev[KEY_MAX], cnt[16], a_ms[24] = "", a_seq[24] = "0";
         key_build(k_tl, sizeof(k_tl), tag, "tl", x->id, NULL);
+        key_build(k_ev, sizeof(k_ev), tag, "events", NULL, NULL);
+        snprintf(cnt, sizeof(cnt), "%d", x->limit);
         if (x->after[0] != '\0') {
             snprintf(a_ms, sizeof(a_ms), "%llu", (unsigned long long)ms);
             snprintf(a_seq, sizeof(a_seq), "%llu", (unsigned long long)seq);
@@ -217,7 +215,7 @@ void api_h_events(struct ctx *x)
             else
                 snprintf(start, sizeof(start), "%llu-0", (unsigned long long)ms + 1);
         }
-        rc = store_cmd(c->store, on_events, x, "XRANGE %s %s + COUNT %s", k_ev, start, cnt);
+        rc = store_events_range(c->store, start, "+", x->limit, on_events, x);
     }
     if (rc != 0)
         api_reply_unavailable(x, "cannot read events");

@@ -10,6 +10,7 @@
 #include "relay/common/log.h"
 #include "relay/common/util.h"
 #include "relay/core.h"
+#include "store/events.h"
 
 #include <event2/event.h>
 #include <stdio.h>
@@ -121,33 +122,29 @@ static void on_replay(void *arg, const char *err, redisReply *r)
         return;
     }
     int live = 0;
-    for (size_t i = 0; i < r->elements; i++) {
-        const redisReply *e = r->element[i];
-        if (e->type != REDIS_REPLY_ARRAY || e->elements < 2 || e->element[0]->str == NULL)
-            continue;
-        const char *sid = e->element[0]->str;
-        if (stream_id_cmp(sid, h->cursor) > 0) { /* the follower delivers this one after live */
+    struct store_events_iter it;
+    struct store_event_entry e;
+    size_t n = store_events_iter_range(&it, r);
+    while (store_events_next(&it, &e)) {
+        if (stream_id_cmp(e.sid, h->cursor) > 0) { /* the follower delivers it after live */
             live = 1;
             break;
         }
-        size_t rlen = 0, ridlen = 0;
-        const char *rid = dash_reply_field(e->element[1], "rid", &ridlen);
-        const char *rec = dash_reply_field(e->element[1], "rec", &rlen);
-        if (rid != NULL && rec != NULL && (u->kind != SUB_ID || strcmp(rid, u->id) == 0)) {
+        if (e.rid != NULL && e.rec != NULL && (u->kind != SUB_ID || strcmp(e.rid, u->id) == 0)) {
             struct status_event ev;
             status_event_init(&ev);
             size_t len = 0;
-            char *f = dash_encode_frame(h, rec, rlen, 0, sid, &ev, &len);
-            if (f != NULL && sub_matches(u, rid, &ev)) {
-                dash_send_text(h, x->id, rid, f, len);
+            char *f = dash_encode_frame(h, e.rec, e.rec_len, 0, e.sid, &ev, &len);
+            if (f != NULL && sub_matches(u, e.rid, &ev)) {
+                dash_send_text(h, x->id, e.rid, f, len);
                 u->replayed++;
             }
             free(f);
             status_event_cleanup(&ev);
         }
-        snprintf(u->cursor, sizeof(u->cursor), "%s", sid);
+        snprintf(u->cursor, sizeof(u->cursor), "%s", e.sid);
     }
-    if (live || r->elements < HUB_REPLAY_PAGE)
+    if (live || n < HUB_REPLAY_PAGE)
         finish_resume(h, x, u);
     else
         replay_page(h, x, u);
@@ -155,13 +152,11 @@ static void on_replay(void *arg, const char *err, redisReply *r)
 
 static void replay_page(struct hub *h, struct hsess *x, struct hsub *u)
 {
-    char from[SID_MAX + 1], cnt[16];
+    char from[SID_MAX + 1];
     snprintf(from, sizeof(from), "(%s", u->cursor);
-    snprintf(cnt, sizeof(cnt), "%d", HUB_REPLAY_PAGE);
     struct op *op = dash_op_new(h, x->id, u->no, NULL);
     h->pending++;
-    if (store_cmd(h->c->store, on_replay, op, "XRANGE %s %s + COUNT %s", h->k_events, from,
-                  cnt) != 0) {
+    if (store_events_range(h->c->store, from, "+", HUB_REPLAY_PAGE, on_replay, op) != 0) {
         h->pending--;
         free(op);
         dash_gap(h, x, u, "unavailable", NULL);
@@ -248,24 +243,21 @@ static void wake_waiters(struct hub *h, const char *sid)
     }
 }
 
-static void route_entry(struct hub *h, const char *sid, const redisReply *fields)
+static void route_entry(struct hub *h, const struct store_event_entry *e)
 {
-    size_t rlen = 0, ridlen = 0;
-    const char *rid = dash_reply_field(fields, "rid", &ridlen);
-    const char *rec = dash_reply_field(fields, "rec", &rlen);
     h->events_seen++;
-    if (rid == NULL || rec == NULL || ridlen > PROTO_MAX_ID)
+    if (e->rid == NULL || e->rec == NULL || e->rid_len > PROTO_MAX_ID)
         return;
-    if (h->broad_live == 0 && !idmap_get(h->live_ids, rid, NULL))
+    if (h->broad_live == 0 && !idmap_get(h->live_ids, e->rid, NULL))
         return; /* nobody here follows it: not even decoded */
     struct status_event ev;
     status_event_init(&ev);
     size_t len = 0;
-    char *f = dash_encode_frame(h, rec, rlen, 0, sid, &ev, &len);
+    char *f = dash_encode_frame(h, e->rec, e->rec_len, 0, e->sid, &ev, &len);
     if (f != NULL) {
         struct xmsg *m = xmsg_new(XMSG_DASH_EVENT, 0, NULL, 0);
         m->shared = xbuf_new(f, len); /* one buffer for every recipient */
-        snprintf(m->key, sizeof(m->key), "%s", rid);
+        snprintf(m->key, sizeof(m->key), "%s", e->rid);
         snprintf(m->status, sizeof(m->status), "%s", ev.status ? ev.status : "");
         m->origin_chain_id = ev.origin_chain_id;
         m->destination_chain_id = ev.destination_chain_id;
@@ -282,24 +274,20 @@ static void on_read(void *arg, const char *err, redisReply *r)
     if (dash_enter(h))
         return;
     h->reading = 0;
-    if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements == 0 ||
-        r->element[0]->type != REDIS_REPLY_ARRAY || r->element[0]->elements < 2)
-        return; /* nil: nothing new; errors: the next poll retries */
-    const redisReply *entries = r->element[0]->element[1];
-    if (entries->type != REDIS_REPLY_ARRAY)
-        return;
-    for (size_t i = 0; i < entries->elements; i++) {
-        const redisReply *e = entries->element[i];
-        if (e->type != REDIS_REPLY_ARRAY || e->elements < 2 || e->element[0]->str == NULL ||
-            e->element[0]->len >= SID_MAX)
+    if (err != NULL)
+        return; /* errors: the next poll retries */
+    struct store_events_iter it;
+    struct store_event_entry e;
+    size_t n = store_events_iter_read(&it, r); /* 0 on nil: nothing new */
+    while (store_events_next(&it, &e)) {
+        if (e.sid_len >= SID_MAX)
             continue;
-        const char *sid = e->element[0]->str;
         if (h->nwaiters > 0)
-            wake_waiters(h, sid); /* before the entry: it is their first live event */
-        route_entry(h, sid, e->element[1]);
-        snprintf(h->cursor, sizeof(h->cursor), "%s", sid);
+            wake_waiters(h, e.sid); /* before the entry: it is their first live event */
+        route_entry(h, &e);
+        snprintf(h->cursor, sizeof(h->cursor), "%s", e.sid);
     }
-    if (entries->elements >= HUB_READ_COUNT)
+    if (n >= HUB_READ_COUNT)
         event_active(h->kick_ev, EV_TIMEOUT, 0); /* more waiting */
 }
 
@@ -312,10 +300,11 @@ static void on_cursor(void *arg, const char *err, redisReply *r)
     if (err != NULL || r->type != REDIS_REPLY_ARRAY)
         return;
     char last[SID_MAX] = "0-0";
-    if (r->elements > 0 && r->element[0]->type == REDIS_REPLY_ARRAY &&
-        r->element[0]->elements > 0 && r->element[0]->element[0]->str != NULL &&
-        r->element[0]->element[0]->len < SID_MAX)
-        snprintf(last, sizeof(last), "%s", r->element[0]->element[0]->str);
+    struct store_events_iter it;
+    struct store_event_entry e;
+    store_events_iter_range(&it, r);
+    if (store_events_next(&it, &e) && e.sid_len < SID_MAX)
+        snprintf(last, sizeof(last), "%s", e.sid);
     if (h->cursor[0] == '\0') {
         snprintf(h->cursor, sizeof(h->cursor), "%s", last);
         log_info("dashboard stream follower started", "stream_id=%s", h->cursor);
@@ -334,7 +323,7 @@ static void follow(struct hub *h)
     if (h->cursor[0] == '\0') {
         h->cursor_checking = 1;
         h->pending++;
-        if (store_cmd(h->c->store, on_cursor, h, "XREVRANGE %s + - COUNT 1", h->k_events) != 0) {
+        if (store_events_last(h->c->store, on_cursor, h) != 0) {
             h->pending--;
             h->cursor_checking = 0;
         }
@@ -373,7 +362,7 @@ void dash_on_store_state(void *arg, int up)
         /* re-check the cursor against the stream (a restarted Redis may be behind it) */
         h->cursor_checking = 1;
         h->pending++;
-        if (store_cmd(h->c->store, on_cursor, h, "XREVRANGE %s + - COUNT 1", h->k_events) != 0) {
+        if (store_events_last(h->c->store, on_cursor, h) != 0) {
             h->pending--;
             h->cursor_checking = 0;
         }

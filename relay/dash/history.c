@@ -10,6 +10,7 @@
 #include "relay/common/util.h"
 #include "relay/core.h"
 #include "relay/ingest/track.h"
+#include "store/events.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -235,18 +236,14 @@ static void on_hist_entry(void *arg, const char *err, redisReply *r)
         }
         return;
     }
-    if (err == NULL && r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
-        r->element[0]->type == REDIS_REPLY_ARRAY && r->element[0]->elements >= 2) {
-        const redisReply *e = r->element[0];
-        size_t rlen = 0;
-        const char *rec = dash_reply_field(e->element[1], "rec", &rlen);
-        if (rec != NULL) {
-            struct status_event ev;
-            status_event_init(&ev);
-            hs->frames[i] = dash_encode_frame(h, rec, rlen, 0, e->element[0]->str, &ev,
-                                              &hs->lens[i]);
-            status_event_cleanup(&ev);
-        }
+    struct store_events_iter ei;
+    struct store_event_entry e;
+    store_events_iter_range(&ei, err == NULL ? r : NULL);
+    if (store_events_next(&ei, &e) && e.rec != NULL) {
+        struct status_event ev;
+        status_event_init(&ev);
+        hs->frames[i] = dash_encode_frame(h, e.rec, e.rec_len, 0, e.sid, &ev, &hs->lens[i]);
+        status_event_cleanup(&ev);
     }
     if (++hs->got == hs->n)
         hist_finish(h, hs);
@@ -287,8 +284,7 @@ static void on_hist_list(void *arg, const char *err, redisReply *r)
         it->hs = hs;
         it->i = i;
         h->pending++;
-        if (store_cmd(h->c->store, on_hist_entry, it, "XRANGE %s %s %s", h->k_events, sid,
-                      sid) != 0) {
+        if (store_events_range(h->c->store, sid, sid, 0, on_hist_entry, it) != 0) {
             h->pending--;
             free(it);
             continue;

@@ -104,8 +104,9 @@ struct op {
 /* The start of every store callback of the hub: counts the command as done; 1 when the hub
  * is closing (the callback must return at once; the last one frees the hub), else 0. */
 int dash_enter(struct hub *h);
-/* The value of field `name` in a flat [name, value, ...] reply (XRANGE fields, XINFO); NULL
- * when absent. *len (optional) gets its length. Borrowed from the reply. */
+/* The value of field `name` in a flat [name, value, ...] reply (XINFO; the fields of event
+ * log entries: store/events.h); NULL when absent. *len (optional) gets its length. Borrowed
+ * from the reply. */
 const char *dash_reply_field(const redisReply *fields, const char *name, size_t *len);
 /* A heap op for one Redis command of session sess, subscription no (0 = none), request id
  * (copied; NULL = none). The callback owns it. */

@@ -16,6 +16,7 @@
 #include "relay/delivery/dispatch.h"
 #include "relay/delivery/endpoints.h"
 #include "relay/delivery/fanout.h"
+#include "store/events.h"
 #include "store/keys.h"
 #include "store/store.h"
 
@@ -128,18 +129,6 @@ static void page_clear(struct replay *rp)
     rp->nevs = 0;
 }
 
-static const char *efield(const redisReply *fields, const char *k, size_t *len)
-{
-    if (fields == NULL || fields->type != REDIS_REPLY_ARRAY)
-        return NULL;
-    for (size_t i = 0; i + 1 < fields->elements; i += 2)
-        if (fields->element[i]->str && strcmp(fields->element[i]->str, k) == 0) {
-            *len = fields->element[i + 1]->len;
-            return fields->element[i + 1]->str;
-        }
-    return NULL;
-}
-
 static void on_events_page(void *arg, const char *err, redisReply *r)
 {
     struct replay *rp = arg;
@@ -148,21 +137,17 @@ static void on_events_page(void *arg, const char *err, redisReply *r)
         return;
     }
     page_clear(rp);
-    size_t n = r->elements;
+    struct store_events_iter it;
+    struct store_event_entry e;
+    size_t n = store_events_iter_range(&it, r);
     rp->evs = xcalloc(n + 1, sizeof(*rp->evs));
     rp->sids = xcalloc(n + 1, sizeof(*rp->sids));
     rp->last_page = rp->s.request_id[0] != '\0' || n < REPLAY_PAGE;
-    for (size_t i = 0; i < n; i++) {
-        const redisReply *e = r->element[i];
-        if (e->type != REDIS_REPLY_ARRAY || e->elements < 2 || e->element[0]->str == NULL)
-            continue;
-        snprintf(rp->next_start, sizeof(rp->next_start), "(%s", e->element[0]->str);
-        size_t len = 0;
-        const char *rec = efield(e->element[1], "rec", &len);
+    while (store_events_next(&it, &e)) {
+        snprintf(rp->next_start, sizeof(rp->next_start), "(%s", e.sid);
         struct status_event *ev = &rp->evs[rp->nevs];
-        status_event_init(ev);
         struct proto_err pe;
-        if (rec == NULL || proto_event_from_record(rec, len, ev, &pe) != 0) {
+        if (store_event_decode(&e, ev, &pe) != 0) {
             status_event_cleanup(ev);
             continue;
         }
@@ -172,7 +157,7 @@ static void on_events_page(void *arg, const char *err, redisReply *r)
             status_event_cleanup(ev);
             continue;
         }
-        rp->sids[rp->nevs] = xstrdup(e->element[0]->str);
+        rp->sids[rp->nevs] = xstrdup(e.sid);
         rp->nevs++;
     }
     rp->scanned += (long)n;
@@ -259,22 +244,20 @@ static void events_next(struct replay *rp)
         finish(rp, NULL);
         return;
     }
-    const char *tag = store_tag(c->store);
-    char kev[KEY_MAX];
-    key_build(kev, sizeof(kev), tag, "events", NULL, NULL);
     int r;
     if (rp->s.request_id[0]) {
-        char ktl[KEY_MAX];
+        const char *tag = store_tag(c->store);
+        char ktl[KEY_MAX], kev[KEY_MAX];
         key_build(ktl, sizeof(ktl), tag, "tl", rp->s.request_id, NULL);
+        key_build(kev, sizeof(kev), tag, "events", NULL, NULL);
         const char *argv[] = {ktl, kev, "", "", "100000"};
         r = store_eval(c->store, webhooks_script(rp->w, WH_SC_EVENTS_BY_REQUEST),
                        on_events_page, rp, 2, 5, argv, NULL);
     } else {
-        char end[32], cnt[16];
+        char end[32];
         snprintf(end, sizeof(end), "%lld", rp->s.has_until ? (long long)rp->s.until : 0LL);
-        snprintf(cnt, sizeof(cnt), "%d", REPLAY_PAGE);
-        r = store_cmd(c->store, on_events_page, rp, "XRANGE %s %s %s COUNT %s", kev,
-                      rp->next_start, rp->s.has_until ? end : "+", cnt);
+        r = store_events_range(c->store, rp->next_start, rp->s.has_until ? end : "+",
+                               REPLAY_PAGE, on_events_page, rp);
     }
     if (r != 0)
         finish(rp, replay_err_unavailable);
