@@ -33,6 +33,7 @@
 #include "relay/common/log.h"
 #include "relay/common/util.h"
 #include "relay/delivery/endpoints.h"
+#include "store/events.h"
 #include "store/keys.h"
 #include "store/store.h"
 
@@ -357,18 +358,6 @@ static void on_claim(void *arg, const char *err, redisReply *r)
     step(fo);
 }
 
-static const char *field_of(const redisReply *fields, const char *name, size_t *len)
-{
-    if (fields == NULL || fields->type != REDIS_REPLY_ARRAY)
-        return NULL;
-    for (size_t i = 0; i + 1 < fields->elements; i += 2)
-        if (fields->element[i]->str && strcmp(fields->element[i]->str, name) == 0) {
-            *len = fields->element[i + 1]->len;
-            return fields->element[i + 1]->str;
-        }
-    return NULL;
-}
-
 static void on_read(void *arg, const char *err, redisReply *r)
 {
     struct fanout *fo = arg;
@@ -383,11 +372,8 @@ static void on_read(void *arg, const char *err, redisReply *r)
         }
         return;
     }
-    const redisReply *entries = NULL;
-    if (r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
-        r->element[0]->type == REDIS_REPLY_ARRAY && r->element[0]->elements == 2)
-        entries = r->element[0]->element[1];
-    size_t n = entries && entries->type == REDIS_REPLY_ARRAY ? entries->elements : 0;
+    struct store_events_iter it;
+    size_t n = store_events_iter_read(&it, r);
     if (n == 0) {
         if (fo->need_pending || fo->kick_again) {
             fo->need_pending = 0;
@@ -399,21 +385,17 @@ static void on_read(void *arg, const char *err, redisReply *r)
     struct fo_batch *b = fo->batch = xcalloc(1, sizeof(*b));
     b->fo = fo;
     b->ents = xcalloc(n, sizeof(*b->ents));
-    for (size_t i = 0; i < n; i++) {
-        const redisReply *e = entries->element[i];
+    struct store_event_entry e;
+    while (b->n < n && store_events_next(&it, &e)) {
         struct fo_entry *fe = &b->ents[b->n];
-        if (e->type != REDIS_REPLY_ARRAY || e->elements < 2 || e->element[0]->str == NULL)
-            continue;
-        snprintf(fe->sid, sizeof(fe->sid), "%s", e->element[0]->str);
+        snprintf(fe->sid, sizeof(fe->sid), "%.*s", (int)e.sid_len, e.sid);
         status_event_init(&fe->ev);
-        size_t len = 0;
-        const char *rec = field_of(e->element[1], "rec", &len);
         struct proto_err pe = {0};
         if (pre_take(fo, fe->sid, &fe->ev))
             fe->ok = 1;
-        else if (rec != NULL && proto_event_from_record(rec, len, &fe->ev, &pe) == 0)
+        else if (e.rec != NULL && store_event_decode(&e, &fe->ev, &pe) == 0)
             fe->ok = 1;
-        else if (rec != NULL)
+        else if (e.rec != NULL)
             log_warn("event record unreadable, not fanned out", "stream_id=%s err=%s field=%s",
                      fe->sid, proto_strerror(pe.code), pe.field);
         b->n++;
