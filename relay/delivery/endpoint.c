@@ -21,17 +21,20 @@ static void cleanse_str(char *s)
 
 /* ---- values ---------------------------------------------------------------------------- */
 
-static void filters_cleanup(struct webhook_filters *f)
+/* The webhook rules of the filter shape (protocol/filter.h): lists only, requestIds known. */
+static const struct proto_filter_opts wh_filter_opts = {
+    .flags = PROTO_FILTER_REQUEST_IDS,
+    .max_values = WH_MAX_FILTER_VALUES,
+    .max_status = PROTO_MAX_STATUS,
+    .min_chain_id = 0,
+    .max_chain_id = PROTO_MAX_CHAIN_ID,
+};
+
+/* ENOMEM from protocol/: relay/ never handles OOM locally (relay/common/util.h). */
+static void oom_abort(const char *where)
 {
-    for (size_t i = 0; i < f->nstatus; i++)
-        free(f->status[i]);
-    for (size_t i = 0; i < f->nrequest_ids; i++)
-        free(f->request_ids[i]);
-    free(f->status);
-    free(f->request_ids);
-    free(f->origin);
-    free(f->dest);
-    memset(f, 0, sizeof(*f));
+    log_err("out of memory", "in=%s", where);
+    abort();
 }
 
 /* The values a reload replaces (everything but identity, refs and dispatcher state). */
@@ -46,7 +49,7 @@ void webhook_values_clear(struct webhook *wh)
         for (char **p = wh->header_lines; *p; p++)
             free(*p);
     free(wh->header_lines);
-    filters_cleanup(&wh->f);
+    proto_filter_cleanup(&wh->f);
     if (wh->secret)
         cleanse_str(wh->secret);
     free(wh->secret);
@@ -87,38 +90,19 @@ void webhook_unref(struct webhook *wh)
     free(wh);
 }
 
-static int parse_filters(const char *text, struct webhook_filters *f)
+/* Stored filters text (written by webhook_filters_canon) into f; -1 when unreadable (f is
+ * then empty: matches everything). */
+static int parse_filters(const char *text, struct proto_filter *f)
 {
     memset(f, 0, sizeof(*f));
     if (text == NULL || text[0] == '\0')
         return 0;
     json_t *j = json_loads(text, 0, NULL);
-    if (!json_is_object(j)) {
-        json_decref(j);
-        return -1;
-    }
-    json_t *a;
-    size_t i;
-    json_t *v;
-    if ((a = json_object_get(j, "status")) && json_is_array(a)) {
-        f->status = xcalloc(json_array_size(a) + 1, sizeof(char *));
-        json_array_foreach(a, i, v) f->status[f->nstatus++] = xstrdup(json_string_value(v));
-    }
-    if ((a = json_object_get(j, "requestIds")) && json_is_array(a)) {
-        f->request_ids = xcalloc(json_array_size(a) + 1, sizeof(char *));
-        json_array_foreach(a, i, v) f->request_ids[f->nrequest_ids++] =
-            xstrdup(json_string_value(v));
-    }
-    if ((a = json_object_get(j, "originChainIds")) && json_is_array(a)) {
-        f->origin = xcalloc(json_array_size(a) + 1, sizeof(int64_t));
-        json_array_foreach(a, i, v) f->origin[f->norigin++] = json_integer_value(v);
-    }
-    if ((a = json_object_get(j, "destinationChainIds")) && json_is_array(a)) {
-        f->dest = xcalloc(json_array_size(a) + 1, sizeof(int64_t));
-        json_array_foreach(a, i, v) f->dest[f->ndest++] = json_integer_value(v);
-    }
+    int rc = j != NULL ? proto_filter_from_json(j, &wh_filter_opts, f, NULL) : PROTO_EJSON;
     json_decref(j);
-    return 0;
+    if (rc == PROTO_ENOMEM)
+        oom_abort("webhook parse_filters");
+    return rc != 0 ? -1 : 0;
 }
 
 static char **parse_header_lines(const char *text)
@@ -260,36 +244,8 @@ int webhook_matches(const struct webhook *wh, const struct status_event *ev)
 
 int webhook_matches_filters(const struct webhook *wh, const struct status_event *ev)
 {
-    const struct webhook_filters *f = &wh->f;
-    if (f->status) {
-        size_t i = 0;
-        while (i < f->nstatus && strcmp(f->status[i], ev->status ? ev->status : "") != 0)
-            i++;
-        if (i == f->nstatus)
-            return 0;
-    }
-    if (f->request_ids) {
-        size_t i = 0;
-        while (i < f->nrequest_ids && strcmp(f->request_ids[i], ev->request_id) != 0)
-            i++;
-        if (i == f->nrequest_ids)
-            return 0;
-    }
-    if (f->origin) {
-        size_t i = 0;
-        while (i < f->norigin && f->origin[i] != ev->origin_chain_id)
-            i++;
-        if (i == f->norigin)
-            return 0;
-    }
-    if (f->dest) {
-        size_t i = 0;
-        while (i < f->ndest && f->dest[i] != ev->destination_chain_id)
-            i++;
-        if (i == f->ndest)
-            return 0;
-    }
-    return 1;
+    return proto_filter_match(&wh->f, ev->status, ev->request_id, ev->origin_chain_id,
+                              ev->destination_chain_id);
 }
 
 /* ---- validation ------------------------------------------------------------------------ */
@@ -304,57 +260,37 @@ static int fail(const char **code, const char *c, char *err, size_t errn, const 
 int webhook_filters_canon(json_t *filters, char **out_json, const char **code, char *err,
                           size_t errn)
 {
+    struct proto_filter f;
+    struct proto_filter_err e;
     *out_json = NULL;
-    if (filters == NULL || json_is_null(filters)) {
-        *out_json = xstrdup("{}");
-        return 0;
-    }
-    if (!json_is_object(filters))
-        return fail(code, "invalid_request", err, errn, "filters must be an object");
-    json_t *out = json_object();
-    const char *k;
-    json_t *v;
-    json_object_foreach(filters, k, v)
-    {
-        int strs = !strcmp(k, "status") || !strcmp(k, "requestIds");
-        int nums = !strcmp(k, "originChainIds") || !strcmp(k, "destinationChainIds");
-        if (!strs && !nums) {
-            json_decref(out);
-            snprintf(err, errn, "unknown filter \"%s\"", k);
-            *code = "invalid_request";
-            return -1;
-        }
-        if (json_is_null(v))
-            continue;
-        if (!json_is_array(v) || json_array_size(v) > WH_MAX_FILTER_VALUES) {
-            json_decref(out);
-            snprintf(err, errn, "filters.%s must be a list of at most %d values", k,
+    int rc = proto_filter_from_json(filters, &wh_filter_opts, &f, &e);
+    if (rc == PROTO_ENOMEM)
+        return fail(code, "internal", err, errn, "out of memory");
+    if (rc != 0) {
+        *code = "invalid_request";
+        int strs = e.key != NULL && (!strcmp(e.key, "status") || !strcmp(e.key, "requestIds"));
+        switch (e.fault) {
+        case PROTO_FILTER_NOT_OBJECT:
+            snprintf(err, errn, "filters must be an object");
+            break;
+        case PROTO_FILTER_UNKNOWN_KEY:
+            snprintf(err, errn, "unknown filter \"%s\"", e.key);
+            break;
+        case PROTO_FILTER_NOT_LIST:
+        case PROTO_FILTER_TOO_MANY:
+            snprintf(err, errn, "filters.%s must be a list of at most %d values", e.key,
                      WH_MAX_FILTER_VALUES);
-            *code = "invalid_request";
-            return -1;
+            break;
+        case PROTO_FILTER_BAD_VALUE:
+            snprintf(err, errn, "filters.%s[%zu] is not a valid %s", e.key, e.index,
+                     strs ? "string" : "chain id");
+            break;
         }
-        size_t i;
-        json_t *e;
-        json_array_foreach(v, i, e)
-        {
-            int ok = strs ? json_is_string(e) && json_string_length(e) > 0 &&
-                                json_string_length(e) <= (k[0] == 's' ? PROTO_MAX_STATUS
-                                                                       : PROTO_MAX_ID)
-                          : json_is_integer(e) && json_integer_value(e) >= 0 &&
-                                json_integer_value(e) <= PROTO_MAX_CHAIN_ID;
-            if (ok && k[0] == 'r')
-                ok = proto_request_id_valid(json_string_value(e), json_string_length(e));
-            if (!ok) {
-                json_decref(out);
-                snprintf(err, errn, "filters.%s[%zu] is not a valid %s", k, i,
-                         strs ? "string" : "chain id");
-                *code = "invalid_request";
-                return -1;
-            }
-        }
-        json_object_set(out, k, v);
+        return -1;
     }
-    *out_json = json_dumps(out, JSON_COMPACT | JSON_SORT_KEYS);
+    json_t *out = proto_filter_to_json(&f);
+    proto_filter_cleanup(&f);
+    *out_json = out != NULL ? json_dumps(out, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     json_decref(out);
     if (*out_json == NULL)
         return fail(code, "internal", err, errn, "out of memory");

@@ -12,6 +12,7 @@
 #define RELAY_DELIVERY_ENDPOINT_H
 
 #include "protocol/event.h"
+#include "protocol/filter.h"
 #include "protocol/sign.h"
 
 #include <jansson.h>
@@ -27,17 +28,6 @@ struct dispatch_ep; /* relay/delivery/dispatch.c: opaque everywhere else */
 
 enum wh_scheme { WH_SCHEME_STANDARD = 0, WH_SCHEME_UPSTREAM, WH_SCHEME_BOTH };
 
-struct webhook_filters {
-    char **status;      /* owned strings; OR within the list */
-    size_t nstatus;
-    char **request_ids;
-    size_t nrequest_ids;
-    int64_t *origin;
-    size_t norigin;
-    int64_t *dest;
-    size_t ndest;
-};
-
 struct webhook {
     int refs;
     char id[WH_ID_MAX];
@@ -47,7 +37,7 @@ struct webhook {
     char *filters_json;    /* canonical JSON object text as stored */
     char *headers_json;    /* canonical JSON object text as stored */
     char **header_lines;   /* "Name: value", NULL-terminated */
-    struct webhook_filters f;
+    struct proto_filter f; /* parsed filters_json (protocol/filter.h) */
     int enabled;
     int latest;            /* delivery mode "latest": superseded states are skipped */
     int ed25519;           /* signing "ed25519": v1a signatures, public key in the API */
@@ -88,15 +78,17 @@ void webhook_values_set(struct webhook *wh, const char *const *kv, size_t nkv);
 /* Free the values webhook_values_set filled (secrets wiped). */
 void webhook_values_clear(struct webhook *wh);
 
-/* 1 when ev passes wh's filters (AND across keys, OR within a list) and was created after
- * the endpoint was registered. Enabled state is not looked at. */
+/* 1 when ev passes wh's filters (proto_filter_match: AND across keys, OR within a list) and
+ * was created after the endpoint was registered. Enabled state is not looked at. */
 int webhook_matches(const struct webhook *wh, const struct status_event *ev);
 /* The filters alone (replays also reach endpoints registered after the event). */
 int webhook_matches_filters(const struct webhook *wh, const struct status_event *ev);
 
 /* ---- validation (REST input) ------------------------------------------------------------
  * Each returns 0, or -1 with a static code ("invalid_request", "forbidden_target") and a
- * message in err (errn bytes). Canonical JSON text in *out_json is malloc'd (caller frees). */
+ * message in err (errn bytes). Canonical JSON text in *out_json is malloc'd (caller frees).
+ * Filters: lists only (null = absent, [] matches nothing), keys status, requestIds,
+ * originChainIds, destinationChainIds; canonical text has sorted keys (protocol/filter.h). */
 int webhook_filters_canon(json_t *filters, char **out_json, const char **code, char *err,
                           size_t errn);
 int webhook_headers_canon(json_t *headers, char **out_json, const char **code, char *err,

@@ -3,7 +3,9 @@
  * empty filter matches every event. The same code validates a client's filters (core,
  * relay/dash/hub.c), carries the approved filter to the ws thread as compact JSON
  * (XMSG_DASH_ACCEPT_SUB, DASH_OP_ADD_BROAD) and matches events there (relay/edge/ws_server.c),
- * so both threads agree on what matches.
+ * so both threads agree on what matches. The filter, its reader, writer and matcher are
+ * protocol/filter.h (shared with webhook endpoints); this file holds the dashboard's rules
+ * (one value or a list, the limits below) and its error messages.
  *
  * Client shape (the "filters" object of a subscribe message, like webhook filters):
  *   {"status": "success" | ["success", "refund"], "originChainIds": 8453 | [1, 8453],
@@ -12,6 +14,8 @@
 #ifndef RELAY_DASH_FILTER_H
 #define RELAY_DASH_FILTER_H
 
+#include "protocol/filter.h"
+
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -19,18 +23,14 @@
 #define DASH_FILTER_MAX_VALUES 64 /* per list */
 #define DASH_FILTER_MAX_STATUS 31 /* status length (xmsg.status holds 32 bytes) */
 
-struct dash_broad {
-    char **status;     /* owned */
-    size_t nstatus;
-    int64_t *origin;
-    size_t norigin;
-    int64_t *dest;
-    size_t ndest;
-};
+/* A broad filter is a struct proto_filter whose lists are never empty and which has no
+ * requestIds. The old name stays so its users (relay/dash/, relay/edge/ws_server.c) read the
+ * same; fields: status/nstatus, origin/norigin, dest/ndest. */
+#define dash_broad proto_filter
 
 /* Validate a client's filters object (NULL = match all) into out. Returns 0, or -1 with
  * *why set to a static message (out is then clean). Keys other than the three above and
- * "id" (which the caller handles) are refused. */
+ * "id" (which the caller handles) are refused. Aborts when out of memory. */
 int dash_broad_from_json(const json_t *filters, struct dash_broad *out, const char **why);
 /* Canonical JSON of f (lists only when non-empty): new reference. */
 json_t *dash_broad_to_json(const struct dash_broad *f);
@@ -43,6 +43,7 @@ int dash_broad_match(const struct dash_broad *f, const char *status, int64_t ori
 int dash_broad_equal(const struct dash_broad *a, const struct dash_broad *b);
 /* 1 when f has no list at all (every event). */
 int dash_broad_is_all(const struct dash_broad *f);
+/* Free f's lists and leave it empty. NULL-safe. */
 void dash_broad_cleanup(struct dash_broad *f);
 
 #endif

@@ -1,0 +1,321 @@
+/* test_filter.c - unit tests for protocol/filter.c: the reader under the dashboard's and the
+ * webhooks' rules as table rows (accepted input with its canonical JSON, rejected input with
+ * its fault, key and element, also which fault wins when an input has several), the matcher
+ * as rows (empty filter, OR within a list, AND across keys, present but empty lists),
+ * equality, and allocation failure in the reader.
+ * runs on: the test process, one thread. Run from the repository root. */
+#include "tests/unit/proto_test.h"
+
+#include "protocol/filter.c"
+#include "protocol/proto.c"
+
+#define N_ROWS(a) (sizeof(a) / sizeof((a)[0]))
+
+/* The two callers' rules (relay/edge/dash_filter.c, relay/delivery/endpoint.c), with small
+ * limits so the rows stay short. */
+static const struct proto_filter_opts D = {
+    .flags = PROTO_FILTER_ONE_VALUE | PROTO_FILTER_ID_KEY | PROTO_FILTER_KEYS_FIRST,
+    .max_values = 3,
+    .max_status = 7,
+    .min_chain_id = 1,
+    .max_chain_id = INT64_MAX,
+};
+static const struct proto_filter_opts W = {
+    .flags = PROTO_FILTER_REQUEST_IDS,
+    .max_values = 3,
+    .max_status = 7,
+    .min_chain_id = 0,
+    .max_chain_id = PROTO_MAX_CHAIN_ID,
+};
+
+/* text NULL: filters NULL. Accepted rows give canon (canonical JSON, compact, key order as
+ * written); rejected rows give rc, fault, key and index. */
+struct read_row {
+    const char *name;
+    const struct proto_filter_opts *o;
+    const char *text;
+    int rc;
+    const char *canon;
+    enum proto_filter_fault fault;
+    const char *key;
+    size_t index;
+};
+
+#define OK(canon) 0, canon, 0, NULL, 0
+#define BAD(...) BAD_(__VA_ARGS__) /* expands the code/fault pairs below first */
+#define BAD_(rc, fault, key, index) rc, NULL, fault, key, index
+#define NOT_OBJECT PROTO_ETYPE, PROTO_FILTER_NOT_OBJECT
+#define UNKNOWN PROTO_EVALUE, PROTO_FILTER_UNKNOWN_KEY
+#define NOT_LIST PROTO_ETYPE, PROTO_FILTER_NOT_LIST
+#define TOO_MANY PROTO_ETOOLONG, PROTO_FILTER_TOO_MANY
+#define BAD_VALUE PROTO_EVALUE, PROTO_FILTER_BAD_VALUE
+
+static const struct read_row read_rows[] = {
+    /* both: the empty filter */
+    {"D: NULL", &D, NULL, OK("{}")},
+    {"W: NULL", &W, NULL, OK("{}")},
+    {"D: null", &D, "null", OK("{}")},
+    {"W: null", &W, "null", OK("{}")},
+    {"D: {}", &D, "{}", OK("{}")},
+    {"W: {}", &W, "{}", OK("{}")},
+    {"D: not an object", &D, "[]", BAD(NOT_OBJECT, NULL, 0)},
+    {"W: not an object", &W, "\"success\"", BAD(NOT_OBJECT, NULL, 0)},
+    /* dashboards: one value or a non-empty list, "id" skipped, no requestIds */
+    {"D: id is the caller's", &D, "{\"id\":\"0xabc\"}", OK("{}")},
+    {"D: one status", &D, "{\"status\":\"success\"}", OK("{\"status\":[\"success\"]}")},
+    {"D: one chain id", &D, "{\"originChainIds\":8453}", OK("{\"originChainIds\":[8453]}")},
+    {"D: canonical key order", &D,
+     "{\"destinationChainIds\":[10,1],\"originChainIds\":1,\"status\":[\"a\",\"b\"]}",
+     OK("{\"status\":[\"a\",\"b\"],\"originChainIds\":[1],\"destinationChainIds\":[10,1]}")},
+    {"D: max values", &D, "{\"status\":[\"a\",\"b\",\"c\"]}",
+     OK("{\"status\":[\"a\",\"b\",\"c\"]}")},
+    {"D: max status length", &D, "{\"status\":\"1234567\"}", OK("{\"status\":[\"1234567\"]}")},
+    {"D: huge chain id", &D, "{\"originChainIds\":9007199254740993}",
+     OK("{\"originChainIds\":[9007199254740993]}")},
+    {"D: requestIds unknown", &D, "{\"requestIds\":[\"0xab\"]}",
+     BAD(UNKNOWN, "requestIds", 0)},
+    {"D: misspelt key", &D, "{\"statuses\":[\"success\"]}", BAD(UNKNOWN, "statuses", 0)},
+    {"D: keys first", &D, "{\"status\":5,\"bogus\":1}", BAD(UNKNOWN, "bogus", 0)},
+    {"D: fixed order", &D, "{\"destinationChainIds\":0,\"status\":5}",
+     BAD(NOT_LIST, "status", 0)},
+    {"D: empty list", &D, "{\"status\":[]}", BAD(NOT_LIST, "status", 0)},
+    {"D: empty chain list", &D, "{\"originChainIds\":[]}", BAD(NOT_LIST, "originChainIds", 0)},
+    {"D: null value", &D, "{\"status\":null}", BAD(NOT_LIST, "status", 0)},
+    {"D: object value", &D, "{\"status\":{}}", BAD(NOT_LIST, "status", 0)},
+    {"D: real chain id", &D, "{\"destinationChainIds\":1.5}",
+     BAD(NOT_LIST, "destinationChainIds", 0)},
+    {"D: chain id as text", &D, "{\"originChainIds\":\"x\"}", BAD(NOT_LIST, "originChainIds", 0)},
+    {"D: too many", &D, "{\"status\":[\"a\",\"b\",\"c\",\"d\"]}", BAD(TOO_MANY, "status", 0)},
+    {"D: empty status", &D, "{\"status\":[\"ok\",\"\"]}", BAD(BAD_VALUE, "status", 1)},
+    {"D: status too long", &D, "{\"status\":\"12345678\"}", BAD(BAD_VALUE, "status", 0)},
+    {"D: status not a string", &D, "{\"status\":[1]}", BAD(BAD_VALUE, "status", 0)},
+    {"D: chain id 0", &D, "{\"originChainIds\":0}", BAD(BAD_VALUE, "originChainIds", 0)},
+    {"D: negative chain id", &D, "{\"originChainIds\":[1,-1]}",
+     BAD(BAD_VALUE, "originChainIds", 1)},
+    {"D: chain id text in a list", &D, "{\"destinationChainIds\":[\"8453\"]}",
+     BAD(BAD_VALUE, "destinationChainIds", 0)},
+    /* webhooks: lists only, null = absent, [] kept, requestIds known, key by key */
+    {"W: null value is absent", &W, "{\"status\":null,\"originChainIds\":[1]}",
+     OK("{\"originChainIds\":[1]}")},
+    {"W: empty list kept", &W, "{\"status\":[]}", OK("{\"status\":[]}")},
+    {"W: every key, canonical order", &W,
+     "{\"destinationChainIds\":[2],\"originChainIds\":[1],\"requestIds\":[\"0xab\"],"
+     "\"status\":[\"success\"]}",
+     OK("{\"status\":[\"success\"],\"requestIds\":[\"0xab\"],\"originChainIds\":[1],"
+        "\"destinationChainIds\":[2]}")},
+    {"W: chain id bounds", &W, "{\"originChainIds\":[0,9007199254740991]}",
+     OK("{\"originChainIds\":[0,9007199254740991]}")},
+    {"W: duplicates kept", &W, "{\"status\":[\"a\",\"a\"]}", OK("{\"status\":[\"a\",\"a\"]}")},
+    {"W: one value", &W, "{\"status\":\"success\"}", BAD(NOT_LIST, "status", 0)},
+    {"W: id unknown", &W, "{\"id\":\"0xab\"}", BAD(UNKNOWN, "id", 0)},
+    {"W: key by key, value first", &W, "{\"status\":5,\"bogus\":1}", BAD(NOT_LIST, "status", 0)},
+    {"W: key by key, key first", &W, "{\"bogus\":1,\"status\":5}", BAD(UNKNOWN, "bogus", 0)},
+    {"W: object order", &W, "{\"destinationChainIds\":[-1],\"status\":5}",
+     BAD(BAD_VALUE, "destinationChainIds", 0)},
+    {"W: too many", &W, "{\"originChainIds\":[1,2,3,4]}", BAD(TOO_MANY, "originChainIds", 0)},
+    {"W: chain id over 2^53-1", &W, "{\"originChainIds\":[9007199254740992]}",
+     BAD(BAD_VALUE, "originChainIds", 0)},
+    {"W: bad request id", &W, "{\"requestIds\":[\"0xab\",\"bad id\"]}",
+     BAD(BAD_VALUE, "requestIds", 1)},
+    {"W: empty request id", &W, "{\"requestIds\":[\"\"]}", BAD(BAD_VALUE, "requestIds", 0)},
+    {"W: status too long", &W, "{\"status\":[\"12345678\"]}", BAD(BAD_VALUE, "status", 0)},
+};
+
+/* filters of a row's text (NULL stays NULL); decref the result. */
+static json_t *load(const char *text)
+{
+    if (text == NULL)
+        return NULL;
+    json_error_t je;
+    json_t *j = json_loads(text, JSON_DECODE_ANY, &je);
+    if (j == NULL)
+        fail_msg("test bug: %s: %s", text, je.text);
+    return j;
+}
+
+static char *canon_of(const struct proto_filter *f)
+{
+    json_t *o = proto_filter_to_json(f);
+    assert_non_null(o);
+    char *s = json_dumps(o, JSON_COMPACT); /* jansson's: release with real_free */
+    json_decref(o);
+    assert_non_null(s);
+    return s;
+}
+
+static void test_read_rows(void **state)
+{
+    for (size_t i = 0; i < N_ROWS(read_rows); i++) {
+        const struct read_row *r = &read_rows[i];
+        json_t *j = load(r->text);
+        struct proto_filter f, g;
+        struct proto_filter_err e = {0};
+        int rc = proto_filter_from_json(j, r->o, &f, &e);
+        if (rc != r->rc)
+            fail_msg("%s: rc %d, want %d", r->name, rc, r->rc);
+        if (rc != 0) {
+            assert_true(proto_filter_is_all(&f)); /* out is clean after an error */
+            if (e.fault != r->fault || (e.key == NULL) != (r->key == NULL) ||
+                (r->key != NULL && strcmp(e.key, r->key) != 0) || e.index != r->index)
+                fail_msg("%s: fault %d key %s index %zu", r->name, e.fault,
+                         e.key ? e.key : "(null)", e.index);
+        } else {
+            char *s = canon_of(&f);
+            if (strcmp(s, r->canon) != 0)
+                fail_msg("%s: canonical %s, want %s", r->name, s, r->canon);
+            json_t *back = load(s); /* the canonical text reads back equal */
+            assert_int_equal(proto_filter_from_json(back, r->o, &g, NULL), 0);
+            assert_true(proto_filter_equal(&f, &g));
+            json_decref(back);
+            real_free(s);
+            proto_filter_cleanup(&g);
+        }
+        proto_filter_cleanup(&f);
+        json_decref(j);
+    }
+    assert_int_equal(chaos_live, 0);
+}
+
+/* ---- matching ---------------------------------------------------------------------------- */
+
+struct match_row {
+    const char *filter; /* read with W; NULL: the empty filter */
+    const char *status, *request_id;
+    int64_t origin, dest;
+    int want;
+};
+
+#define AND "{\"status\":[\"success\",\"refund\"],\"originChainIds\":[1,8453]," \
+            "\"destinationChainIds\":[42161]}"
+#define RIDS "{\"requestIds\":[\"0xa\",\"0xb\"]}"
+
+static const struct match_row match_rows[] = {
+    {NULL, "waiting", "0xa", 1, 8453, 1},
+    {"{}", NULL, NULL, 0, 0, 1},
+    {"{\"status\":null}", "pending", "0xa", 1, 2, 1},
+    /* OR within a list */
+    {AND, "success", "0xa", 1, 42161, 1},
+    {AND, "refund", "0xa", 8453, 42161, 1},
+    {RIDS, "pending", "0xb", 1, 2, 1},
+    {RIDS, "pending", "0xc", 1, 2, 0},
+    {RIDS, "pending", NULL, 1, 2, 0},
+    /* AND across keys: each list must hold the event's value */
+    {AND, "pending", "0xa", 1, 42161, 0},
+    {AND, "success", "0xa", 10, 42161, 0},
+    {AND, "success", "0xa", 1, 8453, 0},
+    {AND, "succes", "0xa", 1, 42161, 0}, /* exact strings only */
+    {AND, "Success", "0xa", 1, 42161, 0},
+    {AND, NULL, "0xa", 1, 42161, 0},
+    {"{\"status\":[\"success\"],\"requestIds\":[\"0xa\"]}", "success", "0xb", 0, 0, 0},
+    {"{\"status\":[\"success\"],\"requestIds\":[\"0xa\"]}", "success", "0xa", 0, 0, 1},
+    {"{\"originChainIds\":[0]}", "x", "0xa", 0, 5, 1},
+    /* a present but empty list matches nothing */
+    {"{\"status\":[]}", "success", "0xa", 1, 2, 0},
+    {"{\"destinationChainIds\":[]}", "success", "0xa", 1, 0, 0},
+};
+
+static void test_match_rows(void **state)
+{
+    for (size_t i = 0; i < N_ROWS(match_rows); i++) {
+        const struct match_row *r = &match_rows[i];
+        json_t *j = load(r->filter);
+        struct proto_filter f;
+        assert_int_equal(proto_filter_from_json(j, &W, &f, NULL), 0);
+        int got = proto_filter_match(&f, r->status, r->request_id, r->origin, r->dest);
+        if (got != r->want)
+            fail_msg("row %zu: %s / %s %s %lld %lld: %d, want %d", i,
+                     r->filter ? r->filter : "NULL", r->status ? r->status : "NULL",
+                     r->request_id ? r->request_id : "NULL", (long long)r->origin,
+                     (long long)r->dest, got, r->want);
+        proto_filter_cleanup(&f);
+        json_decref(j);
+    }
+}
+
+/* ---- equality and is_all ----------------------------------------------------------------- */
+
+static void test_equal(void **state)
+{
+    static const struct {
+        const char *a, *b;
+        int equal;
+    } rows[] = {
+        {"{}", "{\"status\":null}", 1},
+        {"{\"status\":[\"a\"]}", "{\"status\":[\"a\"]}", 1},
+        {"{\"status\":[]}", "{}", 0}, /* present empty list vs absent */
+        {"{\"status\":[\"a\",\"b\"]}", "{\"status\":[\"b\",\"a\"]}", 0}, /* order counts */
+        {"{\"originChainIds\":[1]}", "{\"destinationChainIds\":[1]}", 0},
+        {"{\"originChainIds\":[1]}", "{\"originChainIds\":[1,1]}", 0},
+        {"{\"requestIds\":[\"0xa\"]}", "{\"requestIds\":[\"0xb\"]}", 0},
+    };
+    for (size_t i = 0; i < N_ROWS(rows); i++) {
+        json_t *ja = load(rows[i].a), *jb = load(rows[i].b);
+        struct proto_filter a, b;
+        assert_int_equal(proto_filter_from_json(ja, &W, &a, NULL), 0);
+        assert_int_equal(proto_filter_from_json(jb, &W, &b, NULL), 0);
+        if (proto_filter_equal(&a, &b) != rows[i].equal ||
+            proto_filter_equal(&b, &a) != rows[i].equal)
+            fail_msg("row %zu: %s vs %s", i, rows[i].a, rows[i].b);
+        proto_filter_cleanup(&a);
+        proto_filter_cleanup(&b);
+        json_decref(ja);
+        json_decref(jb);
+    }
+    struct proto_filter f;
+    json_t *j = load("{\"status\":[]}");
+    assert_int_equal(proto_filter_from_json(j, &W, &f, NULL), 0);
+    assert_false(proto_filter_is_all(&f)); /* it matches nothing */
+    proto_filter_cleanup(&f);
+    proto_filter_cleanup(&f); /* cleanup leaves it empty: a second one is harmless */
+    assert_true(proto_filter_is_all(&f));
+    proto_filter_cleanup(NULL);
+    json_decref(j);
+}
+
+/* ---- allocation failure ------------------------------------------------------------------ */
+
+/* Fail the 1st, 2nd, ... allocation of reading each accepted row until it succeeds: each run
+ * returns PROTO_ENOMEM with an empty filter, or the same filter, and leaks nothing. */
+static void test_chaos(void **state)
+{
+    for (size_t i = 0; i < N_ROWS(read_rows); i++) {
+        const struct read_row *r = &read_rows[i];
+        if (r->rc != 0)
+            continue;
+        json_t *j = load(r->text);
+        struct proto_filter ref;
+        assert_int_equal(proto_filter_from_json(j, r->o, &ref, NULL), 0);
+        for (long n = 1;; n++) {
+            struct proto_filter f;
+            long live = chaos_live;
+            chaos_arm(n);
+            int rc = proto_filter_from_json(j, r->o, &f, NULL);
+            chaos_disarm();
+            assert_int_equal(rc != 0, chaos_tripped);
+            if (rc != 0) {
+                assert_int_equal(rc, PROTO_ENOMEM);
+                assert_true(proto_filter_is_all(&f));
+            } else {
+                assert_true(proto_filter_equal(&f, &ref));
+                proto_filter_cleanup(&f);
+            }
+            assert_int_equal(chaos_live, live);
+            if (rc == 0)
+                break;
+        }
+        proto_filter_cleanup(&ref);
+        json_decref(j);
+    }
+    assert_int_equal(chaos_live, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_read_rows),
+        cmocka_unit_test(test_match_rows),
+        cmocka_unit_test(test_equal),
+        cmocka_unit_test(test_chaos),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
