@@ -24,7 +24,7 @@
  *   {P}:act                      zset    active ids other than waiting, by last status
  *                                        change (ms): stuck requests are the old ones
  *   {P}:unset                    zset    the same ids by first seen (oldest unsettled)
- *   {P}:events                   stream  the event log: id (event id), rid, seq, rec
+ *   {P}:events                   stream  the event log: id, rid, seq, rec (read: store/events.h)
  *   {P}:tl:<id>                  list    stream ids of a request's events (timeline)
  *   {P}:budget                   hash    the upstream budget's token bucket shared by all
  *                                        processes: t (tokens), ts (last refill ms);

@@ -38,12 +38,13 @@ enum api_wh_route {
     API_WH_REPLAY,
 };
 
-/* One request as api.c hands it over. Everything is read during api_webhooks_handle except
- * ctx and the callbacks, which are kept until the one answer: exactly one of reply_json /
- * reply_error / reply_empty is called per request, maybe later (after Redis), maybe after the
- * client went away (api.c then drops the answer; it must keep ctx valid until the call). */
+/* One request as relay/api/routes.c hands it over. Everything is read during
+ * api_webhooks_handle except ctx and the callbacks, which are kept until the one answer:
+ * exactly one of reply_json / reply_error / reply_empty is called per request, maybe later
+ * (after Redis), maybe after the client went away (relay/api/server.c then drops the answer;
+ * it must keep ctx valid until the call). */
 struct api_wh_req {
-    void *ctx;              /* api.c's request context */
+    void *ctx;              /* relay/api/server.c: the request context */
     struct core *c;
     const char *id;         /* the "{}" path segment (decoded), NULL when none */
     size_t id_len;

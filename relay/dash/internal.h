@@ -44,7 +44,7 @@ struct hsub {
     enum sub_kind kind;
     enum sub_state state;
     char *id;                 /* SUB_ID */
-    struct dash_broad f;      /* SUB_BROAD */
+    struct proto_filter f;      /* SUB_BROAD */
     char from[SID_MAX];       /* the client's lastEventId ("" = none) */
     char cursor[SID_MAX];     /* resume: last stream id replayed */
     char live_at[SID_MAX];    /* the hub cursor when it went live */

@@ -294,7 +294,7 @@ static void on_subscribe(struct hub *h, struct hsess *x, json_t *msg)
     }
 
     const char *id = NULL;
-    struct dash_broad bf;
+    struct proto_filter bf;
     memset(&bf, 0, sizeof(bf));
     if (f != NULL && json_object_get(f, "id") != NULL) {
         if ((id = want_id(h, x, type, f)) == NULL)
@@ -403,7 +403,7 @@ static void on_unsubscribe(struct hub *h, struct hsess *x, json_t *msg)
                 dash_sub_remove(h, x, u, 1);
         }
     } else {
-        struct dash_broad bf;
+        struct proto_filter bf;
         const char *why = NULL;
         if (dash_broad_from_json(f, &bf, &why) != 0) {
             send_error(h, x, type, "bad_request", why, NULL);

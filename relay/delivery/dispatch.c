@@ -1,7 +1,8 @@
 /* dispatch.c - see dispatch.h. runs on: core thread.
  *
- * Life of an attempt: claimed (wh_claim.lua, leased in {P}:inflight) -> struct dispatch_attempt owned
- * by the dispatcher -> queued on its endpoint (struct dispatch_ep q_head) until the window has
+ * Life of an attempt: claimed (wh_claim.lua, leased in {P}:inflight) or handed over by the
+ * fan-out as a first attempt (dispatch_first) -> struct dispatch_attempt owned by the
+ * dispatcher -> queued on its endpoint (struct dispatch_ep q_head) until the window has
  * room -> sent (httpc; body and signature headers built once per attempt) ->
  * result queued -> written in a batch by wh_done.lua -> freed. The dispatcher outlives its
  * store commands and HTTP requests (pending and inflight counts), so shutdown never leaves

@@ -523,166 +523,6 @@ static void on_first(void *arg, const char *outcome, const char *json, int64_t n
         commit_soon(fo);
 }
 
-/* ---- wh_fanout.lua arguments (fanout.h) ------------------------------------------------ */
-
-static void av_own(struct fanout_args *a, char *s)
-{
-    if (a->nowned == a->capowned) {
-        a->capowned = a->capowned ? a->capowned * 2 : 64;
-        a->owned = xrealloc(a->owned, a->capowned * sizeof(*a->owned));
-    }
-    a->owned[a->nowned++] = s;
-}
-
-static void av_push(struct fanout_args *a, const char *s, size_t len, int own)
-{
-    if (a->n == a->cap) {
-        a->cap = a->cap ? a->cap * 2 : 64;
-        a->v = xrealloc(a->v, a->cap * sizeof(*a->v));
-        a->lens = xrealloc(a->lens, a->cap * sizeof(*a->lens));
-    }
-    a->v[a->n] = s;
-    a->lens[a->n++] = len;
-    if (own)
-        av_own(a, (char *)s);
-}
-
-static void av_str(struct fanout_args *a, const char *s)
-{
-    av_push(a, s, strlen(s), 0);
-}
-
-static void av_num(struct fanout_args *a, long long v)
-{
-    char *s = xasprintf("%lld", v);
-    av_push(a, s, strlen(s), 1);
-}
-
-static void av_key(struct fanout_args *a, const char *tag, const char *kind)
-{
-    char *k = xmalloc(KEY_MAX);
-    key_build(k, KEY_MAX, tag, kind, NULL, NULL);
-    av_push(a, k, strlen(k), 1);
-}
-
-void fanout_args_begin(struct fanout_args *a, struct core *c, struct webhooks *w, int replay)
-{
-    const char *tag = store_tag(c->store);
-    memset(a, 0, sizeof(*a));
-    av_key(a, tag, "events");
-    av_key(a, tag, "whv");
-    av_key(a, tag, "fanout");
-    av_key(a, tag, "inflight");
-    av_key(a, tag, "dead");
-    av_str(a, tag);
-    /* the live fan-out checked the version with wh_held.lua before its first attempts */
-    av_str(a, replay ? webhooks_version(w) : "*");
-    av_str(a, c->instance_id);
-    av_num(a, wall_ms());
-    av_str(a, FANOUT_GROUP);
-    av_num(a, WH_RETENTION_MS);
-    av_str(a, replay ? "1" : "0");
-    av_num(a, WH_LIST_CAP);
-    av_num(a, c->cfg->disable_after_ms);
-}
-
-/* One (endpoint, kind, attempt JSON, number) quad of wh_fanout.lua. */
-static void av_pair(struct fanout_args *a, const char *whid, char kind, const char *json,
-                    long long num)
-{
-    static const char kinds[] = "psordgf";
-    const char *k = strchr(kinds, kind);
-    av_str(a, whid);
-    av_push(a, k ? k : "p", 1, 0);
-    av_str(a, json ? json : "");
-    av_num(a, num);
-}
-
-/* The fixed part of an event: stream id .. event time; then body and count slots, filled
- * by the caller through *body_at and *n_at. */
-static void av_event_head(struct fanout_args *a, const char *sid, const struct status_event *ev,
-                          size_t *body_at, size_t *n_at)
-{
-    av_str(a, sid);
-    av_str(a, ev->event_id);
-    av_str(a, ev->request_id);
-    av_num(a, (long long)ev->seq);
-    av_str(a, ev->status ? ev->status : "");
-    av_num(a, ev->created_at);
-    *body_at = a->n;
-    av_push(a, "", 0, 0);
-    *n_at = a->n;
-    av_push(a, "0", 1, 0);
-}
-
-static void av_set_count(struct fanout_args *a, size_t n_at, long long n)
-{
-    char *ns = xasprintf("%lld", n);
-    a->v[n_at] = ns;
-    a->lens[n_at] = strlen(ns);
-    av_own(a, ns);
-}
-
-static void av_empty_event(struct fanout_args *a, const char *sid)
-{
-    av_str(a, sid);
-    for (int k = 0; k < 6; k++)
-        av_push(a, "", 0, 0);
-    av_push(a, "0", 1, 0);
-    a->events++;
-}
-
-long long fanout_args_event(struct fanout_args *a, struct webhooks *w, const char *sid,
-                            const struct status_event *ev, fanout_match_cb *match, void *arg,
-                            int flags)
-{
-    if (ev == NULL) { /* deleted or unreadable entry: acknowledged, nothing to deliver */
-        av_empty_event(a, sid);
-        return 0;
-    }
-    size_t at = a->n, body_at, n_at;
-    av_event_head(a, sid, ev, &body_at, &n_at);
-    long long nmatch = 0;
-    size_t nwh = webhooks_count(w);
-    for (size_t k = 0; k < nwh; k++) {
-        struct webhook *wh = webhooks_at(w, k);
-        char m = match(arg, wh, ev);
-        if (m == 0)
-            continue;
-        av_pair(a, wh->id, m == 's' ? 's' : 'p', NULL, 0);
-        nmatch++;
-    }
-    if (nmatch == 0 && !(flags & FANOUT_ARGS_KEEP_EMPTY)) {
-        a->n = at; /* nothing for this event (owned strings stay owned until freed) */
-        return 0;
-    }
-    if (nmatch > 0 && !(flags & FANOUT_ARGS_NO_BODY)) {
-        size_t blen = 0;
-        char *body = proto_event_webhook_body(ev, &blen);
-        if (body == NULL) {
-            log_err("webhook body encoding failed", "event=%s", ev->event_id);
-            abort(); /* out of memory: relay/ aborts, see STYLE 4 */
-        }
-        a->v[body_at] = body;
-        a->lens[body_at] = blen;
-        av_own(a, body);
-    }
-    if (nmatch > 0)
-        av_set_count(a, n_at, nmatch);
-    a->events++;
-    return nmatch;
-}
-
-void fanout_args_free(struct fanout_args *a)
-{
-    for (size_t i = 0; i < a->nowned; i++)
-        free(a->owned[i]);
-    free(a->v);
-    free(a->lens);
-    free(a->owned);
-    memset(a, 0, sizeof(*a));
-}
-
 /* ---- matching a batch ------------------------------------------------------------------ */
 
 static void on_held(void *arg, const char *err, redisReply *r);
@@ -857,17 +697,17 @@ static void try_commit(struct fanout *fo)
     for (size_t i = 0; i < b->n; i++) {
         struct fo_entry *fe = &b->ents[i];
         if (!fe->ok) {
-            av_empty_event(&a, fe->sid);
+            fanout_args_empty_event(&a, fe->sid);
             continue;
         }
         size_t body_at, n_at;
-        av_event_head(&a, fe->sid, &fe->ev, &body_at, &n_at);
+        fanout_args_event_head(&a, fe->sid, &fe->ev, &body_at, &n_at);
         long long n = 0;
         int need_body = 0;
         for (; d < b->ndl && b->dls[d]->ev == i; d++) {
             struct fo_dl *dl = b->dls[d];
             char k = dl->kind == 'a' ? dl->out : dl->kind;
-            av_pair(&a, dl->wh->id, k, dl->json, (long long)dl->num);
+            fanout_args_pair(&a, dl->wh->id, k, dl->json, (long long)dl->num);
             need_body |= k == 'p' || k == 's' || k == 'r' || k == 'f';
             n++;
         }
@@ -881,14 +721,14 @@ static void try_commit(struct fanout *fo)
                     log_err("webhook body encoding failed", "event=%s", fe->ev.event_id);
                     abort(); /* out of memory: relay/ aborts, see STYLE 4 */
                 }
-                av_own(&a, own);
+                fanout_args_own(&a, own);
                 body = own;
             }
             a.v[body_at] = body;
             a.lens[body_at] = blen;
         }
         if (n > 0)
-            av_set_count(&a, n_at, n);
+            fanout_args_set_count(&a, n_at, n);
         a.events++;
         created += n;
     }

@@ -55,6 +55,19 @@ long long fanout_args_event(struct fanout_args *a, struct webhooks *w, const cha
                             const struct status_event *ev, fanout_match_cb *match, void *arg,
                             int flags);
 void fanout_args_free(struct fanout_args *a);
+/* The pieces fanout_args_event is made of, for callers that decide the pairs themselves
+ * (the live fan-out's commit): the fixed part of an event (stream id .. event time) with
+ * empty body and count slots whose indexes land in *body_at and *n_at; one (endpoint, kind,
+ * attempt JSON, number) quad (kinds in store/wh_fanout.lua); the count of quads; an
+ * unreadable entry (acknowledged, nothing to deliver); a string a->v now points at, to be
+ * freed with a. */
+void fanout_args_event_head(struct fanout_args *a, const char *sid, const struct status_event *ev,
+                            size_t *body_at, size_t *n_at);
+void fanout_args_pair(struct fanout_args *a, const char *whid, char kind, const char *json,
+                      long long num);
+void fanout_args_set_count(struct fanout_args *a, size_t n_at, long long n);
+void fanout_args_empty_event(struct fanout_args *a, const char *sid);
+void fanout_args_own(struct fanout_args *a, char *s);
 
 struct fanout *fanout_new(struct core *c, struct webhooks *w, struct dispatch *dp);
 /* Stop; a read or script in flight completes into nothing (the object lives until then). */

@@ -36,7 +36,7 @@ static const char *why_of(const struct proto_filter_err *e)
     return st ? "a status is a string of 1 to 31 characters" : "chain ids are positive integers";
 }
 
-int dash_broad_from_json(const json_t *filters, struct dash_broad *out, const char **why)
+int dash_broad_from_json(const json_t *filters, struct proto_filter *out, const char **why)
 {
     struct proto_filter_err e;
     int rc = proto_filter_from_json(filters, &dash_opts, out, &e);
@@ -51,12 +51,12 @@ int dash_broad_from_json(const json_t *filters, struct dash_broad *out, const ch
     return 0;
 }
 
-json_t *dash_broad_to_json(const struct dash_broad *f)
+json_t *dash_broad_to_json(const struct proto_filter *f)
 {
     return proto_filter_to_json(f);
 }
 
-int dash_broad_parse(const char *text, size_t len, struct dash_broad *out)
+int dash_broad_parse(const char *text, size_t len, struct proto_filter *out)
 {
     const char *why = NULL;
     json_t *j = json_loadb(text, len, 0, NULL);
@@ -66,23 +66,23 @@ int dash_broad_parse(const char *text, size_t len, struct dash_broad *out)
     return rc;
 }
 
-int dash_broad_match(const struct dash_broad *f, const char *status, int64_t origin,
+int dash_broad_match(const struct proto_filter *f, const char *status, int64_t origin,
                      int64_t dest)
 {
     return proto_filter_match(f, status, NULL, origin, dest);
 }
 
-int dash_broad_equal(const struct dash_broad *a, const struct dash_broad *b)
+int dash_broad_equal(const struct proto_filter *a, const struct proto_filter *b)
 {
     return proto_filter_equal(a, b);
 }
 
-int dash_broad_is_all(const struct dash_broad *f)
+int dash_broad_is_all(const struct proto_filter *f)
 {
     return proto_filter_is_all(f);
 }
 
-void dash_broad_cleanup(struct dash_broad *f)
+void dash_broad_cleanup(struct proto_filter *f)
 {
     proto_filter_cleanup(f);
 }

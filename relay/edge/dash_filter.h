@@ -1,7 +1,7 @@
 /* dash_filter.h - a dashboard subscription's "broad" filter (anything wider than one request
  * id): statuses and origin/destination chain ids, each an OR list, combined with AND; an
  * empty filter matches every event. The same code validates a client's filters (core,
- * relay/dash/hub.c), carries the approved filter to the ws thread as compact JSON
+ * relay/dash/), carries the approved filter to the ws thread as compact JSON
  * (XMSG_DASH_ACCEPT_SUB, DASH_OP_ADD_BROAD) and matches events there (relay/edge/ws_server.c),
  * so both threads agree on what matches. The filter, its reader, writer and matcher are
  * protocol/filter.h (shared with webhook endpoints); this file holds the dashboard's rules
@@ -23,27 +23,25 @@
 #define DASH_FILTER_MAX_VALUES 64 /* per list */
 #define DASH_FILTER_MAX_STATUS 31 /* status length (xmsg.status holds 32 bytes) */
 
-/* A broad filter is a struct proto_filter whose lists are never empty and which has no
- * requestIds. The old name stays so its users (relay/dash/, relay/edge/ws_server.c) read the
- * same; fields: status/nstatus, origin/norigin, dest/ndest. */
-#define dash_broad proto_filter
+/* A broad filter is a struct proto_filter (protocol/filter.h) whose lists are never empty
+ * and which has no requestIds; these functions apply the dashboard's rules to it. */
 
 /* Validate a client's filters object (NULL = match all) into out. Returns 0, or -1 with
  * *why set to a static message (out is then clean). Keys other than the three above and
  * "id" (which the caller handles) are refused. Aborts when out of memory. */
-int dash_broad_from_json(const json_t *filters, struct dash_broad *out, const char **why);
+int dash_broad_from_json(const json_t *filters, struct proto_filter *out, const char **why);
 /* Canonical JSON of f (lists only when non-empty): new reference. */
-json_t *dash_broad_to_json(const struct dash_broad *f);
+json_t *dash_broad_to_json(const struct proto_filter *f);
 /* Parse the canonical text (ws thread). Returns 0 or -1. */
-int dash_broad_parse(const char *text, size_t len, struct dash_broad *out);
+int dash_broad_parse(const char *text, size_t len, struct proto_filter *out);
 /* 1 when an event with these routing fields matches. */
-int dash_broad_match(const struct dash_broad *f, const char *status, int64_t origin,
+int dash_broad_match(const struct proto_filter *f, const char *status, int64_t origin,
                      int64_t dest);
 /* 1 when both filters have the same lists (order-insensitive is not needed: canonical). */
-int dash_broad_equal(const struct dash_broad *a, const struct dash_broad *b);
+int dash_broad_equal(const struct proto_filter *a, const struct proto_filter *b);
 /* 1 when f has no list at all (every event). */
-int dash_broad_is_all(const struct dash_broad *f);
+int dash_broad_is_all(const struct proto_filter *f);
 /* Free f's lists and leave it empty. NULL-safe. */
-void dash_broad_cleanup(struct dash_broad *f);
+void dash_broad_cleanup(struct proto_filter *f);
 
 #endif

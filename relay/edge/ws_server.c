@@ -55,7 +55,7 @@ struct isub {
 
 struct bfilter {
     uint64_t no;
-    struct dash_broad f;
+    struct proto_filter f;
 };
 
 struct session {
@@ -263,7 +263,7 @@ static void broad_unlink(struct ws_server *s, struct session *x)
 static void broad_add(struct ws_server *s, struct session *x, uint64_t no, const char *text,
                       size_t len)
 {
-    struct dash_broad f;
+    struct proto_filter f;
     if (dash_broad_parse(text, len, &f) != 0) {
         log_warn("dashboard filter unreadable, ignored", "session=%llu",
                  (unsigned long long)x->id);

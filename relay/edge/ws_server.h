@@ -2,7 +2,7 @@
  *
  * The lws side of the dashboard stream: it moves frames and keeps each session's filters;
  * every decision (who may subscribe to what, snapshots, resume, error frames) is made by the
- * core (relay/dash/hub.c). Protocol and hand-off are documented in README "Dashboard stream".
+ * core (relay/dash/). Protocol and hand-off are documented in README "Dashboard stream".
  *
  * Sessions. A websocket upgrade on "/" (any other path is refused) gets a uint64 id (1, 2,
  * ...; never reused in a process). The core hears XMSG_DASH_OPEN (data = peer address, key

@@ -26,7 +26,7 @@ enum xmsg_type {
     XMSG_UP_READY,      /* ready greeting received on connection gen; data = socket id */
     XMSG_UP_FRAME,      /* one text frame received on connection gen; data = raw bytes */
     XMSG_UP_DOWN,       /* connection gen closed; code = close code or 0; data = reason */
-    /* core -> ws: dashboard server (relay/dash/hub.c decides, relay/edge/ws_server.c moves frames) */
+    /* core -> ws: dashboard server (relay/dash/ decides, relay/edge/ws_server.c moves frames) */
     XMSG_DASH_SEND,     /* frame to one session (data). key = conflation key: a request id
                            (snapshots) or "~stats"; "" = never conflated (acks, errors, ...) */
     XMSG_DASH_EVENT,    /* shared event frame (shared) for every session whose filter matches
