@@ -8,14 +8,14 @@
  * store commands and HTTP requests (pending and inflight counts), so shutdown never leaves
  * a callback pointing at freed memory; results not yet written are dropped then, and their
  * leases expire (the next holder sends them again: at least once).
+ * This file: claims, the per-endpoint queues and windows, first attempts, the reaper and the
+ * lifecycle; attempt.c sends one attempt and records outcomes.
  * No logging per delivery: counters in struct metrics. */
 #include "relay/delivery/dispatch.h"
+#include "relay/delivery/dispatch_internal.h"
 #include "protocol/proto.h"
-#include "protocol/addr.h"
-#include "protocol/json.h"
-#include "protocol/sign.h"
 #include "relay/core.h"
-#include "relay/common/httpc.h"
+#include "relay/config.h"
 #include "relay/common/log.h"
 #include "relay/common/util.h"
 #include "relay/delivery/endpoints.h"
@@ -31,89 +31,11 @@
 #define DISPATCH_REAP_MS 1000
 #define DISPATCH_MAX_HELD 4096 /* attempts claimed by this process: in flight + queued */
 #define DISPATCH_CLAIM_MAX 500
-#define DISPATCH_DONE_MAX 1000
-#define DISPATCH_RESPONSE_KEEP 1024
-#define DISPATCH_DRAIN (64 * 1024)
-#define DISPATCH_RETRY_AFTER_MAX_MS (24LL * 3600 * 1000)
 #define DISPATCH_CWND_START 4 /* initial AIMD window of an endpoint (capped by the setting) */
 
-/* A webhook body, shared by the attempts of one event claimed together (100 endpoints: one
- * copy, not 100). */
-struct dispatch_body {
-    int refs;
-    size_t len;
-    char p[]; /* NUL-terminated */
-};
-
-struct dispatch_attempt {
-    struct dispatch_attempt *next;
-    struct dispatch *d;
-    struct webhook *wh; /* reference, from start to free */
-    char whid[WH_ID_MAX];
-    char *did;
-    char ev[PROTO_EVENT_ID_MAX + 16];
-    int att, replay;
-    struct dispatch_body *b;    /* reference; dropped when the HTTP exchange completes */
-    int64_t claimed_ms; /* monotonic: the lease runs from here */
-    const char *kind;   /* 'b', 'r', 'x' from the claim */
-    /* headers of this attempt (httpc copies them) */
-    char h_id[PROTO_EVENT_ID_MAX + 32], h_ts[48], h_sig[2 * PROTO_SIG_MAX + 32];
-    char h_xts[64], h_xsig[96], h_trace[96];
-    /* result */
-    const char *outcome; /* "ok", "retry", "dead", "gone" */
-    char *json;          /* the attempt log entry */
-    int64_t next_ms;
-    /* test sends */
-    dispatch_test_cb *test_cb;
-    void *test_arg;
-    /* first attempts of the fan-out (dispatch_first): reported to first_cb instead of
-     * wh_done.lua until detached; orphan: forgotten, the result is dropped */
-    dispatch_first_cb *first_cb;
-    void *first_arg;
-    int first, orphan;
-};
-
-struct dispatch {
-    struct core *c;
-    struct webhooks *w;
-    struct store_script sc_claim, sc_done, sc_reap;
-    struct event *tick_ev, *kick_ev, *flush_ev, *reap_ev, *pump_ev;
-    int closing;
-    int pending;     /* store commands in flight */
-    size_t inflight; /* HTTP attempts in flight */
-    size_t queued;   /* claimed attempts waiting in their endpoint's queue */
-    struct webhook *qlist; /* endpoints with a queue (one reference each) */
-    int claiming, reaping;
-    int kick_again; /* kicked while a claim was in flight: claim again after it */
-    int ahead;      /* windows claimed per endpoint: 2 (one queued), 1 with short leases */
-    struct dispatch_attempt *res_head, *res_tail; /* results waiting to be written */
-    size_t nres;
-    struct dispatch_attempt *flushing; /* batch being written */
-    struct dispatch_attempt *held;     /* claimed, waiting for an endpoint reload */
-    char k_due[KEY_MAX], k_inflight[KEY_MAX], k_whv[KEY_MAX], k_dead[KEY_MAX];
-};
-
-/* The dispatcher's state of one endpoint, hung on struct webhook's dispatch_x (opaque outside
- * this file) by ep_of. It lives exactly as long as the endpoint: reloads update the endpoint
- * in place, so the window survives them, and attempts in flight keep a deleted endpoint (and
- * its counters) alive until they end. webhook_unref free()s it: by then the queue is empty
- * and the endpoint is off qlist, since both hold references on the endpoint. */
-struct dispatch_ep {
-    double cwnd;     /* AIMD concurrency window, 1 .. endpoint_concurrency */
-    int inflight;    /* attempts in flight from this process */
-    int64_t last_decrease_ms;
-    struct dispatch_attempt *q_head, *q_tail; /* claimed ahead, waiting for a window slot */
-    int queued;
-    int q_listed;    /* on the dispatcher's list of endpoints with a queue (d->qlist) */
-    struct webhook *q_next;
-    int failing;     /* the last attempt here failed: the fan-out records, not sends */
-};
-
-static void send_attempt(struct dispatch *d, struct dispatch_attempt *a);
-static void pump(struct dispatch *d, struct webhook *wh);
 
 /* wh's state, created on first sight. */
-static struct dispatch_ep *ep_of(struct dispatch *d, struct webhook *wh)
+struct dispatch_ep *dsp_ep_of(struct dispatch *d, struct webhook *wh)
 {
     if (wh->dispatch_x == NULL) {
         struct dispatch_ep *e = xcalloc(1, sizeof(*e));
@@ -149,7 +71,7 @@ const char *dispatch_body_data(const struct dispatch_body *b, size_t *len)
     return b->p;
 }
 
-static void attempt_free(struct dispatch_attempt *a)
+void dsp_attempt_free(struct dispatch_attempt *a)
 {
     if (a == NULL)
         return;
@@ -160,31 +82,31 @@ static void attempt_free(struct dispatch_attempt *a)
     free(a);
 }
 
-static void list_free(struct dispatch_attempt *a)
+void dsp_list_free(struct dispatch_attempt *a)
 {
     while (a) {
         struct dispatch_attempt *n = a->next;
-        attempt_free(a);
+        dsp_attempt_free(a);
         a = n;
     }
 }
 
-static void maybe_free(struct dispatch *d)
+void dsp_maybe_free(struct dispatch *d)
 {
     if (d->closing && d->pending == 0 && d->inflight == 0) {
-        list_free(d->res_head);
-        list_free(d->flushing);
-        list_free(d->held);
+        dsp_list_free(d->res_head);
+        dsp_list_free(d->flushing);
+        dsp_list_free(d->held);
         free(d);
     }
 }
 
-static int callback_enter(struct dispatch *d)
+int dsp_callback_enter(struct dispatch *d)
 {
     d->pending--;
     if (!d->closing)
         return 0;
-    maybe_free(d);
+    dsp_maybe_free(d);
     return 1;
 }
 
@@ -192,373 +114,6 @@ void dispatch_kick(struct dispatch *d)
 {
     if (!d->closing)
         event_active(d->kick_ev, EV_TIMEOUT, 0);
-}
-
-/* ---- attempt log JSON ------------------------------------------------------------------ */
-
-/* One attempt of the deliveries listing as JSON text (malloc'd; aborts when out of memory,
- * like xmalloc). Strings go through protocol/'s one escaper: invalid UTF-8 (a body cut at
- * DISPATCH_RESPONSE_KEEP mid-character, a binary response) becomes \ufffd per bad byte, so
- * the text always reads back as JSON. */
-static char *attempt_json(int64_t at, int att, long status, int64_t latency, const char *err,
-                          const char *detail, const char *resp, size_t resp_len, int replay)
-{
-    struct pjson_buf b = {0};
-    PJSON_PUT_LIT(&b, "{\"at\":");
-    pjson_put_i64(&b, at);
-    PJSON_PUT_LIT(&b, ",\"attempt\":");
-    pjson_put_i64(&b, att);
-    PJSON_PUT_LIT(&b, ",\"statusCode\":");
-    if (status > 0)
-        pjson_put_i64(&b, status);
-    else
-        PJSON_PUT_LIT(&b, "null");
-    PJSON_PUT_LIT(&b, ",\"latencyMs\":");
-    pjson_put_i64(&b, latency);
-    PJSON_PUT_LIT(&b, ",\"error\":");
-    pjson_put_str(&b, err); /* NULL: null */
-    if (detail) {
-        PJSON_PUT_LIT(&b, ",\"detail\":");
-        pjson_put_str(&b, detail);
-    }
-    PJSON_PUT_LIT(&b, ",\"response\":");
-    if (resp && resp_len > 0)
-        pjson_put_strn(&b, resp, resp_len);
-    else
-        PJSON_PUT_LIT(&b, "null");
-    if (replay)
-        PJSON_PUT_LIT(&b, ",\"replay\":true");
-    PJSON_PUT_LIT(&b, "}");
-    size_t cap = b.cap;
-    char *json = pjson_buf_finish(&b, NULL);
-    if (json == NULL) {
-        log_err("out of memory", "bytes=%zu", cap);
-        abort();
-    }
-    return json;
-}
-
-/* ---- results --------------------------------------------------------------------------- */
-
-static void push_result(struct dispatch *d, struct dispatch_attempt *a)
-{
-    a->next = NULL;
-    if (d->res_tail)
-        d->res_tail->next = a;
-    else
-        d->res_head = a;
-    d->res_tail = a;
-    d->nres++;
-    event_active(d->flush_ev, EV_TIMEOUT, 0);
-}
-
-/* The outcome of a is known: to the fan-out for its first attempts, else written by
- * wh_done.lua. */
-static void finish(struct dispatch *d, struct dispatch_attempt *a)
-{
-    if (a->wh != NULL)
-        ep_of(d, a->wh)->failing = strcmp(a->outcome, "ok") != 0;
-    if (a->first_cb != NULL) {
-        a->first_cb(a->first_arg, a->outcome, a->json, a->next_ms);
-        attempt_free(a);
-    } else if (a->orphan) {
-        attempt_free(a);
-    } else {
-        push_result(d, a);
-    }
-}
-
-static void flush(struct dispatch *d);
-
-static void on_done(void *arg, const char *err, redisReply *r)
-{
-    struct dispatch *d = arg;
-    if (callback_enter(d))
-        return;
-    struct dispatch_attempt *batch = d->flushing;
-    d->flushing = NULL;
-    if (err != NULL) {
-        /* unknown whether it ran: the script is idempotent, write the batch again */
-        struct dispatch_attempt *last = batch;
-        size_t n = 1;
-        while (last && last->next)
-            last = last->next, n++;
-        if (last) {
-            last->next = d->res_head;
-            d->res_head = batch;
-            if (d->res_tail == NULL)
-                d->res_tail = last;
-            d->nres += n;
-        }
-        return; /* retried from the tick */
-    }
-    list_free(batch);
-    int reload = 0;
-    if (r->type == REDIS_REPLY_ARRAY)
-        for (size_t i = 0; i + 1 < r->elements; i += 2) {
-            log_warn("webhook endpoint disabled", "webhook=%s reason=%s",
-                     r->element[i]->str, r->element[i + 1]->str);
-            d->c->metrics.wh_endpoints_disabled++;
-            reload = 1;
-        }
-    if (reload)
-        webhooks_reload(d->w, NULL, NULL);
-    if (d->res_head)
-        flush(d);
-}
-
-static void flush(struct dispatch *d)
-{
-    if (d->closing || d->flushing || d->res_head == NULL || !store_ready(d->c->store))
-        return;
-    const struct config *cfg = d->c->cfg;
-    const char *tag = store_tag(d->c->store);
-    size_t n = d->nres < DISPATCH_DONE_MAX ? d->nres : DISPATCH_DONE_MAX;
-    int argc = 8 + 5 * (int)n;
-    const char **argv = xmalloc(sizeof(char *) * (size_t)argc);
-    char now[24], dis[24], ret[24];
-    char (*nx)[24] = xmalloc(24 * n);
-    snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
-    snprintf(dis, sizeof(dis), "%lld", (long long)cfg->disable_after_ms);
-    snprintf(ret, sizeof(ret), "%lld", (long long)WH_RETENTION_MS);
-    argv[0] = d->k_due, argv[1] = d->k_inflight, argv[2] = d->k_whv, argv[3] = d->k_dead;
-    argv[4] = tag, argv[5] = now, argv[6] = dis, argv[7] = ret;
-    struct dispatch_attempt *a = d->res_head, *last = NULL;
-    for (size_t i = 0; i < n; i++, last = a, a = a->next) {
-        snprintf(nx[i], 24, "%lld", (long long)a->next_ms);
-        argv[8 + 5 * i] = a->did;
-        argv[9 + 5 * i] = a->whid;
-        argv[10 + 5 * i] = a->outcome;
-        argv[11 + 5 * i] = a->json;
-        argv[12 + 5 * i] = nx[i];
-    }
-    d->pending++;
-    if (store_eval(d->c->store, &d->sc_done, on_done, d, 4, argc, argv, NULL) == 0) {
-        /* detach the first n results as the batch in flight */
-        d->flushing = d->res_head;
-        d->res_head = a;
-        last->next = NULL;
-        if (a == NULL)
-            d->res_tail = NULL;
-        d->nres -= n;
-    } else {
-        d->pending--;
-    }
-    free(argv);
-    free(nx);
-}
-
-static void on_flush(evutil_socket_t fd, short what, void *arg)
-{
-    flush(arg);
-}
-
-/* ---- outcome of one HTTP exchange ------------------------------------------------------ */
-
-static int64_t retry_delay(const struct config *cfg, int att)
-{
-    if (att >= cfg->retry_schedule.n)
-        return -1;
-    int64_t dl = cfg->retry_schedule.ms[att];
-    if (dl > 0)
-        dl += (int64_t)jitter_rand((uint64_t)dl / 5 + 1);
-    return dl;
-}
-
-static void aimd(struct dispatch *d, struct webhook *wh, const struct httpc_resp *resp)
-{
-    struct dispatch_ep *e = ep_of(d, wh);
-    double max = (double)d->c->cfg->endpoint_concurrency;
-    int congested = resp->err == httpc_err_timeout ||
-                    (resp->err == NULL && (resp->status == 429 || resp->status == 502 ||
-                                           resp->status == 503 || resp->status == 504));
-    if (congested) {
-        int64_t now = mono_ms();
-        if (now - e->last_decrease_ms >= resp->latency_ms) {
-            e->cwnd = e->cwnd / 2 < 1 ? 1 : e->cwnd / 2;
-            e->last_decrease_ms = now;
-        }
-    } else if (resp->err == NULL && resp->status >= 200 && resp->status < 300) {
-        e->cwnd += 1.0 / e->cwnd;
-        if (e->cwnd > max)
-            e->cwnd = max;
-    }
-}
-
-static void on_http_done(void *arg, const struct httpc_resp *resp)
-{
-    struct dispatch_attempt *a = arg;
-    struct dispatch *d = a->d;
-    struct webhook *wh = a->wh;
-    d->inflight--;
-    ep_of(d, wh)->inflight--;
-    dispatch_body_unref(a->b);
-    a->b = NULL;
-    if (a->test_cb) {
-        if (!d->closing)
-            a->test_cb(a->test_arg, resp->status, resp->err, resp->latency_ms, resp->body,
-                       resp->body_len, a->ev);
-        else
-            a->test_cb(a->test_arg, 0, httpc_err_shutdown, 0, "", 0, a->ev);
-        attempt_free(a);
-        maybe_free(d);
-        return;
-    }
-    if (d->closing) {
-        attempt_free(a);
-        maybe_free(d);
-        return;
-    }
-    webhook_ref(wh); /* a may be written and freed before pump() below is done with wh */
-    const struct config *cfg = d->c->cfg;
-    struct metrics *m = &d->c->metrics;
-    int64_t now = wall_ms();
-    m->wh_attempts++;
-    aimd(d, a->wh, resp);
-    a->next_ms = 0;
-    /* a 2xx is delivered even when its (ignored) response body was too long to drain */
-    if ((resp->err == NULL || resp->err == httpc_err_too_large) && resp->status >= 200 &&
-        resp->status < 300) {
-        a->outcome = "ok";
-        m->wh_delivered++;
-        metrics_observe_delivery(m, resp->latency_ms);
-    } else if (resp->err == NULL && resp->status == 410) {
-        a->outcome = "gone";
-        m->wh_dead++;
-    } else if (resp->err == httpc_err_forbidden) {
-        a->outcome = "dead";
-        m->wh_dead++;
-        m->wh_forbidden++;
-    } else {
-        int64_t dl = retry_delay(cfg, a->att);
-        if (dl < 0) {
-            a->outcome = "dead";
-            m->wh_dead++;
-        } else {
-            if (resp->err == NULL && (resp->status == 429 || resp->status == 503) &&
-                resp->retry_after_ms > dl)
-                dl = resp->retry_after_ms < DISPATCH_RETRY_AFTER_MAX_MS
-                         ? resp->retry_after_ms
-                         : DISPATCH_RETRY_AFTER_MAX_MS;
-            a->outcome = "retry";
-            a->next_ms = now + dl;
-            m->wh_retries++;
-        }
-    }
-    a->json = attempt_json(now - resp->latency_ms, a->att, resp->err ? resp->status : resp->status,
-                           resp->latency_ms, resp->err,
-                           resp->err && resp->detail ? resp->detail : NULL, resp->body,
-                           resp->body_len, a->replay);
-    finish(d, a);
-    pump(d, wh);       /* a slot is free: the next claimed attempt goes out now */
-    webhook_unref(wh);
-    dispatch_kick(d); /* and the queue is refilled */
-}
-
-/* ---- sending --------------------------------------------------------------------------- */
-
-static int forbid_private(void *arg, const struct sockaddr *sa, socklen_t len)
-{
-    return proto_addr_forbidden(sa, len);
-}
-
-/* a failed before any exchange; retry (if that is the outcome) after delay_ms. a is handed
- * on (and may be freed) here. */
-static void fail_now(struct dispatch *d, struct dispatch_attempt *a, const char *err,
-                     const char *outcome, int64_t delay_ms)
-{
-    a->outcome = outcome;
-    a->next_ms = wall_ms() + delay_ms;
-    a->json = attempt_json(wall_ms(), a->att, 0, 0, err, NULL, NULL, 0, a->replay);
-    finish(d, a);
-}
-
-static void send_attempt(struct dispatch *d, struct dispatch_attempt *a)
-{
-    struct webhook *wh = a->wh;
-    const struct config *cfg = d->c->cfg;
-    int64_t now = wall_ms(), ts = now / 1000;
-    const char *hdrs[12 + WH_MAX_HEADERS + 1];
-    int nh = 0;
-    hdrs[nh++] = "Content-Type: application/json";
-    snprintf(a->h_id, sizeof(a->h_id), "webhook-id: %s", a->ev);
-    hdrs[nh++] = a->h_id;
-    snprintf(a->h_ts, sizeof(a->h_ts), "webhook-timestamp: %lld", (long long)ts);
-    hdrs[nh++] = a->h_ts;
-    if (wh->scheme != WH_SCHEME_UPSTREAM) {
-        char s1[PROTO_SIG_MAX], s2[PROTO_SIG_MAX];
-        int prev = wh->prev_secret && now < wh->prev_expires;
-        int r;
-        s2[0] = '\0';
-        if (wh->ed25519) {
-            r = proto_sw_sign_ed25519(wh->seed, a->ev, ts, a->b->p, a->b->len, s1, sizeof(s1));
-            if (r == 0 && prev)
-                proto_sw_sign_ed25519(wh->prev_seed, a->ev, ts, a->b->p, a->b->len, s2,
-                                      sizeof(s2));
-        } else {
-            r = proto_sw_sign(wh->hmac, a->ev, ts, a->b->p, a->b->len, s1, sizeof(s1));
-            if (r == 0 && prev && wh->prev_hmac)
-                proto_sw_sign(wh->prev_hmac, a->ev, ts, a->b->p, a->b->len, s2, sizeof(s2));
-        }
-        if (r != 0) {
-            fail_now(d, a, "signing_failed", "dead", 0);
-            return;
-        }
-        snprintf(a->h_sig, sizeof(a->h_sig), "webhook-signature: %s%s%s", s1, s2[0] ? " " : "",
-                 s2);
-        hdrs[nh++] = a->h_sig;
-    }
-    if (wh->scheme != WH_SCHEME_STANDARD && wh->up_hmac) {
-        char xts[24], hex[65];
-        snprintf(xts, sizeof(xts), "%lld", (long long)now);
-        if (proto_upstream_sign(wh->up_hmac, xts, a->b->p, a->b->len, hex) != 0) {
-            fail_now(d, a, "signing_failed", "dead", 0);
-            return;
-        }
-        snprintf(a->h_xts, sizeof(a->h_xts), "X-Signature-Timestamp: %s", xts);
-        snprintf(a->h_xsig, sizeof(a->h_xsig), "X-Signature-SHA256: %s", hex);
-        hdrs[nh++] = a->h_xts;
-        hdrs[nh++] = a->h_xsig;
-    }
-    /* W3C trace context: the trace is the event (its id is 128 random-looking bits), the
-     * span this attempt */
-    const char *hex = strncmp(a->ev, "evt_", 4) == 0 && strlen(a->ev) == 36 ? a->ev + 4 : NULL;
-    uint64_t span = jitter_rand(UINT64_MAX) | 1;
-    snprintf(a->h_trace, sizeof(a->h_trace), "traceparent: 00-%s-%016llx-01",
-             hex ? hex : "00000000000000000000000000000001", (unsigned long long)span);
-    hdrs[nh++] = a->h_trace;
-    if (a->replay)
-        hdrs[nh++] = "statusrelay-replay: 1";
-    if (a->test_cb)
-        hdrs[nh++] = "statusrelay-test: 1";
-    for (char **p = wh->header_lines; p && *p && nh < (int)ARRAY_LEN(hdrs) - 2; p++)
-        hdrs[nh++] = *p;
-    hdrs[nh++] = "Expect:";
-    hdrs[nh] = NULL;
-    struct httpc_req req = {
-        .method = "POST",
-        .url = wh->target,
-        .headers = hdrs,
-        .body = a->b->p,
-        .body_len = a->b->len,
-        .connect_timeout_ms = cfg->connect_timeout_ms,
-        .total_timeout_ms = cfg->delivery_timeout_ms,
-        .max_response = DISPATCH_RESPONSE_KEEP,
-        .max_drain = DISPATCH_DRAIN,
-        .addr_check = cfg->allow_private_targets ? NULL : forbid_private,
-    };
-    if (httpc_request(d->c->httpc, &req, on_http_done, a) != 0) {
-        if (a->test_cb) {
-            a->test_cb(a->test_arg, 0, httpc_err_internal, 0, "", 0, a->ev);
-            attempt_free(a);
-            return;
-        }
-        int64_t dl = retry_delay(cfg, a->att);
-        fail_now(d, a, httpc_err_internal, dl < 0 ? "dead" : "retry", dl < 0 ? 0 : dl);
-        return;
-    }
-    d->inflight++;
-    ep_of(d, wh)->inflight++;
 }
 
 /* ---- per-endpoint queues ---------------------------------------------------------------
@@ -569,7 +124,7 @@ static void send_attempt(struct dispatch *d, struct dispatch_attempt *a)
 
 static void q_push(struct dispatch *d, struct webhook *wh, struct dispatch_attempt *a)
 {
-    struct dispatch_ep *e = ep_of(d, wh);
+    struct dispatch_ep *e = dsp_ep_of(d, wh);
     a->next = NULL;
     if (e->q_tail)
         e->q_tail->next = a;
@@ -588,7 +143,7 @@ static void q_push(struct dispatch *d, struct webhook *wh, struct dispatch_attem
 
 static struct dispatch_attempt *q_pop(struct dispatch *d, struct webhook *wh)
 {
-    struct dispatch_ep *e = ep_of(d, wh);
+    struct dispatch_ep *e = dsp_ep_of(d, wh);
     struct dispatch_attempt *a = e->q_head;
     if (a == NULL)
         return NULL;
@@ -605,14 +160,14 @@ static struct dispatch_attempt *q_pop(struct dispatch *d, struct webhook *wh)
  * its endpoint was deleted or disabled meanwhile, or when it waited so long that its lease
  * could run out before the exchange ends: the lease expires and wh_reap.lua queues it again
  * (at least once; never two holders at the same time). */
-static void pump(struct dispatch *d, struct webhook *wh)
+void dsp_pump(struct dispatch *d, struct webhook *wh)
 {
     const struct config *cfg = d->c->cfg;
     /* lease > timeout (config checks it); keep a margin of up to 1 s for clock and loop */
     int64_t slack = cfg->delivery_lease_ms - cfg->delivery_timeout_ms;
     int64_t max_wait = slack - (slack / 2 < 1000 ? slack / 2 : 1000);
     int64_t now = mono_ms();
-    struct dispatch_ep *e = ep_of(d, wh);
+    struct dispatch_ep *e = dsp_ep_of(d, wh);
     while (e->q_head) {
         struct dispatch_attempt *a = e->q_head;
         /* a first attempt has no lease until the fan-out records it (detach) */
@@ -624,11 +179,11 @@ static void pump(struct dispatch *d, struct webhook *wh)
         if (drop && a->first_cb) {
             a->outcome = NULL; /* not attempted: the fan-out records it as pending */
             a->first_cb(a->first_arg, NULL, NULL, 0);
-            attempt_free(a);
+            dsp_attempt_free(a);
         } else if (drop) {
-            attempt_free(a);
+            dsp_attempt_free(a);
         } else {
-            send_attempt(d, a);
+            dsp_send(d, a);
         }
     }
 }
@@ -639,13 +194,13 @@ static void sweep(struct dispatch *d)
     struct webhook **pp = &d->qlist;
     while (*pp) {
         struct webhook *wh = *pp;
-        struct dispatch_ep *e = ep_of(d, wh);
+        struct dispatch_ep *e = dsp_ep_of(d, wh);
         if (!d->closing)
-            pump(d, wh);
+            dsp_pump(d, wh);
         if (e->q_head == NULL || d->closing) {
             struct dispatch_attempt *a;
             while ((a = q_pop(d, wh)) != NULL)
-                attempt_free(a); /* closing: the lease expires, the next holder sends it */
+                dsp_attempt_free(a); /* closing: the lease expires, the next holder sends it */
             *pp = e->q_next;
             e->q_next = NULL;
             e->q_listed = 0;
@@ -667,12 +222,12 @@ static void start_held(struct dispatch *d)
         a->next = NULL;
         struct webhook *wh = webhooks_find(d->w, a->whid);
         if (wh == NULL) {
-            attempt_free(a);
+            dsp_attempt_free(a);
         } else {
             webhook_ref(wh);
             a->wh = wh;
             if (a->kind[0] == 'x') {
-                fail_now(d, a, "event_expired", "dead", 0);
+                dsp_fail_now(d, a, "event_expired", "dead", 0);
             } else if (a->kind[0] == 'r') { /* body key expired: encode from the record */
                 struct status_event ev;
                 struct proto_err pe;
@@ -685,7 +240,7 @@ static void start_held(struct dispatch *d)
                 dispatch_body_unref(a->b);
                 a->b = NULL;
                 if (body == NULL) {
-                    fail_now(d, a, "event_unreadable", "dead", 0);
+                    dsp_fail_now(d, a, "event_unreadable", "dead", 0);
                 } else {
                     a->b = dispatch_body_new(body, blen);
                     free(body);
@@ -697,8 +252,8 @@ static void start_held(struct dispatch *d)
         }
         a = next;
     }
-    for (struct webhook *wh = d->qlist; wh; wh = ep_of(d, wh)->q_next)
-        pump(d, wh);
+    for (struct webhook *wh = d->qlist; wh; wh = dsp_ep_of(d, wh)->q_next)
+        dsp_pump(d, wh);
 }
 
 static void on_held_reloaded(void *arg, const char *err)
@@ -714,7 +269,7 @@ static void on_held_reloaded(void *arg, const char *err)
 static void on_claim(void *arg, const char *err, redisReply *r)
 {
     struct dispatch *d = arg;
-    if (callback_enter(d))
+    if (dsp_callback_enter(d))
         return;
     if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 1) {
         d->claiming = 0;
@@ -805,7 +360,7 @@ static void claim(struct dispatch *d, int force)
     int k = 9, room_somewhere = 0;
     for (size_t i = 0; i < nwh; i++) {
         struct webhook *wh = webhooks_at(d->w, i);
-        const struct dispatch_ep *e = ep_of(d, wh);
+        const struct dispatch_ep *e = dsp_ep_of(d, wh);
         long fr = d->ahead * (long)e->cwnd - e->inflight - e->queued;
         if (fr < 0)
             fr = 0;
@@ -842,13 +397,13 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     struct dispatch *d = arg;
     sweep(d);
     claim(d, 1);
-    flush(d);
+    dsp_flush(d);
 }
 
 static void on_reap_reply(void *arg, const char *err, redisReply *r)
 {
     struct dispatch *d = arg;
-    if (callback_enter(d))
+    if (dsp_callback_enter(d))
         return;
     d->reaping = 0;
     if (err == NULL && r->type == REDIS_REPLY_INTEGER && r->integer > 0) {
@@ -881,7 +436,7 @@ int dispatch_first_ok(struct dispatch *d, struct webhook *wh)
 {
     if (d->closing || !wh->enabled || wh->deleted || wh->latest)
         return 0;
-    struct dispatch_ep *e = ep_of(d, wh);
+    struct dispatch_ep *e = dsp_ep_of(d, wh);
     return !e->failing && e->queued < 4 * (int)d->c->cfg->endpoint_concurrency;
 }
 
@@ -976,7 +531,7 @@ int dispatch_test(struct dispatch *d, struct webhook *wh, dispatch_test_cb *cb, 
     a->test_cb = cb;
     a->test_arg = arg;
     a->kind = "b";
-    send_attempt(d, a); /* on failure to start, cb runs now and a is freed */
+    dsp_send(d, a); /* on failure to start, cb runs now and a is freed */
     return 0;
 }
 
@@ -1002,7 +557,7 @@ struct dispatch *dispatch_new(struct core *c, struct webhooks *w)
     d->tick_ev = event_new(c->base, -1, EV_PERSIST, on_tick, d);
     d->reap_ev = event_new(c->base, -1, EV_PERSIST, on_reap, d);
     d->kick_ev = event_new(c->base, -1, 0, on_kick, d);
-    d->flush_ev = event_new(c->base, -1, 0, on_flush, d);
+    d->flush_ev = event_new(c->base, -1, 0, dsp_on_flush, d);
     d->pump_ev = event_new(c->base, -1, 0, on_pump, d);
     struct timeval tt = {0, DISPATCH_TICK_MS * 1000}, rt = {DISPATCH_REAP_MS / 1000, 0};
     event_add(d->tick_ev, &tt);
@@ -1022,7 +577,7 @@ void dispatch_free(struct dispatch *d)
     event_free(d->flush_ev);
     event_free(d->pump_ev);
     d->tick_ev = d->reap_ev = d->kick_ev = d->flush_ev = d->pump_ev = NULL;
-    maybe_free(d);
+    dsp_maybe_free(d);
 }
 
 int dispatch_busy(const struct dispatch *d)
