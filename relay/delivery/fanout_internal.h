@@ -1,0 +1,119 @@
+/* fanout_internal.h - what fanout.c (the lease, reading the stream, the pre-decoded events,
+ * wiring) and fanout_batch.c (matching a batch, first attempts, committing) share. Private to
+ * relay/delivery/: nobody else includes it. See fanout.c for the design.
+ * runs on: core thread. */
+#ifndef RELAY_DELIVERY_FANOUT_INTERNAL_H
+#define RELAY_DELIVERY_FANOUT_INTERNAL_H
+
+#include "relay/delivery/fanout.h"
+#include "protocol/event.h"
+#include "protocol/proto.h"
+#include "store/keys.h"
+#include "store/store.h"
+
+#include <event2/util.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct idmap;
+struct dispatch_body;
+struct dispatch_attempt;
+
+#define FANOUT_POLL_MS 50
+#define FANOUT_MAX_EVENTS 500
+#define FANOUT_MAX_DELIVERIES 4000 /* per script call: bounds the time Redis spends in it */
+#define FANOUT_PRE_MAX 8192 /* events this process accepted, kept decoded for the fan-out */
+#define FANOUT_MAX_BATCHES 8     /* open batches (read, not committed) */
+#define FANOUT_MAX_OPEN 8192     /* first attempts open across them */
+#define FANOUT_COMMIT_WAIT_MS 1000 /* a batch commits after this even with attempts open */
+
+struct fo_entry {
+    char sid[48];
+    int ok; /* decoded */
+    struct status_event ev;
+    struct dispatch_body *body; /* the webhook body, made once for all first attempts */
+};
+
+struct fo_batch;
+
+/* One (event, endpoint) pair of a batch. kind: 'p' pending, 's' skipped (recorded by the
+ * commit), 'a' first attempt (open until out is set), 'c' chained behind an open attempt of
+ * the same request and endpoint (sent when it succeeds). out: 0 open, 'o' delivered, 'r'
+ * retry, 'd' dead, 'g' gone, 'f' in flight (detached at the commit). */
+struct fo_dl {
+    struct fo_batch *b;
+    size_t ev;          /* index in b->ents */
+    struct webhook *wh; /* reference */
+    char kind, out;
+    struct dispatch_attempt *h; /* while the attempt is open */
+    char *json;                 /* the attempt log entry (owned) */
+    int64_t num;                /* next attempt ms (retry) or lease end (in flight) */
+    struct fo_dl *succ;         /* chained successor (kind 'c'), not owned */
+    uint32_t slot;              /* in the open-pair map: slot + 1, 0 when not */
+};
+
+struct fo_batch {
+    struct fanout *fo;
+    struct fo_batch *next;
+    struct fo_entry *ents;
+    size_t n;
+    struct fo_dl **dls; /* owned */
+    size_t ndl, capdl;
+    size_t open; /* pairs of kind 'a' or 'c' without an outcome */
+    int64_t t0;  /* mono ms when its first attempts started */
+    int committing;
+};
+
+/* An event this process accepted, decoded, waiting for the fan-out to read its stream
+ * entry: the read then skips decoding the record again. Listeners run in the order of the
+ * apply replies, which is the order of the XADDs, so the queue is in stream order; entries
+ * of other processes simply find no match here and are decoded. */
+struct fo_pre {
+    struct fo_pre *next;
+    char sid[48];
+    struct status_event ev;
+};
+
+struct fanout {
+    struct core *c;
+    struct webhooks *w;
+    struct dispatch *dp;
+    struct store_script sc_lease, sc_held;
+    const struct store_script *sc_fanout;
+    struct event *lease_ev, *poll_ev, *kick_ev, *commit_ev;
+    int closing, pending;
+    int leader, group_ready, need_claim, need_pending, busy;
+    int kick_again; /* new events while a step was in flight: read again after it */
+    struct fo_batch *batch; /* being matched (owned) */
+    size_t count_asked;
+    struct fo_batch *q_head, *q_tail; /* open batches, stream order (owned) */
+    size_t nq, nopen;
+    struct idmap *pairs; /* "<endpoint>\x1f<request>" -> slot of its newest open pair */
+    struct fo_dl **slots;
+    uint32_t nslots, capslots, *free_slots, nfree;
+    char claim_cursor[48];
+    struct fo_pre *pre_head, *pre_tail; /* owned */
+    size_t npre;
+    char k_events[KEY_MAX], k_lease[KEY_MAX], k_whv[KEY_MAX];
+};
+
+/* fanout.c */
+/* Every store callback starts here: 1 when the object is closing (and maybe freed now). */
+int fo_callback_enter(struct fanout *fo);
+/* The read step is over (busy cleared). */
+void fo_idle(struct fanout *fo);
+/* Take the next read step if none is in flight and the pipeline has room (coalesced). */
+void fo_step(struct fanout *fo);
+
+/* fanout_batch.c */
+/* Match fo->batch against the endpoints and start its first attempts (through wh_held.lua);
+ * the batch then joins the open ones. */
+void fo_process_batch(struct fanout *fo);
+/* Commit the oldest open batch once its attempts are done or it has waited long enough. */
+void fo_try_commit(struct fanout *fo);
+void fo_on_commit_ev(evutil_socket_t fd, short what, void *arg);
+/* Free b (NULL is fine) / only its pairs, forgetting open first attempts. */
+void fo_batch_free(struct fanout *fo, struct fo_batch *b);
+void fo_dls_clear(struct fanout *fo, struct fo_batch *b);
+
+#endif
