@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 /* Parse a client's filters text; returns the rc and leaves *why set on errors. */
-static int from_text(const char *text, struct dash_broad *f, const char **why)
+static int from_text(const char *text, struct proto_filter *f, const char **why)
 {
     json_error_t e;
     json_t *j = json_loads(text, JSON_DECODE_ANY, &e);
@@ -25,7 +25,7 @@ static int from_text(const char *text, struct dash_broad *f, const char **why)
 
 static void test_empty_matches_all(void **state)
 {
-    struct dash_broad f;
+    struct proto_filter f;
     const char *why;
     assert_int_equal(dash_broad_from_json(NULL, &f, &why), 0);
     assert_true(dash_broad_is_all(&f));
@@ -39,7 +39,7 @@ static void test_empty_matches_all(void **state)
 
 static void test_match_or_within_and_across(void **state)
 {
-    struct dash_broad f;
+    struct proto_filter f;
     const char *why;
     assert_int_equal(from_text("{\"status\":[\"success\",\"refund\"],\"originChainIds\":[1,8453],"
                                "\"destinationChainIds\":42161}",
@@ -78,7 +78,7 @@ static void test_invalid_refused(void **state)
         "{\"status\":\"success\",\"originChainIds\":\"x\"}",
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        struct dash_broad f;
+        struct proto_filter f;
         const char *why = NULL;
         int rc = from_text(bad[i], &f, &why);
         if (rc != -1 || why == NULL)
@@ -90,7 +90,7 @@ static void test_invalid_refused(void **state)
     for (int i = 1; i <= 65; i++)
         json_array_append_new(a, json_integer(i));
     json_t *o = json_pack("{s:o}", "originChainIds", a);
-    struct dash_broad f;
+    struct proto_filter f;
     const char *why = NULL;
     assert_int_equal(dash_broad_from_json(o, &f, &why), -1);
     assert_non_null(why);
@@ -99,7 +99,7 @@ static void test_invalid_refused(void **state)
 
 static void test_canonical_round_trip(void **state)
 {
-    struct dash_broad f, g;
+    struct proto_filter f, g;
     const char *why;
     assert_int_equal(from_text("{\"destinationChainIds\":[10],\"status\":\"pending\"}", &f, &why), 0);
     json_t *j = dash_broad_to_json(&f);
