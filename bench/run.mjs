@@ -9,6 +9,12 @@
 // (also on error or Ctrl-C). Results: bench/results/<timestamp>.json and .md, the table on
 // stdout, and - for a full run - the "Latest results" section of BENCHMARKS.md.
 //
+// Rows carry their target and met/missed; the targets of issue 17 are ratios to ceilings
+// measured in the same run (bare libcurl c16/c128, nginx+nchan) or absolute (Redis CPU per
+// event+delivery from INFO cpu, e2e p99 at 5,000 events/s offered by bench_pub, kill -9:
+// 0 missing). Waits scale with BENCH_SCALE and the measured rates, and a wait that ends
+// early is reported (INCOMPLETE in the row's note) instead of failing the scenario.
+//
 // Environment: BENCH_SCALE (default 1) scales every count (0.2 for a quick try);
 // BENCH_KEEP=1 keeps the run directory (logs) after a successful run;
 // BENCH_NO_DOC=1 leaves BENCHMARKS.md alone.
@@ -170,13 +176,36 @@ async function startRedis(name = 'redis') {
     '--save', '', '--appendonly', 'yes', '--appendfsync', 'everysec', '--auto-aof-rewrite-min-size', '1gb', '--protected-mode', 'yes']);
   await waitPort(port);
   for (let i = 0; i < 100 && (await redisCmd(port, 'PING').catch(() => null)) !== 'PONG'; i++) await sleep(50);
-  const r = { port, url: `redis://127.0.0.1:${port}/0`, proc: p, pid: p.pid, cmd: (...a) => redisCmd(port, ...a) };
+  const r = { port, url: `redis://127.0.0.1:${port}/0`, proc: p, pid: p.pid, cmd: (...a) => redisRetry(port, ...a) };
   r.info = async (section = 'memory') => {
-    const t = await redisCmd(port, 'INFO', section);
+    const t = await redisRetry(port, 'INFO', section);
     return Object.fromEntries(t.split('\r\n').filter((l) => l.includes(':')).map((l) => { const i = l.indexOf(':'); return [l.slice(0, i), l.slice(i + 1)]; }));
   };
   r.usedMemory = async () => Number((await r.info('memory')).used_memory);
+  /** CPU seconds Redis has used so far, from INFO cpu: used_cpu_sys + used_cpu_user (the
+   * server; "children" = forks for AOF rewrites, reported apart). */
+  r.cpu = async () => {
+    const i = await r.info('cpu');
+    return { s: Number(i.used_cpu_sys) + Number(i.used_cpu_user), children: Number(i.used_cpu_sys_children ?? 0) + Number(i.used_cpu_user_children ?? 0) };
+  };
   return r;
+}
+
+/** One Redis command; a timeout (10 s each, resp.mjs) is retried twice: on a loaded box a
+ * slow answer is a measurement, not a reason to abort the scenario. */
+async function redisRetry(port, ...a) {
+  for (let i = 0; ; i++) {
+    try { return await redisCmd(port, ...a); } catch (e) {
+      if (i >= 2 || !/redis timeout/.test(String(e.message))) throw e;
+      log(`redis ${a[0]}: ${e.message}, retrying`);
+    }
+  }
+}
+
+/** Redis CPU per event+delivery (µs) between two r.cpu() readings. */
+function redisCpuPer(c0, c1, events, deliveries) {
+  const s = c1.s - c0.s, n = events + deliveries;
+  return { cpuS: r2(s), childrenCpuS: r2(c1.children - c0.children), events, deliveries, usPerOp: n > 0 ? r1((s * 1e6) / n) : null };
 }
 
 // ---- HTTP -----------------------------------------------------------------------------------
@@ -202,6 +231,8 @@ async function startReceiver(name = 'receiver', { port = 0, verify = false, stat
     stats: async () => (await http('GET', `${base}/__stats`)).body,
     timeline: async () => (await http('GET', `${base}/__timeline`)).body,
     reset: async () => http('POST', `${base}/__reset`, ''),
+    pause: async () => http('POST', `${base}/__pause`, ''),
+    resume: async () => http('POST', `${base}/__resume`, ''),
     mark: async () => http('POST', `${base}/__mark`, ''),
     secret: async (p2, s) => http('POST', `${base}/__secret`, `${p2} ${s}`),
   };
@@ -239,7 +270,8 @@ async function startDaemon(name, redis, { env = {}, httpPort, wsPort } = {}) {
     if (p.exited) throw new Error(`${name} exited; log ${p.logPath}`);
     const ok = await fetch(`${url}/readyz`).then((r) => r.status === 200).catch(() => false);
     if (ok) break;
-    if (now() - t0 > 20000) throw new Error(`${name} not ready; log ${p.logPath}`);
+    // generous: a restart after kill -9 on a loaded box replays the AOF first
+    if (now() - t0 > 60000) throw new Error(`${name} not ready within 60 s; log ${p.logPath}`);
     await sleep(25);
   }
   return {
@@ -371,11 +403,30 @@ async function ceilings(rx) {
   return c;
 }
 
+/** Wait until the receiver has n unique deliveries. Never throws: after timeoutMs it keeps
+ * waiting as long as deliveries still arrive (no progress for 20 s ends it, 4 x timeoutMs at
+ * most), so a slow box gives a slow number instead of a failed run; st.complete says whether
+ * all arrived. */
 async function waitDelivered(rx, n, timeoutMs) {
-  let st;
-  await until(async () => { st = await rx.stats(); return st.unique >= n; }, timeoutMs, 200);
-  return st;
+  let st, last = -1, lastChange = now();
+  const t0 = now();
+  for (;;) {
+    st = await rx.stats().catch(() => st);
+    if (st && st.unique >= n) break;
+    const u = st?.unique ?? 0;
+    if (u !== last) { last = u; lastChange = now(); }
+    const waited = now() - t0;
+    if (waited > 4 * timeoutMs || (waited > timeoutMs && now() - lastChange > 20000)) {
+      log(`receiver: ${u} of ${n} deliveries after ${r1(waited / 1000)} s, giving up waiting`);
+      break;
+    }
+    await sleep(200);
+  }
+  return { ...st, complete: (st?.unique ?? 0) >= n, expected: n };
 }
+
+/** Note text for a wait that ended before every delivery arrived. */
+const incomplete = (st) => (st.complete ? '' : `; INCOMPLETE: ${st.unique} of ${st.expected} arrived`);
 
 async function webhooks() {
   const out = {};
@@ -396,6 +447,7 @@ async function webhooks() {
   log(`webhooks 1 endpoint: ${N} events through POST /v1/ingest/upstream (64 in flight), every delivery verified`);
   const rss0 = procMem(d.pid);
   let meter = cpuMeter(pids);
+  const rc0 = await redis.cpu();
   const tStart = now();
   const p1 = await pub('pub-1ep', d.ingestUrl, ['--sign-key', API_KEY, '--prefix', 'a1', '--count', String(N), '--concurrency', '64', '--seconds', '60'], 90000);
   const tIngestEnd = now();
@@ -403,6 +455,7 @@ async function webhooks() {
   meter = cpuMeter(pids);
   const st1 = await waitDelivered(rx, p1.results.accepted, 180000);
   const drainCpu = meter();
+  const rc1 = await redis.cpu();
   const tl1 = await rx.timeline();
   const firstMs = st1.firstMs, lastMs = st1.lastMs;
   const a = {
@@ -413,21 +466,55 @@ async function webhooks() {
     sustainedRate: r1(st1.unique / Math.max(0.001, (lastMs - tStart) / 1000)),
     wallS: r2((lastMs - tStart) / 1000), firstDeliveryMs: r1(firstMs - tStart),
     cpuDuringIngest: loadCpu, cpuAfterIngest: drainCpu, daemonRssStartMiB: r1(rss0.rssKiB / 1024),
-    redisUsedMemoryMiB: r1((await redis.usedMemory()) / 1048576),
+    redisUsedMemoryMiB: r1((await redis.usedMemory()) / 1048576), complete: st1.complete,
+    redisCpu: redisCpuPer(rc0, rc1, p1.results.accepted, st1.unique),
   };
   out.oneEndpoint = a;
   // Deliveries per daemon CPU second (the number that survives a noisy machine).
   a.deliveriesPerDaemonCpuS = r1(st1.unique / ((loadCpu.daemon.cpuS ?? 0) + (drainCpu.daemon.cpuS ?? 0)));
+
+  // (a2) draining a backlog: the receiver stops answering (POST /__pause: it holds every
+  // answer, as a receiver that hangs would; the daemon's attempts in flight wait, its
+  // endpoint window fills, and the fan-out records the rest as pending deliveries), NB
+  // events are ingested for at most 5 s, then the receiver answers everything again
+  // (POST /__resume) before the 10 s delivery timeout: the backlog drains without a single
+  // failed attempt. Drain rate: unique deliveries after the resume / (last - resume).
+  {
+    await rx.reset();
+    const NB = sc(60000);
+    log(`webhooks backlog: receiver paused, ${NB} events ingested (5 s at most), then resumed`);
+    await rx.pause();
+    const tPause = now();
+    const pb = await pub('pub-backlog', d.ingestUrl, ['--sign-key', API_KEY, '--prefix', 'a5', '--count', String(NB), '--concurrency', '64', '--seconds', '5'], 60000);
+    // let the open batches commit (1 s commit wait) so the backlog is recorded, but answer
+    // the held attempts well inside the delivery timeout
+    await sleep(Math.max(0, Math.min(1500, 8000 - (now() - tPause))));
+    const before = await rx.stats();
+    const bm = cpuMeter(pids);
+    const brc0 = await redis.cpu();
+    const tResume = now();
+    await rx.resume();
+    const stb = await waitDelivered(rx, pb.results.accepted, Math.max(60000, (4000 * pb.results.accepted) / Math.max(500, a.sustainedRate)));
+    const bcpu = bm();
+    const brc1 = await redis.cpu();
+    const drained = stb.unique - before.unique;
+    out.backlog = {
+      events: NB, ingest: pb, pausedMs: tResume - tPause, deliveredBeforeResume: before.unique, heldAtResume: before.held, backlog: pb.results.accepted - before.unique,
+      delivered: stb.unique, duplicates: stb.duplicates, sigOk: stb.sigOk, sigBad: stb.sigBad, complete: stb.complete,
+      drainS: r2((stb.lastMs - tResume) / 1000), drainRate: r1(drained / Math.max(0.001, (stb.lastMs - tResume) / 1000)),
+      cpu: bcpu, redisCpu: redisCpuPer(brc0, brc1, 0, drained),
+    };
+  }
 
   // (b) latency at a fixed rate: 1,000 events/s, then the target's 5,000 events/s
   const latRun = async (rate, L, prefix) => {
     await rx.reset();
     log(`webhooks latency: ${L} events at ${rate}/s, 1 endpoint`);
     const m = cpuMeter(pids);
-    const p = await pub(`pub-lat-${rate}`, d.ingestUrl, ['--sign-key', API_KEY, '--prefix', prefix, '--count', String(L), '--rate', String(rate), '--concurrency', '64', '--seconds', '40'], 60000);
+    const p = await pub(`pub-lat-${rate}`, d.ingestUrl, ['--sign-key', API_KEY, '--prefix', prefix, '--count', String(L), '--rate', String(rate), '--concurrency', '64', '--seconds', String(Math.ceil(L / rate) + 30)], (L / rate + 60) * 1000);
     const cpu = m();
-    const st = await waitDelivered(rx, p.results.accepted, 120000);
-    return { rate, events: L, ingest: p, delivered: st.unique, e2e: st.e2e, relay: st.relay, duplicates: st.duplicates, sigOk: st.sigOk, sigBad: st.sigBad, cpu };
+    const st = await waitDelivered(rx, p.results.accepted, 60000);
+    return { rate, offeredBy: 'bench_pub', achievedRate: r1(p.rate), behind: p.behind, events: L, ingest: p, delivered: st.unique, complete: st.complete, expected: st.expected, e2e: st.e2e, relay: st.relay, duplicates: st.duplicates, sigOk: st.sigOk, sigBad: st.sigBad, cpu };
   };
   // with the simulator: N new requests/s, each a lifecycle of ~4 status changes 1 s apart
   // (about 4N events/s once running), delivered to the daemon over the upstream websocket
@@ -469,25 +556,33 @@ async function webhooks() {
     out.latency1k.rate = Math.round(out.latency1k.offeredRate);
   } else {
     out.latency1k = await latRun(1000, sc(8000), 'a4');
-    out.latency = await latRun(Math.round(5000 * Math.min(1, SCALE * 2)), sc(50000), 'a2');
   }
+  // the target's run: 5,000 events/s offered by bench_pub (the rate is not scaled, only the
+  // count: at least 2 s of it)
+  out.latencyPub = await latRun(5000, Math.max(10000, sc(50000)), 'a2');
+  if (!sim) out.latency = out.latencyPub;
   const rate = out.latency.rate;
 
   // (c) 100 endpoints: each event fans out to 100 signed deliveries.
   const eps = [wh0];
   for (let i = 1; i < 100; i++) { const w = await d.addWebhook(`${rx.base}/h/${i}`); await rx.secret(`/h/${i}`, w.secret); eps.push(w); }
   await rx.reset();
-  const E = sc(800);
-  const rate100 = 200;
+  // offered: the bare libcurl c128 rate in deliveries (so the measured rate is bounded by
+  // the offer only at a ratio of 1.0), for about 4 s at BENCH_SCALE=1
+  const rate100 = Math.max(200, Math.round((C.curl128.rps || 20000) / 100));
+  const E = sc(rate100 * 4);
   log(`webhooks 100 endpoints: ${E} events at ${rate100}/s -> ${E * 100} deliveries`);
+  const rc3 = await redis.cpu();
   const t3 = now();
   meter = cpuMeter(pids);
-  const p3 = await pub('pub-100ep', d.ingestUrl, ['--sign-key', API_KEY, '--prefix', 'a3', '--count', String(E), '--rate', String(rate100), '--concurrency', '16', '--seconds', '30'], 60000);
-  const st3 = await waitDelivered(rx, p3.results.accepted * 100, 240000);
+  const p3 = await pub('pub-100ep', d.ingestUrl, ['--sign-key', API_KEY, '--prefix', 'a3', '--count', String(E), '--rate', String(rate100), '--concurrency', '16', '--seconds', String(Math.ceil(E / rate100) + 30)], (E / rate100 + 60) * 1000);
+  const st3 = await waitDelivered(rx, p3.results.accepted * 100, Math.max(60000, (4000 * E * 100) / Math.max(1000, a.sustainedRate)));
   const cpu3 = meter();
+  const rc3e = await redis.cpu();
   const tl3 = await rx.timeline();
   out.hundredEndpoints = {
-    events: E, ingest: p3, expected: p3.results.accepted * 100, delivered: st3.unique, duplicates: st3.duplicates, sigOk: st3.sigOk, sigBad: st3.sigBad, connsOpened: st3.connsOpened,
+    events: E, offeredEventsPerS: rate100, ingest: p3, expected: p3.results.accepted * 100, delivered: st3.unique, complete: st3.complete,
+    redisCpu: redisCpuPer(rc3, rc3e, p3.results.accepted, st3.unique), duplicates: st3.duplicates, sigOk: st3.sigOk, sigBad: st3.sigBad, connsOpened: st3.connsOpened,
     sustainedRate: r1(st3.unique / Math.max(0.001, (st3.lastMs - t3) / 1000)),
     peakSecondRate: r1(Math.max(0, ...tl3.counts.map((_, i) => tl3.counts.slice(i, i + 10).reduce((x, y) => x + y, 0)))),
     wallS: r2((st3.lastMs - t3) / 1000), e2e: st3.e2e, cpu: cpu3,
@@ -498,25 +593,43 @@ async function webhooks() {
   if (sim) await sim.proc.stop();
 
   const h = out.hundredEndpoints;
+  const B = out.backlog;
+  const LP = out.latencyPub;
+  const ratioOf = (v, c) => (v != null && c ? v / c : null);
+  const us = (x) => `${x.cpuS} s Redis CPU (INFO cpu used_cpu_sys + used_cpu_user) / (${x.events} events accepted + ${x.deliveries} deliveries)`;
   row('webhooks', 'receiver ceiling: wrk, 16 conns', C.wrk16.rps, 'req/s');
   row('webhooks', 'receiver ceiling: wrk, 16 conns, signature verified', C.wrk16verify.rps, 'req/s', { note: `verification costs ${C.verifyCostUsPerRequest} µs per request in the receiver` });
   row('webhooks', 'bare libcurl multi (httpc), 16 in flight', C.curl16.rps, 'POST/s', { ceiling: C.wrk16.rps, ceilingName: 'wrk c16' });
+  row('webhooks', 'bare libcurl multi (httpc), 128 in flight', C.curl128.rps, 'POST/s', { ceiling: C.wrk128.rps, ceilingName: 'wrk c128' });
   row('webhooks', 'ingested events/s, 1 endpoint (closed loop, 64 in flight)', a.ingestRate, 'events/s');
-  row('webhooks', 'signed deliveries/s, 1 endpoint, sustained (ingest + deliver)', a.sustainedRate, 'deliveries/s', { ceiling: C.curl16.rps, ceilingName: 'bare libcurl c16', target: '>= 25000', pass: a.sustainedRate >= 25000, note: `= ${r2(a.sustainedRate / C.wrk16.rps)} of wrk c16` });
-  row('webhooks', 'signed deliveries/s, 1 endpoint, backlog after ingest stopped', a.deliveryRateAfterIngest, 'deliveries/s', { ceiling: C.curl16.rps, ceilingName: 'bare libcurl c16' });
+  const rs = ratioOf(a.sustainedRate, C.curl16.rps);
+  row('webhooks', 'signed persisted deliveries/s, 1 endpoint, sustained (ingest + deliver on the same box)', a.sustainedRate, 'deliveries/s', { ceiling: C.curl16.rps, ceilingName: 'bare libcurl c16', target: '>= 0.40 of bare libcurl c16', pass: rs != null && a.complete ? rs >= 0.4 : false, note: `${a.delivered} deliveries of ${N} events, first event sent -> last delivery; during ingest ${a.deliveryRateDuringIngest}/s, after it ${a.deliveryRateAfterIngest}/s; = ${r2(a.sustainedRate / C.wrk16.rps)} of wrk c16${incomplete(st1)}` });
+  const rb = ratioOf(B.drainRate, C.curl16.rps);
+  row('webhooks', `signed deliveries/s, 1 endpoint, draining a backlog (${B.backlog} deliveries)`, B.drainRate, 'deliveries/s', { ceiling: C.curl16.rps, ceilingName: 'bare libcurl c16', target: '>= 0.6 of bare libcurl c16', pass: rb != null && B.complete ? rb >= 0.6 : false, note: `backlog built by pausing the receiver (bench_receiver POST /__pause: answers held, no attempt fails) for ${r1(B.pausedMs / 1000)} s while ${B.ingest.results.accepted} events were ingested (${B.deliveredBeforeResume} arrived before, ${B.heldAtResume} held); rate = deliveries after POST /__resume / (last delivery - resume), ${B.drainS} s; duplicates ${B.duplicates}${B.complete ? '' : `; INCOMPLETE: ${B.delivered} of ${B.ingest.results.accepted}`}` });
+  row('webhooks', 'Redis CPU per event+delivery, 1 endpoint, sustained phase', a.redisCpu.usPerOp, 'µs', { target: '<= 25', pass: a.redisCpu.usPerOp != null ? a.redisCpu.usPerOp <= 25 : null, note: `${us(a.redisCpu)}; AOF fork children ${a.redisCpu.childrenCpuS} s (not counted)` });
+  row('webhooks', 'Redis CPU per event+delivery, 100 endpoints', h.redisCpu.usPerOp, 'µs', { target: '<= 25', pass: h.redisCpu.usPerOp != null ? h.redisCpu.usPerOp <= 25 : null, note: `${us(h.redisCpu)} (deliveries = events x 100 when complete); AOF fork children ${h.redisCpu.childrenCpuS} s (not counted)` });
+  row('webhooks', 'Redis CPU per delivery, draining the backlog', B.redisCpu.usPerOp, 'µs', { note: `${B.redisCpu.cpuS} s for ${B.redisCpu.deliveries} deliveries (claim path: recorded, claimed, done)` });
   row('webhooks', 'deliveries per daemon CPU-second, 1 endpoint', a.deliveriesPerDaemonCpuS, 'deliveries/CPU-s');
   row('webhooks', 'new receiver connections per 1,000 deliveries, 1 endpoint (keep-alive reuse)', (1000 * a.connsOpened) / Math.max(1, a.delivered), 'connections', { ceiling: (1000 * C.curl16.connects) / Math.max(1, C.curl16.count), ceilingName: 'bare libcurl c16', note: `${a.connsOpened} connections for ${a.delivered} deliveries; 100 endpoints: ${h.connsOpened} for ${h.delivered}` });
   row('webhooks', 'daemon CPU during ingest, 1 endpoint', a.cpuDuringIngest.daemon.cpuPct, '% of a core', { note: `Redis ${a.cpuDuringIngest.redis.cpuPct}%, receiver ${a.cpuDuringIngest.receiver.cpuPct}%` });
-  row('webhooks', 'signed deliveries/s, 100 endpoints, sustained', h.sustainedRate, 'deliveries/s', { ceiling: C.curl128.rps, ceilingName: 'bare libcurl c128', target: '>= 20000', pass: h.sustainedRate >= 20000, note: `= ${r2(h.sustainedRate / C.wrk128.rps)} of wrk c128 (${r1(C.wrk128.rps)})` });
+  const rh = ratioOf(h.sustainedRate, C.curl128.rps);
+  row('webhooks', 'signed deliveries/s, 100 endpoints, sustained', h.sustainedRate, 'deliveries/s', { ceiling: C.curl128.rps, ceilingName: 'bare libcurl c128', target: '>= 0.5 of bare libcurl c128', pass: rh != null && h.complete ? rh >= 0.5 : false, note: `${h.events} events offered at ${h.offeredEventsPerS}/s (= ${h.offeredEventsPerS * 100} deliveries/s, the c128 ceiling), ${h.delivered} deliveries; = ${r2(h.sustainedRate / C.wrk128.rps)} of wrk c128 (${r1(C.wrk128.rps)})${incomplete(st3)}` });
   if (sim) {
     for (const L of [out.latency1k, out.latency]) row('webhooks', `simulator load ~${L.rate} events/s (${L.requestsPerS} requests/s): events accepted, deliveries/s`, L.deliveryRate, 'deliveries/s', { note: `${L.acceptedEvents} events accepted, ${L.delivered} delivered; daemon CPU ${L.cpu.daemon.cpuPct}%, Redis ${L.cpu.redis.cpuPct}%, sim ${L.cpu.sim.cpuPct}%` });
   }
-  row('webhooks', `e2e latency p99 at ${out.latency1k.rate} events/s (p50 in the note)`, out.latency1k.e2e.p99Ms, 'ms (p99)', { note: `p50 ${out.latency1k.e2e.p50Ms} ms, p99.9 ${out.latency1k.e2e.p999Ms} ms; daemon CPU ${out.latency1k.cpu.daemon.cpuPct}%, Redis ${out.latency1k.cpu.redis.cpuPct}%` });
-  row('webhooks', `e2e latency p50 at ${rate} events/s`, out.latency.e2e.p50Ms, 'ms', { note: `publishedAt (upstream) -> arrival; relay part (event created -> arrival) p50 ${out.latency.relay.p50Ms} ms` });
-  row('webhooks', `e2e latency p99 at ${rate} events/s`, out.latency.e2e.p99Ms, 'ms', { target: '< 25', pass: out.latency.e2e.p99Ms < 25 });
-  row('webhooks', `e2e latency p99.9 at ${rate} events/s`, out.latency.e2e.p999Ms, 'ms');
+  const src = sim ? 'statusrelay sim -> upstream websocket' : 'bench_pub';
+  row('webhooks', `e2e latency p99 at ${out.latency1k.rate} events/s (${src}; p50 in the note)`, out.latency1k.e2e.p99Ms, 'ms (p99)', { note: `p50 ${out.latency1k.e2e.p50Ms} ms, p99.9 ${out.latency1k.e2e.p999Ms} ms; daemon CPU ${out.latency1k.cpu.daemon.cpuPct}%, Redis ${out.latency1k.cpu.redis.cpuPct}%` });
+  if (sim) {
+    row('webhooks', `e2e latency p50 / p99 at ~${rate} events/s (${src})`, out.latency.e2e.p99Ms, 'ms (p99)', { note: `p50 ${out.latency.e2e.p50Ms} ms, p99.9 ${out.latency.e2e.p999Ms} ms; relay part (event created -> arrival) p50 ${out.latency.relay.p50Ms} ms` });
+  }
+  const lpOk = LP.achievedRate >= 0.95 * LP.rate;
+  row('webhooks', `e2e latency p50 at ${LP.rate} events/s offered by bench_pub`, LP.e2e.p50Ms, 'ms', { note: `publishedAt (bench_pub send time) -> arrival; relay part (event created -> arrival) p50 ${LP.relay.p50Ms} ms` });
+  row('webhooks', `e2e latency p99 at ${LP.rate} events/s offered by bench_pub`, LP.e2e.p99Ms, 'ms', { target: '< 25 at 5,000 events/s', pass: LP.complete && lpOk && LP.e2e.p99Ms >= 0 && LP.e2e.p99Ms < 25, note: `offered ${LP.rate}/s, achieved ${LP.achievedRate}/s by bench_pub (${LP.events} events, 64 in flight)${lpOk ? '' : ' - less than 95% of the offered rate was taken (ingest or the box fell behind): missed'}; ${LP.delivered} delivered; daemon CPU ${LP.cpu.daemon.cpuPct}%, Redis ${LP.cpu.redis.cpuPct}%${LP.complete ? '' : `; INCOMPLETE: ${LP.delivered} of ${LP.expected}`}` });
+  row('webhooks', `e2e latency p99.9 at ${LP.rate} events/s offered by bench_pub`, LP.e2e.p999Ms, 'ms');
   row('webhooks', 'daemon peak RSS', out.daemonPeakRssMiB, 'MiB');
-  row('webhooks', 'signatures verified / bad', a.sigOk + out.latency1k.sigOk + out.latency.sigOk + h.sigOk, 'ok', { note: `bad: ${a.sigBad + out.latency1k.sigBad + out.latency.sigBad + h.sigBad}; duplicates: ${a.duplicates + out.latency1k.duplicates + out.latency.duplicates + h.duplicates}` });
+  const runs = [...new Set([a, B, out.latency1k, out.latency, LP, h])];
+  const sum = (k) => runs.reduce((x, r) => x + (r[k] ?? 0), 0);
+  row('webhooks', 'signatures verified / bad', sum('sigOk'), 'ok', { note: `bad: ${sum('sigBad')}; duplicates: ${sum('duplicates')}` });
   return out;
 }
 
@@ -569,8 +682,10 @@ async function fanoutRun({ label, target, serverPid, clients, mode, events, rate
   const summary = async () => {
     const n = w.lines.filter((l) => l.includes('"summary"')).length;
     w.child.kill('SIGUSR2');
-    const l = await w.waitLine(() => w.lines.filter((x) => x.includes('"summary"')).length > n, 5000).catch(() => null);
-    return JSON.parse([...w.lines].reverse().find((x) => x.includes('"summary"')) ?? l);
+    // a busy box may answer late: wait longer, and report what arrived rather than fail
+    await w.waitLine(() => w.lines.filter((x) => x.includes('"summary"')).length > n, 15000).catch(() => null);
+    const sums = w.lines.filter((x) => x.includes('"summary"'));
+    return sums.length > n ? JSON.parse(sums[sums.length - 1]) : { messages: progress(), origin: {}, frame: {}, late: true };
   };
   const perEvent = mode === 'all' ? ready.subscribed : 1;
   const pubRun = (name, count, r, first) => pub(name, pubUrl, ['--prefix', prefix, '--count', String(count), '--rate', String(r), '--concurrency', '32', '--seconds', '60',
@@ -589,7 +704,8 @@ async function fanoutRun({ label, target, serverPid, clients, mode, events, rate
   await settle(p.ok * perEvent);
   const cpu = meter();
   await w.stop('SIGTERM');
-  const s = JSON.parse([...w.lines].reverse().find((l) => l.includes('"summary"')));
+  const sl = [...w.lines].reverse().find((l) => l.includes('"summary"'));
+  const s = sl ? JSON.parse(sl) : { messages: progress(), rate: null, origin: {}, frame: {} };
   return {
     label, target, mode, clients, subscribed: ready.subscribed, failed: ready.failed, setupS: r2(setupS),
     latency: { rate: latRate, events: latEvents, publishedOk: pl.ok, expected: pl.ok * perEvent, received: lat.messages, origin: lat.origin, frame: lat.frame },
@@ -642,7 +758,10 @@ async function dashboards() {
           wsUrl: `ws://127.0.0.1:${d.wsPort}/`, pubUrl: d.ingestUrl, pubArgs: ['--sign-key', API_KEY],
         });
         out.runs.push(rres);
-        row('dashboards', `delivered msgs/s, ${n} clients, ${what}`, rres.rate, 'msgs/s', { ceiling: nres.rate, ceilingName: 'nginx+nchan', target: '>= nchan', pass: rres.rate >= nres.rate, note: `received ${rres.received}/${rres.expected}; nchan ${nres.received}/${nres.expected}` });
+        // issue 17: one request id per client >= 0.8 of nchan (bounded by the same ingest
+        // path as the webhooks); every event to every client: >= nchan
+        const want = mode === 'own' ? 0.8 : 1;
+        row('dashboards', `delivered msgs/s, ${n} clients, ${what}`, rres.rate, 'msgs/s', { ceiling: nres.rate, ceilingName: 'nginx+nchan', target: want === 1 ? '>= nchan' : `>= ${want} of nchan`, pass: nres.rate > 0 ? rres.rate >= want * nres.rate : null, note: `received ${rres.received}/${rres.expected}; nchan ${nres.received}/${nres.expected}` });
         row('dashboards', `publish->receive p99, ${n} clients, ${what}, ${latRate} ev/s`, rres.latency.origin.p99Ms, 'ms', { ceiling: nres.latency.origin.p99Ms, ceilingName: 'nchan', note: `p50 ${rres.latency.origin.p50Ms} ms (nchan ${nres.latency.origin.p50Ms} ms); received ${rres.latency.received}/${rres.latency.expected}` });
         if (mode === 'all') row('dashboards', `daemon memory per idle client, ${n} clients`, rres.memPerConnKiB, 'KiB', { ceiling: nres.memPerConnKiB, ceilingName: 'nginx worker', target: '<= 8', pass: rres.memPerConnKiB <= 8 });
       } else {
@@ -690,11 +809,11 @@ async function recovery(steady) {
   const tRestart = now();
   d = await startDaemon('rc-daemon-2', redis, { env, httpPort: d.httpPort, wsPort: d.wsPort });
   const meter = cpuMeter({ daemon: d.pid, redis: redis.pid });
-  const st = await waitDelivered(rx, p1.results.accepted, 240000);
+  const st = await waitDelivered(rx, p1.results.accepted, Math.max(60000, (4000 * p1.results.accepted) / Math.max(500, steady ?? 2000)));
   const cpu = meter();
   const m2 = await d.metrics();
   out.backlog.drain = {
-    restartToReadyMs: d.readyMs, restartToFirstDeliveryMs: r1(st.firstMs - tRestart), delivered: st.unique, duplicates: st.duplicates,
+    restartToReadyMs: d.readyMs, restartToFirstDeliveryMs: r1(st.firstMs - tRestart), delivered: st.unique, duplicates: st.duplicates, complete: st.complete,
     drainS: r2((st.lastMs - st.firstMs) / 1000), drainRate: r1(st.unique / Math.max(0.001, (st.lastMs - st.firstMs) / 1000)),
     dead: m2['statusrelay_webhook_queue_depth{queue="dead"}'], cpu,
   };
@@ -715,8 +834,14 @@ async function recovery(steady) {
   const p2 = await pubP;
   // everything accepted by Redis must arrive: the events bench_pub saw accepted, plus any
   // whose answer the kill swallowed (counted by the receiver as extra, not as missing)
-  const st2 = await waitDelivered(rx, p2.results.accepted, 120000);
+  const st2 = await waitDelivered(rx, p2.results.accepted, Math.max(60000, (4000 * p2.results.accepted) / rate));
   const tl = await rx.timeline();
+  // deliveries that can be sent twice are those sent but not committed at the kill: a batch
+  // commits once its attempts are answered, after 1 s at most (FANOUT_COMMIT_WAIT_MS), so
+  // with an instant receiver they were sent within ~1 s + the commit's round trip before the
+  // kill; the receiver's arrivals in the 2 s before the kill bound them
+  const inflightWindowMs = 2000;
+  const inflightEst = tl.counts.reduce((n, c, i) => { const t = tl.startMs + i * tl.bucketMs; return t >= tKill - inflightWindowMs && t < tKill ? n + c : n; }, 0);
   // steady state: the end of the first 1 s window after the restart that carries >= 90% of
   // the offered rate
   let steadyAt = null;
@@ -731,13 +856,16 @@ async function recovery(steady) {
     rate, seconds: secs, ingest: p2, killToReadyMs: tUp - tKill, restartToFirstDeliveryMs: firstAfter ? r1(firstAfter - tSpawn) : null,
     restartToSteadyMs: steadyAt ? steadyAt - tSpawn : null, delivered: st2.unique, expectedAtLeast: p2.results.accepted,
     missing: Math.max(0, p2.results.accepted - st2.unique), duplicates: st2.duplicates, ingestErrorsDuringRestart: p2.errors + (p2.sent - p2.ok),
+    inflightEstimate: inflightEst, inflightWindowMs, complete: st2.complete,
   };
   await d.proc.stop(); await rx.proc.stop(); await redis.proc.stop();
   const b = out.backlog.drain;
-  row('recovery', `backlog drain after restart (${N} due)`, b.drainRate, 'deliveries/s', { ceiling: steady, ceilingName: 'steady (webhooks, 1 endpoint)', target: '>= steady', pass: steady ? b.drainRate >= steady : null, note: `restart->first delivery ${b.restartToFirstDeliveryMs} ms; dups ${b.duplicates}; dead ${b.dead}` });
+  row('recovery', `backlog drain after restart (${N} due)`, b.drainRate, 'deliveries/s', { ceiling: steady, ceilingName: 'steady (webhooks, 1 endpoint)', target: '>= steady', pass: steady ? b.drainRate >= steady && b.complete : null, note: `restart->first delivery ${b.restartToFirstDeliveryMs} ms; dups ${b.duplicates}; dead ${b.dead}${incomplete(st)}` });
   row('recovery', 'kill -9 under load: restart -> first delivery', out.kill.restartToFirstDeliveryMs, 'ms', { note: `kill -> restarted daemon ready ${out.kill.killToReadyMs} ms; load ${rate} events/s; delivery lease 10s` });
   row('recovery', 'kill -9 under load: restart -> steady state', out.kill.restartToSteadyMs, 'ms', { note: 'first 1 s window with >= 90% of the offered rate' });
-  row('recovery', 'kill -9 under load: duplicates / missing', out.kill.duplicates, 'deliveries', { note: `missing ${out.kill.missing} of ${out.kill.expectedAtLeast}` });
+  const k = out.kill;
+  row('recovery', 'kill -9 under load: missing deliveries', k.missing, 'deliveries', { target: '0 missing', pass: k.missing === 0, note: `${k.delivered} unique delivered of ${k.expectedAtLeast} events accepted (bench_pub: ${k.ingest.ok} ok, ${k.ingestErrorsDuringRestart} failed or unanswered around the restart)` });
+  row('recovery', 'kill -9 under load: duplicates', k.duplicates, 'deliveries', { ceiling: k.inflightEstimate, ceilingName: `in flight at the kill (est.: receiver arrivals in the ${k.inflightWindowMs / 1000} s before it)`, target: '<= in flight at the kill', pass: k.missing === 0 && k.duplicates <= k.inflightEstimate, note: 'uncommitted batches are re-read from the consumer group and sent again; a batch commits at most 1 s after its attempts, so the 2 s window bounds what was sent and not yet recorded' });
   return out;
 }
 

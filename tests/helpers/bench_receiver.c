@@ -21,9 +21,13 @@
  *
  * Control (not counted): GET /__stats -> JSON summary (see stats()); POST /__reset clears
  * everything but the secrets; POST /__mark notes the time ("markMs"; the next delivery's
- * arrival is "firstAfterMarkMs"); POST /__secret body "PATH SECRET" (whsec_...) sets the secret
- * of one path; GET /__timeline -> {"startMs", "bucketMs", "counts": [...], "byMinute":
- * {"<unix minute>": arrivals}} (byMinute: the last 64 wall-clock minutes).
+ * arrival is "firstAfterMarkMs"); POST /__pause holds the answers to deliveries (each is still
+ * counted at its arrival; the connection waits for its answer, so a client with a bounded
+ * number of requests in flight stalls) until POST /__resume answers them all, as a receiver
+ * that stopped responding for a while would ("held": answers waiting); POST /__secret body
+ * "PATH SECRET" (whsec_...) sets the secret of one path; GET /__timeline -> {"startMs",
+ * "bucketMs", "counts": [...], "byMinute": {"<unix minute>": arrivals}} (byMinute: the last
+ * 64 wall-clock minutes).
  * Exits on SIGTERM / SIGINT.
  * runs on: its own single thread. */
 #define _GNU_SOURCE /* memmem */
@@ -80,6 +84,11 @@ struct rx {
     uintptr_t *conns;
     size_t conns_cap, conns_used; /* used counts tombstones too */
     uint64_t conns_opened, conns_closed;
+    /* POST /__pause: deliveries whose answer waits for POST /__resume. A request whose
+     * connection closes meanwhile is freed by evhttp when it is answered (evcon NULL). */
+    int paused;
+    struct evhttp_request **held;
+    size_t held_n, held_cap;
 };
 
 static int64_t now_us(void)
@@ -292,7 +301,7 @@ static void stats(struct rx *rx, struct evhttp_request *req)
                         "\"sigOk\":%llu,\"sigBad\":%llu,\"sigUnchecked\":%llu,\"bytes\":%llu,"
                         "\"firstMs\":%.3f,\"lastMs\":%.3f,\"spanS\":%.3f,\"rate\":%.1f,"
                         "\"markMs\":%.3f,\"firstAfterMarkMs\":%.3f,"
-                        "\"connsOpened\":%llu,\"connsClosed\":%llu,",
+                        "\"connsOpened\":%llu,\"connsClosed\":%llu,\"paused\":%d,\"held\":%zu,",
                         (unsigned long long)rx->requests, (unsigned long long)rx->unique,
                         (unsigned long long)rx->dups, (unsigned long long)rx->no_id,
                         (unsigned long long)rx->sig_ok, (unsigned long long)rx->sig_bad,
@@ -301,7 +310,8 @@ static void stats(struct rx *rx, struct evhttp_request *req)
                         span_s > 0 ? (double)(rx->requests > 1 ? rx->requests - 1 : 0) / span_s
                                    : 0.0,
                         rx->mark_us / 1000.0, rx->after_mark_us / 1000.0,
-                        (unsigned long long)rx->conns_opened, (unsigned long long)rx->conns_closed);
+                        (unsigned long long)rx->conns_opened, (unsigned long long)rx->conns_closed,
+                        rx->paused, rx->held_n);
     hist_json(b, "e2e", &rx->e2e);
     evbuffer_add(b, ",", 1);
     hist_json(b, "relay", &rx->relay);
@@ -364,6 +374,40 @@ static void set_secret(struct rx *rx, struct evhttp_request *req)
     reply_text(req, s->h ? 204 : 500, NULL, NULL);
 }
 
+/* The answer to a delivery: the configured status (and body). */
+static void answer(struct rx *rx, struct evhttp_request *req)
+{
+    if (rx->body != NULL) {
+        struct evbuffer *b = evbuffer_new();
+        evbuffer_add_reference(b, rx->body, strlen(rx->body), NULL, NULL);
+        reply_text(req, rx->status, "application/json", b);
+        evbuffer_free(b);
+        return;
+    }
+    evhttp_send_reply(req, rx->status, NULL, NULL);
+}
+
+static void hold(struct rx *rx, struct evhttp_request *req)
+{
+    if (rx->held_n == rx->held_cap) {
+        size_t ncap = rx->held_cap ? rx->held_cap * 2 : 256;
+        struct evhttp_request **n = realloc(rx->held, ncap * sizeof(*n));
+        if (n == NULL)
+            abort();
+        rx->held = n;
+        rx->held_cap = ncap;
+    }
+    rx->held[rx->held_n++] = req;
+}
+
+static void resume(struct rx *rx)
+{
+    rx->paused = 0;
+    for (size_t i = 0; i < rx->held_n; i++)
+        answer(rx, rx->held[i]);
+    rx->held_n = 0;
+}
+
 static void on_request(struct evhttp_request *req, void *arg)
 {
     struct rx *rx = arg;
@@ -386,6 +430,12 @@ static void on_request(struct evhttp_request *req, void *arg)
         } else if (strcmp(path, "/__mark") == 0) {
             rx->mark_us = t;
             rx->after_mark_us = 0;
+            reply_text(req, 204, NULL, NULL);
+        } else if (strcmp(path, "/__pause") == 0) {
+            rx->paused = 1;
+            reply_text(req, 204, NULL, NULL);
+        } else if (strcmp(path, "/__resume") == 0) {
+            resume(rx);
             reply_text(req, 204, NULL, NULL);
         } else if (strcmp(path, "/__secret") == 0)
             set_secret(rx, req);
@@ -447,14 +497,10 @@ static void on_request(struct evhttp_request *req, void *arg)
                 rx->sig_bad++;
         }
     }
-    if (rx->body != NULL) {
-        struct evbuffer *b = evbuffer_new();
-        evbuffer_add_reference(b, rx->body, strlen(rx->body), NULL, NULL);
-        reply_text(req, rx->status, "application/json", b);
-        evbuffer_free(b);
-        return;
-    }
-    evhttp_send_reply(req, rx->status, NULL, NULL);
+    if (rx->paused)
+        hold(rx, req);
+    else
+        answer(rx, req);
 }
 
 static void on_signal(evutil_socket_t fd, short what, void *arg)
@@ -518,5 +564,6 @@ int main(int argc, char **argv)
     for (int i = 0; i < rx.nsecrets; i++)
         proto_hmac_free(rx.secrets[i].h);
     free(rx.set);
+    free(rx.held);
     return 0;
 }
