@@ -1,6 +1,7 @@
 /* config.c - the settings table and cross-field validation. runs on: main thread. */
 #include "relay/config.h"
 #include "protocol/addr.h"
+#include "relay/common/cors.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -57,6 +58,16 @@ const struct setting config_settings[] = {
      "bearer token for the REST API; required when listening beyond loopback"},
     {"stream-token", SET_STR, F(stream_token), NULL, 1, 0,
      "token for dashboard subscriptions broader than one request id"},
+    {"status-require-token", SET_BOOL, F(status_require_token), "false", 0, 0,
+     "GET /intents/status/v3 and /intents/status need the admin token too (default: public)"},
+    {"cors-origins", SET_STR, F(cors_origins), "*", 0, 0,
+     "origins allowed cross-origin on /intents/status(/v3) and the dashboard port: `*` or a "
+     "comma-separated list of scheme://host[:port]; empty: none"},
+    {"admin-cors-origins", SET_STR, F(admin_cors_origins), NULL, 0, 0,
+     "origins allowed cross-origin on every other REST path (/v1, /metrics); unset: none"},
+    {"anon-miss-rate", SET_INT, F(anon_miss_rate), "10", 0, 0,
+     "status reads of ids not known here, per minute per client address, for callers without "
+     "the admin token (0: none)"},
     {"ws-anonymous", SET_BOOL, F(ws_anonymous), "true", 0, 0,
      "allow anonymous single-id dashboard subscriptions"},
     {"ws-max-subscriptions", SET_INT, F(ws_max_subscriptions), "100", 0, 1,
@@ -135,6 +146,11 @@ int config_load(struct config *c, int argc, char **argv, const char **rest, int 
         return invalid("STATUSRELAY_ADMIN_TOKEN", "required when listening beyond loopback");
     if (c->admin_token && c->admin_token[0] != '\0' && strlen(c->admin_token) < 16)
         return invalid("STATUSRELAY_ADMIN_TOKEN", "must be at least 16 characters");
+    const char *why;
+    if ((why = cors_list_check(c->cors_origins)) != NULL)
+        return invalid("STATUSRELAY_CORS_ORIGINS", why);
+    if ((why = cors_list_check(c->admin_cors_origins)) != NULL)
+        return invalid("STATUSRELAY_ADMIN_CORS_ORIGINS", why);
     if (c->discover && c->upstream_api_key == NULL)
         return invalid("STATUSRELAY_DISCOVER", "needs STATUSRELAY_UPSTREAM_API_KEY");
     return 0;

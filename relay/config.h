@@ -39,6 +39,10 @@ struct config {
     char *ws_listen;
     char *admin_token;
     char *stream_token;
+    int status_require_token;      /* /intents/status(/v3) need the admin token too */
+    char *cors_origins;            /* CORS origins of the status reads and the dashboard port */
+    char *admin_cors_origins;      /* CORS origins of every other REST path (NULL: none) */
+    int64_t anon_miss_rate;        /* anonymous status misses per minute per client address */
     int ws_anonymous;              /* anonymous single-id dashboard subscriptions allowed */
     int64_t ws_max_subscriptions;
     int64_t ws_queue_max;          /* frames queued per dashboard connection */

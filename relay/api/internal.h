@@ -35,6 +35,7 @@ struct evbuffer;
 struct proto_hmac;
 struct status_event;
 struct route;
+struct rate_table;
 
 struct api {
     struct core *c;
@@ -43,6 +44,7 @@ struct api {
     struct proto_hmac *ingest_key; /* HMAC of the upstream API key; NULL without a key */
     struct ctx *pending;           /* every unfinished request */
     struct store_script page_sc, read_sc, events_sc;
+    struct rate_table *anon_misses; /* status-read misses of anonymous callers, per address */
 };
 
 struct ctx {
@@ -54,6 +56,8 @@ struct ctx {
     int linked;
     int head;                      /* HEAD request: headers only */
     int upstream_shape;            /* errors also carry {"message","errorCode"} */
+    int anonymous;                 /* an admin token is set and this request lacks it */
+    char peer[64];                 /* status reads: the client address key (compat.c) */
     char *param[ROUTE_MAX_PARAMS]; /* decoded path parameters (owned) */
     size_t param_len[ROUTE_MAX_PARAMS];
     struct evkeyvalq query;
@@ -75,7 +79,10 @@ struct ctx {
 /* A route handler: runs in on_request after routing, auth, body limit and query parsing; owns x
  * and finishes it (now or from a callback) with exactly one reply. */
 typedef void route_cb(struct ctx *x);
-enum route_auth { AUTH_TOKEN = 0, AUTH_NONE, AUTH_SIGNATURE };
+/* AUTH_READ: the upstream-compatible status reads (public unless STATUSRELAY_STATUS_REQUIRE_TOKEN;
+ * upstream error shape; CORS by STATUSRELAY_CORS_ORIGINS). Every other path's CORS follows
+ * STATUSRELAY_ADMIN_CORS_ORIGINS. */
+enum route_auth { AUTH_TOKEN = 0, AUTH_NONE, AUTH_SIGNATURE, AUTH_READ };
 
 struct route {
     enum evhttp_cmd_type method;
@@ -94,7 +101,7 @@ extern const size_t api_routes_len;
 route_cb api_h_healthz, api_h_readyz, api_h_metrics;        /* health.c */
 route_cb api_h_track, api_h_list, api_h_get, api_h_untrack; /* requests.c */
 route_cb api_h_events;                                      /* events.c */
-route_cb api_h_status_v3;                                   /* compat.c */
+route_cb api_h_status_v3; /* compat.c: /intents/status/v3 and /intents/status */
 route_cb api_h_ingest;                                      /* ingest.c */
 route_cb api_h_webhooks; /* routes.c: adapter to webhooks.c (x->route->arg = enum api_wh_route) */
 
@@ -109,16 +116,18 @@ void api_ctx_free(struct ctx *x);
 void api_send_body(struct ctx *x, int code, const char *ctype, const char *buf, size_t len);
 /* Answer code with the content of b (moved into the reply; b stays the caller's to free). */
 void api_send_evbuffer(struct ctx *x, int code, const char *ctype, struct evbuffer *b);
-/* 500 {"error":{"code":"internal","message":"out of memory"}} (a static body). */
+/* 500 {"message":"out of memory","error":{"code":"internal","message":"out of memory"}} (a
+ * static body). */
 void api_reply_oom(struct ctx *x);
 /* Answer code with body as compact JSON. Takes body (a new reference); NULL (a failed
  * constructor) answers 500 out of memory. */
 void api_reply_json(struct ctx *x, int code, json_t *body);
 /* Answer code with no body and no Content-Type. */
 void api_reply_empty(struct ctx *x, int code);
-/* {"error":{"code","message"[,"field"]}}; on upstream-shaped routes also the upstream's top-level
- * {"message","errorCode"} (errorCode = code in upper case). field may be NULL; the message is
- * cut at 511 bytes. */
+/* {"message","error":{"code","message"[,"field"]}}: the top-level "message" (the same text) lets
+ * a client of the upstream print it. On upstream-shaped routes (x->upstream_shape) also the
+ * upstream's "errorCode": code in upper case ("invalid_parameter" is the upstream's
+ * INVALID_INPUT_PARAMETERS). field may be NULL; the message is cut at 511 bytes. */
 void __attribute__((format(printf, 5, 6)))
 api_reply_error(struct ctx *x, int code, const char *ecode, const char *field, const char *fmt,
                 ...);

@@ -20,7 +20,8 @@ const struct route api_routes[] = {
     {EVHTTP_REQ_DELETE, "/v1/requests/{}", api_h_untrack, AUTH_TOKEN, 0},
     /* relay/api/events.c, compat.c, ingest.c */
     {EVHTTP_REQ_GET, "/v1/events", api_h_events, AUTH_TOKEN, 0},
-    {EVHTTP_REQ_GET, "/intents/status/v3", api_h_status_v3, AUTH_TOKEN, 0},
+    {EVHTTP_REQ_GET, "/intents/status/v3", api_h_status_v3, AUTH_READ, 0},
+    {EVHTTP_REQ_GET, "/intents/status", api_h_status_v3, AUTH_READ, 0},
     {EVHTTP_REQ_POST, "/v1/ingest/upstream", api_h_ingest, AUTH_SIGNATURE, 0},
     /* relay/api/webhooks.c */
     {EVHTTP_REQ_POST, "/v1/webhooks", api_h_webhooks, AUTH_TOKEN, API_WH_CREATE},

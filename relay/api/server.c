@@ -15,8 +15,11 @@
 #include "relay/api/internal.h"
 #include "protocol/proto.h"
 #include "protocol/sign.h"
+#include "relay/common/cors.h"
 #include "relay/common/log.h"
+#include "relay/common/rate_table.h"
 #include "relay/common/util.h"
+#include "relay/config.h"
 #include "relay/core.h"
 #include "store/store.h"
 
@@ -36,6 +39,8 @@
 #define ROUTE_MAX_SEGS 8
 #define HTTP_TIMEOUT_S 30
 #define HTTP_MAX_HEADERS 16384
+#define CORS_MAX_AGE "7200"    /* preflight cache, seconds (Chromium's own cap) */
+#define ANON_MISS_SLOTS 4096   /* client addresses remembered by the anonymous miss limit */
 
 /* Method names for the Allow header of a 405 answer, in the order they are listed. */
 static const struct {
@@ -142,7 +147,8 @@ void api_send_evbuffer(struct ctx *x, int code, const char *ctype, struct evbuff
 
 void api_reply_oom(struct ctx *x)
 {
-    static const char body[] = "{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}";
+    static const char body[] = "{\"message\":\"out of memory\",\"error\":{\"code\":\"internal\","
+                               "\"message\":\"out of memory\"}}";
     api_send_body(x, 500, CT_JSON, body, sizeof(body) - 1);
 }
 
@@ -164,8 +170,9 @@ void api_reply_empty(struct ctx *x, int code)
     api_send_body(x, code, NULL, NULL, 0);
 }
 
-/* {"error":{"code","message"[,"field"]}}; on upstream-shaped routes also the upstream's top-level
- * {"message","errorCode"} (errorCode = code in upper case). field may be NULL. */
+/* {"message","error":{"code","message"[,"field"]}}; on upstream-shaped routes also the upstream's
+ * "errorCode" (code in upper case; invalid_parameter is INVALID_INPUT_PARAMETERS). field may be
+ * NULL. */
 void __attribute__((format(printf, 5, 6)))
 api_reply_error(struct ctx *x, int code, const char *ecode, const char *field, const char *fmt, ...)
 {
@@ -177,14 +184,15 @@ api_reply_error(struct ctx *x, int code, const char *ecode, const char *field, c
     json_t *err = json_pack("{s:s,s:s}", "code", ecode, "message", msg);
     if (err != NULL && field != NULL && field[0] != '\0')
         json_object_set_new(err, "field", json_string(field));
-    json_t *o = err != NULL ? json_pack("{s:o}", "error", err) : NULL;
+    json_t *o = err != NULL ? json_pack("{s:s,s:o}", "message", msg, "error", err) : NULL;
     if (o != NULL && x->upstream_shape) {
         char up[64];
         size_t i = 0;
+        if (strcmp(ecode, "invalid_parameter") == 0)
+            ecode = "invalid_input_parameters"; /* the upstream's name for it */
         for (; ecode[i] != '\0' && i < sizeof(up) - 1; i++)
             up[i] = (char)(ecode[i] >= 'a' && ecode[i] <= 'z' ? ecode[i] - 'a' + 'A' : ecode[i]);
         up[i] = '\0';
-        json_object_set_new(o, "message", json_string(msg));
         json_object_set_new(o, "errorCode", json_string(up));
     }
     api_reply_json(x, code, o);
@@ -284,6 +292,52 @@ static int authorized(struct api *a, struct evhttp_request *req)
     while (n > 0 && (h[n - 1] == ' ' || h[n - 1] == '\t'))
         n--;
     return n == m && CRYPTO_memcmp(h, tok, m) == 0;
+}
+
+/* The methods of allow as an Allow header value ("GET, HEAD, POST"); HEAD comes with GET, and
+ * OPTIONS is listed when options is set (a path that answers CORS preflights). */
+static void method_list(unsigned allow, int options, char *list, size_t n)
+{
+    list[0] = '\0';
+    for (size_t i = 0; i < ARRAY_LEN(method_names); i++)
+        if ((allow & method_names[i].m) ||
+            (method_names[i].m == EVHTTP_REQ_HEAD && (allow & EVHTTP_REQ_GET)) ||
+            (method_names[i].m == EVHTTP_REQ_OPTIONS && options)) {
+            if (list[0] != '\0')
+                strncat(list, ", ", n - strlen(list) - 1);
+            strncat(list, method_names[i].name, n - strlen(list) - 1);
+        }
+}
+
+/* Answer an OPTIONS request on a path whose CORS setting lists origins: 204 with Allow and, for
+ * a preflight from an allowed origin, the Access-Control-* answer (the requested headers are
+ * echoed back when they are plain header names). A preflight from another origin is 403. acao:
+ * the Access-Control-Allow-Origin value for this request (already added), or NULL. */
+static void answer_options(struct ctx *x, unsigned allow, const char *origin, const char *acao)
+{
+    struct evkeyvalq *in = evhttp_request_get_input_headers(x->req);
+    struct evkeyvalq *out = evhttp_request_get_output_headers(x->req);
+    char list[96];
+    method_list(allow, 1, list, sizeof(list));
+    evhttp_add_header(out, "Allow", list);
+    const char *rm = evhttp_find_header(in, "Access-Control-Request-Method");
+    if (origin == NULL || rm == NULL) { /* a plain OPTIONS, not a preflight */
+        api_reply_empty(x, 204);
+        return;
+    }
+    evhttp_add_header(out, "Vary", "Origin, Access-Control-Request-Method, "
+                                   "Access-Control-Request-Headers");
+    if (acao == NULL) {
+        api_reply_error(x, 403, "forbidden_origin", NULL, /* the origin is not echoed: any bytes */
+                        "cross-origin requests from this origin are not allowed on this path");
+        return;
+    }
+    const char *rh = evhttp_find_header(in, "Access-Control-Request-Headers");
+    evhttp_add_header(out, "Access-Control-Allow-Methods", list);
+    if (rh != NULL && rh[0] != '\0' && cors_headers_ok(rh))
+        evhttp_add_header(out, "Access-Control-Allow-Headers", rh);
+    evhttp_add_header(out, "Access-Control-Max-Age", CORS_MAX_AGE);
+    api_reply_empty(x, 204);
 }
 
 /* Split and percent-decode path segments ("/v1/requests/x" -> "v1", "requests", "x"; one trailing
@@ -391,11 +445,13 @@ static void on_request(struct evhttp_request *req, void *arg)
     const struct route *r = NULL;
     unsigned allow = 0;
     enum route_auth auth = AUTH_TOKEN;
+    int read_path = 0; /* an upstream-compatible status read (AUTH_READ) */
     if (nsegs >= 0)
         for (size_t i = 0; i < api_routes_len; i++) {
             if (!route_match(api_routes[i].pattern, segs, lens, nsegs, NULL))
                 continue;
             allow |= api_routes[i].method;
+            read_path |= api_routes[i].auth == AUTH_READ;
             if (api_routes[i].auth != AUTH_TOKEN)
                 auth = api_routes[i].auth;
             if (r == NULL && api_routes[i].method == m)
@@ -409,6 +465,24 @@ static void on_request(struct evhttp_request *req, void *arg)
     for (int i = 0; i < nsegs; i++)
         free(segs[i]);
 
+    /* CORS: the status reads follow STATUSRELAY_CORS_ORIGINS (default "*"), every other path
+     * STATUSRELAY_ADMIN_CORS_ORIGINS (default none). The header goes on every answer, errors
+     * included, so that a page can read why it failed. */
+    x->upstream_shape = read_path;
+    const struct config *cfg = a->c->cfg;
+    const char *cors = read_path ? cfg->cors_origins : cfg->admin_cors_origins;
+    int cors_on = cors != NULL && cors[0] != '\0';
+    const char *origin = evhttp_find_header(evhttp_request_get_input_headers(req), "Origin");
+    const char *acao = cors_allow_origin(cors, origin);
+    if (acao != NULL) {
+        struct evkeyvalq *out = evhttp_request_get_output_headers(req);
+        evhttp_add_header(out, "Access-Control-Allow-Origin", acao);
+        if (strcmp(acao, "*") != 0 && m != EVHTTP_REQ_OPTIONS)
+            evhttp_add_header(out, "Vary", "Origin");
+        if (read_path)
+            evhttp_add_header(out, "Access-Control-Expose-Headers", "Retry-After");
+    }
+
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     size_t blen = evbuffer_get_length(in);
     if (blen > API_BODY_MAX) {
@@ -416,7 +490,14 @@ static void on_request(struct evhttp_request *req, void *arg)
                         API_BODY_MAX);
         return;
     }
-    if (auth == AUTH_TOKEN && !authorized(a, req)) {
+    if (m == EVHTTP_REQ_OPTIONS && r == NULL && allow != 0 && cors_on) {
+        answer_options(x, allow, origin, acao); /* preflights carry no credentials */
+        return;
+    }
+    if (auth == AUTH_READ)
+        x->anonymous = !authorized(a, req);
+    if ((auth == AUTH_TOKEN || (auth == AUTH_READ && cfg->status_require_token)) &&
+        !authorized(a, req)) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
                           "Bearer realm=\"statusrelay\"");
         api_reply_error(x, 401, "unauthorized", NULL,
@@ -428,14 +509,8 @@ static void on_request(struct evhttp_request *req, void *arg)
         return;
     }
     if (r == NULL) {
-        char list[96] = "";
-        for (size_t i = 0; i < ARRAY_LEN(method_names); i++)
-            if ((allow & method_names[i].m) ||
-                (method_names[i].m == EVHTTP_REQ_HEAD && (allow & EVHTTP_REQ_GET))) {
-                if (list[0] != '\0')
-                    strncat(list, ", ", sizeof(list) - strlen(list) - 1);
-                strncat(list, method_names[i].name, sizeof(list) - strlen(list) - 1);
-            }
+        char list[96];
+        method_list(allow, cors_on, list, sizeof(list));
         evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", list);
         api_reply_error(x, 405, "method_not_allowed", NULL, "allowed: %s", list);
         return;
@@ -481,6 +556,7 @@ struct api *api_new(struct core *c)
     store_script_init(&a->page_sc, "requests_page");
     store_script_init(&a->read_sc, "requests_read");
     store_script_init(&a->events_sc, "events_by_request");
+    a->anon_misses = rate_table_new(c->cfg->anon_miss_rate, ANON_MISS_SLOTS);
     return a;
 }
 
@@ -500,9 +576,10 @@ int api_start(struct api *a)
                 e != 0 ? evutil_socket_error_to_string(e) : "bind failed");
         return -1;
     }
-    log_info("REST API listening", "listen=%s auth=%s ingest=%s", listen,
-             a->c->cfg->admin_token && a->c->cfg->admin_token[0] ? "token" : "none",
-             a->ingest_key ? "on" : "off");
+    int tok = a->c->cfg->admin_token && a->c->cfg->admin_token[0];
+    log_info("REST API listening", "listen=%s auth=%s ingest=%s status_reads=%s", listen,
+             tok ? "token" : "none", a->ingest_key ? "on" : "off",
+             tok && a->c->cfg->status_require_token ? "token" : "public");
     return 0;
 }
 
@@ -531,5 +608,6 @@ void api_free(struct api *a)
     a->pending = NULL;
     evhttp_free(a->http);
     proto_hmac_free(a->ingest_key);
+    rate_table_free(a->anon_misses);
     free(a);
 }

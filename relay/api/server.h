@@ -10,9 +10,16 @@
  *   - with an admin token configured, every route except GET /healthz and GET /readyz needs
  *     "Authorization: Bearer <token>" (constant-time compare) -> else 401 "unauthorized".
  *     POST /v1/ingest/upstream is authenticated by its X-Signature-SHA256 instead (the upstream
- *     cannot send our token). Unknown paths need the token too (no path probing).
- *   - errors are {"error":{"code","message"[,"field"]}}; unknown path 404 "not_found", known
- *     path with another method 405 "method_not_allowed" with an Allow header.
+ *     cannot send our token). Unknown paths need the token too (no path probing). The status
+ *     reads (GET /intents/status/v3, /intents/status: route auth AUTH_READ) need it only with
+ *     STATUSRELAY_STATUS_REQUIRE_TOKEN; without it, their callers are "anonymous" (compat.c).
+ *   - errors are {"message","error":{"code","message"[,"field"]}} (plus the upstream's
+ *     "errorCode" on the status reads); unknown path 404 "not_found", known path with another
+ *     method 405 "method_not_allowed" with an Allow header.
+ *   - CORS: Access-Control-Allow-Origin on every answer to an allowed Origin (status reads:
+ *     STATUSRELAY_CORS_ORIGINS, default "*"; everything else: STATUSRELAY_ADMIN_CORS_ORIGINS,
+ *     default none); where that setting lists origins, OPTIONS answers preflights (204, or 403
+ *     "forbidden_origin" for another origin) before the token check.
  *   - every JSON answer carries Content-Type: application/json and Cache-Control: no-store.
  * Handlers that wait for Redis or the upstream keep their request in a pending list; a client
  * that disconnects first (connection close callback) or api_free marks it gone and the late

@@ -10,6 +10,7 @@
  * the message and so its xbuf. XMSG_DASH_SEND messages are owned by their one node. */
 #include "relay/edge/ws_server.h"
 #include "relay/edge/dash_filter.h"
+#include "relay/common/cors.h"
 #include "relay/common/embedded.h"
 #include "relay/common/log.h"
 #include "relay/common/util.h"
@@ -104,6 +105,7 @@ struct ws_server {
     struct lws_context *ctx;
     lws_sorted_usec_list_t sul_sweep;
     int shutting_down;
+    char *cors_origins;          /* plain HTTP: allowed origins (cors.h), NULL: none */
     struct counters st;
 };
 
@@ -759,6 +761,21 @@ static int header(struct lws *wsi, const char *name, const char *value, unsigned
                                        (const unsigned char *)value, (int)strlen(value), p, end);
 }
 
+/* Access-Control-Allow-Origin (and Vary) for a request from an allowed Origin; 0 or lws's
+ * nonzero on a full header buffer. */
+static int cors_header(struct ws_server *s, struct lws *wsi, unsigned char **p, unsigned char *end)
+{
+    char origin[256];
+    if (s->cors_origins == NULL ||
+        lws_hdr_copy(wsi, origin, sizeof(origin), WSI_TOKEN_ORIGIN) <= 0)
+        return 0;
+    const char *acao = cors_allow_origin(s->cors_origins, origin);
+    if (acao == NULL)
+        return 0;
+    return header(wsi, "access-control-allow-origin:", acao, p, end) ||
+           (strcmp(acao, "*") != 0 && header(wsi, "vary:", "Origin", p, end));
+}
+
 static int on_http(struct ws_server *s, struct lws *wsi, struct session *x, const char *uri)
 {
     count(&s->st.http_requests);
@@ -772,7 +789,7 @@ static int on_http(struct ws_server *s, struct lws *wsi, struct session *x, cons
             header(wsi, "cache-control:", "no-cache", &p, end) ||
             header(wsi, "x-content-type-options:", "nosniff", &p, end) ||
             header(wsi, "referrer-policy:", "no-referrer", &p, end) ||
-            header(wsi, "x-frame-options:", "DENY", &p, end) ||
+            header(wsi, "x-frame-options:", "DENY", &p, end) || cors_header(s, wsi, &p, end) ||
             header(wsi, "content-security-policy:",
                    "default-src 'self'; connect-src 'self' ws: wss:; img-src 'self' data:; "
                    "style-src 'self'; script-src 'self'; frame-ancestors 'none'",
@@ -867,6 +884,7 @@ struct ws_server *ws_server_new(struct xq *to_core, int64_t queue_max)
 {
     struct ws_server *s = xcalloc(1, sizeof(*s));
     s->to_core = to_core;
+    s->cors_origins = NULL;
     s->queue_max = queue_max > 0 ? (size_t)queue_max : 1024;
     s->tab_size = 64;
     s->tab = xcalloc(s->tab_size, sizeof(*s->tab));
@@ -885,7 +903,14 @@ void ws_server_free(struct ws_server *s)
      * (CLOSED cleared their filters and outboxes) */
     free(s->tab);
     free(s->itab);
+    free(s->cors_origins);
     free(s);
+}
+
+void ws_server_set_cors_origins(struct ws_server *s, const char *origins)
+{
+    free(s->cors_origins);
+    s->cors_origins = origins != NULL && origins[0] != '\0' ? xstrdup(origins) : NULL;
 }
 
 void ws_server_protocol(struct ws_server *s, struct lws_protocols *out)

@@ -35,7 +35,8 @@
  * is gone). Defaults below; the core sets them with DASH_OP_CONFIG.
  *
  * Plain HTTP: GET / serves relay/www/index.html, GET /<name> relay/www/<name> (embedded in
- * the binary), everything else 404.
+ * the binary), everything else 404. A request from an Origin the CORS setting allows gets
+ * Access-Control-Allow-Origin on the files it is served.
  * runs on: ws thread, except ws_server_stats_read (any thread). */
 #ifndef RELAY_WS_SERVER_H
 #define RELAY_WS_SERVER_H
@@ -79,6 +80,9 @@ struct ws_server_stats {
 
 /* queue_max: outbox frames per session (<= 0: 1024). Pushes go to to_core. */
 struct ws_server *ws_server_new(struct xq *to_core, int64_t queue_max);
+/* The origins allowed cross-origin on the plain HTTP answers (relay/common/cors.h: "*", a list,
+ * NULL or "": none); copied. Call before the lws thread runs. */
+void ws_server_set_cors_origins(struct ws_server *s, const char *origins);
 /* Free. Call after lws_context_destroy (lws calls back until then). NULL-safe. */
 void ws_server_free(struct ws_server *s);
 /* Fill one lws protocol entry (name "statusrelay-dashboard", user = s). It must be first in

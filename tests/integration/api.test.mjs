@@ -216,7 +216,8 @@ describe('admin token', () => {
     assertError(await request(B.url, 'GET', '/v1/requests', { headers: { authorization: `Bearer ${sameLen}` } }), 401, 'unauthorized');
     assertError(await request(B.url, 'GET', '/v1/requests', { headers: { authorization: TOKEN } }), 401, 'unauthorized');
     assertError(await request(B.url, 'GET', '/metrics'), 401, 'unauthorized');
-    assertError(await request(B.url, 'GET', '/intents/status/v3?requestId=abc'), 401, 'unauthorized');
+    // the upstream-compatible status read is public (compat.test.mjs covers it)
+    assert.notEqual((await request(B.url, 'GET', '/intents/status/v3?requestId=abc')).status, 401);
     assertError(await request(B.url, 'GET', '/no-such-path'), 401, 'unauthorized');
     assertError(await request(B.url, 'POST', '/v1/webhooks', { body: '{}' }), 401, 'unauthorized');
     assertError(await request(B.url, 'POST', '/v1/replay', { body: '{}' }), 401, 'unauthorized');
@@ -603,10 +604,12 @@ describe('upstream webhook ingest, events and /intents/status/v3', () => {
     await sleep(200);
     assertError(await request(A.url, 'GET', `/v1/requests/${unknown}`), 404, 'not_found');
     const e = await request(A.url, 'GET', '/intents/status/v3');
-    assertError(e, 400, 'invalid_request_id');
-    assert.equal(e.body.errorCode, 'INVALID_REQUEST_ID');
+    assertError(e, 400, 'invalid_parameter');
+    assert.equal(e.body.errorCode, 'INVALID_INPUT_PARAMETERS');
     assert.equal(typeof e.body.message, 'string');
-    assertError(await request(A.url, 'GET', '/intents/status/v3?requestId=bad%20id'), 400, 'invalid_request_id');
+    const bad = await request(A.url, 'GET', '/intents/status/v3?requestId=bad%20id');
+    assertError(bad, 404, 'request_not_found');
+    assert.equal(bad.body.errorCode, 'REQUEST_NOT_FOUND');
   });
 
   test('a client that leaves before its answer does not hurt the daemon', async () => {
