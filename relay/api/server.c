@@ -416,6 +416,10 @@ static void on_request(struct evhttp_request *req, void *arg)
                         API_BODY_MAX);
         return;
     }
+    if ((nsegs < 0 || allow == 0) && api_proxy_wants(a, path)) {
+        api_proxy(x); /* proxy.c: the client's own credentials, no admin token */
+        return;
+    }
     if (auth == AUTH_TOKEN && !authorized(a, req)) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
                           "Bearer realm=\"statusrelay\"");

@@ -10,7 +10,8 @@
  *   - with an admin token configured, every route except GET /healthz and GET /readyz needs
  *     "Authorization: Bearer <token>" (constant-time compare) -> else 401 "unauthorized".
  *     POST /v1/ingest/upstream is authenticated by its X-Signature-SHA256 instead (the upstream
- *     cannot send our token). Unknown paths need the token too (no path probing).
+ *     cannot send our token). Unknown paths need the token too (no path probing), unless the
+ *     pass-through (STATUSRELAY_PASSTHROUGH, proxy.c) forwards them to the upstream.
  *   - errors are {"error":{"code","message"[,"field"]}}; unknown path 404 "not_found", known
  *     path with another method 405 "method_not_allowed" with an Allow header.
  *   - every JSON answer carries Content-Type: application/json and Cache-Control: no-store.
