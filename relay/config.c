@@ -42,6 +42,9 @@ const struct setting config_settings[] = {
      "page /requests/v3 to find and track new requests of the API key"},
     {"discover-interval", SET_DURATION, F(discover_interval_ms), "10s", 0, 1000,
      "period of discovery pages"},
+    {"passthrough", SET_BOOL, F(passthrough), "false", 0, 0,
+     "forward every path the REST API does not serve to the upstream REST URL, verbatim, with "
+     "the client's own headers (one base URL for upstream clients; no admin token there)"},
     {"redis-url", SET_STR, F(redis_url), "redis://127.0.0.1:6379/0", 0, 0,
      "redis://[:password@]host:port/db or unix:///path/to.sock"},
     {"redis-prefix", SET_STR, F(redis_prefix), "statusrelay", 0, 0,

@@ -12,7 +12,8 @@
  * Files: server.c (evhttp setup, auth, limits, dispatch, replies), routes.c (the table),
  * health.c (/healthz /readyz /metrics), requests.c (/v1/requests), events.c (/v1/events and
  * the record -> JSON helpers), compat.c (/intents/status/v3), ingest.c (/v1/ingest/upstream),
- * webhooks.c (webhook endpoints, deliveries, replay; knows no evhttp), metrics.c (the page).
+ * webhooks.c (webhook endpoints, deliveries, replay; knows no evhttp), metrics.c (the page),
+ * proxy.c (the pass-through to the upstream for paths we do not serve).
  * runs on: core thread. */
 #ifndef RELAY_API_INTERNAL_H
 #define RELAY_API_INTERNAL_H
@@ -45,6 +46,7 @@ struct api {
     struct ctx *pending;           /* every unfinished request */
     struct store_script page_sc, read_sc, events_sc;
     struct rate_table *anon_misses; /* status-read misses of anonymous callers, per address */
+    unsigned proxy_inflight;       /* pass-through requests waiting for the upstream */
 };
 
 struct ctx {
@@ -104,6 +106,11 @@ route_cb api_h_events;                                      /* events.c */
 route_cb api_h_status_v3; /* compat.c: /intents/status/v3 and /intents/status */
 route_cb api_h_ingest;                                      /* ingest.c */
 route_cb api_h_webhooks; /* routes.c: adapter to webhooks.c (x->route->arg = enum api_wh_route) */
+/* proxy.c: forward x to the upstream verbatim (the pass-through). api_proxy_wants: is the
+ * pass-through on and path (raw, as received) not one of ours (/v1*, /intents/status*, /healthz,
+ * /readyz, /metrics)? on_request asks it for paths no route matches, before the token check. */
+route_cb api_proxy;
+int api_proxy_wants(const struct api *a, const char *path);
 
 /* ---- replies (server.c) ----------------------------------------------------------------------
  * Each finishes (frees) the ctx; when the client is gone (x->req NULL) nothing is written.

@@ -490,6 +490,10 @@ static void on_request(struct evhttp_request *req, void *arg)
                         API_BODY_MAX);
         return;
     }
+    if ((nsegs < 0 || allow == 0) && api_proxy_wants(a, path)) {
+        api_proxy(x); /* proxy.c: the client's own credentials, no admin token */
+        return;
+    }
     if (m == EVHTTP_REQ_OPTIONS && r == NULL && allow != 0 && cors_on) {
         answer_options(x, allow, origin, acao); /* preflights carry no credentials */
         return;

@@ -10,7 +10,8 @@
  *   - with an admin token configured, every route except GET /healthz and GET /readyz needs
  *     "Authorization: Bearer <token>" (constant-time compare) -> else 401 "unauthorized".
  *     POST /v1/ingest/upstream is authenticated by its X-Signature-SHA256 instead (the upstream
- *     cannot send our token). Unknown paths need the token too (no path probing). The status
+ *     cannot send our token). Unknown paths need the token too (no path probing), unless the
+ *     pass-through (STATUSRELAY_PASSTHROUGH, proxy.c) forwards them to the upstream. The status
  *     reads (GET /intents/status/v3, /intents/status: route auth AUTH_READ) need it only with
  *     STATUSRELAY_STATUS_REQUIRE_TOKEN; without it, their callers are "anonymous" (compat.c).
  *   - errors are {"message","error":{"code","message"[,"field"]}} (plus the upstream's

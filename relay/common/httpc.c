@@ -92,6 +92,10 @@ struct xfer {
     void *addr_check_arg;
     char *buf; /* kept body, NUL-terminated; pooled */
     size_t len, cap;
+    char *hbuf; /* keep_headers: header fields of the current head; pooled */
+    size_t hlen, hcap;
+    int keep_headers;
+    int head_done; /* the blank line ending the current head was seen */
     size_t keep;      /* max_response */
     uint64_t limit;   /* max_response + max_drain: more is too_large */
     uint64_t total;   /* body bytes read */
@@ -240,10 +244,34 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
     struct xfer *x = arg;
     size_t len = size * n;
 
-    if (len > 12 && (p[0] | 0x20) == 'r' && strncasecmp(p, "retry-after:", 12) == 0)
+    if (len > 12 && (p[0] | 0x20) == 'r' && strncasecmp(p, "retry-after:", 12) == 0) {
         x->retry_after_ms = parse_retry_after(p + 12, len - 12);
-    else if (len > 5 && memcmp(p, "HTTP/", 5) == 0)
+    } else if (len > 5 && memcmp(p, "HTTP/", 5) == 0) {
         x->retry_after_ms = -1; /* a new response head (after a 1xx): forget the last one */
+        x->hlen = 0;
+        x->head_done = 0;
+        return len;
+    }
+    if (!x->keep_headers || x->head_done)
+        return len; /* trailers after the head are not kept */
+    if (len <= 2 && (p[0] == '\r' || p[0] == '\n')) {
+        x->head_done = 1;
+        return len;
+    }
+    if (x->hlen + len + 1 > HTTPC_HEADERS_MAX) {
+        x->err = httpc_err_too_large;
+        return 0; /* != len: curl stops the transfer */
+    }
+    if (x->hlen + len + 1 > x->hcap) {
+        size_t cap = x->hcap < 1024 ? 1024 : x->hcap;
+        while (cap < x->hlen + len + 1)
+            cap *= 2;
+        x->hbuf = xrealloc(x->hbuf, cap);
+        x->hcap = cap;
+    }
+    memcpy(x->hbuf + x->hlen, p, len);
+    x->hlen += len;
+    x->hbuf[x->hlen] = '\0';
     return len;
 }
 
@@ -312,6 +340,7 @@ static void xfer_destroy(struct xfer *x)
     curl_slist_free_all(x->hdrs);
     curl_easy_cleanup(x->easy);
     free(x->buf);
+    free(x->hbuf);
     free(x);
 }
 
@@ -331,6 +360,11 @@ static void xfer_put(struct httpc *h, struct xfer *x)
         free(x->buf);
         x->buf = NULL;
         x->cap = 0;
+    }
+    if (x->hcap > BUF_POOL_MAX) {
+        free(x->hbuf);
+        x->hbuf = NULL;
+        x->hcap = 0;
     }
     curl_easy_reset(x->easy); /* drops every option; the multi keeps connections and DNS */
     x->next = h->idle;
@@ -438,6 +472,10 @@ static void complete(struct httpc *h, struct xfer *x)
     r.retry_after_ms = x->retry_after_ms;
     r.latency_ms = mono_ms() - x->start_ms;
     r.content_type = ctype;
+    if (x->keep_headers) {
+        r.headers = x->hbuf != NULL && x->hlen > 0 ? x->hbuf : "";
+        r.headers_len = x->hlen;
+    }
     r.http_version = status == 0 ? 0
                      : version == CURL_HTTP_VERSION_1_0 ? 10
                      : version == CURL_HTTP_VERSION_1_1 ? 11
@@ -721,6 +759,9 @@ int httpc_request(struct httpc *h, const struct httpc_req *req, httpc_done_cb *c
     x->err = NULL;
     x->refused = 0;
     x->truncated = 0;
+    x->hlen = 0;
+    x->head_done = 0;
+    x->keep_headers = req->keep_headers != 0;
     if (req->headers != NULL) {
         for (const char *const *hp = req->headers; *hp != NULL; hp++) {
             struct curl_slist *l = curl_slist_append(x->hdrs, *hp);

@@ -122,7 +122,11 @@ struct httpc_req {
     int tls_insecure;               /* 0 (default): verify the peer certificate and name */
     httpc_addr_check_cb *addr_check;  /* NULL: any address */
     void *addr_check_arg;
+    int keep_headers;               /* 1: resp->headers holds the response's header fields
+                                       (at most HTTPC_HEADERS_MAX bytes, else "too_large") */
 };
+
+#define HTTPC_HEADERS_MAX (64 * 1024)
 
 struct httpc_resp {
     const char *err;        /* NULL: an HTTP answer; else one of httpc_err_* */
@@ -139,6 +143,11 @@ struct httpc_resp {
     int64_t latency_ms;     /* httpc_request to completion */
     const char *content_type; /* borrowed, NULL when absent */
     int http_version;       /* 10, 11, 20; 0 when no response */
+    const char *headers;    /* with keep_headers: the final response head's fields, each
+                               "Name: value\r\n" as received (no status line, no 1xx heads,
+                               no trailers; HTTP/2 names are lower-case), NUL-terminated;
+                               borrowed like body. NULL without keep_headers */
+    size_t headers_len;
 };
 
 /* resp and everything it points to are borrowed for the call only. */

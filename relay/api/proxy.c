@@ -1,0 +1,336 @@
+/* proxy.c (api) - the pass-through (STATUSRELAY_PASSTHROUGH=true): a request for a path the
+ * REST API does not serve is forwarded to STATUSRELAY_UPSTREAM_API_URL and the upstream's
+ * answer is sent back, so that an upstream client (the upstream's own SDK) can use statusrelay
+ * as its one base URL: quotes and execution go through, status reads are ours.
+ * runs on: core thread.
+ *
+ * Decisions (documented in README's "One base URL" section):
+ *   - Only paths no route matches, and never our own namespaces: /v1 and everything under it,
+ *     /intents/status*, /healthz, /readyz, /metrics (compared percent-decoded and
+ *     case-insensitively) keep their own answers (404, 405, 401).
+ *   - Verbatim: method, raw path and query, body, and the client's own headers minus the
+ *     hop-by-hop ones (Connection and the names it lists, Keep-Alive, Proxy-*, TE, Trailer,
+ *     Transfer-Encoding, Upgrade), Host, Content-Length and Expect (recomputed). The relay's
+ *     STATUSRELAY_UPSTREAM_API_KEY is never added; an Authorization header that carries the
+ *     relay's admin token is dropped (it is the relay's secret, not the client's).
+ *   - No admin token needed on these paths: they carry the client's own upstream credentials.
+ *   - The answer: the upstream's status, headers minus hop-by-hop (Content-Length is
+ *     recomputed, except for HEAD), and body, buffered up to PT_MAX_RESPONSE.
+ *   - Limits: request bodies as the rest of the API (1 MiB, checked before this runs), a
+ *     total deadline of PT_TIMEOUT_MS, PT_MAX_INFLIGHT requests in flight (then 503 with
+ *     Retry-After: 1). Transport failures answer 502/504 with the error shape, top-level
+ *     "message" and "errorCode" included (what upstream clients print). */
+#include "relay/api/internal.h"
+#include "relay/common/httpc.h"
+#include "relay/common/log.h"
+#include "relay/common/util.h"
+#include "relay/config.h"
+#include "relay/core.h"
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <openssl/crypto.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define PT_TIMEOUT_MS 25000             /* below evhttp's 30 s connection timeout */
+#define PT_CONNECT_TIMEOUT_MS 5000
+#define PT_MAX_RESPONSE (8 * 1024 * 1024)
+#define PT_MAX_INFLIGHT 256
+#define PT_MAX_HEADERS 100              /* client header lines forwarded at most */
+
+/* One forwarded request. */
+struct pt {
+    struct ctx *x;
+    char *body;            /* a copy: the client may go away while curl still sends it */
+    size_t body_len;
+    char *lines[PT_MAX_HEADERS + 8]; /* "Name: value" (owned), NULL-terminated */
+    int nlines;
+};
+
+static const char *const hop_by_hop[] = {
+    "connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization",
+    "te", "trailer", "trailers", "transfer-encoding", "upgrade",
+};
+
+/* Is name (len bytes) listed in one of the Connection header values of h? */
+static int named_by_connection(const struct evkeyvalq *h, const char *name, size_t len)
+{
+    const struct evkeyval *kv;
+    TAILQ_FOREACH(kv, h, next) {
+        if (strcasecmp(kv->key, "connection") != 0)
+            continue;
+        const char *p = kv->value;
+        while (*p != '\0') {
+            while (*p == ' ' || *p == '\t' || *p == ',')
+                p++;
+            const char *t = p;
+            while (*p != '\0' && *p != ',' && *p != ' ' && *p != '\t')
+                p++;
+            if ((size_t)(p - t) == len && len > 0 && strncasecmp(t, name, len) == 0)
+                return 1;
+        }
+    }
+    return 0;
+}
+
+static int hop(const struct evkeyvalq *h, const char *name, size_t len)
+{
+    for (size_t i = 0; i < ARRAY_LEN(hop_by_hop); i++)
+        if (strlen(hop_by_hop[i]) == len && strncasecmp(hop_by_hop[i], name, len) == 0)
+            return 1;
+    return h != NULL && named_by_connection(h, name, len);
+}
+
+/* Does this Authorization value carry the relay's admin token? */
+static int is_admin_token(const char *v, const char *tok)
+{
+    if (tok == NULL || tok[0] == '\0')
+        return 0;
+    if (strncasecmp(v, "Bearer ", 7) == 0)
+        v += 7;
+    while (*v == ' ')
+        v++;
+    size_t n = strlen(v), m = strlen(tok);
+    while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+        n--;
+    return n == m && CRYPTO_memcmp(v, tok, m) == 0;
+}
+
+int api_proxy_wants(const struct api *a, const char *path)
+{
+    if (!a->c->cfg->passthrough)
+        return 0;
+    if (path == NULL || path[0] == '\0')
+        path = "/";
+    size_t n = 0;
+    char *d = evhttp_uridecode(path, 0, &n);
+    if (d == NULL)
+        return 0;
+    size_t l = strlen(d);
+    int ours = l != n; /* a decoded NUL byte: refused here, not forwarded */
+    while (l > 1 && d[l - 1] == '/')
+        l--;
+    static const char *const exact[] = {"/healthz", "/readyz", "/metrics", "/v1"};
+    for (size_t i = 0; i < ARRAY_LEN(exact) && !ours; i++)
+        ours = l == strlen(exact[i]) && strncasecmp(d, exact[i], l) == 0;
+    if (!ours)
+        ours = strncasecmp(d, "/v1/", 4) == 0 || strncasecmp(d, "/intents/status", 15) == 0;
+    free(d);
+    return !ours;
+}
+
+static void pt_free(struct pt *p)
+{
+    for (int i = 0; i < p->nlines; i++)
+        free(p->lines[i]);
+    free(p->body);
+    free(p);
+}
+
+/* Copy the upstream's header fields into the reply, minus hop-by-hop and Content-Length (evhttp
+ * sets it from the body; a HEAD answer keeps the upstream's). */
+static void copy_response_headers(struct ctx *x, const char *h, size_t len)
+{
+    struct evkeyvalq *out = evhttp_request_get_output_headers(x->req);
+    const char *end = h + len;
+    /* Connection tokens of the answer name more hop-by-hop fields: collect them first. */
+    struct evkeyvalq conn;
+    TAILQ_INIT(&conn);
+    for (int pass = 0; pass < 2; pass++) {
+        for (const char *p = h; p < end;) {
+            const char *eol = memchr(p, '\n', (size_t)(end - p));
+            const char *next = eol != NULL ? eol + 1 : end;
+            const char *e = eol != NULL ? eol : end;
+            if (e > p && e[-1] == '\r')
+                e--;
+            const char *colon = memchr(p, ':', (size_t)(e - p));
+            if (colon == NULL || colon == p || *p == ' ' || *p == '\t') {
+                p = next; /* not a field (or an obsolete folded line): skipped */
+                continue;
+            }
+            size_t nl = (size_t)(colon - p);
+            const char *v = colon + 1;
+            while (v < e && (*v == ' ' || *v == '\t'))
+                v++;
+            const char *ve = e;
+            while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
+                ve--;
+            char *name = xstrndup(p, nl), *val = xstrndup(v, (size_t)(ve - v));
+            if (pass == 0) {
+                if (strcasecmp(name, "connection") == 0)
+                    evhttp_add_header(&conn, name, val);
+            } else if (!hop(&conn, name, nl) &&
+                       (x->head || strcasecmp(name, "content-length") != 0)) {
+                evhttp_add_header(out, name, val); /* refuses CR/LF: cannot happen here */
+            }
+            free(name);
+            free(val);
+            p = next;
+        }
+    }
+    evhttp_clear_headers(&conn);
+}
+
+static const char *method_name(enum evhttp_cmd_type m)
+{
+    switch (m) {
+    case EVHTTP_REQ_GET: return "GET";
+    case EVHTTP_REQ_POST: return "POST";
+    case EVHTTP_REQ_HEAD: return "HEAD";
+    case EVHTTP_REQ_PUT: return "PUT";
+    case EVHTTP_REQ_DELETE: return "DELETE";
+    case EVHTTP_REQ_OPTIONS: return "OPTIONS";
+    case EVHTTP_REQ_PATCH: return "PATCH";
+    default: return NULL;
+    }
+}
+
+static void count(struct ctx *x, int code)
+{
+    if (x->api != NULL && code >= 100 && code < 600)
+        x->api->c->metrics.api_responses[code / 100 - 1]++;
+}
+
+static void on_upstream(void *arg, const struct httpc_resp *r)
+{
+    struct pt *p = arg;
+    struct ctx *x = p->x;
+    if (x->api != NULL)
+        x->api->proxy_inflight--;
+    if (x->req == NULL || x->api == NULL) { /* the client is gone: drop the answer */
+        api_ctx_free(x);
+        pt_free(p);
+        return;
+    }
+    if (r->err != NULL || r->status < 200 || r->status > 599) {
+        const char *err = r->err != NULL ? r->err : "protocol";
+        log_warn("passthrough failed", "err=%s status=%ld latency_ms=%lld detail=\"%s\"", err,
+                 r->status, (long long)r->latency_ms, r->detail != NULL ? r->detail : "");
+        if (r->err == httpc_err_timeout)
+            api_reply_error(x, 504, "upstream_timeout", NULL,
+                            "the upstream did not answer within %d s", PT_TIMEOUT_MS / 1000);
+        else if (r->err == httpc_err_too_large)
+            api_reply_error(x, 502, "upstream_too_large", NULL,
+                            "the upstream's answer exceeds %d bytes", PT_MAX_RESPONSE);
+        else if (r->err == httpc_err_bad_url)
+            api_reply_error(x, 400, "invalid_path", NULL,
+                            "the path cannot be forwarded to the upstream");
+        else
+            api_reply_error(x, 502, "upstream_unavailable", NULL,
+                            "the upstream could not be reached (%s)", err);
+        pt_free(p);
+        return;
+    }
+    log_debug("passthrough", "method=%s status=%ld latency_ms=%lld bytes=%zu",
+              method_name(evhttp_request_get_command(x->req)),
+              r->status, (long long)r->latency_ms, r->body_len);
+    copy_response_headers(x, r->headers != NULL ? r->headers : "", r->headers_len);
+    struct evbuffer *b = evbuffer_new();
+    if (b == NULL) {
+        api_reply_oom(x);
+        pt_free(p);
+        return;
+    }
+    if (!x->head && r->body_len > 0)
+        evbuffer_add(b, r->body, r->body_len);
+    count(x, (int)r->status);
+    evhttp_send_reply(x->req, (int)r->status, NULL, b);
+    evbuffer_free(b);
+    api_ctx_free(x);
+    pt_free(p);
+}
+
+void api_proxy(struct ctx *x)
+{
+    struct api *a = x->api;
+    struct core *c = a->c;
+    x->upstream_shape = 1;
+    const char *method = method_name(evhttp_request_get_command(x->req));
+    if (method == NULL) {
+        api_reply_error(x, 405, "method_not_allowed", NULL, "method not forwarded");
+        return;
+    }
+    if (a->proxy_inflight >= PT_MAX_INFLIGHT) {
+        evhttp_add_header(evhttp_request_get_output_headers(x->req), "Retry-After", "1");
+        api_reply_error(x, 503, "passthrough_busy", NULL,
+                        "%d pass-through requests are in flight; retry shortly", PT_MAX_INFLIGHT);
+        return;
+    }
+    const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(x->req);
+    const char *path = uri != NULL ? evhttp_uri_get_path(uri) : NULL;
+    const char *query = uri != NULL ? evhttp_uri_get_query(uri) : NULL;
+    if (path == NULL || path[0] == '\0')
+        path = "/";
+    const char *base = c->cfg->upstream_api_url;
+    size_t bl = strlen(base);
+    while (bl > 0 && base[bl - 1] == '/')
+        bl--;
+    char *url = xasprintf("%.*s%s%s%s%s", (int)bl, base, path[0] == '/' ? "" : "/", path,
+                          query != NULL ? "?" : "", query != NULL ? query : "");
+
+    struct pt *p = xcalloc(1, sizeof(*p));
+    p->x = x;
+    struct evkeyvalq *in = evhttp_request_get_input_headers(x->req);
+    int has_accept = 0, has_ua = 0, has_ctype = 0;
+    const struct evkeyval *kv;
+    TAILQ_FOREACH(kv, in, next) {
+        size_t nl = strlen(kv->key);
+        if (hop(in, kv->key, nl) || strcasecmp(kv->key, "host") == 0 ||
+            strcasecmp(kv->key, "content-length") == 0 || strcasecmp(kv->key, "expect") == 0)
+            continue;
+        if (strcasecmp(kv->key, "authorization") == 0 &&
+            is_admin_token(kv->value, c->cfg->admin_token))
+            continue;
+        if (p->nlines == PT_MAX_HEADERS) {
+            api_reply_error(x, 431, "too_many_headers", NULL,
+                            "at most %d request headers are forwarded", PT_MAX_HEADERS);
+            pt_free(p);
+            free(url);
+            return;
+        }
+        has_accept |= strcasecmp(kv->key, "accept") == 0;
+        has_ua |= strcasecmp(kv->key, "user-agent") == 0;
+        has_ctype |= strcasecmp(kv->key, "content-type") == 0;
+        /* curl drops "Name:" (no value) instead of sending it; "Name;" sends it empty */
+        p->lines[p->nlines++] = kv->value[0] == '\0' ? xasprintf("%s;", kv->key)
+                                                     : xasprintf("%s: %s", kv->key, kv->value);
+    }
+    /* nothing curl would add on its own: the client's headers are the request's headers */
+    p->lines[p->nlines++] = xstrdup("Expect:");
+    if (!has_accept)
+        p->lines[p->nlines++] = xstrdup("Accept:");
+    if (!has_ua)
+        p->lines[p->nlines++] = xstrdup("User-Agent:");
+    if (!has_ctype)
+        p->lines[p->nlines++] = xstrdup("Content-Type:");
+    p->lines[p->nlines] = NULL;
+
+    struct evbuffer *body = evhttp_request_get_input_buffer(x->req);
+    p->body_len = evbuffer_get_length(body);
+    if (p->body_len > 0) {
+        p->body = xmalloc(p->body_len);
+        evbuffer_copyout(body, p->body, p->body_len);
+    }
+    struct httpc_req req = {
+        .method = method,
+        .url = url,
+        .headers = (const char *const *)p->lines,
+        .body = p->body,
+        .body_len = p->body_len,
+        .connect_timeout_ms = PT_CONNECT_TIMEOUT_MS,
+        .total_timeout_ms = PT_TIMEOUT_MS,
+        .max_response = PT_MAX_RESPONSE,
+        .keep_headers = 1,
+    };
+    int rc = httpc_request(c->httpc, &req, on_upstream, p);
+    free(url);
+    if (rc != 0) {
+        api_reply_error(x, 502, "upstream_unavailable", NULL,
+                        "the request could not be forwarded to the upstream");
+        pt_free(p);
+        return;
+    }
+    a->proxy_inflight++;
+}
