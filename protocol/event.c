@@ -88,6 +88,7 @@ void status_event_cleanup(struct status_event *ev)
     free(ev->details);
     free(ev->referrer);
     free(ev->reorg);
+    free(ev->metadata);
     deposit_free(ev->deposit);
     free(ev->prev_status);
     status_event_init(ev);
@@ -119,6 +120,7 @@ int status_event_copy(struct status_event *dst, const struct status_event *src)
         sdup_opt(&dst->details, src->details) != 0 ||
         sdup_opt(&dst->referrer, src->referrer) != 0 ||
         sdup_opt(&dst->reorg, src->reorg) != 0 ||
+        sdup_opt(&dst->metadata, src->metadata) != 0 ||
         sdup_opt(&dst->prev_status, src->prev_status) != 0)
         goto fail;
     if (src->deposit != NULL) {
@@ -168,7 +170,7 @@ int status_event_equal(const struct status_event *a, const struct status_event *
            str_eq(a->fail_reason, b->fail_reason) &&
            str_eq(a->refund_fail_reason, b->refund_fail_reason) &&
            str_eq(a->details, b->details) && str_eq(a->referrer, b->referrer) &&
-           str_eq(a->reorg, b->reorg) &&
+           str_eq(a->reorg, b->reorg) && str_eq(a->metadata, b->metadata) &&
            a->quote_created_at == b->quote_created_at && a->flags == b->flags &&
            a->source == b->source && a->observed_at == b->observed_at &&
            a->published_at == b->published_at &&
@@ -469,6 +471,10 @@ static void put_relay(struct pjson_buf *b, const struct status_event *ev, int sn
         PJSON_PUT_LIT(b, ",\"reorg\":");
         pjson_put_raw(b, ev->reorg, strlen(ev->reorg));
     }
+    if (ev->metadata != NULL) {
+        PJSON_PUT_LIT(b, ",\"metadata\":");
+        pjson_put_raw(b, ev->metadata, strlen(ev->metadata));
+    }
     if (snapshot)
         PJSON_PUT_LIT(b, ",\"snapshot\":true");
     PJSON_PUT_LIT(b, "}");
@@ -582,6 +588,10 @@ char *proto_event_record(const struct status_event *ev, size_t *len)
     if (ev->reorg != NULL) {
         PJSON_PUT_LIT(&b, ",\"reorg\":");
         pjson_put_raw(&b, ev->reorg, strlen(ev->reorg));
+    }
+    if (ev->metadata != NULL) { /* last: store/apply.lua appends it the same way */
+        PJSON_PUT_LIT(&b, ",\"metadata\":");
+        pjson_put_raw(&b, ev->metadata, strlen(ev->metadata));
     }
     PJSON_PUT_LIT(&b, "}");
     return pjson_buf_finish(&b, len);

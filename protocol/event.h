@@ -73,6 +73,9 @@ enum proto_source {
  * its text, deeper reorg details are dropped). */
 #define PROTO_MAX_REORG 8192
 #define PROTO_MAX_JSON_DEPTH 32
+/* Tracking metadata (POST /v1/requests "metadata"): compact JSON object text of at most this
+ * many bytes, nested at most PROTO_MAX_JSON_DEPTH deep (proto_metadata_parse). */
+#define PROTO_MAX_METADATA 4096
 
 struct proto_strv {
     char **v; /* owned strings */
@@ -120,6 +123,10 @@ struct status_event {
     uint64_t seq;                      /* 1 for the first event of a request */
     char *prev_status;                 /* NULL for the first event */
     int64_t created_at;                /* ms, event creation: the webhook body "timestamp" */
+    /* the request's tracking metadata when the event was written: compact JSON object text
+     * (proto_metadata_parse), NULL = none. Set by the apply step (store/apply.lua), never
+     * by the normalisers or the lifecycle; "statusrelay.metadata" in bodies and frames. */
+    char *metadata;
 };
 
 void status_event_init(struct status_event *ev);
@@ -166,12 +173,13 @@ void proto_event_id(const char *request_id, uint64_t seq, char *out);
  *     "data":{status,inTxHashes,txHashes,updatedAt,originChainId,destinationChainId,
  *     depositAddress,requestId,referrer,details,failReason,refundFailReason},
  *     "statusrelay":{"eventId","seq","previousStatus","source","observedAt",
- *     "publishedAt"?,"flags"?,"reorg"?}} - key order exactly as written here. "flags" lists
- *     the names of the PROTO_F_* bits set; "reorg" is ev->reorg's object, when set. */
+ *     "publishedAt"?,"flags"?,"reorg"?,"metadata"?}} - key order exactly as written here.
+ *     "flags" lists the names of the PROTO_F_* bits set; "reorg" is ev->reorg's object and
+ *     "metadata" ev->metadata's, each only when set (absent, never null, otherwise). */
 char *proto_event_webhook_body(const struct status_event *ev, size_t *len);
 
 /* (b) dashboard websocket frame: {"event":"request.status.updated","data":{...same data...},
- *     "publishedAt":<ms>,"statusrelay":{... + "snapshot":true when snapshot}}.
+ *     "publishedAt":<ms>,"statusrelay":{...same as (a)... + "snapshot":true when snapshot}}.
  *     published_ms is the time the relay publishes the frame. */
 char *proto_event_ws_frame(const struct status_event *ev, int snapshot, int64_t published_ms,
                            size_t *len);
@@ -185,10 +193,19 @@ char *proto_event_status_v3(const struct status_event *ev, size_t *len);
  * one JSON object, used for Redis state, the event log and REST reads. Round-trips:
  * proto_event_from_record(proto_event_record(ev)) == ev. A JSON-typed details is stored as
  * its JSON value (the decoder sets PROTO_HAS_DETAILS_JSON from the value's type); "reorg"
- * (an object) is written last and only when set, and is optional when decoding (records of
- * older versions have none). */
+ * and then "metadata" (objects) are written last and only when set, and are optional when
+ * decoding (records of older versions have none; null reads as none). store/apply.lua
+ * relies on "metadata" being last: it appends the request's metadata to a record written
+ * without it. */
 char *proto_event_record(const struct status_event *ev, size_t *len);
 int proto_event_from_record(const char *buf, size_t len, struct status_event *out,
                             struct proto_err *err);
+
+/* Tracking metadata: buf[0..len) must be a JSON object (pjson_parse's strict rules) whose
+ * compact text is at most PROTO_MAX_METADATA bytes, nested at most PROTO_MAX_JSON_DEPTH deep.
+ * Returns 0 and, when out is not NULL, sets *out to its compact text (malloc'd, caller
+ * frees); else PROTO_EJSON, PROTO_ETYPE (not an object), PROTO_ETOOLONG (size or depth) or
+ * PROTO_ENOMEM with err (may be NULL) filled and *out untouched. */
+int proto_metadata_parse(const char *buf, size_t len, char **out, struct proto_err *err);
 
 #endif

@@ -4,7 +4,8 @@
  * The record is read with the field readers of normalize.c in record mode (nctx.record):
  * every key present, values exact, no defaults and no derived flags (the record carries its
  * own), plus the relay's fields (flags, source, timestamps, seq, eventId, previousStatus,
- * reorg).
+ * reorg, metadata). The tracking metadata's own reader (proto_metadata_parse) is here too:
+ * one rule for what the API stores and what a record may carry.
  * runs on: any thread (pure). */
 #include "protocol/event.h"
 
@@ -48,6 +49,38 @@ static int rd_record_reorg(const struct nctx *c, const struct pjson *r, struct s
     pjson_compact(r, ev->reorg, n);
     ev->reorg[n] = '\0';
     return 0;
+}
+
+/* Tracking metadata held in node m: an object within PROTO_MAX_METADATA and
+ * PROTO_MAX_JSON_DEPTH; *out (optional) gets its compact text. */
+static int rd_metadata(const struct nctx *c, const struct pjson *m, char **out)
+{
+    if (m->type != PJSON_OBJ)
+        return norm_fail(c, PROTO_ETYPE, "metadata", "expected an object");
+    size_t n = pjson_compact(m, NULL, 0);
+    if (n > PROTO_MAX_METADATA)
+        return norm_fail(c, PROTO_ETOOLONG, "metadata", "longer than 4096 bytes of compact JSON");
+    if (pjson_depth(m) > PROTO_MAX_JSON_DEPTH)
+        return norm_fail(c, PROTO_ETOOLONG, "metadata", "nested deeper than 32");
+    if (out == NULL)
+        return 0;
+    if ((*out = malloc(n + 1)) == NULL)
+        return norm_fail(c, PROTO_ENOMEM, "metadata", "out of memory");
+    pjson_compact(m, *out, n);
+    (*out)[n] = '\0';
+    return 0;
+}
+
+int proto_metadata_parse(const char *buf, size_t len, char **out, struct proto_err *err)
+{
+    struct pjson_doc doc;
+    struct nctx c = {err, "", 1};
+    int rc = pjson_parse(buf, len, &doc, err);
+    if (rc != 0)
+        return rc;
+    rc = rd_metadata(&c, doc.root, out);
+    pjson_free(&doc);
+    return rc;
 }
 
 /* A required relay timestamp or counter: an integer 0..PROTO_MAX_TS. */
@@ -99,7 +132,12 @@ int proto_event_from_record(const char *buf, size_t len, struct status_event *ou
     if (s != NULL && ((rc = norm_check_token(&c, "previousStatus", s)) != 0 ||
                       (rc = norm_copy_str(&c, "previousStatus", s, &out->prev_status)) != 0))
         goto out;
-    rc = rd_record_reorg(&c, pjson_get(root, "reorg"), out);
+    if ((rc = rd_record_reorg(&c, pjson_get(root, "reorg"), out)) != 0)
+        goto out;
+    /* "metadata": optional (older records, requests tracked without it), object or null */
+    const struct pjson *m = pjson_get(root, "metadata");
+    if (norm_presence(m) == NORM_VALUE)
+        rc = rd_metadata(&c, m, &out->metadata);
 out:
     if (rc != 0)
         status_event_cleanup(out);

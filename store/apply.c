@@ -9,7 +9,12 @@
  * state accepts skips the HGET and the decode: the write is still a compare-and-set on seq,
  * so a stale entry only costs a conflict round. Anything the cache would not accept
  * (duplicate, stale) is decided against Redis as before, so no observation is ever dropped
- * on the cache's word. */
+ * on the cache's word.
+ *
+ * Tracking metadata: the record is encoded here without it; apply.lua appends the request's
+ * metadata (read inside the script, so it is the value at the moment of the write) and
+ * returns it, and the written event (the callback's ev) gets the same compact text, so an
+ * event rendered from ev and one decoded from the stored record are the same bytes. */
 #include "store/apply.h"
 #include "store/keys.h"
 #include "relay/common/log.h"
@@ -167,6 +172,8 @@ static void decide_and_write(struct apply_op *op, const struct status_event *las
         return;
     }
     struct status_event *ev = &op->next;
+    free(ev->metadata); /* apply.lua adds the request's own (never twice: it must be last) */
+    ev->metadata = NULL;
     size_t reclen;
     char *rec = proto_event_record(ev, &reclen);
     if (rec == NULL) {
@@ -240,13 +247,21 @@ static void on_script(void *arg, const char *err, redisReply *r)
         op_finish(op, err, PROTO_STALE, NULL);
         return;
     }
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 2) {
         op_finish(op, store_err_server, PROTO_STALE, NULL);
         return;
     }
     if (r->element[0]->integer == 1) {
         char sid[64];
         snprintf(sid, sizeof(sid), "%.*s", (int)r->element[1]->len, r->element[1]->str);
+        const redisReply *meta = r->elements > 2 ? r->element[2] : NULL;
+        if (meta != NULL && meta->type == REDIS_REPLY_STRING) {
+            struct proto_err pe;
+            memset(&pe, 0, sizeof(pe));
+            if (proto_metadata_parse(meta->str, meta->len, &op->next.metadata, &pe) != 0)
+                log_err("tracking metadata unreadable", "request=%s err=%s field=%s",
+                        op->obs.request_id, proto_strerror(pe.code), pe.field);
+        }
         cache_put(op->a, &op->next);
         if (op->refund_new && op->a->on_refund != NULL)
             op->a->on_refund(op->a->on_refund_arg, op->next.refund_fail_reason);

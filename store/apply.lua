@@ -9,18 +9,73 @@
 --       11 timeline cap, 12 "1" = start tracking an untracked request, 13 poll tier
 --       ("u" urgent, "a" active, "s" settled), 14 key tag "{P}", 15 waiting TTL ms,
 --       16 settled watch ms, 17 failure tail ms
--- Returns {1, stream id} when applied, {0, current record or false} on a seq conflict.
+-- The request's tracking metadata (the hash's "meta", track.lua) travels in the event: it is
+-- appended to the record as its last key, "metadata", exactly where proto_event_record puts
+-- it (protocol/event.h), so the record the stream and the hash keep carries it and every
+-- body and frame rendered from it does too. A value track.lua marked as checked ("mdok") goes
+-- in as it is; one an older version stored is checked here first (meta_ok, slower) and one
+-- proto_metadata_parse would refuse stays out: the record must stay readable.
+-- Returns {1, stream id, metadata or false} when applied, {0, current record or false} on a
+-- seq conflict.
 local tag, now = ARGV[14], tonumber(ARGV[8])
 local wcfg = {wttl = tonumber(ARGV[15]), settled = tonumber(ARGV[16]),
               ftail = tonumber(ARGV[17])}
 -- #include watch_lib.lua
+-- Metadata stored by an older version (no "mdok"): JSON object text within
+-- proto_metadata_parse's bounds, PROTO_MAX_METADATA bytes and PROTO_MAX_JSON_DEPTH levels (the
+-- count of opening brackets bounds the depth; only a larger count is scanned).
+local function meta_ok(m)
+  if #m > 4096 or string.sub(m, 1, 1) ~= '{' or string.sub(m, -1) ~= '}' then
+    return false
+  end
+  if not pcall(cjson.decode, m) then
+    return false
+  end
+  local _, opens = string.gsub(m, '[{%[]', '')
+  if opens <= 32 then
+    return true
+  end
+  local d, i, instr = 0, 1, false
+  while true do
+    local j = string.find(m, instr and '["\\]' or '["{}%[%]]', i)
+    if not j then
+      return true
+    end
+    local ch = string.sub(m, j, j)
+    i = j + 1
+    if instr then
+      if ch == '\\' then
+        i = j + 2
+      else
+        instr = false
+      end
+    elseif ch == '"' then
+      instr = true
+    elseif ch == '{' or ch == '[' then
+      d = d + 1
+      if d > 32 then
+        return false
+      end
+    else
+      d = d - 1
+    end
+  end
+end
 local id, st = ARGV[6], ARGV[4]
 local o = watch_read(KEYS[1], id)
 if o.seq ~= tonumber(ARGV[1]) then
   return {0, redis.call('HGET', KEYS[1], 'rec') or false}
 end
+local rec = ARGV[3]
+local md = redis.call('HMGET', KEYS[1], 'meta', 'mdok')
+local meta = md[1]
+if meta and (md[2] == '1' or meta_ok(meta)) then
+  rec = string.sub(rec, 1, -2) .. ',"metadata":' .. meta .. '}'
+else
+  meta = false
+end
 local first, trk = o.first, o.trk
-local fields = {'seq', ARGV[2], 'rec', ARGV[3], 'status', st, 'src', ARGV[10]}
+local fields = {'seq', ARGV[2], 'rec', rec, 'status', st, 'src', ARGV[10]}
 if not first then
   first = ARGV[8]
   fields[#fields + 1] = 'first'
@@ -54,8 +109,8 @@ if KEYS[5] ~= KEYS[4] then
 end
 redis.call('ZADD', KEYS[4], first, id)
 local sid = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[7], '*',
-                       'id', ARGV[5], 'rid', id, 'seq', ARGV[2], 'rec', ARGV[3])
+                       'id', ARGV[5], 'rid', id, 'seq', ARGV[2], 'rec', rec)
 if redis.call('RPUSH', KEYS[6], sid) > tonumber(ARGV[11]) then
   redis.call('LTRIM', KEYS[6], -tonumber(ARGV[11]), -1)
 end
-return {1, sid}
+return {1, sid, meta}

@@ -2,6 +2,8 @@
 -- KEYS: 1 poll zset, 2 all zset, 3.. one req hash per id
 -- ARGV: 1 now ms, 2 metadata JSON or "", 3 key tag "{P}", 4 waiting TTL ms, 5 settled watch
 --       ms, 6 failure tail ms, 7.. ids (same order as KEYS[3..])
+-- Metadata given here passed proto_metadata_parse (relay/ingest/track.h): it is stored with
+-- "mdok" = "1", which lets apply.lua put it into events without checking it again.
 -- A newly tracked request, or a tracked one whose watch had ended, starts a watch now
 -- (watch_lib.lua: its phase follows its last status, its window starts now) and is due for
 -- a poll at once. Returns the count of newly tracked ids.
@@ -41,6 +43,8 @@ for i = 3, #KEYS do
   if ARGV[2] ~= '' then
     fields[#fields + 1] = 'meta'
     fields[#fields + 1] = ARGV[2]
+    fields[#fields + 1] = 'mdok'
+    fields[#fields + 1] = '1'
   end
   if #fields > 0 then
     redis.call('HSET', k, unpack(fields))

@@ -23,7 +23,7 @@
 #include <string.h>
 
 #define TRACK_MAX_IDS 1000
-#define METADATA_MAX 4096
+#define METADATA_MAX PROTO_MAX_METADATA /* protocol/event.h: what a record may carry */
 #define LIST_LIMIT_DEFAULT 50
 #define LIST_LIMIT_MAX 500
 #define CURSOR_MAX 512
@@ -297,6 +297,20 @@ void api_h_track(struct ctx *x)
             api_reply_error(x, 400, "invalid_metadata", "metadata",
                             "metadata must be at most %d bytes of compact JSON (got %zu)",
                             METADATA_MAX, strlen(meta_text));
+            goto out;
+        }
+        struct proto_err pe; /* the record's own rule (statusrelay.metadata in events) */
+        memset(&pe, 0, sizeof(pe));
+        if (proto_metadata_parse(meta_text, strlen(meta_text), NULL, &pe) != 0) {
+            if (pe.code == PROTO_ENOMEM)
+                api_reply_oom(x);
+            else if (pe.code == PROTO_ETOOLONG)
+                api_reply_error(x, 400, "invalid_metadata", "metadata",
+                                "metadata must be nested at most %d levels deep",
+                                PROTO_MAX_JSON_DEPTH);
+            else
+                api_reply_error(x, 400, "invalid_metadata", "metadata",
+                                "metadata is not storable JSON: %s", pe.msg);
             goto out;
         }
     }

@@ -37,6 +37,16 @@
 #define HUB_MSG_RATE 100
 #define HUB_BAD_BURST 10            /* bad client messages: burst, then one per 2 s */
 
+/* A refused subscribe gets its error frame ({"type":"error","request":"subscribe",...}: not
+ * an ack even to a client that reads only "type") and then the connection is closed with
+ * one of these codes, so an upstream client falls back to polling (README "Dashboard
+ * stream"). The close reason is "subscription refused: <error code>". */
+#define HUB_CLOSE_REFUSED 4400             /* bad_request, invalid_request_id, bad_cursor,
+                                              unsupported_event */
+#define HUB_CLOSE_REFUSED_AUTH 4401        /* unauthorized: the stream token is needed */
+#define HUB_CLOSE_REFUSED_LIMIT 4429       /* too_many_subscriptions */
+#define HUB_CLOSE_REFUSED_UNAVAILABLE 4503 /* unavailable: Redis is down, retry later */
+
 struct core;
 struct xmsg;
 struct hub;

@@ -3,6 +3,9 @@
  * history): parsing and validation, the stream token and who may subscribe to what, message
  * rates and subscription limits. Replies go out as frames (hub.c); snapshots and history
  * answers are history.c's, resume and going live follow.c's. State: internal.h.
+ * A refused subscribe closes the connection after its error frame (HUB_CLOSE_REFUSED*):
+ * upstream clients read any "subscribe" frame as an ack and only a close makes them poll;
+ * every other bad message gets its error frame on an open connection.
  * runs on: core thread. */
 #include "relay/dash/internal.h"
 #include "protocol/proto.h"
@@ -93,11 +96,46 @@ static int bad_message(struct hub *h, struct hsess *x)
     return 0;
 }
 
+static int refused_close_code(const char *code)
+{
+    if (strcmp(code, "unauthorized") == 0)
+        return HUB_CLOSE_REFUSED_AUTH;
+    if (strcmp(code, "too_many_subscriptions") == 0)
+        return HUB_CLOSE_REFUSED_LIMIT;
+    if (strcmp(code, "unavailable") == 0)
+        return HUB_CLOSE_REFUSED_UNAVAILABLE;
+    return HUB_CLOSE_REFUSED;
+}
+
+/* A refused subscribe: {"type":"error","status":"error","request":"subscribe","error":
+ * {"code","message"}}, then the close (after the frame: one FIFO to the ws thread). Not a
+ * bad message: the close is the answer, not a flood verdict. */
+static void refuse_subscribe(struct hub *h, struct hsess *x, const char *code,
+                             const char *message)
+{
+    int close_code = refused_close_code(code);
+    dash_send_json(h, x->id, NULL,
+                   json_pack("{s:s,s:s,s:s,s:{s:s,s:s}}", "type", "error", "status", "error",
+                             "request", "subscribe", "error", "code", code, "message",
+                             message));
+    log_info("dashboard subscription refused: closed", "session=%llu code=%s close=%d",
+             (unsigned long long)x->id, code, close_code);
+    char reason[64];
+    snprintf(reason, sizeof(reason), "subscription refused: %s", code);
+    close_sess(h, x, close_code, reason);
+}
+
 /* The error frame: {"type","status":"error","error":{"code","message"},"data"?}. Takes
- * data. Counts as a bad message (may close the session). */
+ * data. Counts as a bad message (may close the session). For type "subscribe" it is a
+ * refusal instead (refuse_subscribe: data is dropped, the connection closes). */
 static void send_error(struct hub *h, struct hsess *x, const char *type, const char *code,
                        const char *message, json_t *data)
 {
+    if (type != NULL && strcmp(type, "subscribe") == 0) {
+        json_decref(data);
+        refuse_subscribe(h, x, code, message);
+        return;
+    }
     json_t *j = json_pack("{s:s,s:s,s:{s:s,s:s}}", "type", type ? type : "error", "status",
                           "error", "error", "code", code, "message", message);
     if (data != NULL)

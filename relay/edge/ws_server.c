@@ -867,6 +867,11 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         if (x->id != 0)
             x->last_rx_ms = mono_ms();
         return 0;
+    case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
+        /* The peer's answer to the close frame write_some sent itself: lws does not know it
+         * was ours and would echo a second close, which browsers reject ("Close received
+         * after close") and report as 1006 instead of our code. Non-zero: close, no echo. */
+        return x->id != 0 && x->close_sent ? 1 : 0;
     case LWS_CALLBACK_SERVER_WRITEABLE:
         return x->id != 0 ? write_some(s, x) : 0;
     case LWS_CALLBACK_CLOSED:

@@ -13,7 +13,9 @@ struct core;
 typedef void track_done_cb(void *arg, const char *err, size_t created);
 
 /* Track ids (each already validated with proto_request_id_valid). metadata: compact JSON
- * object text or NULL; stored only when given. Idempotent. Returns 0 (cb called once) or -1
+ * object text that passed proto_metadata_parse, or NULL; stored only when given (it replaces
+ * the previous one), and copied as it is into every later event of the request
+ * (store/apply.lua, "statusrelay.metadata"). Idempotent. Returns 0 (cb called once) or -1
  * when Redis is not ready (cb not called). */
 int track_requests(struct core *c, const char *const *ids, size_t n, const char *metadata,
                    track_done_cb *cb, void *arg);

@@ -92,6 +92,12 @@ function connect() {
   ws.onclose = (e) => {
     if (state.ws !== ws) return;
     state.ws = null;
+    if (e.code === 4401) { // subscription refused: the stream token is needed; wait for it
+      state.authFailed = true;
+      $('auth').hidden = false;
+      setConn('token needed', 'pill-warn');
+      return;
+    }
     const wait = Math.min(10000, 500 * 2 ** state.retry++) * (0.5 + Math.random() / 2);
     setConn(`reconnecting (${e.code})`, 'pill-bad');
     setTimeout(connect, wait);
@@ -116,24 +122,20 @@ function onFrame(f) {
       subscribeAll();
       break;
     case 'subscribe':
-      if (f.status === 'error') {
-        if (f.error?.code === 'unauthorized') {
-          state.authFailed = true;
-          $('auth').hidden = false;
-          setConn('live · token needed', 'pill-warn');
-        } else {
-          notice(`subscribe refused: ${f.error?.message || f.error?.code}`);
-        }
-      } else if (!f.data?.filters?.id && f.data?.event === EVENT) {
-        $('auth').hidden = true;
-      }
+      if (!f.data?.filters?.id && f.data?.event === EVENT) $('auth').hidden = true;
       break;
     case 'stats': onStats(f.data); break;
     case 'history': onHistory(f); break;
     case 'gap': notice('Some events were too old to replay: showing a fresh snapshot.'); break;
     case 'conflated': notice(`The page fell behind: ${f.data?.dropped} intermediate states were skipped.`); break;
     case 'resumed': break;
-    case 'error': console.warn('stream error', f.error); break;
+    case 'error': // a refused subscribe ("request": "subscribe") is followed by a close
+      if (f.request === 'subscribe' && f.error?.code !== 'unauthorized') {
+        notice(`subscribe refused: ${f.error?.message || f.error?.code}`);
+      } else if (f.request !== 'subscribe') {
+        console.warn('stream error', f.error);
+      }
+      break;
     default: break;
   }
 }
@@ -381,6 +383,7 @@ document.addEventListener('DOMContentLoaded', () => {
     sessionStorage.setItem('sr-token', state.token);
     $('auth').hidden = true;
     if (state.ws) state.ws.close(1000, 'new token');
+    else connect(); // closed after a refusal (4401): connect again with the token
   });
   $('tl-close').addEventListener('click', () => { state.selected = null; $('timeline').hidden = true; state.dirty = true; });
   renderChips();

@@ -1,9 +1,10 @@
 // dashboard.test.mjs - the dashboard stream and live page (relay/dash/hub.c, relay/edge/ws_server.c,
 // relay/www/) against a real redis-server and `statusrelay serve` on loopback:
 // upstream protocol conformance (greeting, the SDK's own subscribe, acks, snapshot, events,
-// unsubscribe, error frames, flood close), tokens, broad filters, events written by another
-// process, resume without gap or duplicate, the explicit gap, 2,000 clients on their own ids
-// (memory per idle connection and fan-out cost), slow-client isolation (latency ratio),
+// unsubscribe, error frames, refused subscriptions closing with 4400/4401/4429, flood close),
+// tokens, broad filters, events written by another process, resume without gap or duplicate,
+// the explicit gap, 2,000 clients on their own ids (memory per idle connection and fan-out
+// cost), slow-client isolation (latency ratio),
 // conflation, server pings and the dead-peer timeout, and the page in headless Chromium.
 // Measurements go to out/dashboard-metrics.json.
 import { test } from 'node:test';
@@ -69,10 +70,29 @@ function client(url, { headers, light = false } = {}) {
 const sub = (filters, extra = {}) => ({ type: 'subscribe', event: EVENT, ...(filters ? { filters } : {}), ...extra });
 const isAck = (type) => (f) => f.type === type && f.status === 'success';
 
+/** The answer to one subscribe: its ack, or its refusal ({"type":"error","request":"subscribe"},
+ *  after which the server closes the connection: README "Dashboard stream"). */
 async function subscribed(c, msg) {
   const before = c.frames.length;
   c.send(msg);
-  return c.wait((f, i) => c.frames.indexOf(f) >= before && (f.type === 'subscribe'), 'subscribe answer');
+  return c.wait((f, i) => c.frames.indexOf(f) >= before &&
+    (f.type === 'subscribe' || (f.type === 'error' && f.request === 'subscribe')), 'subscribe answer');
+}
+
+/** A refused subscribe on a fresh connection: the error frame, then the close code. */
+async function refused(url, msg, code, closeCode, opts) {
+  const c = client(url, opts);
+  await c.ready;
+  const e = await subscribed(c, msg);
+  assert.equal(e.type, 'error', JSON.stringify(e));
+  assert.equal(e.request, 'subscribe');
+  assert.equal(e.status, 'error');
+  assert.equal(e.error.code, code, JSON.stringify(e));
+  assert.equal(typeof e.error.message, 'string');
+  await until(() => c.closed, { msg: `closed after ${code}` });
+  assert.equal(c.closed.code, closeCode, JSON.stringify(c.closed));
+  assert.equal(c.closed.reason, `subscription refused: ${code}`);
+  return e;
 }
 
 /** The newest stats frame (subscribing for it if needed). */
@@ -216,15 +236,12 @@ test('upstream protocol: greeting, the SDK subscribe, ack, snapshot, events, uns
     const sdk = (m) => (m.event === EVENT ? m.data : m.data?.event === EVENT ? m.data.data : null);
     assert.equal(sdk(ev).status, 'pending');
 
-    // error frames; the connection stays usable
+    // error frames; the connection stays usable (a refused subscribe closes it: below)
     const errs = [
       ['not json', null, 'bad_json'],
       [{ type: 'dance' }, null, 'unknown_type'],
-      [{ type: 'subscribe', event: 'nope', filters: { id: A } }, 'subscribe', 'unsupported_event'],
-      [{ type: 'subscribe', event: EVENT, filters: { id: 'has space' } }, 'subscribe', 'invalid_request_id'],
-      [{ type: 'subscribe', event: EVENT, filters: { id: A, status: ['x'] } }, 'subscribe', 'bad_request'],
-      [{ type: 'subscribe', event: EVENT, filters: { colour: 'red' } }, 'subscribe', 'bad_request'],
-      [{ type: 'subscribe', event: EVENT, lastEventId: 'yesterday' }, 'subscribe', 'bad_cursor'],
+      [{ type: 'unsubscribe', event: EVENT, filters: { id: 'has space' } }, 'unsubscribe', 'invalid_request_id'],
+      [{ type: 'history', filters: {} }, 'history', 'invalid_request_id'],
     ];
     for (const [m, type, code] of errs) {
       const n = c.frames.length;
@@ -236,6 +253,14 @@ test('upstream protocol: greeting, the SDK subscribe, ack, snapshot, events, uns
     }
     assert.equal(await ingest(s.d, KEY, upstreamPayload({ rid: A, status: 'submitted' })), 200);
     await c.wait((f) => f.event === EVENT && f.data.status === 'submitted', 'still usable after errors');
+    // a refused subscribe: its error frame (not of type "subscribe"), then a close (4400)
+    for (const [m, code] of [
+      [{ type: 'subscribe', event: 'nope', filters: { id: A } }, 'unsupported_event'],
+      [{ type: 'subscribe', event: EVENT, filters: { id: 'has space' } }, 'invalid_request_id'],
+      [{ type: 'subscribe', event: EVENT, filters: { id: A, status: ['x'] } }, 'bad_request'],
+      [{ type: 'subscribe', event: EVENT, filters: { colour: 'red' } }, 'bad_request'],
+      [{ type: 'subscribe', event: EVENT, lastEventId: 'yesterday' }, 'bad_cursor'],
+    ]) await refused(s.d.wsUrl, m, code, 4400);
 
     // unsubscribe: the upstream's ack, and no more events
     c.send(`{"type":"unsubscribe","event":"request.status.updated","filters":{"id":"${A}"}}`);
@@ -253,10 +278,16 @@ test('upstream protocol: greeting, the SDK subscribe, ack, snapshot, events, uns
     assert.equal(tracked.requestId, B);
     assert.equal(c.snapshots().filter((f) => f.data.requestId === B).length, 0);
 
-    // the subscription limit (4 here)
-    for (let i = 0; i < 4; i++) c.send(sub({ id: rid(`lim${i}`) }));
-    const lim = await c.wait((f) => f.status === 'error' && f.error.code === 'too_many_subscriptions', 'limit');
+    // the subscription limit (4 per connection here): refused, then closed with 4429
+    const m = client(s.d.wsUrl);
+    await m.ready;
+    for (let i = 0; i < 4; i++) assert.equal((await subscribed(m, sub({ id: rid(`lim${i}`) }))).status, 'success');
+    const lim = await subscribed(m, sub({ id: rid('lim4') }));
+    assert.equal(lim.type, 'error');
+    assert.equal(lim.error.code, 'too_many_subscriptions');
     assert.match(lim.error.message, /at most 4/);
+    await until(() => m.closed, { msg: 'closed after the limit' });
+    assert.deepEqual(m.closed, { code: 4429, reason: 'subscription refused: too_many_subscriptions' });
 
     // a flood of bad messages closes with 1008; a healthy client is untouched
     const f = client(s.d.wsUrl);
@@ -278,14 +309,10 @@ test('tokens: broad subscriptions and stats need the stream token; anonymous ids
   const open = await stack();
   try {
     const A = rid('tok');
+    for (const m of [sub(), sub({ status: ['success'] }), { type: 'subscribe', event: 'statusrelay.stats' }, sub({ id: A }),
+      sub(null, { token: 'wrong' })]) await refused(s.d.wsUrl, m, 'unauthorized', 4401);
     const c = client(s.d.wsUrl);
     await c.ready;
-    for (const m of [sub(), sub({ status: ['success'] }), { type: 'subscribe', event: 'statusrelay.stats' }, sub({ id: A }),
-      sub(null, { token: 'wrong' })]) {
-      const r = await subscribed(c, m);
-      assert.equal(r.status, 'error', JSON.stringify(m));
-      assert.equal(r.error.code, 'unauthorized');
-    }
     assert.equal((await subscribed(c, sub(null, { token: tok }))).status, 'success', 'token in the message');
     assert.equal((await subscribed(c, sub({ id: A }))).status, 'success', 'authorised connection: ids too');
     const u = client(`${s.d.wsUrl}?token=${tok}`);
@@ -302,9 +329,10 @@ test('tokens: broad subscriptions and stats need the stream token; anonymous ids
     const same = client(open.d.wsUrl, { headers: { origin: `http://127.0.0.1:${open.d.wsPort}` } });
     await same.ready;
     assert.equal((await subscribed(same, sub())).status, 'success');
-    const evil = client(open.d.wsUrl, { headers: { origin: 'http://evil.example' } });
+    const evilOrigin = { headers: { origin: 'http://evil.example' } };
+    await refused(open.d.wsUrl, sub(), 'unauthorized', 4401, evilOrigin);
+    const evil = client(open.d.wsUrl, evilOrigin);
     await evil.ready;
-    assert.equal((await subscribed(evil, sub())).error.code, 'unauthorized');
     assert.equal((await subscribed(evil, sub({ id: A }))).status, 'success');
     for (const x of [c, u, plain, same, evil]) x.close();
   } finally {

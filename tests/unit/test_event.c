@@ -1,6 +1,8 @@
 /* test_event.c - unit tests for protocol/event.c: names, known reason lists, event ids, the
  * four JSON encodings (exact bytes, escaping, "N/A" never null), the storage record round
- * trip (its decoder lives in normalize.c) and allocation failure in every encoder.
+ * trip (its decoder lives in normalize.c), the tracking metadata ("statusrelay.metadata":
+ * present only when set, last in the record as store/apply.lua appends it;
+ * proto_metadata_parse's bounds) and allocation failure in every encoder.
  *
  * Independent checks: event ids against Python hashlib vectors; the webhook "data" object and
  * the status v3 body against the upstream fixtures byte for byte; escaping against jansson's
@@ -575,6 +577,15 @@ static void test_record_invalid(void **state)
         {"\"createdAt\":0", "\"createdAt\":0,\"reorg\":{\"inTxs\":[],\"metadata\":null}", 0, ""},
         {"\"createdAt\":0", "\"createdAt\":0,\"reorg\":5", PROTO_ETYPE, "reorg"},
         {"\"createdAt\":0", "\"createdAt\":0,\"reorg\":\"{}\"", PROTO_ETYPE, "reorg"},
+        /* tracking metadata: optional (older records, untracked requests), object or null */
+        {"\"createdAt\":0", "\"createdAt\":0,\"metadata\":null", 0, ""},
+        {"\"createdAt\":0", "\"createdAt\":0,\"metadata\":{\"order\":\"A-1\"}", 0, ""},
+        {"\"createdAt\":0", "\"createdAt\":0,\"reorg\":null,\"metadata\":{}", 0, ""},
+        {"\"createdAt\":0", "\"createdAt\":0,\"metadata\":[1]", PROTO_ETYPE, "metadata"},
+        {"\"createdAt\":0", "\"createdAt\":0,\"metadata\":\"{}\"", PROTO_ETYPE, "metadata"},
+        {"\"createdAt\":0",
+         "\"createdAt\":0,\"metadata\":{\"a\":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1"
+         "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}", PROTO_ETOOLONG, "metadata"},
     };
     (void)state;
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
@@ -636,9 +647,172 @@ static void test_copy_equal(void **state)
     status_event_cleanup(NULL);
 }
 
+/* ---- tracking metadata ------------------------------------------------------------------- */
+
+static const char META[] = "{\"order\":\"A-1\",\"quote\":{\"id\":\"q_9\",\"amounts\":[1,2.5]},"
+                           "\"note\":\"caf\u00e9 \\\"x\\\"\"}";
+
+/* "statusrelay.metadata" in the webhook body and the dashboard frame when set (after reorg,
+ * before snapshot), absent when not; never in the upstream's own shape; last in the record,
+ * exactly as store/apply.lua appends it to a record encoded without it. */
+static void test_metadata_encodings(void **state)
+{
+    struct status_event ev;
+    size_t len, len2;
+    char tail[512];
+    (void)state;
+    full_event(&ev);
+
+    /* none: no "metadata" key anywhere (the reorg object has its own "metadata": not set) */
+    char *w = proto_event_webhook_body(&ev, &len), *f = proto_event_ws_frame(&ev, 1, 5, &len),
+         *plain = proto_event_record(&ev, &len2);
+    assert_null(strstr(w, "metadata"));
+    assert_null(strstr(f, "metadata"));
+    assert_null(strstr(plain, "metadata"));
+    free(w);
+    free(f);
+
+    ev.metadata = strdup(META);
+    w = proto_event_webhook_body(&ev, &len);
+    snprintf(tail, sizeof(tail), "\"flags\":[\"unknownFailReason\"],\"metadata\":%s}}", META);
+    assert_string_equal(w + len - strlen(tail), tail);
+    json_t *j = json_loadb(w, len, JSON_REJECT_DUPLICATES, NULL);
+    assert_non_null(j);
+    json_t *m = json_object_get(json_object_get(j, "statusrelay"), "metadata");
+    assert_string_equal(json_string_value(json_object_get(m, "order")), "A-1");
+    assert_string_equal(json_string_value(json_object_get(m, "note")), "caf\xc3\xa9 \"x\"");
+    json_decref(j);
+    /* the body is ours: the upstream normaliser does not take "statusrelay" for its own */
+    struct status_event back;
+    struct proto_err err;
+    assert_int_equal(proto_normalize_webhook(w, len, 1, &back, &err), 0);
+    assert_null(back.metadata);
+    status_event_cleanup(&back);
+    free(w);
+
+    f = proto_event_ws_frame(&ev, 1, 5, &len);
+    snprintf(tail, sizeof(tail), "\"metadata\":%s,\"snapshot\":true}}", META);
+    assert_string_equal(f + len - strlen(tail), tail);
+    free(f);
+    f = proto_event_ws_frame(&ev, 0, 5, &len);
+    snprintf(tail, sizeof(tail), "\"metadata\":%s}}", META);
+    assert_string_equal(f + len - strlen(tail), tail);
+    free(f);
+    ev.reorg = strdup("{\"inTxs\":[],\"metadata\":null}");
+    f = proto_event_ws_frame(&ev, 0, 5, &len);
+    snprintf(tail, sizeof(tail), "\"reorg\":%s,\"metadata\":%s}}", ev.reorg, META);
+    assert_string_equal(f + len - strlen(tail), tail);
+    free(f);
+    free(ev.reorg);
+    ev.reorg = NULL;
+
+    char *v = proto_event_status_v3(&ev, &len);
+    assert_null(strstr(v, "metadata"));
+    free(v);
+
+    /* apply.lua: record without metadata, its final "}" replaced by ,"metadata":M} */
+    char *r = proto_event_record(&ev, &len);
+    char *spliced = malloc(len2 + strlen(META) + 16);
+    snprintf(spliced, len2 + strlen(META) + 16, "%.*s,\"metadata\":%s}", (int)(len2 - 1), plain,
+             META);
+    assert_string_equal(r, spliced);
+    roundtrip(&ev);
+    free(spliced);
+    free(plain);
+    free(r);
+
+    /* bodies rendered from the decoded record are the same bytes on every attempt */
+    r = proto_event_record(&ev, &len);
+    assert_int_equal(proto_event_from_record(r, len, &back, &err), 0);
+    assert_string_equal(back.metadata, META);
+    char *w1 = proto_event_webhook_body(&ev, &len), *w2 = proto_event_webhook_body(&back, &len2);
+    assert_int_equal(len, len2);
+    assert_memory_equal(w1, w2, len);
+    free(w1);
+    free(w2);
+    free(r);
+    status_event_cleanup(&back);
+
+    /* copy and equal see it */
+    struct status_event c;
+    assert_int_equal(status_event_copy(&c, &ev), 0);
+    assert_string_equal(c.metadata, META);
+    assert_true(status_event_equal(&c, &ev));
+    c.metadata[2] ^= 1;
+    assert_false(status_event_equal(&c, &ev));
+    free(c.metadata);
+    c.metadata = NULL;
+    assert_false(status_event_equal(&c, &ev));
+    status_event_cleanup(&c);
+    status_event_cleanup(&ev);
+}
+
+/* The one rule for what POST /v1/requests stores and what a record may carry. */
+static void test_metadata_parse(void **state)
+{
+    char deep32[128], deep33[128], big[PROTO_MAX_METADATA + 16];
+    (void)state;
+    /* {"a": 31 brackets 1 ...}: depth 32; one more: 33 */
+    snprintf(deep32, sizeof(deep32), "{\"a\":%.*s1%.*s}", 31,
+             "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[", 31, "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]");
+    snprintf(deep33, sizeof(deep33), "{\"a\":%.*s1%.*s}", 32,
+             "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[", 32, "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]");
+    /* {"k":"xxx...x"}: 8 bytes of syntax around the value */
+    memset(big, 0, sizeof(big));
+    memcpy(big, "{\"k\":\"", 6);
+    memset(big + 6, 'x', PROTO_MAX_METADATA - 8);
+    memcpy(big + PROTO_MAX_METADATA - 2, "\"}", 2);
+    static const struct { const char *in, *out; int code; } rows[] = {
+        {"{}", "{}", 0},
+        {"{\"order\":\"A-1\"}", "{\"order\":\"A-1\"}", 0},
+        {" { \"a\" : [ 1 , { \"b\" : null } ] }\n", "{\"a\":[1,{\"b\":null}]}", 0},
+        {"{\"s\":\"a b\\n\\u00e9\"}", "{\"s\":\"a b\\n\\u00e9\"}", 0},
+        {"[]", NULL, PROTO_ETYPE},
+        {"5", NULL, PROTO_ETYPE},
+        {"null", NULL, PROTO_ETYPE},
+        {"\"{}\"", NULL, PROTO_ETYPE},
+        {"{", NULL, PROTO_EJSON},
+        {"{\"a\":1,\"a\":2}", NULL, PROTO_EJSON},
+        {"{\"a\":\"\\u0000\"}", NULL, PROTO_EJSON},
+        {"{}x", NULL, PROTO_EJSON},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+        char *out = (char *)1;
+        struct proto_err err;
+        int rc = proto_metadata_parse(rows[i].in, strlen(rows[i].in), &out, &err);
+        if (rc != rows[i].code)
+            fail_msg("row %zu: %s -> %d (%s), want %d", i, rows[i].in, rc, err.msg, rows[i].code);
+        if (rc == 0) {
+            assert_string_equal(out, rows[i].out);
+            free(out);
+        } else {
+            assert_ptr_equal(out, (char *)1); /* untouched */
+            if (rc != PROTO_EJSON)
+                assert_string_equal(err.field, "metadata");
+        }
+        assert_int_equal(proto_metadata_parse(rows[i].in, strlen(rows[i].in), NULL, NULL),
+                         rows[i].code);
+    }
+    struct proto_err err;
+    assert_int_equal(proto_metadata_parse(deep32, strlen(deep32), NULL, &err), 0);
+    assert_int_equal(proto_metadata_parse(deep33, strlen(deep33), NULL, &err), PROTO_ETOOLONG);
+    assert_string_equal(err.field, "metadata");
+    assert_int_equal(strlen(big), PROTO_MAX_METADATA);
+    assert_int_equal(proto_metadata_parse(big, strlen(big), NULL, &err), 0);
+    big[PROTO_MAX_METADATA - 2] = 'x';
+    memcpy(big + PROTO_MAX_METADATA - 1, "\"}", 2);
+    assert_int_equal(strlen(big), PROTO_MAX_METADATA + 1);
+    assert_int_equal(proto_metadata_parse(big, strlen(big), NULL, &err), PROTO_ETOOLONG);
+    /* whitespace does not count: the bound is on the compact text */
+    char spaced[PROTO_MAX_METADATA + 64];
+    snprintf(spaced, sizeof(spaced), "   { \"k\" : \"%.*s\" }  ", PROTO_MAX_METADATA - 8, big + 6);
+    assert_int_equal(proto_metadata_parse(spaced, strlen(spaced), NULL, &err), 0);
+}
+
 /* ---- allocation failure ------------------------------------------------------------------ */
 
-enum op { OP_WEBHOOK, OP_WS, OP_STATUS, OP_RECORD, OP_COPY, OP_FROM_RECORD, OP_COUNT };
+enum op { OP_WEBHOOK, OP_WS, OP_STATUS, OP_RECORD, OP_COPY, OP_FROM_RECORD, OP_METADATA,
+          OP_COUNT };
 
 static void test_chaos_encoders(void **state)
 {
@@ -652,6 +826,7 @@ static void test_chaos_encoders(void **state)
     ev.details[4000] = '\0';
     ev.reorg = strdup("{\"inTxs\":[{\"txHash\":\"0xaa\",\"chainId\":1,\"status\":\"failure\"}],"
                       "\"metadata\":{\"action\":\"fill\"}}");
+    ev.metadata = strdup(META);
     size_t rlen;
     char *rec = proto_event_record(&ev, &rlen);
     for (int op = 0; op < OP_COUNT; op++) {
@@ -670,12 +845,22 @@ static void test_chaos_encoders(void **state)
             case OP_RECORD: text = proto_event_record(&ev, &len); break;
             case OP_COPY: rc = status_event_copy(&out, &ev); break;
             case OP_FROM_RECORD: rc = proto_event_from_record(rec, rlen, &out, &err); break;
+            case OP_METADATA:
+                status_event_init(&out);
+                rc = proto_metadata_parse(META, strlen(META), &out.metadata, &err);
+                break;
             }
             chaos_disarm();
             int ok = op < OP_COPY ? text != NULL : rc == 0;
             if (ok != !chaos_tripped)
                 fail_msg("op %d n %ld: ok %d tripped %d rc %d", op, n, ok, chaos_tripped, rc);
-            if (op >= OP_COPY) {
+            if (op == OP_METADATA) {
+                if (ok)
+                    assert_string_equal(out.metadata, META);
+                else
+                    assert_int_equal(rc, PROTO_ENOMEM);
+                status_event_cleanup(&out);
+            } else if (op >= OP_COPY) {
                 if (ok)
                     assert_true(status_event_equal(&out, &ev));
                 else
@@ -712,6 +897,8 @@ int main(void)
         cmocka_unit_test(test_record_roundtrip),
         cmocka_unit_test(test_record_invalid),
         cmocka_unit_test(test_copy_equal),
+        cmocka_unit_test(test_metadata_encodings),
+        cmocka_unit_test(test_metadata_parse),
         cmocka_unit_test(test_chaos_encoders),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
