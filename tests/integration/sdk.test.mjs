@@ -208,10 +208,13 @@ test('a refused subscription closes the socket and the SDK falls back to polling
     ws: daemon.wsUrl, // no ?token=: anonymous subscriptions are off
     ready: (v) => v.polls.some((p) => p.status === 200),
   });
-  const refusal = r.socket?.frames.find((f) => f.type === 'subscribe');
+  // the refusal is not a "subscribe" frame (the SDK would read any as an ack) but an error
+  // frame about the subscribe request, then a close with 4401 (README "Dashboard stream")
+  assert.ok(!r.socket?.frames.some((f) => f.type === 'subscribe'), `no subscribe ack: ${r.explain}`);
+  const refusal = r.socket?.frames.find((f) => f.type === 'error' && f.request === 'subscribe');
   assert.equal(refusal?.status, 'error', `the subscription is refused: ${r.explain}`);
   assert.equal(refusal.error.code, 'unauthorized');
-  assert.notEqual(r.socket.closeCode, null, `the server closes the socket after the refusal: ${r.explain}`);
+  assert.equal(r.socket.closeCode, 4401, `the server closes the socket after the refusal: ${r.explain}`);
   assert.ok(!r.timeout, `execute() did not finish: ${r.explain}`);
   assert.equal(r.error, undefined, `execute() failed: ${r.error?.message ?? r.error}; ${r.explain}`);
   assert.equal(r.result.steps[0].items[0].checkStatus, 'success');
