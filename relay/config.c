@@ -41,6 +41,8 @@ const struct setting config_settings[] = {
      "page /requests/v3 to find and track new requests of the API key"},
     {"discover-interval", SET_DURATION, F(discover_interval_ms), "10s", 0, 1000,
      "period of discovery pages"},
+    {"chains-refresh", SET_DURATION, F(chains_refresh_ms), "10m", 0, 1000,
+     "period of the upstream chain list refresh (GET /chains, one process at a time)"},
     {"redis-url", SET_STR, F(redis_url), "redis://127.0.0.1:6379/0", 0, 0,
      "redis://[:password@]host:port/db or unix:///path/to.sock"},
     {"redis-prefix", SET_STR, F(redis_prefix), "statusrelay", 0, 0,

@@ -29,6 +29,7 @@ struct config {
     int64_t ingest_tolerance_ms;   /* upstream webhook signature freshness */
     int discover;                  /* page /requests/v3 for new requests (needs a key) */
     int64_t discover_interval_ms;
+    int64_t chains_refresh_ms;     /* GET /chains refresh period (relay/ingest/chains.c) */
     /* redis */
     char *redis_url;
     char *redis_prefix;

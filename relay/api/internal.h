@@ -12,6 +12,7 @@
  * Files: server.c (evhttp setup, auth, limits, dispatch, replies), routes.c (the table),
  * health.c (/healthz /readyz /metrics), requests.c (/v1/requests), events.c (/v1/events and
  * the record -> JSON helpers), compat.c (/intents/status/v3), ingest.c (/v1/ingest/upstream),
+ * chains.c (/v1/chains),
  * webhooks.c (webhook endpoints, deliveries, replay; knows no evhttp), metrics.c (the page).
  * runs on: core thread. */
 #ifndef RELAY_API_INTERNAL_H
@@ -96,6 +97,7 @@ route_cb api_h_track, api_h_list, api_h_get, api_h_untrack; /* requests.c */
 route_cb api_h_events;                                      /* events.c */
 route_cb api_h_status_v3;                                   /* compat.c */
 route_cb api_h_ingest;                                      /* ingest.c */
+route_cb api_h_chains;                                      /* chains.c */
 route_cb api_h_webhooks; /* routes.c: adapter to webhooks.c (x->route->arg = enum api_wh_route) */
 
 /* ---- replies (server.c) ----------------------------------------------------------------------
