@@ -45,6 +45,8 @@ const struct setting config_settings[] = {
     {"passthrough", SET_BOOL, F(passthrough), "false", 0, 0,
      "forward every path the REST API does not serve to the upstream REST URL, verbatim, with "
      "the client's own headers (one base URL for upstream clients; no admin token there)"},
+    {"chains-refresh", SET_DURATION, F(chains_refresh_ms), "10m", 0, 1000,
+     "period of the upstream chain list refresh (GET /chains, one process at a time)"},
     {"redis-url", SET_STR, F(redis_url), "redis://127.0.0.1:6379/0", 0, 0,
      "redis://[:password@]host:port/db or unix:///path/to.sock"},
     {"redis-prefix", SET_STR, F(redis_prefix), "statusrelay", 0, 0,

@@ -30,6 +30,7 @@ struct config {
     int discover;                  /* page /requests/v3 for new requests (needs a key) */
     int64_t discover_interval_ms;
     int passthrough;               /* forward paths we do not serve to upstream_api_url */
+    int64_t chains_refresh_ms;     /* GET /chains refresh period (relay/ingest/chains.c) */
     /* redis */
     char *redis_url;
     char *redis_prefix;

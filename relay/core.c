@@ -11,6 +11,7 @@
 #include "relay/ingest/ingest.h"
 #include "relay/common/log.h"
 #include "relay/ingest/poller.h"
+#include "relay/ingest/chains.h"
 #include "relay/ingest/upstream.h"
 #include "relay/common/util.h"
 #include "relay/ingest/watch.h"
@@ -172,6 +173,7 @@ struct core *core_new(const struct config *cfg)
     c->upstream = upstream_new(c);
     upstream_on_gap(c->upstream, poller_gap, c->poller);
     c->watch = watch_new(c);
+    c->chains = chains_new(c);
     c->api = api_new(c);
     c->hub = hub_new(c);
     cp->sig_term = evsignal_new(c->base, SIGTERM, on_signal, c);
@@ -214,6 +216,7 @@ int core_start(struct core *c)
     poller_start(c->poller);
     upstream_start(c->upstream);
     watch_start(c->watch);
+    chains_start(c->chains);
     log_info("statusrelay started", "http=%s ws=%s upstream=%s instance=%s", cfg->http_listen,
              cfg->ws_listen, cfg->upstream_ws_url, c->instance_id);
     return 0;
@@ -279,6 +282,7 @@ void core_free(struct core *c)
     watch_free(c->watch);
     upstream_free(c->upstream);
     poller_free(c->poller);
+    chains_free(c->chains); /* after httpc and store: their completions call it */
     applier_free(c->applier);
     ingest_free(c->ingest);
     xq_free(c->to_core);

@@ -22,6 +22,7 @@ struct ws_thread;
 struct ingest;
 struct upstream;
 struct poller;
+struct chains;
 struct api;
 struct webhooks;
 struct hub;
@@ -40,6 +41,7 @@ struct core {
     struct ingest *ingest;
     struct upstream *upstream;
     struct poller *poller;
+    struct chains *chains;     /* the upstream chain list (relay/ingest/chains.c) */
     struct watch *watch;       /* watched set, watch expiry, stuck gauges (relay/ingest/watch.c) */
     struct api *api;
     struct webhooks *webhooks; /* the endpoint set (relay/delivery/endpoints.c) */

@@ -30,6 +30,11 @@
  *                                        processes: t (tokens), ts (last refill ms);
  *                                        expires after 2 idle minutes
  *   {P}:leader                   string  holder of the upstream websocket lease (PX)
+ *   {P}:chains                   hash    the upstream chain list (relay/ingest/chains.c):
+ *                                        body (the upstream's GET /chains body, verbatim:
+ *                                        GET /v1/chains), at (ms it was fetched)
+ *   {P}:chainsl                  string  holder of the chain list refresh lease (PX): one
+ *                                        process fetches (store/chains_poll.lua)
  *   {P}:wh:<id>                  hash    webhook endpoint: url, filters, headers (JSON),
  *                                        description, enabled ("1"/"0"), signatureScheme,
  *                                        signing, mode ("all"/"latest"), secret, prevSecret,

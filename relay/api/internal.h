@@ -12,6 +12,7 @@
  * Files: server.c (evhttp setup, auth, limits, dispatch, replies), routes.c (the table),
  * health.c (/healthz /readyz /metrics), requests.c (/v1/requests), events.c (/v1/events and
  * the record -> JSON helpers), compat.c (/intents/status/v3), ingest.c (/v1/ingest/upstream),
+ * chains.c (/v1/chains),
  * webhooks.c (webhook endpoints, deliveries, replay; knows no evhttp), metrics.c (the page),
  * proxy.c (the pass-through to the upstream for paths we do not serve).
  * runs on: core thread. */
@@ -105,6 +106,7 @@ route_cb api_h_track, api_h_list, api_h_get, api_h_untrack; /* requests.c */
 route_cb api_h_events;                                      /* events.c */
 route_cb api_h_status_v3; /* compat.c: /intents/status/v3 and /intents/status */
 route_cb api_h_ingest;                                      /* ingest.c */
+route_cb api_h_chains;                                      /* chains.c */
 route_cb api_h_webhooks; /* routes.c: adapter to webhooks.c (x->route->arg = enum api_wh_route) */
 /* proxy.c: forward x to the upstream verbatim (the pass-through). api_proxy_wants: is the
  * pass-through on and path (raw, as received) not one of ours (/v1*, /intents/status*, /healthz,

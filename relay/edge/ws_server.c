@@ -81,8 +81,9 @@ struct session {
     uint64_t dropped_pending;    /* frames conflated since the last notice was written */
     int64_t progress_ms;         /* last write, or when the outbox stopped being empty */
     unsigned ping_due : 1, notice_queued : 1, close_sent : 1;
-    /* plain HTTP */
+    /* plain HTTP: an embedded page file, or the chain list (a reference held while sent) */
     const struct embedded_file *file;
+    struct xbuf *blob;
     size_t file_off;
 };
 
@@ -104,6 +105,7 @@ struct ws_server {
     int64_t ping_interval_ms, ping_timeout_ms;
     struct lws_context *ctx;
     lws_sorted_usec_list_t sul_sweep;
+    struct xbuf *chains;         /* GET /chains.json (DASH_OP_CHAINS), NULL until the first */
     int shutting_down;
     char *cors_origins;          /* plain HTTP: allowed origins (cors.h), NULL: none */
     struct counters st;
@@ -776,9 +778,39 @@ static int cors_header(struct ws_server *s, struct lws *wsi, unsigned char **p, 
            (strcmp(acao, "*") != 0 && header(wsi, "vary:", "Origin", p, end));
 }
 
+/* GET /chains.json: the chain list the core handed over (relay/ingest/chains.c), or 503 with
+ * a JSON error until there is one. Public data (the upstream's own list): no token. */
+static int on_chains_json(struct ws_server *s, struct lws *wsi, struct session *x)
+{
+    static const char none[] = "{\"error\":{\"code\":\"chains_unavailable\",\"message\":"
+                               "\"the upstream chain list has not been fetched yet\"},"
+                               "\"message\":\"the upstream chain list has not been fetched "
+                               "yet\",\"errorCode\":\"CHAINS_UNAVAILABLE\"}";
+    struct xbuf *b = s->chains != NULL ? xbuf_ref(s->chains) : xbuf_new(none, sizeof(none) - 1);
+    unsigned char buf[LWS_PRE + 512], *start = buf + LWS_PRE, *p = start,
+                                      *end = buf + sizeof(buf) - 1;
+    if (lws_add_http_common_headers(wsi, s->chains != NULL ? HTTP_STATUS_OK
+                                                           : HTTP_STATUS_SERVICE_UNAVAILABLE,
+                                    "application/json", b->len, &p, end) ||
+        header(wsi, "cache-control:", "no-cache", &p, end) ||
+        header(wsi, "x-content-type-options:", "nosniff", &p, end) ||
+        lws_finalize_write_http_header(wsi, start, &p, end)) {
+        xbuf_unref(b);
+        return 1;
+    }
+    xbuf_unref(x->blob);
+    x->blob = b;
+    x->file = NULL;
+    x->file_off = 0;
+    lws_callback_on_writable(wsi);
+    return 0;
+}
+
 static int on_http(struct ws_server *s, struct lws *wsi, struct session *x, const char *uri)
 {
     count(&s->st.http_requests);
+    if (lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) > 0 && strcmp(uri, "/chains.json") == 0)
+        return on_chains_json(s, wsi, x);
     const struct embedded_file *f =
         lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) > 0 ? page_file(uri) : NULL;
     if (f != NULL) {
@@ -791,7 +823,8 @@ static int on_http(struct ws_server *s, struct lws *wsi, struct session *x, cons
             header(wsi, "referrer-policy:", "no-referrer", &p, end) ||
             header(wsi, "x-frame-options:", "DENY", &p, end) || cors_header(s, wsi, &p, end) ||
             header(wsi, "content-security-policy:",
-                   "default-src 'self'; connect-src 'self' ws: wss:; img-src 'self' data:; "
+                   "default-src 'self'; connect-src 'self' ws: wss:; "
+                   "img-src 'self' data: https:; " /* chain icons: the upstream's URLs */
                    "style-src 'self'; script-src 'self'; frame-ancestors 'none'",
                    &p, end) ||
             lws_finalize_write_http_header(wsi, start, &p, end))
@@ -808,12 +841,14 @@ static int on_http(struct ws_server *s, struct lws *wsi, struct session *x, cons
 
 static int on_http_writeable(struct lws *wsi, struct session *x)
 {
-    if (x->file == NULL)
+    if (x->file == NULL && x->blob == NULL)
         return 0;
+    const unsigned char *data = x->file ? (const unsigned char *)x->file->data : x->blob->data;
+    size_t len = x->file ? x->file->len : x->blob->len;
     unsigned char buf[LWS_PRE + HTTP_CHUNK];
-    size_t left = x->file->len - x->file_off, n = left < HTTP_CHUNK ? left : HTTP_CHUNK;
+    size_t left = len - x->file_off, n = left < HTTP_CHUNK ? left : HTTP_CHUNK;
     int final = n == left;
-    memcpy(buf + LWS_PRE, x->file->data + x->file_off, n);
+    memcpy(buf + LWS_PRE, data + x->file_off, n);
     x->file_off += n;
     if (lws_write(wsi, buf + LWS_PRE, n, final ? LWS_WRITE_HTTP_FINAL : LWS_WRITE_HTTP) !=
         (int)n)
@@ -823,6 +858,8 @@ static int on_http_writeable(struct lws *wsi, struct session *x)
         return 0;
     }
     x->file = NULL;
+    xbuf_unref(x->blob);
+    x->blob = NULL;
     return lws_http_transaction_completed(wsi) ? -1 : 0;
 }
 
@@ -850,6 +887,12 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         return on_http(s, wsi, x, in != NULL ? in : "");
     case LWS_CALLBACK_HTTP_WRITEABLE:
         return on_http_writeable(wsi, x);
+    case LWS_CALLBACK_CLOSED_HTTP: /* a transfer cut short: drop its chain list reference */
+        if (x != NULL) {
+            xbuf_unref(x->blob);
+            x->blob = NULL;
+        }
+        return lws_callback_http_dummy(wsi, reason, user, in, len);
 
     case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION: {
         char uri[64];
@@ -906,6 +949,7 @@ void ws_server_free(struct ws_server *s)
         return;
     /* sessions live in lws per-session memory: lws_context_destroy closed and freed them
      * (CLOSED cleared their filters and outboxes) */
+    xbuf_unref(s->chains);
     free(s->tab);
     free(s->itab);
     free(s->cors_origins);
@@ -933,6 +977,10 @@ static void on_filter_op(struct ws_server *s, struct xmsg *m)
     if (m->session == 0) {
         if (m->code == DASH_OP_CONFIG)
             on_config(s, m);
+        if (m->code == DASH_OP_CHAINS) { /* sessions sending the old list keep their ref */
+            xbuf_unref(s->chains);
+            s->chains = xbuf_new(m->data, m->len);
+        }
         return;
     }
     struct session *x = find(s, m->session);

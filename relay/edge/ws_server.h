@@ -35,7 +35,8 @@
  * is gone). Defaults below; the core sets them with DASH_OP_CONFIG.
  *
  * Plain HTTP: GET / serves relay/www/index.html, GET /<name> relay/www/<name> (embedded in
- * the binary), everything else 404. A request from an Origin the CORS setting allows gets
+ * the binary), GET /chains.json the chain list the core handed over (DASH_OP_CHAINS; 503
+ * with a JSON error until then), everything else 404. A request from an Origin the CORS setting allows gets
  * Access-Control-Allow-Origin on the files it is served.
  * runs on: ws thread, except ws_server_stats_read (any thread). */
 #ifndef RELAY_WS_SERVER_H

@@ -55,6 +55,8 @@ enum dash_op {
                            "originChainIds":[..],"destinationChainIds":[..]} ({} = all) */
     DASH_OP_DEL_BROAD,  /* remove broad filter number gen */
     DASH_OP_CONFIG,     /* session 0: data = "<ping interval ms> <ping timeout ms>" */
+    DASH_OP_CHAINS,     /* session 0: data = the chain list served at GET /chains.json
+                           (relay/ingest/chains.c: chains_slim) */
 };
 
 /* A refcounted immutable byte buffer with XQ_PRE headroom. */

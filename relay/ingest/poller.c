@@ -409,12 +409,60 @@ static void on_event(void *arg, enum proto_verdict v, const struct status_event 
 
 struct claim_op {
     struct poller *p;
-    enum { CLAIM_POLLS, CLAIM_PAGE, CLAIM_FETCH, CLAIM_READ } what;
+    enum { CLAIM_POLLS, CLAIM_PAGE, CLAIM_FETCH, CLAIM_READ, CLAIM_GET } what;
     enum page_kind kind;
     char id[PROTO_MAX_ID + 1];
     poller_fetch_cb *cb;
     void *arg;
+    /* CLAIM_GET: poller_get */
+    char *path;
+    size_t max_response;
+    httpc_done_cb *get_cb;
 };
+
+/* ---- poller_get: one budgeted GET beyond the polls --------------------------------------- */
+
+const char poller_err_not_sent[] = "not_sent";
+
+static void get_not_sent(struct claim_op *op)
+{
+    struct httpc_resp r = {.err = poller_err_not_sent, .body = "", .retry_after_ms = -1};
+    op->get_cb(op->arg, &r);
+}
+
+static void on_get_done(void *arg, const struct httpc_resp *r)
+{
+    struct claim_op *op = arg;
+    count_http(op->p, PATH_OTHER, r);
+    note_result(op->p, r);
+    op->get_cb(op->arg, r);
+    free(op->path);
+    free(op);
+}
+
+/* The budget granted the call: send it. Takes op. */
+static void get_one(struct claim_op *op)
+{
+    struct poller *p = op->p;
+    char *url = xasprintf("%s%s", p->api, op->path);
+    const char *headers[] = {"accept: application/json", p->key_header, NULL};
+    struct httpc_req req = {
+        .method = "GET",
+        .url = url,
+        .headers = headers,
+        .connect_timeout_ms = 5000,
+        .total_timeout_ms = 10000,
+        .max_response = op->max_response,
+    };
+    p->c->metrics.budget_used++;
+    int rc = httpc_request(p->c->httpc, &req, on_get_done, op);
+    free(url);
+    if (rc != 0) {
+        get_not_sent(op);
+        free(op->path);
+        free(op);
+    }
+}
 
 static void on_claimed(void *arg, const char *err, redisReply *r)
 {
@@ -424,7 +472,16 @@ static void on_claimed(void *arg, const char *err, redisReply *r)
         p->claiming = 0;
     int ok = err == NULL && r->type == REDIS_REPLY_ARRAY && r->elements >= 1;
     long long extra = ok ? r->element[0]->integer : 0;
-    if (op->what == CLAIM_READ) {
+    if (op->what == CLAIM_GET) {
+        if (extra > 0) {
+            get_one(op); /* takes op */
+            return;
+        }
+        if (ok)
+            p->c->metrics.budget_denied++;
+        get_not_sent(op);
+        free(op->path);
+    } else if (op->what == CLAIM_READ) {
         p->read_claiming = 0;
         if (extra > 0 && p->nreads > 0) {
             read_request(p, p->reads[0]);
@@ -516,6 +573,25 @@ int poller_fetch_now(struct poller *p, const char *id, poller_fetch_cb *cb, void
     op->cb = cb;
     op->arg = arg;
     return claim(p, op, 0, 1);
+}
+
+int poller_get(struct poller *p, const char *path, size_t max_response, httpc_done_cb *cb,
+               void *arg)
+{
+    if (!store_ready(p->c->store) || mono_ms() < p->backoff_until)
+        return -1;
+    struct claim_op *op = xcalloc(1, sizeof(*op));
+    op->what = CLAIM_GET;
+    op->path = xstrdup(path);
+    op->max_response = max_response;
+    op->get_cb = cb;
+    op->arg = arg;
+    char *keep = op->path;
+    if (claim(p, op, 0, 1) != 0) { /* claim freed op */
+        free(keep);
+        return -1;
+    }
+    return 0;
 }
 
 struct poller *poller_new(struct core *c)

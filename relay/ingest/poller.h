@@ -8,6 +8,7 @@
 #define RELAY_POLLER_H
 
 #include "protocol/event.h"
+#include "relay/common/httpc.h"
 
 #include <stdint.h>
 
@@ -31,6 +32,18 @@ int64_t poller_next_poll(void *poller, const struct status_event *ev, int64_t no
  * the raw upstream body (borrowed) so the caller can answer exactly what upstream said. */
 typedef void poller_fetch_cb(void *arg, long http_status, const char *body, size_t len);
 int poller_fetch_now(struct poller *p, const char *id, poller_fetch_cb *cb, void *arg);
+
+/* One budgeted upstream GET besides the polls (the chain list: relay/ingest/chains.c). One
+ * call is reserved from the shared budget (store/poll_claim.lua, the tier of gap pages), then
+ * GET <STATUSRELAY_UPSTREAM_API_URL><path> is sent with the API key header, answers of at
+ * most max_response bytes. The answer counts in statusrelay_upstream_http_total{path="other"}
+ * and a 429/5xx/timeout pauses polling like any other call. cb gets the response (borrowed
+ * for the call); when no call was made (the budget was spent, or the request could not
+ * start) r->err is poller_err_not_sent. Returns 0 (cb runs exactly once, later) or -1, cb not
+ * called: Redis is not ready or polling is paused after a 429/5xx (try again later). */
+extern const char poller_err_not_sent[];
+int poller_get(struct poller *p, const char *path, size_t max_response, httpc_done_cb *cb,
+               void *arg);
 
 /* The upstream websocket was down since since_wall_ms (wall clock) and is back: repair the
  * gap. With an API key: /requests/v3 sorted by updatedAt from since; else every active

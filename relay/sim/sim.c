@@ -164,6 +164,9 @@ static const char help_text[] =
     "        (queued, sent, delivered, failed, retries), requests, load; DELETE (or POST\n"
     "        /_sim/stats/reset) resets them and every request's counters\n"
     "  GET|POST /_sim/load  {\"rate\": N, \"durationMs\"?: N}  start/stop the generator\n"
+    "  GET|POST|DELETE /_sim/chains  the GET /chains list (not counted as an upstream call);\n"
+    "        POST {\"id\", \"disabled\"?: bool, \"blockProductionLagging\"?: bool} changes one\n"
+    "        chain's marks, DELETE restores the defaults (Optimism lagging, Polygon disabled)\n"
     "  GET  /_sim/health\n"
     "\n"
     "Guessed (undocumented upstream behaviour): the 404/400/401/429 bodies and error codes,\n"
@@ -356,6 +359,8 @@ int sim_main(int argc, char **argv)
     log_set_level(s->cfg.log_level);
     log_thread_name("sim");
     s->model = sim_model_new((uint64_t)s->cfg.seed, s->cfg.retain, on_change, s);
+    for (size_t i = 0; i < sim_chain_count(); i++)
+        s->chain_flags[i] = (unsigned char)sim_chain_default_flags(i);
     if (validate(s) != 0) {
         sim_model_free(s->model, 1);
         settings_free(sim_settings, &s->cfg);

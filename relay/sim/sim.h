@@ -13,6 +13,8 @@
 #ifndef RELAY_SIM_H
 #define RELAY_SIM_H
 
+#include "relay/sim/sim_json.h"
+
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -96,6 +98,7 @@ struct sim {
     int port;
     int64_t started_mono_ms;
     uint64_t fault_rng;     /* random stream for fault decisions (separate from the model) */
+    unsigned char chain_flags[SIM_CHAINS_MAX]; /* GET /chains marks (POST /_sim/chains) */
     /* load generator */
     int64_t gen_rate;       /* current rate (settings or POST /_sim/load) */
     int64_t gen_started_ms; /* mono ms when the current run started */

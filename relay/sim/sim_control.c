@@ -9,7 +9,10 @@
  *   GET|POST|DELETE /_sim/faults             read / change / clear the faults
  *   GET|DELETE /_sim/stats (POST /_sim/stats/reset)   counters (the reset also zeroes the
  *                                                     per-request ones)
- *   GET|POST /_sim/load                      the request generator {"rate","durationMs"} */
+ *   GET|POST /_sim/load                      the request generator {"rate","durationMs"}
+ *   GET|POST|DELETE /_sim/chains             the /chains list; POST {"id", "disabled"?,
+ *                                            "blockProductionLagging"?} sets one chain's
+ *                                            marks, DELETE restores the defaults */
 #include "relay/sim/sim_control.h"
 #include "relay/sim/sim.h"
 #include "relay/sim/sim_model.h"
@@ -20,6 +23,7 @@
 
 #include <jansson.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -589,6 +593,53 @@ static void load(struct sim *s, enum sim_method m, json_t *in, struct sim_resp *
               (unsigned long long)s->gen_made);
 }
 
+/* An optional boolean that may be absent: -1 when absent, else 0/1; *err set when not one. */
+static int tri_bool(json_t *obj, const char *key, const char **err)
+{
+    json_t *v = json_object_get(obj, key);
+    if (v == NULL)
+        return -1;
+    if (!json_is_boolean(v))
+        *err = key;
+    return json_is_true(v);
+}
+
+static void chains(struct sim *s, enum sim_method m, json_t *in, struct sim_resp *out)
+{
+    if (m == SIM_M_DELETE) {
+        for (size_t i = 0; i < sim_chain_count(); i++)
+            s->chain_flags[i] = (unsigned char)sim_chain_default_flags(i);
+    } else if (m == SIM_M_POST) {
+        int64_t id = 0;
+        const char *err = NULL;
+        int ok = in != NULL && json_is_object(in) &&
+                 opt_int(in, "id", INT64_MIN, INT64_MAX, &id, &err) == 1;
+        int disabled = ok ? tri_bool(in, "disabled", &err) : -1;
+        int lagging = ok ? tri_bool(in, "blockProductionLagging", &err) : -1;
+        if (!ok || err != NULL) {
+            bad(out, "expected {\"id\": N, \"disabled\"?: bool, \"blockProductionLagging\"?: "
+                     "bool}");
+            return;
+        }
+        int i = sim_chain_index(id);
+        if (i < 0) {
+            sim_resp_error(out, 404, "no such chain", "NOT_FOUND");
+            return;
+        }
+        unsigned f = s->chain_flags[i];
+        if (disabled >= 0)
+            f = disabled ? f | SIM_CHAIN_DISABLED : f & ~SIM_CHAIN_DISABLED;
+        if (lagging >= 0)
+            f = lagging ? f | SIM_CHAIN_LAGGING : f & ~SIM_CHAIN_LAGGING;
+        s->chain_flags[i] = (unsigned char)f;
+    } else if (m != SIM_M_GET) {
+        sim_resp_error(out, 405, "method not allowed", "METHOD_NOT_ALLOWED");
+        return;
+    }
+    out->status = 200;
+    sj_chains(&out->body, s->chain_flags);
+}
+
 /* ---- dispatch ------------------------------------------------------------------------------- */
 
 void sim_control_handle(struct sim *s, enum sim_method method, const char *path,
@@ -625,6 +676,8 @@ void sim_control_handle(struct sim *s, enum sim_method method, const char *path,
         stats(s, out);
     } else if (strcmp(rest, "/load") == 0) {
         load(s, method, in, out);
+    } else if (strcmp(rest, "/chains") == 0) {
+        chains(s, method, in, out);
     } else {
         sim_resp_error(out, 404, "no such control endpoint", "NOT_FOUND");
     }

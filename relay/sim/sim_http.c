@@ -530,7 +530,7 @@ static void upstream(struct hsess *h)
         break;
     default:
         r->status = 200;
-        sj_chains(&r->body);
+        sj_chains(&r->body, s->chain_flags);
         break;
     }
 out:

@@ -171,28 +171,33 @@ void sim_iso8601(int64_t ms, char *out, size_t n)
 
 /* ---- chains ----------------------------------------------------------------------------- */
 
+/* Explorer links follow the upstream's shape: explorerUrl + explorerPaths.transaction with
+ * {TX_HASH} replaced. Icons are data: URIs (a coloured disc with the initial) so a page or test
+ * shows them without any network. */
 static const struct chain {
     int64_t id;
-    const char *name, *display, *vm, *explorer;
+    const char *name, *display, *vm, *explorer, *explorer_name, *color;
     const char *symbol, *cname, *caddr;
     int decimals;
+    unsigned flags; /* SIM_CHAIN_* by default */
 } chains[] = {
-    {1, "ethereum", "Ethereum", "evm", "https://etherscan.io", "ETH", "Ether",
-     "0x0000000000000000000000000000000000000000", 18},
-    {10, "optimism", "Optimism", "evm", "https://optimistic.etherscan.io", "ETH", "Ether",
-     "0x0000000000000000000000000000000000000000", 18},
-    {137, "polygon", "Polygon", "evm", "https://polygonscan.com", "POL", "POL",
-     "0x0000000000000000000000000000000000000000", 18},
-    {8453, "base", "Base", "evm", "https://basescan.org", "ETH", "Ether",
-     "0x0000000000000000000000000000000000000000", 18},
-    {42161, "arbitrum", "Arbitrum One", "evm", "https://arbiscan.io", "ETH", "Ether",
-     "0x0000000000000000000000000000000000000000", 18},
-    {792703809, "solana", "Solana", "svm", "https://solscan.io", "SOL", "Solana",
-     "11111111111111111111111111111111", 9},
-    {8253038, "bitcoin", "Bitcoin", "bvm", "https://mempool.space", "BTC", "Bitcoin",
-     "bc1qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq", 8},
-    {1337, "hyperliquid", "Hyperliquid", "hypevm", "https://app.hyperliquid.xyz/explorer", "USDC",
-     "USD Coin", "0x00000000000000000000000000000000", 8},
+    {1, "ethereum", "Ethereum", "evm", "https://etherscan.io", "Etherscan", "627eea", "ETH",
+     "Ether", "0x0000000000000000000000000000000000000000", 18, 0},
+    {10, "optimism", "Optimism", "evm", "https://optimistic.etherscan.io", "Etherscan", "ff0420",
+     "ETH", "Ether", "0x0000000000000000000000000000000000000000", 18, SIM_CHAIN_LAGGING},
+    {137, "polygon", "Polygon", "evm", "https://polygonscan.com", "PolygonScan", "8247e5", "POL",
+     "POL", "0x0000000000000000000000000000000000000000", 18, SIM_CHAIN_DISABLED},
+    {8453, "base", "Base", "evm", "https://basescan.org", "BaseScan", "0052ff", "ETH", "Ether",
+     "0x0000000000000000000000000000000000000000", 18, 0},
+    {42161, "arbitrum", "Arbitrum One", "evm", "https://arbiscan.io", "Arbiscan", "28a0f0", "ETH",
+     "Ether", "0x0000000000000000000000000000000000000000", 18, 0},
+    {792703809, "solana", "Solana", "svm", "https://solscan.io", "Solscan", "14f195", "SOL",
+     "Solana", "11111111111111111111111111111111", 9, 0},
+    {8253038, "bitcoin", "Bitcoin", "bvm", "https://mempool.space", "mempool.space", "f7931a",
+     "BTC", "Bitcoin", "bc1qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq", 8, 0},
+    {1337, "hyperliquid", "Hyperliquid", "hypevm", "https://app.hyperliquid.xyz/explorer",
+     "Hyperliquid Explorer", "50d2c1", "USDC", "USD Coin", "0x00000000000000000000000000000000",
+     8, 0},
 };
 
 static const struct chain *chain_find(int64_t id)
@@ -209,11 +214,28 @@ const char *sim_chain_vm(int64_t chain_id)
     return c ? c->vm : "evm";
 }
 
-void sj_chains(struct sbuf *b)
+size_t sim_chain_count(void)
+{
+    return ARRAY_LEN(chains);
+}
+
+int sim_chain_index(int64_t chain_id)
+{
+    const struct chain *c = chain_find(chain_id);
+    return c ? (int)(c - chains) : -1;
+}
+
+unsigned sim_chain_default_flags(size_t i)
+{
+    return i < ARRAY_LEN(chains) ? chains[i].flags : 0;
+}
+
+void sj_chains(struct sbuf *b, const unsigned char *flags)
 {
     sbuf_adds(b, "{\"chains\":[");
     for (size_t i = 0; i < ARRAY_LEN(chains); i++) {
         const struct chain *c = &chains[i];
+        unsigned f = flags ? flags[i] : c->flags;
         if (i)
             sbuf_add(b, ",", 1);
         sbuf_adds(b, "{\"id\":");
@@ -226,8 +248,14 @@ void sj_chains(struct sbuf *b)
         sbuf_jstr(b, c->vm);
         sbuf_adds(b, ",\"explorerUrl\":");
         sbuf_jstr(b, c->explorer);
-        sbuf_adds(b, ",\"depositEnabled\":true,\"disabled\":false,\"blockProductionLagging\":false,"
-                     "\"currency\":{\"id\":");
+        sbuf_adds(b, ",\"explorerName\":");
+        sbuf_jstr(b, c->explorer_name);
+        sbuf_adds(b, ",\"explorerPaths\":{\"transaction\":\"/tx/{TX_HASH}\"}");
+        sbuf_addf(b, ",\"depositEnabled\":%s,\"disabled\":%s,\"blockProductionLagging\":%s,"
+                     "\"currency\":{\"id\":",
+                  f & SIM_CHAIN_DISABLED ? "false" : "true",
+                  f & SIM_CHAIN_DISABLED ? "true" : "false",
+                  f & SIM_CHAIN_LAGGING ? "true" : "false");
         char idbuf[32];
         snprintf(idbuf, sizeof(idbuf), "%s", c->symbol);
         for (char *p = idbuf; *p; p++)
@@ -240,7 +268,19 @@ void sj_chains(struct sbuf *b)
         sbuf_jstr(b, c->cname);
         sbuf_adds(b, ",\"address\":");
         sbuf_jstr(b, c->caddr);
-        sbuf_addf(b, ",\"decimals\":%d,\"supportsBridging\":true}}", c->decimals);
+        sbuf_addf(b, ",\"decimals\":%d,\"supportsBridging\":true}", c->decimals);
+        char icon[512];
+        snprintf(icon, sizeof(icon),
+                 "data:image/svg+xml,%%3Csvg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 32 "
+                 "32'%%3E%%3Ccircle cx='16' cy='16' r='16' fill='%%23%s'/%%3E%%3Ctext x='16' "
+                 "y='21' font-size='15' font-family='sans-serif' text-anchor='middle' "
+                 "fill='white'%%3E%c%%3C/text%%3E%%3C/svg%%3E",
+                 c->color, c->display[0]);
+        sbuf_adds(b, ",\"iconUrl\":");
+        sbuf_jstr(b, icon);
+        sbuf_adds(b, ",\"logoUrl\":");
+        sbuf_jstr(b, icon);
+        sbuf_addf(b, ",\"brandColor\":\"#%s\"}", c->color);
     }
     sbuf_adds(b, "]}");
 }

@@ -58,8 +58,20 @@ void sj_webhook(struct sbuf *b, const struct sim_req *r, int64_t timestamp_ms);
 void sj_requests_v3_item(struct sbuf *b, const struct sim_req *r);
 /* {"message":"...","errorCode":"..."} */
 void sj_error(struct sbuf *b, const char *message, const char *error_code);
-/* GET /chains body. */
-void sj_chains(struct sbuf *b);
+/* The chains of GET /chains, in table order; flags per chain (SIM_CHAIN_*). */
+#define SIM_CHAIN_DISABLED 1u /* "disabled": true (and "depositEnabled": false) */
+#define SIM_CHAIN_LAGGING 2u  /* "blockProductionLagging": true */
+#define SIM_CHAINS_MAX 16     /* >= sim_chain_count() */
+size_t sim_chain_count(void);
+/* Table index of a chain id, or -1. */
+int sim_chain_index(int64_t chain_id);
+/* The flags chain i starts with: Optimism (10) lagging, Polygon (137) disabled. */
+unsigned sim_chain_default_flags(size_t i);
+/* GET /chains body: {"chains":[{id, name, displayName, vmType, explorerUrl, explorerName,
+ * explorerPaths: {transaction: "/tx/{TX_HASH}"}, depositEnabled, disabled,
+ * blockProductionLagging, currency, iconUrl, logoUrl, brandColor}]}. flags: one per chain
+ * (table order), NULL = the defaults. */
+void sj_chains(struct sbuf *b, const unsigned char *flags);
 /* Name of a known chain id for addresses and the chains list ("" when unknown). */
 const char *sim_chain_vm(int64_t chain_id);
 

@@ -2,18 +2,15 @@
 // Subscribes to every event (with the stream token from ?token= or the form) and to the
 // per-second stats frames; keeps the newest state per request; resumes from the last
 // statusrelay.streamId after a disconnect. Everything from the wire goes in as text only.
+// Chain names, icons, explorer links and the disabled / lagging marks come from the upstream's
+// chain list, which this port serves at GET /chains.json (refreshed by the daemon).
 'use strict';
 
 const EVENT = 'request.status.updated';
 const MAX_ROWS = 500;
 const STATUSES = ['waiting', 'depositing', 'pending', 'submitted', 'delayed', 'success',
   'failure', 'refund'];
-const CHAINS = {
-  1: ['Ethereum', '#627eea'], 10: ['Optimism', '#ff0420'], 56: ['BNB', '#f0b90b'],
-  137: ['Polygon', '#8247e5'], 8453: ['Base', '#0052ff'], 42161: ['Arbitrum', '#28a0f0'],
-  792703809: ['Solana', '#14f195'], 8253038: ['Bitcoin', '#f7931a'], 1337: ['Hyperliquid', '#50d2c1'],
-  7777777: ['Zora', '#a1723a'], 59144: ['Linea', '#61dfff'], 324: ['zkSync', '#8c8dfc'],
-};
+const CHAINS_REFRESH_MS = 10 * 60 * 1000, CHAINS_RETRY_MS = 5000;
 
 const $ = (id) => document.getElementById(id);
 const state = {
@@ -24,6 +21,7 @@ const state = {
   ws: null, retry: 0, authFailed: false, watch: new Set(),
   statusOn: new Set(), idFilter: '', dirty: true, rates: [],
   stuckAfterMs: 30 * 60 * 1000, // from the stats frames (STATUSRELAY_STUCK_AFTER)
+  chains: new Map(),      // chain id -> the upstream's chain object (GET /chains.json)
 };
 // not stuck whatever their age: not deposited yet, or settled
 const NEVER_STUCK = new Set(['waiting', 'success', 'refund']);
@@ -50,19 +48,102 @@ function badge(status) {
   const s = String(status || 'unknown');
   return el('span', `badge s-${STATUSES.includes(s) || s === 'fallback' || s === 'received' ? s : 'other'}`, s);
 }
+// ---- chains (the upstream's list) ----------------------------------------------------------
+async function loadChains() {
+  let wait = CHAINS_REFRESH_MS;
+  try {
+    const r = await fetch('chains.json', { cache: 'no-store' });
+    if (!r.ok) throw new Error(`HTTP ${r.status}`);
+    const list = (await r.json()).chains;
+    if (!Array.isArray(list)) throw new Error('no chains array');
+    state.chains = new Map(list.filter((c) => c && typeof c === 'object').map((c) => [Number(c.id), c]));
+    state.dirty = true;
+    if (state.selected) renderTimeline();
+  } catch {
+    wait = CHAINS_RETRY_MS; // not fetched from the upstream yet: try again soon
+  }
+  setTimeout(loadChains, wait);
+}
+function chainOf(id) { return state.chains.get(Number(id)); }
+function chainName(c, id) { return (c && (c.displayName || c.name)) || String(id ?? '?'); }
+function chainMarks(c) {
+  return c ? [c.disabled === true && 'disabled', c.blockProductionLagging === true && 'lagging'].filter(Boolean) : [];
+}
+// only web URLs become links, and only https: or data: images become icons (the CSP), whatever
+// the list holds
+function webUrl(u, icon) {
+  if (typeof u !== 'string') return null;
+  if (icon && /^data:image\//i.test(u)) return u;
+  try {
+    const x = new URL(u);
+    return x.protocol === 'https:' || (!icon && x.protocol === 'http:') ? x.href : null;
+  } catch { return null; }
+}
+// explorerUrl + explorerPaths.transaction with {TX_HASH} replaced (the upstream's own rule;
+// "/tx/{TX_HASH}" when the chain names no path), plus explorerQueryParams
+function explorerTxUrl(c, hash) {
+  const base = c && webUrl(c.explorerUrl) ? c.explorerUrl.replace(/\/+$/, '') : null;
+  if (!base || !hash) return null;
+  const h = encodeURIComponent(hash);
+  const p = c.explorerPaths?.transaction;
+  let url = typeof p === 'string' && p.includes('{TX_HASH}') ? base + p.split('{TX_HASH}').join(h)
+    : typeof p === 'string' && p ? `${base}/${p.replace(/^\/+|\/+$/g, '')}/${h}` : `${base}/tx/${h}`;
+  const q = c.explorerQueryParams;
+  if (q && typeof q === 'object') {
+    const qs = new URLSearchParams(q).toString();
+    if (qs) url += (url.includes('?') ? '&' : '?') + qs;
+  }
+  return webUrl(url);
+}
 function chain(id) {
-  const c = CHAINS[id];
+  const c = chainOf(id);
   const w = el('span', 'chain');
-  const dot = el('i');
-  if (c) dot.style.background = c[1];
-  w.append(dot, document.createTextNode(c ? c[0] : String(id ?? '?')));
-  w.title = `chain ${id}`;
+  w.dataset.chainId = String(id ?? '');
+  const icon = c && webUrl(c.iconUrl || c.logoUrl, true);
+  if (icon) {
+    const img = el('img', 'chain-icon');
+    img.alt = '';
+    img.referrerPolicy = 'no-referrer';
+    img.src = icon;
+    img.onerror = () => img.replaceWith(el('i'));
+    w.append(img);
+  } else {
+    w.append(el('i'));
+  }
+  w.append(el('span', 'chain-name', chainName(c, id)));
+  const marks = chainMarks(c);
+  for (const m of marks) w.append(el('span', `mark mark-chain mark-chain-${m}`, m));
+  w.title = `chain ${id}${marks.length ? ` (${marks.join(', ')})` : ''}`;
   return w;
 }
 function route(d) {
   const r = el('span', 'route');
   r.append(chain(d.originChainId), el('span', 'arrow', '→'), chain(d.destinationChainId));
   return r;
+}
+// a request touching a disabled or lagging chain
+function chainWarn(d) { return chainMarks(chainOf(d.originChainId)).length + chainMarks(chainOf(d.destinationChainId)).length > 0; }
+// one tx hash as an explorer link on its chain (text when the chain has no explorer)
+function txLink(hash, chainId) {
+  const c = chainOf(chainId), href = explorerTxUrl(c, hash);
+  const a = el(href ? 'a' : 'span', 'tx mono', short(String(hash)));
+  a.dataset.hash = String(hash);
+  a.dataset.chainId = String(chainId ?? '');
+  a.title = `${hash}${c ? ` on ${chainName(c, chainId)}` : ''}`;
+  if (href) { a.href = href; a.target = '_blank'; a.rel = 'noopener noreferrer'; }
+  return a;
+}
+// in hashes are on the origin chain; out hashes on the destination, except a refund's (origin)
+function txList(d) {
+  const box = el('span', 'txs');
+  const outChain = d.status === 'refund' ? d.originChainId : d.destinationChainId;
+  const items = [...(d.inTxHashes || []).map((h) => ['in', h, d.originChainId]),
+    ...(d.txHashes || []).map((h) => ['out', h, outChain])];
+  items.forEach(([dir, h, cid], i) => {
+    if (i) box.append(document.createTextNode(' · '));
+    box.append(document.createTextNode(`${dir} `), txLink(h, cid));
+  });
+  return items.length ? box : null;
 }
 function notice(text, ms = 5000) {
   const n = $('notice');
@@ -276,6 +357,7 @@ function render() {
     idc.title = d.requestId;
     const rt = el('td');
     rt.append(route(d));
+    if (chainWarn(d)) tr.classList.add('chain-warn');
     const st = el('td');
     st.append(badge(d.status));
     if (q.reversedFrom) {
@@ -337,6 +419,8 @@ function renderTimeline() {
   meta(dl, 'status', badge(d.status));
   meta(dl, 'route', route(d));
   meta(dl, 'updated', `${clock(d.updatedAt)} (${ago(d.updatedAt)} ago)`);
+  const txs = txList(d);
+  if (txs) meta(dl, 'transactions', txs);
   if (d.failReason && d.failReason !== 'N/A') meta(dl, 'fail reason', d.failReason);
   if (d.refundFailReason && d.refundFailReason !== 'N/A') meta(dl, 'refund fail', d.refundFailReason);
   m.append(...dl.childNodes);
@@ -351,8 +435,8 @@ function renderTimeline() {
       el('span', 'tag', `seq ${r.seq ?? '?'}`));
     const body = el('div', 'tl-body');
     if (r.previousStatus) body.append(document.createTextNode(`from ${r.previousStatus}`));
-    const tx = [...(e.inTxHashes || []).map((h) => `in ${short(h)}`), ...(e.txHashes || []).map((h) => `out ${short(h)}`)];
-    if (tx.length) { body.append(el('br')); body.append(el('span', 'mono', tx.join(' · '))); }
+    const tx = txList(e);
+    if (tx) { body.append(el('br')); body.append(tx); }
     if (e.failReason && e.failReason !== 'N/A') { body.append(el('br')); body.append(document.createTextNode(`reason ${e.failReason}`)); }
     li.append(head, body);
     list.append(li);
@@ -387,6 +471,7 @@ document.addEventListener('DOMContentLoaded', () => {
   });
   $('tl-close').addEventListener('click', () => { state.selected = null; $('timeline').hidden = true; state.dirty = true; });
   renderChips();
+  loadChains();
   connect();
   setInterval(() => { state.dirty = true; }, 1000);
   let last = 0; // at most ~5 table renders a second, whatever the event rate
