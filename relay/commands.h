@@ -8,7 +8,8 @@
 
 int serve_main(int argc, char **argv); /* relay/serve.c */
 int sim_main(int argc, char **argv);   /* relay/sim/sim.c */
-/* operator commands (track, status, webhooks, deliveries, replay, tail): relay/cli/ */
+/* operator commands (track, untrack, status, requests, events, webhooks, deliveries, replay,
+ * tail): relay/cli/ (cli.c holds the command table) */
 int cli_main(const char *cmd, int argc, char **argv);
 
 #define EXIT_USAGE 2

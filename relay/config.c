@@ -2,6 +2,7 @@
 #include "relay/config.h"
 #include "protocol/addr.h"
 #include "relay/common/cors.h"
+#include "relay/common/util.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -33,9 +34,11 @@ const struct setting config_settings[] = {
     {"stuck-after", SET_DURATION, F(stuck_after_ms), "30m", 0, 1000,
      "an active request other than `waiting` unchanged this long is listed as stuck"},
     {"upstream-ping-interval", SET_DURATION, F(upstream_ping_interval_ms), "15s", 0, 1000,
-     "websocket ping period towards the upstream"},
+     "websocket ping period towards the upstream (unset with the timeout given: min(15s, "
+     "timeout/2))"},
     {"upstream-ping-timeout", SET_DURATION, F(upstream_ping_timeout_ms), "30s", 0, 1000,
-     "no pong or frame for this long: reconnect"},
+     "no pong or frame for this long: reconnect (exceeds the interval; unset: max(30s, "
+     "2 x interval))"},
     {"ingest-tolerance", SET_DURATION, F(ingest_tolerance_ms), "5m", 0, 1000,
      "freshness window for X-Signature-Timestamp of upstream webhooks"},
     {"discover", SET_BOOL, F(discover), "false", 0, 0,
@@ -80,19 +83,24 @@ const struct setting config_settings[] = {
     {"ws-queue-max", SET_INT, F(ws_queue_max), "1024", 0, 16,
      "frames queued per dashboard connection before it is conflated, then cut off"},
     {"ws-ping-interval", SET_DURATION, F(ws_ping_interval_ms), "20s", 0, 100,
-     "dashboard websocket: ping a client silent this long"},
+     "dashboard websocket: ping a client silent this long (unset with the timeout given: "
+     "min(20s, timeout/3))"},
     {"ws-ping-timeout", SET_DURATION, F(ws_ping_timeout_ms), "60s", 0, 200,
-     "dashboard websocket: drop a client silent this long (no frame, no pong)"},
+     "dashboard websocket: drop a client silent this long (no frame, no pong; exceeds the "
+     "interval; unset: max(60s, 3 x interval))"},
     {"allow-private-targets", SET_BOOL, F(allow_private_targets), "false", 0, 0,
      "allow webhook URLs resolving to private, loopback or link-local addresses"},
     {"retry-schedule", SET_DURLIST, F(retry_schedule), "0s,5s,5m,30m,2h,5h,10h,10h", 0, 0,
      "delay before each delivery attempt; its length is the attempt count"},
     {"delivery-timeout", SET_DURATION, F(delivery_timeout_ms), "10s", 0, 100,
-     "total time per delivery attempt"},
+     "total time per delivery attempt (unset: raised to a given connect timeout, lowered to "
+     "half a given lease)"},
     {"connect-timeout", SET_DURATION, F(connect_timeout_ms), "5s", 0, 100,
-     "connect time per delivery attempt"},
+     "connect time per delivery attempt (at most the delivery timeout; unset: min(5s, "
+     "delivery timeout))"},
     {"delivery-lease", SET_DURATION, F(delivery_lease_ms), "60s", 0, 1000,
-     "a claimed delivery not finished by then returns to the queue"},
+     "a claimed delivery not finished by then returns to the queue (exceeds the delivery "
+     "timeout; unset: max(60s, delivery timeout + 50s))"},
     {"endpoint-concurrency", SET_INT, F(endpoint_concurrency), "16", 0, 1,
      "deliveries in flight per webhook endpoint (upper bound; shrinks on 429/5xx)"},
     {"disable-after", SET_DURATION, F(disable_after_ms), "5d", 0, 1000,
@@ -121,11 +129,121 @@ static int url_scheme_ok(const char *u, const char *a, const char *b)
     return u && (strncmp(u, a, strlen(a)) == 0 || strncmp(u, b, strlen(b)) == 0);
 }
 
+/* ---- settings that depend on one another --------------------------------------------------
+ * The rule (README "Configuration"): a default never conflicts with a legal value of another
+ * setting. When only one setting of a dependent pair is given, the unset one follows it; two
+ * given values that conflict stop start-up with one line naming both. The pairs:
+ *   connect-timeout <= delivery-timeout < delivery-lease: unset connect = min(5s, delivery);
+ *     unset lease = max(60s, delivery + 50s) (the defaults' 50 s of slack); unset delivery =
+ *     the default raised to a given connect timeout, or lowered to half a given lease;
+ *   upstream-ping-interval < upstream-ping-timeout: unset timeout = max(30s, 2 x interval),
+ *     unset interval = min(15s, timeout / 2);
+ *   ws-ping-interval < ws-ping-timeout: unset timeout = max(60s, 3 x interval), unset
+ *     interval = min(20s, timeout / 3). */
+
+#define MAX_SETTINGS 128
+
+static int64_t max64(int64_t a, int64_t b)
+{
+    return a > b ? a : b;
+}
+
+static int64_t min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+/* Whether the setting name was given (environment or flag). */
+static int given_of(const unsigned char *given, const char *name)
+{
+    for (const struct setting *s = config_settings; s->name; s++)
+        if (strcmp(s->name, name) == 0)
+            return given[s - config_settings];
+    return 0;
+}
+
+/* One line: "invalid setting <a_env> (<a>): must <rel> <b_env> (<b>[, <b_note>])"; returns
+ * -1. */
+static int conflict(const char *a_env, int64_t a, const char *rel, const char *b_env, int64_t b,
+                    const char *b_note)
+{
+    char av[32], bv[32];
+    format_duration_ms(a, av, sizeof(av));
+    format_duration_ms(b, bv, sizeof(bv));
+    fprintf(stderr, "statusrelay: invalid setting %s (%s): must %s %s (%s%s%s)\n", a_env, av,
+            rel, b_env, bv, b_note ? ", " : "", b_note ? b_note : "");
+    return -1;
+}
+
+/* Derive the unset settings of each dependent pair from the given ones, then check the
+ * pairs. Returns 0 or -1 after one line on stderr. */
+static int derive_dependents(struct config *c, const unsigned char *given)
+{
+    int g_conn = given_of(given, "connect-timeout"), g_dt = given_of(given, "delivery-timeout"),
+        g_lease = given_of(given, "delivery-lease");
+    const char *dt_note = NULL;
+    if (!g_dt && g_conn && g_lease && c->connect_timeout_ms >= c->delivery_lease_ms)
+        return conflict("STATUSRELAY_DELIVERY_LEASE", c->delivery_lease_ms, "exceed",
+                        "STATUSRELAY_CONNECT_TIMEOUT", c->connect_timeout_ms, NULL);
+    if (!g_dt) {
+        if (g_conn && c->connect_timeout_ms > c->delivery_timeout_ms) {
+            c->delivery_timeout_ms = c->connect_timeout_ms;
+            dt_note = "unset: follows STATUSRELAY_CONNECT_TIMEOUT";
+        }
+        if (g_lease && c->delivery_lease_ms <= c->delivery_timeout_ms) {
+            c->delivery_timeout_ms =
+                max64(c->delivery_lease_ms / 2, g_conn ? c->connect_timeout_ms : 0);
+            dt_note = "unset: follows STATUSRELAY_DELIVERY_LEASE";
+        }
+    }
+    if (!g_conn)
+        c->connect_timeout_ms = min64(c->connect_timeout_ms, c->delivery_timeout_ms);
+    if (!g_lease)
+        c->delivery_lease_ms = max64(c->delivery_lease_ms, c->delivery_timeout_ms + 50000);
+    if (c->delivery_lease_ms <= c->delivery_timeout_ms)
+        return conflict("STATUSRELAY_DELIVERY_LEASE", c->delivery_lease_ms, "exceed",
+                        "STATUSRELAY_DELIVERY_TIMEOUT", c->delivery_timeout_ms, dt_note);
+    if (c->connect_timeout_ms > c->delivery_timeout_ms)
+        return conflict("STATUSRELAY_CONNECT_TIMEOUT", c->connect_timeout_ms, "not exceed",
+                        "STATUSRELAY_DELIVERY_TIMEOUT", c->delivery_timeout_ms, dt_note);
+
+    int g_upi = given_of(given, "upstream-ping-interval"),
+        g_upt = given_of(given, "upstream-ping-timeout");
+    if (g_upi && !g_upt)
+        c->upstream_ping_timeout_ms = max64(c->upstream_ping_timeout_ms,
+                                            2 * c->upstream_ping_interval_ms);
+    if (g_upt && !g_upi)
+        c->upstream_ping_interval_ms = min64(c->upstream_ping_interval_ms,
+                                             c->upstream_ping_timeout_ms / 2);
+    if (c->upstream_ping_timeout_ms <= c->upstream_ping_interval_ms)
+        return conflict("STATUSRELAY_UPSTREAM_PING_TIMEOUT", c->upstream_ping_timeout_ms,
+                        "exceed", "STATUSRELAY_UPSTREAM_PING_INTERVAL",
+                        c->upstream_ping_interval_ms, NULL);
+
+    int g_wpi = given_of(given, "ws-ping-interval"), g_wpt = given_of(given, "ws-ping-timeout");
+    if (g_wpi && !g_wpt)
+        c->ws_ping_timeout_ms = max64(c->ws_ping_timeout_ms, 3 * c->ws_ping_interval_ms);
+    if (g_wpt && !g_wpi)
+        c->ws_ping_interval_ms = min64(c->ws_ping_interval_ms, c->ws_ping_timeout_ms / 3);
+    if (c->ws_ping_timeout_ms <= c->ws_ping_interval_ms)
+        return conflict("STATUSRELAY_WS_PING_TIMEOUT", c->ws_ping_timeout_ms, "exceed",
+                        "STATUSRELAY_WS_PING_INTERVAL", c->ws_ping_interval_ms, NULL);
+    return 0;
+}
+
 int config_load(struct config *c, int argc, char **argv, const char **rest, int *nrest,
                 int *help)
 {
+    unsigned char given[MAX_SETTINGS] = {0};
     memset(c, 0, sizeof(*c));
-    if (settings_load(config_settings, c, "STATUSRELAY_", argc, argv, rest, nrest, help) != 0)
+    if (ARRAY_LEN(config_settings) > MAX_SETTINGS) { /* a programming error, caught by any test */
+        fprintf(stderr, "statusrelay: more than %d settings: raise MAX_SETTINGS\n", MAX_SETTINGS);
+        return -1;
+    }
+    if (settings_load_given(config_settings, c, "STATUSRELAY_", argc, argv, rest, nrest, help,
+                            given) != 0)
+        return -1;
+    if (derive_dependents(c, given) != 0)
         return -1;
     if (!url_scheme_ok(c->upstream_api_url, "https://", "http://"))
         return invalid("STATUSRELAY_UPSTREAM_API_URL", "must start with https:// or http://");
@@ -136,16 +254,6 @@ int config_load(struct config *c, int argc, char **argv, const char **rest, int 
     if (c->redis_prefix == NULL || c->redis_prefix[0] == '\0' ||
         strpbrk(c->redis_prefix, "{} \t\r\n") != NULL)
         return invalid("STATUSRELAY_REDIS_PREFIX", "must be non-empty without braces or spaces");
-    if (c->delivery_lease_ms <= c->delivery_timeout_ms)
-        return invalid("STATUSRELAY_DELIVERY_LEASE", "must exceed STATUSRELAY_DELIVERY_TIMEOUT");
-    if (c->connect_timeout_ms > c->delivery_timeout_ms)
-        return invalid("STATUSRELAY_CONNECT_TIMEOUT",
-                       "must not exceed STATUSRELAY_DELIVERY_TIMEOUT");
-    if (c->upstream_ping_timeout_ms <= c->upstream_ping_interval_ms)
-        return invalid("STATUSRELAY_UPSTREAM_PING_TIMEOUT",
-                       "must exceed STATUSRELAY_UPSTREAM_PING_INTERVAL");
-    if (c->ws_ping_timeout_ms <= c->ws_ping_interval_ms)
-        return invalid("STATUSRELAY_WS_PING_TIMEOUT", "must exceed STATUSRELAY_WS_PING_INTERVAL");
     if ((c->admin_token == NULL || c->admin_token[0] == '\0') &&
         !proto_listen_is_loopback(c->http_listen))
         return invalid("STATUSRELAY_ADMIN_TOKEN", "required when listening beyond loopback");

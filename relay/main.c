@@ -16,8 +16,12 @@ static const struct {
     {"serve", "run the daemon"},
     {"sim", "run the upstream simulator (websocket, status/requests/chains, faults, load)"},
     {"track", "track request ids: track ID..."},
-    {"status", "current state and event timeline of a request: status ID"},
-    {"webhooks", "manage webhook endpoints: add|list|show|rm|rotate-secret|test|enable|disable"},
+    {"untrack", "stop tracking request ids: untrack ID..."},
+    {"status", "one request: state, tx hashes with explorer links, deposit, watch, timeline"},
+    {"requests", "list known requests (--status S, --stuck, --limit N, --all)"},
+    {"events", "one read of the event stream (--request ID, --since T, --limit N)"},
+    {"webhooks", "manage webhook endpoints: list|add|update|show|rm|rotate-secret|"
+                 "reveal-secret|test|enable|disable"},
     {"deliveries", "list deliveries of an endpoint by state, with attempts"},
     {"replay", "re-deliver events or dead deliveries (--dry-run counts)"},
     {"tail", "follow events live until interrupted"},
@@ -30,7 +34,9 @@ static void usage(FILE *f)
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         fprintf(f, "  %-11s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\nEvery setting is an environment variable STATUSRELAY_FOO_BAR and a flag "
-               "--foo-bar;\nflags win. `statusrelay serve --help` lists the daemon's settings.\n");
+               "--foo-bar;\nflags win. `statusrelay serve --help` lists the daemon's settings.\n"
+               "`statusrelay COMMAND --help` (or `statusrelay help COMMAND`) shows a command's "
+               "own options.\n");
 }
 
 int main(int argc, char **argv)
@@ -40,6 +46,17 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     const char *cmd = argv[1];
+    char *help_argv[64];
+    if (strcmp(cmd, "help") == 0 && argc > 2 && argc < 63) {
+        /* `statusrelay help CMD [SUB]` is `statusrelay CMD [SUB] --help` */
+        for (int i = 2; i < argc; i++)
+            help_argv[i - 1] = argv[i];
+        help_argv[0] = argv[0];
+        help_argv[argc - 1] = (char *)"--help";
+        help_argv[argc] = NULL;
+        argv = help_argv;
+        cmd = argv[1];
+    }
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         usage(stdout);
         return 0;

@@ -1,542 +1,478 @@
 /* cli.c - operator commands: clients of the REST API (STATUSRELAY_ADMIN_URL,
  * STATUSRELAY_ADMIN_TOKEN). Tables for people by default, --json for scripts. Exit codes:
  * 0 ok, 1 failure (server error, unreachable), 2 usage, 3 not found.
+ *
+ * This file holds the command table (one row per command: synopsis, its own options, an
+ * example, its handler), the option parser and the help pages printed from the table; the
+ * handlers are in requests.c and webhooks.c, the REST client in client.c.
  * runs on: main thread (blocking libcurl easy; no event loop). */
+#include "relay/cli/internal.h"
 #include "relay/commands.h"
 #include "relay/common/util.h"
 
-#include <curl/curl.h>
-#include <jansson.h>
-#include <signal.h>
+#include <ctype.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
-struct cli {
-    const char *url;   /* admin base URL, no trailing slash */
-    const char *token; /* may be NULL */
-    int json;
-    CURL *curl;
+/* ---- the command table ---------------------------------------------------------------- */
+
+static const struct cli_opt no_opts[] = {{NULL, NULL, NULL, 0}};
+
+static const struct cli_opt track_opts[] = {
+    {"--metadata", "JSON", "a JSON object stored with the requests (your order or quote "
+                           "reference); carried in webhooks and dashboard frames", 0},
+    {NULL, NULL, NULL, 0},
 };
 
-struct buf {
-    char *p;
-    size_t n;
+static const struct cli_opt requests_opts[] = {
+    {"--status", "S", "only requests whose last status is S (waiting, pending, success, ...)", 0},
+    {"--stuck", NULL, "only stuck requests: active, not waiting, unchanged for "
+                      "STATUSRELAY_STUCK_AFTER (longest unchanged first)", 0},
+    {"--limit", "N", "requests per page, 1..500 (default 50)", 0},
+    {"--cursor", "C", "continue after a previous page (its \"next page\" line)", 0},
+    {"--all", NULL, "follow the cursor through every page", 0},
+    {NULL, NULL, NULL, 0},
 };
 
-static size_t on_body(char *d, size_t sz, size_t nm, void *arg)
+static const struct cli_opt events_opts[] = {
+    {"--request", "ID", "only the events of one request (its timeline)", 0},
+    {"--since", "TIME", "events after TIME: unix ms, an ISO time (2026-08-01T12:00:00Z) or a "
+                        "duration ago (15m, 2h, 1d)", 0},
+    {"--after", "STREAM_ID", "events after this stream id (the \"cursor\" of a previous read)", 0},
+    {"--limit", "N", "events to read, 1..1000 (default 100)", 0},
+    {NULL, NULL, NULL, 0},
+};
+
+static const struct cli_opt tail_opts[] = {
+    {"--request", "ID", "only the events of one request", 0},
+    {"--status", "S", "only events whose new status is S", 0},
+    {NULL, NULL, NULL, 0},
+};
+
+static const struct cli_opt wh_add_opts[] = {
+    {"--status", "S,...", "filter: only these statuses", 0},
+    {"--request-ids", "ID,...", "filter: only these request ids", 0},
+    {"--origin-chains", "N,...", "filter: only these origin chain ids", 0},
+    {"--destination-chains", "N,...", "filter: only these destination chain ids", 0},
+    {"--header", "NAME:VALUE", "a custom header sent with every delivery (repeatable)", 1},
+    {"--scheme", "SCHEME", "signature headers: standard (default), upstream or both", 0},
+    {"--ed25519", NULL, "sign with Ed25519 (the answer carries a public key, no secret)", 0},
+    {"--latest", NULL, "mode latest: a newer state of a request supersedes pending deliveries", 0},
+    {"--description", "TEXT", "free text shown in listings", 0},
+    {NULL, NULL, NULL, 0},
+};
+
+static const struct cli_opt wh_update_opts[] = {
+    {"--url", "URL", "new target URL", 0},
+    {"--enable", NULL, "enable the endpoint (clears an automatic disable)", 0},
+    {"--disable", NULL, "disable the endpoint (deliveries stop)", 0},
+    {"--status", "S,...", "filter: only these statuses (any filter option replaces the whole "
+                          "filter set)", 0},
+    {"--request-ids", "ID,...", "filter: only these request ids", 0},
+    {"--origin-chains", "N,...", "filter: only these origin chain ids", 0},
+    {"--destination-chains", "N,...", "filter: only these destination chain ids", 0},
+    {"--no-filters", NULL, "remove every filter (receive every event)", 0},
+    {"--header", "NAME:VALUE", "custom header (repeatable; replaces the whole header set)", 1},
+    {"--no-headers", NULL, "remove every custom header", 0},
+    {"--scheme", "SCHEME", "signature headers: standard, upstream or both", 0},
+    {"--mode", "MODE", "all (every event) or latest (newest state only)", 0},
+    {"--description", "TEXT", "free text shown in listings (\"\" clears it)", 0},
+    {NULL, NULL, NULL, 0},
+};
+
+static const struct cli_opt deliveries_opts[] = {
+    {"--state", "STATE", "pending, delivered, dead, superseded or skipped", 0},
+    {"--limit", "N", "deliveries per page", 0},
+    {"--cursor", "C", "continue after a previous page (its \"next page\" line)", 0},
+    {NULL, NULL, NULL, 0},
+};
+
+static const struct cli_opt replay_opts[] = {
+    {"--since", "MS", "events created at or after this unix ms time", 0},
+    {"--until", "MS", "events created before this unix ms time", 0},
+    {"--request", "ID", "only the events of one request", 0},
+    {"--webhook", "ID", "only towards one endpoint", 0},
+    {"--dead", NULL, "re-deliver dead deliveries (instead of events by time)", 0},
+    {"--dry-run", NULL, "only count what would be re-delivered", 0},
+    {NULL, NULL, NULL, 0},
+};
+
+#define WH_ID_CMD(nm, verb, fn, ex)                                                            \
+    {"webhooks " nm, "ID", 1, 1, verb, NULL, no_opts, "  statusrelay webhooks " nm " " ex "\n", \
+     fn}
+
+static const struct cli_cmd commands[] = {
+    {"track", "ID...", 1, -1, "start tracking requests (POST /v1/requests)",
+     "Tracked requests are followed through the upstream until their watch ends; see\n"
+     "`statusrelay status ID` for where each one stands.\n",
+     track_opts,
+     "  statusrelay track 0xabc... 0xdef...\n"
+     "  statusrelay track 0xabc... --metadata '{\"order\":\"A-1042\"}'\n",
+     cli_track},
+    {"untrack", "ID...", 1, -1, "stop tracking requests (DELETE /v1/requests/{id})",
+     "The watch ends (no subscription, no polls); the last state stays readable. An unknown\n"
+     "id is reported and makes the exit status 3; the others are still untracked.\n",
+     no_opts, "  statusrelay untrack 0xabc...\n", cli_untrack},
+    {"status", "ID", 1, 1, "one request: state, tx hashes, deposit address, watch, timeline",
+     "Shows the last-known state, the in and out tx hashes (with explorer links when the\n"
+     "daemon serves GET /v1/chains), the deposit address, the watch phase and its end\n"
+     "(active, settled, ended), and the event timeline.\n",
+     no_opts, "  statusrelay status 0xabc...\n  statusrelay status 0xabc... --json | jq .watch\n",
+     cli_status},
+    {"requests", NULL, 0, 0, "list known requests (GET /v1/requests)",
+     "Oldest first by first-seen time (stuck: longest unchanged first). A page ends with a\n"
+     "\"next page\" line when more exist.\n",
+     requests_opts,
+     "  statusrelay requests --stuck\n  statusrelay requests --status pending --limit 100 "
+     "--all\n",
+     cli_requests},
+    {"events", NULL, 0, 0, "one read of the event stream (GET /v1/events)",
+     "Oldest first; prints the cursor to continue from with --after. For a live view use\n"
+     "`statusrelay tail`.\n",
+     events_opts,
+     "  statusrelay events --since 15m\n  statusrelay events --request 0xabc... --json\n",
+     cli_events},
+    {"tail", NULL, 0, 0, "follow events live until Ctrl-C", NULL, tail_opts,
+     "  statusrelay tail --status failure\n", cli_tail},
+    {"webhooks list", NULL, 0, 0, "list webhook endpoints (also plain `statusrelay webhooks`)",
+     NULL, no_opts, "  statusrelay webhooks list --json\n", cli_wh_list},
+    {"webhooks add", "URL", 1, 1, "register a webhook endpoint (POST /v1/webhooks)",
+     "The answer shows the signing secret (or public key) once; `webhooks reveal-secret`\n"
+     "shows it again.\n",
+     wh_add_opts,
+     "  statusrelay webhooks add https://example.com/hook --status success,refund "
+     "--origin-chains 8453\n",
+     cli_wh_add},
+    {"webhooks update", "ID", 1, 1, "change a webhook endpoint (PATCH /v1/webhooks/{id})",
+     "Only the fields given change. Filter options replace the endpoint's whole filter set,\n"
+     "--header options its whole header set.\n",
+     wh_update_opts,
+     "  statusrelay webhooks update wh_123 --url https://example.com/new --status success\n"
+     "  statusrelay webhooks update wh_123 --disable\n",
+     cli_wh_update},
+    WH_ID_CMD("show", "one endpoint's settings and delivery state", cli_wh_show, "wh_123"),
+    WH_ID_CMD("rm", "delete an endpoint (its pending deliveries are dropped)", cli_wh_rm,
+              "wh_123"),
+    WH_ID_CMD("rotate-secret", "new signing secret; the old one signs too for "
+                               "STATUSRELAY_SECRET_GRACE",
+              cli_wh_rotate, "wh_123"),
+    WH_ID_CMD("reveal-secret", "show the endpoint's current signing secret", cli_wh_reveal,
+              "wh_123"),
+    WH_ID_CMD("test", "send a signed test event and show the receiver's answer", cli_wh_test,
+              "wh_123"),
+    WH_ID_CMD("enable", "enable an endpoint (same as update ID --enable)", cli_wh_enable,
+              "wh_123"),
+    WH_ID_CMD("disable", "disable an endpoint (same as update ID --disable)", cli_wh_disable,
+              "wh_123"),
+    {"deliveries", "WEBHOOK_ID", 1, 1, "deliveries of an endpoint with their attempts", NULL,
+     deliveries_opts, "  statusrelay deliveries wh_123 --state dead\n", cli_deliveries},
+    {"replay", NULL, 0, 0, "re-deliver events or dead deliveries (POST /v1/replay)",
+     "Replayed deliveries carry `statusrelay-replay: 1` and the original event id. Count\n"
+     "first with --dry-run.\n",
+     replay_opts,
+     "  statusrelay replay --dead --dry-run\n"
+     "  statusrelay replay --since 1787000000000 --webhook wh_123\n",
+     cli_replay},
+};
+
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+/* ---- help pages ----------------------------------------------------------------------- */
+
+static const char global_help[] =
+    "global options:\n"
+    "  --json                    the API's JSON instead of a table (for scripts)\n"
+    "  --admin-url URL           REST API base URL (STATUSRELAY_ADMIN_URL, default\n"
+    "                            http://127.0.0.1:8080)\n"
+    "  --admin-token TOKEN       bearer token (STATUSRELAY_ADMIN_TOKEN)\n"
+    "  -h, --help                this page\n"
+    "exit status: 0 ok, 1 failure (server error, unreachable), 2 usage or refused input,\n"
+    "3 not found.\n";
+
+/* Print text word-wrapped to 80 columns, continuation lines indented by indent spaces; the
+ * first line starts at column col (the caller printed that much already). */
+static void print_wrapped(const char *text, int col, int indent)
 {
-    struct buf *b = arg;
-    size_t n = sz * nm;
-    b->p = xrealloc(b->p, b->n + n + 1);
-    memcpy(b->p + b->n, d, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-    return n;
+    const char *p = text;
+    while (*p) {
+        int len = 0;
+        while (p[len] && p[len] != ' ')
+            len++;
+        if (col > indent && col + 1 + len > 80) {
+            printf("\n%*s", indent, "");
+            col = indent;
+        } else if (col > indent) {
+            putchar(' ');
+            col++;
+        }
+        printf("%.*s", len, p);
+        col += len;
+        p += len;
+        while (*p == ' ')
+            p++;
+    }
+    putchar('\n');
 }
 
-/* Do one request; *out gets the parsed JSON (NULL for an empty body). Returns the HTTP
- * status or -1 after printing a one-line error. */
-static long call(struct cli *c, const char *method, const char *path, json_t *body,
-                 json_t **out)
+static void print_help(const struct cli_cmd *k)
 {
-    struct buf b = {0};
-    char url[4096], auth[512];
-    snprintf(url, sizeof(url), "%s%s", c->url, path);
-    struct curl_slist *h = curl_slist_append(NULL, "content-type: application/json");
-    if (c->token) {
-        snprintf(auth, sizeof(auth), "authorization: Bearer %s", c->token);
-        h = curl_slist_append(h, auth);
-    }
-    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-    curl_easy_reset(c->curl);
-    curl_easy_setopt(c->curl, CURLOPT_URL, url);
-    curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &b);
-    curl_easy_setopt(c->curl, CURLOPT_TIMEOUT, 30L);
-    curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
-    if (text)
-        curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, text);
-    CURLcode rc = curl_easy_perform(c->curl);
-    long status = -1;
-    *out = NULL;
-    if (rc != CURLE_OK) {
-        fprintf(stderr, "statusrelay: cannot reach %s: %s\n", c->url, curl_easy_strerror(rc));
-    } else {
-        curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
-        if (b.n > 0)
-            *out = json_loadb(b.p, b.n, 0, NULL);
-        if (status >= 400) {
-            json_t *e = json_object_get(json_object_get(*out, "error"), "message");
-            json_t *code = json_object_get(json_object_get(*out, "error"), "code");
-            fprintf(stderr, "statusrelay: %s %s: HTTP %ld %s%s%s\n", method, path, status,
-                    json_string_value(code) ? json_string_value(code) : "",
-                    e ? ": " : "", e ? json_string_value(e) : "");
+    printf("usage: statusrelay %s%s%s%s\n\n%c%s.\n", k->name, k->args ? " " : "",
+           k->args ? k->args : "", k->opts[0].name ? " [options]" : "",
+           toupper((unsigned char)k->summary[0]), k->summary + 1);
+    if (k->details)
+        printf("%s", k->details);
+    if (k->opts[0].name) {
+        printf("\noptions:\n");
+        for (const struct cli_opt *o = k->opts; o->name; o++) {
+            char flag[64];
+            snprintf(flag, sizeof(flag), "%s%s%s", o->name, o->arg ? " " : "",
+                     o->arg ? o->arg : "");
+            if (strlen(flag) <= 24)
+                printf("  %-24s  ", flag);
+            else
+                printf("  %s\n  %-24s  ", flag, "");
+            print_wrapped(o->help, 28, 28);
         }
     }
-    free(text);
-    free(b.p);
-    curl_slist_free_all(h);
-    return status;
+    printf("\nexample:\n%s\n%s", k->example, global_help);
 }
 
-static int exit_for(long status)
+/* `statusrelay webhooks --help`: the subcommands of the group. */
+static void print_group_help(const char *group)
 {
-    return status < 0 ? 1 : status == 404 ? EXIT_NOTFOUND : status >= 400 && status < 500 ? 2
-                          : status >= 400 ? 1 : 0;
-}
-
-static void print_json(json_t *j)
-{
-    char *t = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    if (t)
-        puts(t);
-    free(t);
-}
-
-static const char *str(json_t *o, const char *k)
-{
-    json_t *v = json_object_get(o, k);
-    return json_is_string(v) ? json_string_value(v) : "-";
-}
-
-static long long num(json_t *o, const char *k)
-{
-    return (long long)json_number_value(json_object_get(o, k));
-}
-
-static void fmt_time(long long ms, char *buf, size_t n)
-{
-    if (ms <= 0) {
-        snprintf(buf, n, "-");
-        return;
+    size_t gl = strlen(group);
+    printf("usage: statusrelay %s SUBCOMMAND [ARGS] [options]\n\nManage webhook endpoints "
+           "(the REST routes under /v1/webhooks). Without a\nsubcommand: list.\n\n"
+           "subcommands:\n",
+           group);
+    for (size_t i = 0; i < NCOMMANDS; i++) {
+        const char *n = commands[i].name;
+        if (strncmp(n, group, gl) != 0 || n[gl] != ' ')
+            continue;
+        char syn[64];
+        snprintf(syn, sizeof(syn), "%s%s%s", n + gl + 1, commands[i].args ? " " : "",
+                 commands[i].args ? commands[i].args : "");
+        printf("  %-20s  %s\n", syn, commands[i].summary);
     }
-    time_t t = (time_t)(ms / 1000);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    printf("\n`statusrelay %s SUBCOMMAND --help` lists the options of each.\n\nexample:\n"
+           "  statusrelay %s add https://example.com/hook --status success\n"
+           "  statusrelay %s update wh_123 --disable\n\n%s",
+           group, group, group, global_help);
 }
 
-/* ---- commands ------------------------------------------------------------------------ */
+/* ---- arguments ------------------------------------------------------------------------ */
 
-static int cmd_track(struct cli *c, int argc, const char **argv)
+static int opt_index(const struct cli_cmd *k, const char *name)
 {
-    if (argc < 1) {
-        fprintf(stderr, "usage: statusrelay track ID... [--json]\n");
-        return EXIT_USAGE;
-    }
-    json_t *ids = json_array();
-    for (int i = 0; i < argc; i++)
-        json_array_append_new(ids, json_string(argv[i]));
-    json_t *body = json_pack("{s:o}", "requestIds", ids), *out;
-    long st = call(c, "POST", "/v1/requests", body, &out);
-    if (st >= 200 && st < 300) {
-        if (c->json)
-            print_json(out);
-        else
-            printf("tracking %d request(s)\n", argc);
-    }
-    json_decref(body);
-    json_decref(out);
-    return exit_for(st);
+    for (int i = 0; k->opts[i].name; i++)
+        if (strcmp(k->opts[i].name, name) == 0)
+            return i;
+    return -1;
 }
 
-static int cmd_status(struct cli *c, int argc, const char **argv)
+const char *cli_opt(const struct cli_args *a, const char *name)
 {
-    if (argc != 1) {
-        fprintf(stderr, "usage: statusrelay status ID [--json]\n");
-        return EXIT_USAGE;
-    }
-    char *id = url_escape(argv[0]);
-    char path[1024];
-    json_t *state, *events = NULL;
-    snprintf(path, sizeof(path), "/v1/requests/%s", id);
-    long st = call(c, "GET", path, NULL, &state);
-    if (st == 200) {
-        snprintf(path, sizeof(path), "/v1/events?requestId=%s&limit=200", id);
-        long st2 = call(c, "GET", path, NULL, &events);
-        if (st2 != 200)
-            st = st2;
-    }
-    if (st == 200 && c->json) {
-        json_object_set(state, "events", json_object_get(events, "events"));
-        print_json(state);
-    } else if (st == 200) {
-        char t[32];
-        fmt_time(num(state, "updatedAt"), t, sizeof(t));
-        printf("request   %s\nstatus    %s\nupdated   %s\nseq       %lld\nchains    %lld -> "
-               "%lld\nfail      %s / refund %s\n\n",
-               str(state, "requestId"), str(state, "status"), t, num(state, "seq"),
-               num(state, "originChainId"), num(state, "destinationChainId"),
-               str(state, "failReason"), str(state, "refundFailReason"));
-        printf("%-5s %-12s %-12s %-9s %s\n", "SEQ", "STATUS", "PREVIOUS", "SOURCE", "AT");
-        size_t i;
-        json_t *e;
-        json_array_foreach(json_object_get(events, "events"), i, e)
-        {
-            fmt_time(num(e, "createdAt"), t, sizeof(t));
-            printf("%-5lld %-12s %-12s %-9s %s\n", num(e, "seq"), str(e, "status"),
-                   str(e, "previousStatus"), str(e, "source"), t);
-        }
-    }
-    free(id);
-    json_decref(state);
-    json_decref(events);
-    return exit_for(st);
+    int i = opt_index(a->cmd, name);
+    return i < 0 || a->nval[i] == 0 ? NULL : a->val[i][a->nval[i] - 1];
 }
 
-static json_t *parse_list_numbers(const char *s)
+int cli_opt_count(const struct cli_args *a, const char *name)
 {
-    json_t *a = json_array();
-    char *dup = xstrdup(s), *save = NULL;
-    for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save))
-        json_array_append_new(a, json_integer(strtoll(t, NULL, 10)));
-    free(dup);
-    return a;
+    int i = opt_index(a->cmd, name);
+    return i < 0 ? 0 : a->nval[i];
 }
 
-static json_t *parse_list_strings(const char *s)
+const char *cli_opt_at(const struct cli_args *a, const char *name, int n)
 {
-    json_t *a = json_array();
-    char *dup = xstrdup(s), *save = NULL;
-    for (char *t = strtok_r(dup, ",", &save); t; t = strtok_r(NULL, ",", &save))
-        json_array_append_new(a, json_string(t));
-    free(dup);
-    return a;
+    int i = opt_index(a->cmd, name);
+    return i < 0 || n < 0 || n >= a->nval[i] ? NULL : a->val[i][n];
 }
 
-static void print_webhook_row(json_t *w)
+int cli_usage_error(const struct cli_args *a, const char *fmt, ...)
 {
-    printf("%-26s %-8s %-9s %s\n", str(w, "id"),
-           json_is_true(json_object_get(w, "enabled")) ? "enabled" : "disabled",
-           str(w, "signatureScheme"), str(w, "url"));
+    va_list ap;
+    fprintf(stderr, "statusrelay %s: ", a->cmd->name);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, " (see statusrelay %s --help)\n", a->cmd->name);
+    return EXIT_USAGE;
 }
 
-static int cmd_webhooks(struct cli *c, int argc, const char **argv)
+int cli_opt_int(const struct cli_args *a, const char *name, long max, long *out)
 {
-    const char *sub = argc > 0 ? argv[0] : "list";
-    char path[1024];
-    json_t *out = NULL, *body = NULL;
-    long st;
-    if (strcmp(sub, "list") == 0) {
-        st = call(c, "GET", "/v1/webhooks", NULL, &out);
-        if (st == 200 && c->json)
-            print_json(out);
-        else if (st == 200) {
-            printf("%-26s %-8s %-9s %s\n", "ID", "STATE", "SCHEME", "URL");
-            size_t i;
-            json_t *w, *list = json_object_get(out, "webhooks");
-            json_array_foreach(list, i, w) print_webhook_row(w);
-        }
-    } else if (strcmp(sub, "add") == 0) {
-        if (argc < 2) {
-            fprintf(stderr, "usage: statusrelay webhooks add URL [--status a,b] [--request-ids "
-                            "x,y] [--origin-chains 1,2] [--destination-chains 3] [--scheme "
-                            "standard|upstream|both] [--ed25519] [--latest] [--description "
-                            "TEXT]\n");
-            return EXIT_USAGE;
-        }
-        body = json_pack("{s:s}", "url", argv[1]);
-        json_t *filters = json_object();
-        for (int i = 2; i < argc; i++) {
-            const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-            if (strcmp(a, "--ed25519") == 0) {
-                json_object_set_new(body, "signing", json_string("ed25519"));
-                continue;
-            }
-            if (strcmp(a, "--latest") == 0) {
-                json_object_set_new(body, "mode", json_string("latest"));
-                continue;
-            }
-            if (v == NULL) {
-                fprintf(stderr, "statusrelay: %s needs a value\n", a);
-                json_decref(filters);
-                json_decref(body);
-                return EXIT_USAGE;
-            }
-            i++;
-            if (strcmp(a, "--status") == 0)
-                json_object_set_new(filters, "status", parse_list_strings(v));
-            else if (strcmp(a, "--request-ids") == 0)
-                json_object_set_new(filters, "requestIds", parse_list_strings(v));
-            else if (strcmp(a, "--origin-chains") == 0)
-                json_object_set_new(filters, "originChainIds", parse_list_numbers(v));
-            else if (strcmp(a, "--destination-chains") == 0)
-                json_object_set_new(filters, "destinationChainIds", parse_list_numbers(v));
-            else if (strcmp(a, "--scheme") == 0)
-                json_object_set_new(body, "signatureScheme", json_string(v));
-            else if (strcmp(a, "--description") == 0)
-                json_object_set_new(body, "description", json_string(v));
-            else {
-                fprintf(stderr, "statusrelay: unknown option %s\n", a);
-                json_decref(filters);
-                json_decref(body);
-                return EXIT_USAGE;
-            }
-        }
-        json_object_set_new(body, "filters", filters);
-        st = call(c, "POST", "/v1/webhooks", body, &out);
-        if (st == 201 && c->json)
-            print_json(out);
-        else if (st == 201)
-            printf("id      %s\nurl     %s\n%s  %s\n", str(out, "id"), str(out, "url"),
-                   json_object_get(out, "publicKey") ? "pubkey" : "secret",
-                   json_object_get(out, "publicKey") ? str(out, "publicKey")
-                                                     : str(out, "secret"));
-    } else if (argc >= 2 && (strcmp(sub, "show") == 0 || strcmp(sub, "rm") == 0 ||
-                             strcmp(sub, "rotate-secret") == 0 || strcmp(sub, "test") == 0 ||
-                             strcmp(sub, "enable") == 0 || strcmp(sub, "disable") == 0)) {
-        char *id = url_escape(argv[1]);
-        snprintf(path, sizeof(path), "/v1/webhooks/%s", id);
-        free(id);
-        if (strcmp(sub, "show") == 0)
-            st = call(c, "GET", path, NULL, &out);
-        else if (strcmp(sub, "rm") == 0)
-            st = call(c, "DELETE", path, NULL, &out);
-        else if (strcmp(sub, "enable") == 0 || strcmp(sub, "disable") == 0) {
-            body = json_pack("{s:b}", "enabled", strcmp(sub, "enable") == 0);
-            st = call(c, "PATCH", path, body, &out);
-        } else {
-            strncat(path, strcmp(sub, "test") == 0 ? "/test" : "/rotate-secret",
-                    sizeof(path) - strlen(path) - 1);
-            st = call(c, "POST", path, NULL, &out);
-        }
-        if (st >= 200 && st < 300) {
-            if (c->json && out)
-                print_json(out);
-            else if (strcmp(sub, "rm") == 0)
-                printf("deleted %s\n", argv[1]);
-            else if (strcmp(sub, "rotate-secret") == 0)
-                printf("secret  %s\n", str(out, "secret"));
-            else if (out)
-                print_json(out);
-        }
-    } else {
-        fprintf(stderr, "usage: statusrelay webhooks add|list|show|rm|rotate-secret|test|"
-                        "enable|disable [ID]\n");
-        return EXIT_USAGE;
-    }
-    json_decref(body);
-    json_decref(out);
-    return exit_for(st);
+    const char *v = cli_opt(a, name);
+    *out = 0;
+    if (v == NULL)
+        return 0;
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (v[0] < '0' || v[0] > '9' || *end != '\0' || n < 1 || n > max)
+        return cli_usage_error(a, "%s must be an integer from 1 to %ld, got \"%s\"", name, max,
+                               v);
+    *out = n;
+    return 0;
 }
 
-static int cmd_deliveries(struct cli *c, int argc, const char **argv)
+static int is_global_with_value(const char *s)
 {
-    const char *wh = NULL, *state = NULL;
+    return strcmp(s, "--admin-url") == 0 || strcmp(s, "--admin-token") == 0;
+}
+
+/* Split argv (after the command, and the subcommand of a group) into global options, the
+ * command's options and positionals. Returns 0, 1 for --help, or EXIT_USAGE after one line. */
+static int parse_args(struct cli *c, struct cli_args *a, int argc, char **argv)
+{
+    int help = 0, options_done = 0;
     for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--state") == 0 && i + 1 < argc)
-            state = argv[++i];
-        else if (argv[i][0] != '-')
-            wh = argv[i];
-    }
-    if (wh == NULL) {
-        fprintf(stderr, "usage: statusrelay deliveries WEBHOOK_ID [--state "
-                        "pending|delivered|dead|superseded|skipped] [--json]\n");
-        return EXIT_USAGE;
-    }
-    char path[1024];
-    char *id = url_escape(wh);
-    snprintf(path, sizeof(path), "/v1/webhooks/%s/deliveries%s%s", id, state ? "?state=" : "",
-             state ? state : "");
-    free(id);
-    json_t *out;
-    long st = call(c, "GET", path, NULL, &out);
-    if (st == 200 && c->json)
-        print_json(out);
-    else if (st == 200) {
-        printf("%-40s %-10s %-10s %-8s %s\n", "DELIVERY", "STATE", "STATUS", "ATTEMPTS",
-               "LAST");
-        size_t i;
-        json_t *d;
-        json_array_foreach(json_object_get(out, "deliveries"), i, d)
-        {
-            json_t *att = json_object_get(d, "attempts");
-            json_t *last = json_array_get(att, json_array_size(att) - 1);
-            char lastbuf[64] = "-";
-            if (last)
-                snprintf(lastbuf, sizeof(lastbuf), "%lld %s", num(last, "statusCode"),
-                         str(last, "error"));
-            printf("%-40s %-10s %-10s %-8zu %s\n", str(d, "id"), str(d, "state"),
-                   str(d, "status"), json_array_size(att), lastbuf);
+        const char *s = argv[i];
+        if (options_done || s[0] != '-' || s[1] == '\0') {
+            a->pos[a->npos++] = s;
+            continue;
         }
+        if (strcmp(s, "--") == 0) {
+            options_done = 1;
+            continue;
+        }
+        if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
+            help = 1;
+            continue;
+        }
+        if (strcmp(s, "--json") == 0) {
+            c->json = 1;
+            continue;
+        }
+        const char *eq = strchr(s, '=');
+        char name[64];
+        snprintf(name, sizeof(name), "%.*s", eq ? (int)(eq - s) : (int)strlen(s), s);
+        const char *v = eq ? eq + 1 : NULL;
+        if (is_global_with_value(name)) {
+            if (v == NULL && i + 1 >= argc)
+                return cli_usage_error(a, "%s needs a value", name);
+            v = v ? v : argv[++i];
+            if (strcmp(name, "--admin-url") == 0)
+                c->url = v;
+            else
+                c->token = v;
+            continue;
+        }
+        int k = opt_index(a->cmd, name);
+        if (k < 0)
+            return cli_usage_error(a, "unknown option %s", name);
+        const struct cli_opt *o = &a->cmd->opts[k];
+        if (o->arg == NULL && v != NULL)
+            return cli_usage_error(a, "%s takes no value", name);
+        if (o->arg != NULL && v == NULL) {
+            if (i + 1 >= argc)
+                return cli_usage_error(a, "%s needs a value (%s)", name, o->arg);
+            v = argv[++i];
+        }
+        if (a->nval[k] > 0 && !o->repeat)
+            a->nval[k] = 0; /* given twice: the last wins */
+        if (a->nval[k] == CLI_MAX_REPEAT)
+            return cli_usage_error(a, "%s given more than %d times", name, CLI_MAX_REPEAT);
+        a->val[k][a->nval[k]++] = v ? v : "";
     }
-    json_decref(out);
-    return exit_for(st);
-}
-
-static int cmd_replay(struct cli *c, int argc, const char **argv)
-{
-    json_t *body = json_object(), *out;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--dead") == 0)
-            json_object_set_new(body, "dead", json_true());
-        else if (strcmp(a, "--dry-run") == 0)
-            json_object_set_new(body, "dryRun", json_true());
-        else if (v && strcmp(a, "--since") == 0 && ++i)
-            json_object_set_new(body, "since", json_integer(strtoll(v, NULL, 10)));
-        else if (v && strcmp(a, "--until") == 0 && ++i)
-            json_object_set_new(body, "until", json_integer(strtoll(v, NULL, 10)));
-        else if (v && strcmp(a, "--request") == 0 && ++i)
-            json_object_set_new(body, "requestId", json_string(v));
-        else if (v && strcmp(a, "--webhook") == 0 && ++i)
-            json_object_set_new(body, "webhookId", json_string(v));
-        else {
-            fprintf(stderr, "usage: statusrelay replay [--since MS] [--until MS] [--request ID] "
-                            "[--webhook ID] [--dead] [--dry-run] [--json]\n");
-            json_decref(body);
-            return EXIT_USAGE;
-        }
-    }
-    long st = call(c, "POST", "/v1/replay", body, &out);
-    if (st >= 200 && st < 300 && c->json)
-        print_json(out);
-    else if (st >= 200 && st < 300)
-        printf("%s %lld delivery(ies)%s%s\n",
-               json_is_true(json_object_get(body, "dryRun")) ? "would replay" : "replaying",
-               num(out, "count"), json_object_get(out, "replayId") ? " replay=" : "",
-               json_object_get(out, "replayId") ? str(out, "replayId") : "");
-    json_decref(body);
-    json_decref(out);
-    return exit_for(st);
-}
-
-static volatile sig_atomic_t stop_tail;
-static void on_sigint(int sig)
-{
-    stop_tail = 1;
-}
-
-static int cmd_tail(struct cli *c, int argc, const char **argv)
-{
-    const char *rid = NULL, *status = NULL;
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--request") == 0 && i + 1 < argc)
-            rid = argv[++i];
-        else if (strcmp(argv[i], "--status") == 0 && i + 1 < argc)
-            status = argv[++i];
-        else {
-            fprintf(stderr, "usage: statusrelay tail [--request ID] [--status S] [--json]\n");
-            return EXIT_USAGE;
-        }
-    }
-    signal(SIGINT, on_sigint);
-    signal(SIGTERM, on_sigint);
-    char after[128] = "$"; /* "$" = from now on */
-    int first = 1;
-    while (!stop_tail) {
-        char path[1024];
-        snprintf(path, sizeof(path), "/v1/events?limit=500&after=%s%s%s", after,
-                 rid ? "&requestId=" : "", rid ? rid : "");
-        json_t *out;
-        long st = call(c, "GET", path, NULL, &out);
-        if (st != 200) {
-            json_decref(out);
-            return exit_for(st);
-        }
-        size_t i;
-        json_t *e;
-        json_array_foreach(json_object_get(out, "events"), i, e)
-        {
-            if (!first && (status == NULL || strcmp(status, str(e, "status")) == 0)) {
-                if (c->json) {
-                    char *t = json_dumps(e, JSON_COMPACT | JSON_PRESERVE_ORDER);
-                    puts(t);
-                    free(t);
-                } else {
-                    char t[32];
-                    fmt_time(num(e, "createdAt"), t, sizeof(t));
-                    printf("%s %-12s <- %-12s seq=%-3lld %-8s %s\n", t, str(e, "status"),
-                           str(e, "previousStatus"), num(e, "seq"), str(e, "source"),
-                           str(e, "requestId"));
-                }
-            }
-            snprintf(after, sizeof(after), "%s", str(e, "streamId"));
-        }
-        json_t *cur = json_object_get(out, "cursor");
-        if (json_is_string(cur))
-            snprintf(after, sizeof(after), "%s", json_string_value(cur));
-        first = 0;
-        fflush(stdout);
-        json_decref(out);
-        usleep(300 * 1000);
+    if (help)
+        return 1;
+    const struct cli_cmd *k = a->cmd;
+    if (a->npos < k->min_args || (k->max_args >= 0 && a->npos > k->max_args)) {
+        if (a->npos > k->max_args && k->max_args >= 0)
+            return cli_usage_error(a, "unexpected argument \"%s\"; usage: statusrelay %s%s%s",
+                                   a->pos[k->max_args], k->name, k->args ? " " : "",
+                                   k->args ? k->args : "");
+        return cli_usage_error(a, "missing %s; usage: statusrelay %s %s", k->args, k->name,
+                               k->args);
     }
     return 0;
 }
 
+static const struct cli_cmd *find_cmd(const char *name)
+{
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+/* The index in argv of the first positional argument (skipping options and the values of the
+ * global ones), -1 when there is none. */
+static int first_positional(int argc, char **argv)
+{
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0)
+            return i + 1 < argc ? i + 1 : -1;
+        if (argv[i][0] != '-')
+            return i;
+        if (is_global_with_value(argv[i]))
+            i++;
+    }
+    return -1;
+}
+
 int cli_main(const char *cmd, int argc, char **argv)
 {
+    char name[64];
+    const struct cli_cmd *k = find_cmd(cmd);
+    char **args = argv;
+    int nargs = argc;
+    if (k == NULL && strcmp(cmd, "webhooks") == 0) {
+        int sub = first_positional(argc, argv);
+        int help = 0;
+        for (int i = 0; i < argc; i++)
+            help |= strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0;
+        if (sub < 0 && help) {
+            print_group_help(cmd);
+            return 0;
+        }
+        snprintf(name, sizeof(name), "%s %s", cmd, sub < 0 ? "list" : argv[sub]);
+        if ((k = find_cmd(name)) == NULL) {
+            fprintf(stderr,
+                    "statusrelay %s: unknown subcommand \"%s\" (see statusrelay %s --help)\n",
+                    cmd, argv[sub], cmd);
+            return EXIT_USAGE;
+        }
+        if (sub >= 0) { /* drop the subcommand word */
+            args = xcalloc((size_t)argc, sizeof(*args));
+            nargs = 0;
+            for (int i = 0; i < argc; i++)
+                if (i != sub)
+                    args[nargs++] = argv[i];
+        }
+    }
+    if (k == NULL) {
+        fprintf(stderr, "statusrelay: unknown command %s (see statusrelay --help)\n", cmd);
+        return EXIT_USAGE;
+    }
     struct cli c = {0};
-    const char **rest = xcalloc((size_t)argc + 1, sizeof(*rest));
-    int n = 0, help = 0;
+    struct cli_args *a = xcalloc(1, sizeof(*a));
+    a->cmd = k;
+    a->pos = xcalloc((size_t)nargs + 1, sizeof(*a->pos));
     c.url = getenv("STATUSRELAY_ADMIN_URL");
     c.token = getenv("STATUSRELAY_ADMIN_TOKEN");
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0)
-            c.json = 1;
-        else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
-            help = 1;
-        else if (strcmp(argv[i], "--admin-url") == 0 && i + 1 < argc)
-            c.url = argv[++i];
-        else if (strncmp(argv[i], "--admin-url=", 12) == 0)
-            c.url = argv[i] + 12;
-        else if (strcmp(argv[i], "--admin-token") == 0 && i + 1 < argc)
-            c.token = argv[++i];
-        else if (strncmp(argv[i], "--admin-token=", 14) == 0)
-            c.token = argv[i] + 14;
-        else
-            rest[n++] = argv[i];
-    }
-    if (c.url == NULL)
-        c.url = "http://127.0.0.1:8080";
-    char *base = xstrdup(c.url);
-    for (size_t l = strlen(base); l > 0 && base[l - 1] == '/'; l--)
-        base[l - 1] = '\0';
-    c.url = base;
-    int rc;
-    if (help) {
-        printf("usage: statusrelay %s ... [--json] [--admin-url URL] [--admin-token TOKEN]\n"
-               "Talks to the REST API at STATUSRELAY_ADMIN_URL (default "
-               "http://127.0.0.1:8080)\nwith STATUSRELAY_ADMIN_TOKEN. Exit codes: 0 ok, 1 "
-               "failure, 2 usage, 3 not found.\n\n"
-               "  track ID...                      start tracking requests\n"
-               "  status ID                        current state and event timeline\n"
-               "  webhooks list|add URL|show ID|rm ID|rotate-secret ID|test ID|enable ID|"
-               "disable ID\n"
-               "  deliveries WEBHOOK_ID [--state S] deliveries with attempts\n"
-               "  replay [--since MS] [--until MS] [--request ID] [--webhook ID] [--dead] "
-               "[--dry-run]\n"
-               "  tail [--request ID] [--status S] follow events until Ctrl-C\n",
-               cmd);
+    int rc = parse_args(&c, a, nargs, args);
+    if (rc == 1) {
+        print_help(k);
         rc = 0;
-    } else {
+    } else if (rc == 0) {
+        if (c.url == NULL || c.url[0] == '\0')
+            c.url = "http://127.0.0.1:8080";
+        char *base = xstrdup(c.url);
+        for (size_t l = strlen(base); l > 0 && base[l - 1] == '/'; l--)
+            base[l - 1] = '\0';
+        c.url = base;
         curl_global_init(CURL_GLOBAL_DEFAULT);
         c.curl = curl_easy_init();
-        if (strcmp(cmd, "track") == 0)
-            rc = cmd_track(&c, n, rest);
-        else if (strcmp(cmd, "status") == 0)
-            rc = cmd_status(&c, n, rest);
-        else if (strcmp(cmd, "webhooks") == 0)
-            rc = cmd_webhooks(&c, n, rest);
-        else if (strcmp(cmd, "deliveries") == 0)
-            rc = cmd_deliveries(&c, n, rest);
-        else if (strcmp(cmd, "replay") == 0)
-            rc = cmd_replay(&c, n, rest);
-        else if (strcmp(cmd, "tail") == 0)
-            rc = cmd_tail(&c, n, rest);
-        else {
-            fprintf(stderr, "statusrelay: unknown command %s\n", cmd);
-            rc = EXIT_USAGE;
-        }
+        rc = k->run(&c, a);
         curl_easy_cleanup(c.curl);
         curl_global_cleanup();
+        free(base);
     }
-    free(base);
-    free(rest);
+    if (args != argv)
+        free(args);
+    free(a->pos);
+    free(a);
     return rc;
 }

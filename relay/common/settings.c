@@ -119,6 +119,13 @@ static int bad(const char *prefix, const struct setting *s, const char *why, con
 int settings_load(const struct setting *table, void *dst, const char *env_prefix, int argc,
                   char **argv, const char **rest, int *nrest, int *help)
 {
+    return settings_load_given(table, dst, env_prefix, argc, argv, rest, nrest, help, NULL);
+}
+
+int settings_load_given(const struct setting *table, void *dst, const char *env_prefix,
+                        int argc, char **argv, const char **rest, int *nrest, int *help,
+                        unsigned char *given)
+{
     *nrest = 0;
     *help = 0;
     for (const struct setting *s = table; s->name; s++) {
@@ -135,6 +142,8 @@ int settings_load(const struct setting *table, void *dst, const char *env_prefix
         const char *why = set_value(s, dst, v);
         if (why)
             return bad(env_prefix, s, why, v);
+        if (given)
+            given[s - table] = 1;
     }
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -169,6 +178,8 @@ int settings_load(const struct setting *table, void *dst, const char *env_prefix
         const char *why = set_value(s, dst, v);
         if (why)
             return bad(env_prefix, s, why, v);
+        if (given)
+            given[s - table] = 1;
     }
     return 0;
 }

@@ -43,6 +43,12 @@ struct setting {
  * printing "statusrelay: invalid setting <name> (<ENV>): <why>" to stderr. */
 int settings_load(const struct setting *table, void *dst, const char *env_prefix, int argc,
                   char **argv, const char **rest, int *nrest, int *help);
+/* settings_load that also reports which settings were given (environment or flag): given has
+ * one byte per table row (may be NULL), set to 1 for each given setting, left alone otherwise.
+ * Lets the caller derive an unset setting from a given one. */
+int settings_load_given(const struct setting *table, void *dst, const char *env_prefix,
+                        int argc, char **argv, const char **rest, int *nrest, int *help,
+                        unsigned char *given);
 /* Print one `NAME=value` line per setting to f (secrets as "****" when set). */
 void settings_print(const struct setting *table, const void *src, const char *env_prefix,
                     void *f);
