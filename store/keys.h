@@ -59,6 +59,9 @@
  *   {P}:dead                     zset    dead deliveries by time of death
  *   {P}:skipped                  zset    deliveries skipped while their endpoint was disabled
  *   {P}:dls:<webhook id>         zset    an endpoint's deliveries by creation time (listing)
+ *   {P}:dlh:<webhook id>         hash    an endpoint's delivered log: delivery id -> compact entry
+ *                                        of a delivery delivered at its first attempt (no dl hash;
+ *                                        wh_fanout.lua writes, wh_list.lua reads, capped with dls)
  *   {P}:order:<wh>:<id>          zset    per endpoint and request: unfinished delivery ids
  *                                        by seq; only one member is queued at a time
  *

@@ -24,4 +24,5 @@ for _, did in ipairs(ids) do
   redis.call('ZREM', KEYS[7], did)
 end
 redis.call('DEL', dls)
+redis.call('DEL', tag .. ':dlh:' .. wh)
 return redis.call('INCR', KEYS[3])

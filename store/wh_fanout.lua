@@ -6,7 +6,8 @@
 -- Most deliveries were already attempted once by the caller before this script runs (the
 -- delivery log of issue 17: the first attempt needs no record); the script records only
 -- what is not finished (a retry, a request held back, an attempt still in flight), what
--- went dead, and the finished record (with its one attempt) of each delivered one.
+-- went dead, and a compact entry in the endpoint's delivered log
+-- ({P}:dlh:<wh>, capped with the listing) for each delivered one.
 -- KEYS: 1 events stream, 2 endpoints version, 3 fanout lease, 4 inflight, 5 dead
 -- ARGV: 1 tag, 2 endpoints version the caller matched against, 3 instance id, 4 now ms,
 --       5 consumer group, 6 retention ms of finished deliveries and bodies, 7 replay flag,
@@ -44,15 +45,19 @@ local healthy = {}
 local capped = {}
 local count = 0
 
--- the endpoint's listing (capped: the oldest entries are trimmed once per script run)
+-- the endpoint's listing (capped: the oldest entries are trimmed once per script run, with
+-- their compact delivered entries)
 local function list(wh, did)
   local dls = tag .. ':dls:' .. wh
   redis.call('ZADD', dls, now, did)
   if cap > 0 and not capped[wh] then
     capped[wh] = true
     local over = redis.call('ZCARD', dls) - cap
-    if over > 0 then
-      redis.call('ZREMRANGEBYRANK', dls, 0, over - 1)
+    while over > 0 do
+      local old = redis.call('ZRANGE', dls, 0, math.min(over, 1000) - 1)
+      redis.call('ZREM', dls, unpack(old))
+      redis.call('HDEL', tag .. ':dlh:' .. wh, unpack(old))
+      over = over - #old
     end
   end
 end
@@ -73,6 +78,10 @@ while i <= #ARGV do
     local did = ev .. '.' .. wh
     local dl = tag .. ':dl:' .. did
     local state = redis.call('HGET', dl, 'state')
+    if not state and not replay and kind ~= 'p' and kind ~= 's' and
+        redis.call('HEXISTS', tag .. ':dlh:' .. wh, did) == 1 then
+      state = 'delivered' -- committed before (this commit is a retry)
+    end
     local ok = tag .. ':order:' .. wh .. ':' .. rid
     if not state and (kind == 'p' or kind == 's') then
       count = count + 1
@@ -116,9 +125,10 @@ while i <= #ARGV do
       local base = {'ev', ev, 'wh', wh, 'rid', rid, 'seq', seq, 'st', st, 'sid', sid, 'et', et,
                     'ct', now, 'att', 1, 'rp', '0'}
       if kind == 'o' then
-        redis.call('HSET', dl, 'nlog', 1, 'a1', att, 'state', 'delivered', 'done', now, 'q', '0',
-                   unpack(base))
-        redis.call('PEXPIRE', dl, ttl)
+        -- delivered at the first attempt: no record of its own, one compact entry in the
+        -- endpoint's delivered log (read back by wh_list.lua; fields in that order)
+        redis.call('HSET', tag .. ':dlh:' .. wh, did,
+                   table.concat({ev, rid, seq, st, sid, et, now, att}, '\n'))
         healthy[wh] = true
       elseif kind == 'f' then
         redis.call('HSET', dl, 'nlog', 0, 'state', 'pending', 'q', '1', 'next', now,

@@ -24,7 +24,7 @@ struct dispatch_attempt;
 #define FANOUT_MAX_DELIVERIES 4000 /* per script call: bounds the time Redis spends in it */
 #define FANOUT_PRE_MAX 8192 /* events this process accepted, kept decoded for the fan-out */
 #define FANOUT_MAX_BATCHES 8     /* open batches (read, not committed) */
-#define FANOUT_MAX_OPEN 8192     /* first attempts open across them */
+#define FANOUT_MAX_OPEN 2048     /* first attempts open across them (more only waits in queues) */
 #define FANOUT_COMMIT_WAIT_MS 1000 /* a batch commits after this even with attempts open */
 
 struct fo_entry {

@@ -56,6 +56,18 @@ test('a failing event of a request holds its later events to that endpoint, not 
   assert.equal(done.body.deliveries.length, 3, 'every delivered one is listed');
   const first = done.body.deliveries.find((x) => x.requestId === r1 && x.attempts.length === 2);
   assert.ok(first, 'r1 seq 1 shows both attempts');
+  // r2 was delivered at its first attempt: no record of its own, a compact entry of the
+  // endpoint's delivered log, listed with the same shape
+  const quick = done.body.deliveries.find((x) => x.requestId === r2);
+  assert.equal(quick.state, 'delivered');
+  assert.equal(quick.webhookId, wh.id);
+  assert.equal(quick.status, 'pending');
+  assert.match(quick.eventId, /^evt_/);
+  assert.equal(quick.id, `${quick.eventId}.${wh.id}`);
+  assert.equal(quick.attempts.length, 1);
+  assert.ok(quick.attempts[0].statusCode >= 200 && quick.attempts[0].statusCode < 300);
+  assert.equal(quick.nextAttemptAt, null);
+  assert.equal(typeof quick.finishedAt, 'number');
   assert.equal(first.attempts[0].statusCode, 500);
   assert.ok(first.attempts[1].statusCode >= 200 && first.attempts[1].statusCode < 300);
 });
