@@ -415,6 +415,22 @@ static int route_match(const char *pattern, char **segs, size_t *lens, int nsegs
     return i == nsegs;
 }
 
+/* 1 when a Content-Type value is application/json (any case, parameters allowed). */
+static int json_media_type(const char *ct)
+{
+    static const char want[] = "application/json";
+    if (ct == NULL)
+        return 0;
+    while (*ct == ' ' || *ct == '\t')
+        ct++;
+    if (strncasecmp(ct, want, sizeof(want) - 1) != 0)
+        return 0;
+    ct += sizeof(want) - 1;
+    while (*ct == ' ' || *ct == '\t')
+        ct++;
+    return *ct == '\0' || *ct == ';';
+}
+
 static void on_request(struct evhttp_request *req, void *arg)
 {
     struct api *a = arg;
@@ -498,6 +514,19 @@ static void on_request(struct evhttp_request *req, void *arg)
         answer_options(x, allow, origin, acao); /* preflights carry no credentials */
         return;
     }
+    /* Cross-site requests (issue 15): a browser page can send a "simple" POST to us without a
+     * preflight, so a state-changing request must come from an allowed Origin (none by
+     * default; STATUSRELAY_ADMIN_CORS_ORIGINS) and carry a JSON body type, which a page can only
+     * send after a preflight we refuse. Clients that are not browsers send no Origin. */
+    if (r != NULL && r->auth == AUTH_TOKEN && m != EVHTTP_REQ_GET) {
+        if (origin != NULL && acao == NULL) {
+            api_reply_error(x, 403, "forbidden_origin", NULL,
+                            "requests from Origin %.200s are refused "
+                            "(STATUSRELAY_ADMIN_CORS_ORIGINS lists the allowed ones)",
+                            origin);
+            return;
+        }
+    }
     if (auth == AUTH_READ)
         x->anonymous = !authorized(a, req);
     if ((auth == AUTH_TOKEN || (auth == AUTH_READ && cfg->status_require_token)) &&
@@ -506,6 +535,15 @@ static void on_request(struct evhttp_request *req, void *arg)
                           "Bearer realm=\"statusrelay\"");
         api_reply_error(x, 401, "unauthorized", NULL,
                         "Authorization: Bearer <admin token> required");
+        return;
+    }
+    /* ... and a JSON body type (checked once the caller is known: 401 says more) */
+    if (r != NULL && r->auth == AUTH_TOKEN && (m == EVHTTP_REQ_POST || m == EVHTTP_REQ_PUT ||
+                                               m == EVHTTP_REQ_PATCH) &&
+        !json_media_type(
+            evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type"))) {
+        api_reply_error(x, 415, "unsupported_media_type", NULL,
+                        "Content-Type: application/json required");
         return;
     }
     if (nsegs < 0 || allow == 0) {

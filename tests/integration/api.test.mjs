@@ -66,6 +66,7 @@ function request(base, method, path, { body, headers = {}, chunked = false } = {
     const u = new URL(base + path);
     const h = { ...headers };
     if (body !== undefined && !chunked) h['content-length'] = Buffer.byteLength(body);
+    if (body !== undefined && !Object.keys(h).some((k) => k.toLowerCase() === 'content-type')) h['content-type'] = 'application/json';
     const req = http.request({ host: u.hostname, port: u.port, path: u.pathname + u.search, method, headers: h, agent: false }, (res) => {
       const chunks = [];
       res.on('data', (c) => chunks.push(c));
