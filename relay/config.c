@@ -73,6 +73,9 @@ const struct setting config_settings[] = {
      "comma-separated list of scheme://host[:port]; empty: none"},
     {"admin-cors-origins", SET_STR, F(admin_cors_origins), NULL, 0, 0,
      "origins allowed cross-origin on every other REST path (/v1, /metrics); unset: none"},
+    {"allowed-hosts", SET_STR, F(allowed_hosts), NULL, 0, 0,
+     "without an admin token, Host names the REST port answers besides loopback ones "
+     "(comma-separated, e.g. a reverse proxy's name); unset: loopback only"},
     {"anon-miss-rate", SET_INT, F(anon_miss_rate), "10", 0, 0,
      "status reads of ids not known here, per minute per client address, for callers without "
      "the admin token (0: none)"},

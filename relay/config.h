@@ -44,6 +44,7 @@ struct config {
     int status_require_token;      /* /intents/status(/v3) need the admin token too */
     char *cors_origins;            /* CORS origins of the status reads and the dashboard port */
     char *admin_cors_origins;      /* CORS origins of every other REST path (NULL: none) */
+    char *allowed_hosts;           /* Host names besides loopback ones, without a token */
     int64_t anon_miss_rate;        /* anonymous status misses per minute per client address */
     int ws_anonymous;              /* anonymous single-id dashboard subscriptions allowed */
     int64_t ws_max_subscriptions;

@@ -13,6 +13,7 @@
  * each file's opening comment lists its decisions (documented in README's API section). */
 #include "relay/api/server.h"
 #include "relay/api/internal.h"
+#include "protocol/addr.h"
 #include "protocol/proto.h"
 #include "protocol/sign.h"
 #include "relay/common/cors.h"
@@ -415,6 +416,39 @@ static int route_match(const char *pattern, char **segs, size_t *lens, int nsegs
     return i == nsegs;
 }
 
+/* DNS rebinding: a page of a name that resolves to 127.0.0.1 is "same-origin" with us and
+ * could read every answer. Without an admin token (the API is open on loopback), a request
+ * must name us: a loopback Host (any spelling proto_listen_is_loopback takes, any port) or a
+ * name in STATUSRELAY_ALLOWED_HOSTS. With a token, the token protects. */
+static int host_allowed(const struct config *cfg, const char *host)
+{
+    if ((cfg->admin_token != NULL && cfg->admin_token[0] != '\0') || host == NULL)
+        return 1;
+    char hp[300];
+    size_t n = strlen(host);
+    if (n == 0 || n >= sizeof(hp) - 4)
+        return 0;
+    if (proto_listen_is_loopback(host))
+        return 1;
+    snprintf(hp, sizeof(hp), "%s:0", host); /* no port given */
+    if (proto_listen_is_loopback(hp))
+        return 1;
+    /* the name without its port */
+    size_t hl = n;
+    const char *colon = strrchr(host, ':');
+    if (colon != NULL && strchr(colon, ']') == NULL)
+        hl = (size_t)(colon - host);
+    for (const char *l = cfg->allowed_hosts; l != NULL && *l != '\0';) {
+        while (*l == ' ' || *l == ',')
+            l++;
+        size_t k = strcspn(l, ", ");
+        if (k > 0 && k == hl && strncasecmp(l, host, hl) == 0)
+            return 1;
+        l += k;
+    }
+    return 0;
+}
+
 /* 1 when a Content-Type value is application/json (any case, parameters allowed). */
 static int json_media_type(const char *ct)
 {
@@ -512,6 +546,13 @@ static void on_request(struct evhttp_request *req, void *arg)
     }
     if (m == EVHTTP_REQ_OPTIONS && r == NULL && allow != 0 && cors_on) {
         answer_options(x, allow, origin, acao); /* preflights carry no credentials */
+        return;
+    }
+    const char *host = evhttp_find_header(evhttp_request_get_input_headers(req), "Host");
+    if (!host_allowed(cfg, host)) {
+        api_reply_error(x, 403, "forbidden_host", NULL,
+                        "Host %.200s is not this relay (STATUSRELAY_ALLOWED_HOSTS adds names)",
+                        host);
         return;
     }
     /* Cross-site requests (issue 15): a browser page can send a "simple" POST to us without a

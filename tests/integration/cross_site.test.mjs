@@ -4,6 +4,7 @@
 // when they carry an Origin, an allowed one. Real redis-server and daemon on loopback.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
+import http from 'node:http';
 import { startRedis, startDaemon } from './lib/stack.mjs';
 
 const cleanup = [];
@@ -61,4 +62,34 @@ test('a state-changing request from a foreign Origin is refused (403), an allowe
   const g = await fetch(`${d.url}/v1/webhooks`, { headers: { origin: 'https://evil.example' } });
   assert.equal(g.status, 200);
   assert.equal(g.headers.get('access-control-allow-origin'), null);
+});
+
+// GET with a given Host header (fetch does not let a page - or us - choose it; a rebound page's
+// Host is its own name)
+function getWithHost(d, p, host, headers = {}) {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port: d.httpPort, path: p, method: 'GET', agent: false,
+      headers: { host, ...headers } }, (res) => {
+      let t = '';
+      res.on('data', (c) => { t += c; });
+      res.on('end', () => resolve({ status: res.statusCode, body: t ? JSON.parse(t) : null }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+test('DNS rebinding: without a token only loopback Hosts (and STATUSRELAY_ALLOWED_HOSTS) are answered', async () => {
+  const d = await stack({ STATUSRELAY_ALLOWED_HOSTS: 'relay.internal, other.internal' });
+  const evil = await getWithHost(d, '/v1/webhooks', `evil.example:${d.httpPort}`);
+  assert.equal(evil.status, 403, JSON.stringify(evil.body));
+  assert.equal(evil.body.error.code, 'forbidden_host');
+  assert.equal((await getWithHost(d, '/v1/requests', '127.0.0.1.evil.example')).status, 403);
+  for (const h of [`127.0.0.1:${d.httpPort}`, `localhost:${d.httpPort}`, 'localhost', `[::1]:${d.httpPort}`,
+    `127.1:${d.httpPort}`, 'relay.internal:8080', 'RELAY.internal', 'other.internal'])
+    assert.equal((await getWithHost(d, '/v1/webhooks', h)).status, 200, h);
+  // with an admin token the token protects: any Host, token required
+  const t = await stack({ STATUSRELAY_ADMIN_TOKEN: 'tok-1234567890abcdef' });
+  assert.equal((await getWithHost(t, '/v1/webhooks', 'evil.example')).status, 401);
+  assert.equal((await getWithHost(t, '/v1/webhooks', 'relay.example', { authorization: 'Bearer tok-1234567890abcdef' })).status, 200);
 });
