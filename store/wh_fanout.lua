@@ -78,10 +78,6 @@ while i <= #ARGV do
     local did = ev .. '.' .. wh
     local dl = tag .. ':dl:' .. did
     local state = redis.call('HGET', dl, 'state')
-    if not state and not replay and kind ~= 'p' and kind ~= 's' and
-        redis.call('HEXISTS', tag .. ':dlh:' .. wh, did) == 1 then
-      state = 'delivered' -- committed before (this commit is a retry)
-    end
     local ok = tag .. ':order:' .. wh .. ':' .. rid
     if not state and (kind == 'p' or kind == 's') then
       count = count + 1
@@ -120,15 +116,18 @@ while i <= #ARGV do
         ensure_active(ok, wh)
       end
     elseif not state and kind ~= 'p' and kind ~= 's' then
-      -- a first attempt the caller already made (never in replays)
-      count = count + 1
+      -- a first attempt the caller already made (never in replays). A commit written again
+      -- carries the same kinds: r/d/f find their record above, o its entry (HSETNX)
+      if kind ~= 'o' then
+        count = count + 1
+      end
       local base = {'ev', ev, 'wh', wh, 'rid', rid, 'seq', seq, 'st', st, 'sid', sid, 'et', et,
                     'ct', now, 'att', 1, 'rp', '0'}
       if kind == 'o' then
         -- delivered at the first attempt: no record of its own, one compact entry in the
         -- endpoint's delivered log (read back by wh_list.lua; fields in that order)
-        redis.call('HSET', tag .. ':dlh:' .. wh, did,
-                   table.concat({ev, rid, seq, st, sid, et, now, att}, '\n'))
+        count = count + redis.call('HSETNX', tag .. ':dlh:' .. wh, did,
+                                   table.concat({ev, rid, seq, st, sid, et, now, att}, '\n'))
         healthy[wh] = true
       elseif kind == 'f' then
         redis.call('HSET', dl, 'nlog', 0, 'state', 'pending', 'q', '1', 'next', now,

@@ -458,7 +458,6 @@ struct dispatch_attempt *dispatch_first(struct dispatch *d, struct webhook *wh, 
     b->refs++;
     a->kind = "b";
     a->claimed_ms = mono_ms();
-    a->first = 1;
     a->first_cb = cb;
     a->first_arg = arg;
     q_push(d, wh, a);

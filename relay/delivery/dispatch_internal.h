@@ -54,7 +54,7 @@ struct dispatch_attempt {
      * wh_done.lua until detached; orphan: forgotten, the result is dropped */
     dispatch_first_cb *first_cb;
     void *first_arg;
-    int first, orphan;
+    int orphan;
 };
 
 struct dispatch {
