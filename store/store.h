@@ -28,7 +28,8 @@ typedef void store_cb(void *arg, const char *err, redisReply *reply);
 typedef void store_state_cb(void *arg, int up);
 
 struct store_opts {
-    const char *url;      /* redis://[:password@]host:port[/db] or unix:///path[?db=N] */
+    const char *url;      /* see store/redis_url.h: redis://[[user]:password@]host:port[/db] or
+                           * unix:///path[?db=N]; a user is sent as AUTH user password */
     const char *prefix;   /* key prefix; keys are "{prefix}:..." */
     int64_t cmd_timeout_ms; /* default 5000 */
     int fatal_checks;     /* 1: an allkeys-* eviction policy makes store_start fail */
