@@ -55,10 +55,42 @@ struct store {
     struct event *retry_ev, *watchdog_ev;
     int64_t backoff_ms;
     struct store_stats stats;
+    char refused[160];    /* last write refusal (OOM / READONLY / MISCONF), "" when none */
+    int64_t refused_at;   /* mono ms of it */
 };
 
 static void connect_now(struct store *s);
 static void set_state(struct store *s, enum store_state st);
+
+/* ---- write refusals: Redis answers but will not write (readiness) --------------------- */
+
+/* Errors saying that no write will succeed for now, whatever the command: out of memory
+ * under noeviction (OOM), a replica (READONLY), a failed RDB save with
+ * stop-writes-on-bgsave-error (MISCONF). Scripts report them inside their own error text. */
+static void note_refusal(struct store *s, const char *msg)
+{
+    static const char *const kinds[] = {"OOM ", "READONLY ", "MISCONF "};
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+        const char *hit = strstr(msg, kinds[i]);
+        if (hit != NULL && (hit == msg || hit[-1] == '-' || hit[-1] == ' ')) {
+            snprintf(s->refused, sizeof(s->refused), "%.*s", (int)strcspn(hit, "\r\n"), hit);
+            s->refused_at = mono_ms();
+            return;
+        }
+    }
+}
+
+const char *store_write_refused(const struct store *s)
+{
+    if (s->refused[0] == '\0' || mono_ms() - s->refused_at > STORE_REFUSAL_MEMORY_MS)
+        return NULL;
+    return s->refused;
+}
+
+void store_write_ok(struct store *s)
+{
+    s->refused[0] = '\0';
+}
 
 /* ---- pending FIFO and completion ----------------------------------------------------- */
 
@@ -115,6 +147,7 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata)
     else if (reply->type == REDIS_REPLY_ERROR) {
         err = store_err_server;
         s->stats.errors++;
+        note_refusal(s, reply->str);
         if (p->script && strncmp(reply->str, "NOSCRIPT", 8) == 0 && s->state == ST_READY) {
             /* resend as EVAL: replace argv[0..1] (EVALSHA sha) with (EVAL src) */
             const char *argv[p->argc];

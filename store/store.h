@@ -50,6 +50,12 @@ int store_start(struct store *s);
 /* Non-NULL when start-up found a setting we refuse to run with (e.g. allkeys eviction). */
 const char *store_fatal(const struct store *s);
 int store_ready(const struct store *s);
+/* A write refusal (Redis answering "OOM ...", "READONLY ..." or "MISCONF ..." to any command)
+ * seen in the last STORE_REFUSAL_MEMORY_MS: its first line, borrowed until the next command;
+ * NULL otherwise. store_write_ok forgets it (a write just succeeded). /readyz reports it. */
+#define STORE_REFUSAL_MEMORY_MS 5000
+const char *store_write_refused(const struct store *s);
+void store_write_ok(struct store *s);
 /* Prefix with hash tag, e.g. "{statusrelay}". */
 const char *store_tag(const struct store *s);
 
