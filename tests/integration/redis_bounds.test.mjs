@@ -44,24 +44,32 @@ async function scanKeys(redis, match) {
   return out;
 }
 
-test('a dead delivery is deleted after STATUSRELAY_DEAD_RETENTION, with its listing and dead-set entries', async () => {
+test('dead and skipped deliveries are deleted after STATUSRELAY_DEAD_RETENTION, with their listing and set entries', async () => {
   const { redis, d } = await stack({ args: ['--retry-schedule', '0s', '--dead-retention', '3s'] });
-  const rx = await receiver({ def: 500 });
-  const wh = (await d.post('/v1/webhooks', { url: rx.url('/dead') })).body;
-  await send(d, { rid: rid('dead'), status: 'pending' });
-  const dead = await until(async () => {
-    const r = await d.get(`/v1/webhooks/${wh.id}/deliveries?state=dead`);
-    return r.body.deliveries.length === 1 && r.body.deliveries[0];
-  }, { msg: 'dead delivery listed' });
+  const rx = await receiver({ script: ['/gone=410'] });
+  const wh = (await d.post('/v1/webhooks', { url: rx.url('/gone') })).body;
+  const r = rid('dead');
+  await send(d, { rid: r, status: 'pending' }); // 410: dead, and the endpoint is disabled
+  await until(async () => (await d.get(`/v1/webhooks/${wh.id}`)).body.enabled === false, { msg: 'disabled' });
+  await send(d, { rid: r, status: 'success' }); // skipped while disabled
+  const listed = await until(async () => {
+    const l = (await d.get(`/v1/webhooks/${wh.id}/deliveries`)).body.deliveries;
+    return l.length === 2 && l;
+  }, { msg: 'dead and skipped deliveries listed' });
   const t0 = Date.now();
+  assert.deepEqual(listed.map((x) => x.state).sort(), ['dead', 'skipped']);
   assert.equal(await redis.cmd('ZCARD', '{statusrelay}:dead'), 1);
-  assert.equal(await redis.cmd('EXISTS', `{statusrelay}:dl:${dead.id}`), 1, 'the record exists while retained');
+  assert.equal(await redis.cmd('ZCARD', '{statusrelay}:skipped'), 1);
+  for (const x of listed)
+    assert.equal(await redis.cmd('EXISTS', `{statusrelay}:dl:${x.id}`), 1, 'the record exists while retained');
   await until(async () => (await d.get(`/v1/webhooks/${wh.id}/deliveries`)).body.deliveries.length === 0,
-    { timeoutMs: 15000, msg: 'dead delivery gone from the listing' });
+    { timeoutMs: 15000, msg: 'dead and skipped deliveries gone from the listing' });
   assert.ok(Date.now() - t0 >= 1500, `kept for about the retention (gone after ${Date.now() - t0} ms)`);
   assert.equal(await redis.cmd('ZCARD', '{statusrelay}:dead'), 0, 'dead set trimmed');
-  assert.equal(await redis.cmd('EXISTS', `{statusrelay}:dl:${dead.id}`), 0, 'record deleted');
-  assert.equal(await redis.cmd('EXISTS', `{statusrelay}:dls:${wh.id}`), 0, 'listing entry deleted');
+  assert.equal(await redis.cmd('ZCARD', '{statusrelay}:skipped'), 0, 'skipped set trimmed');
+  for (const x of listed)
+    assert.equal(await redis.cmd('EXISTS', `{statusrelay}:dl:${x.id}`), 0, 'record deleted');
+  assert.equal(await redis.cmd('EXISTS', `{statusrelay}:dls:${wh.id}`), 0, 'listing entries deleted');
   assert.equal((await d.post('/v1/replay', { dead: true, dryRun: true })).body.count, 0);
 });
 
