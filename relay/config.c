@@ -3,6 +3,7 @@
 #include "protocol/addr.h"
 #include "relay/common/cors.h"
 #include "relay/common/util.h"
+#include "store/redis_url.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -51,13 +52,16 @@ const struct setting config_settings[] = {
     {"chains-refresh", SET_DURATION, F(chains_refresh_ms), "10m", 0, 1000,
      "period of the upstream chain list refresh (GET /chains, one process at a time)"},
     {"redis-url", SET_STR, F(redis_url), "redis://127.0.0.1:6379/0", 0, 0,
-     "redis://[:password@]host:port/db or unix:///path/to.sock"},
+     "redis://[[user]:password@]host:port/db or unix:///path/to.sock (rediss:// is refused: "
+     "no TLS in this hiredis)"},
     {"redis-prefix", SET_STR, F(redis_prefix), "statusrelay", 0, 0,
      "key prefix; keys are {prefix}:... (one hash tag per deployment)"},
     {"event-retention", SET_INT, F(event_retention), "1000000", 0, 1000,
      "events kept in the event stream (approximate count)"},
-    {"event-retention-age", SET_DURATION, F(event_retention_age_ms), "7d", 0, 60000,
-     "events older than this are trimmed from the event stream"},
+    {"event-retention-age", SET_DURATION, F(event_retention_age_ms), "7d", 0, 1000,
+     "events older than this are trimmed from the event stream (swept every few seconds)"},
+    {"dead-retention", SET_DURATION, F(dead_retention_ms), "30d", 0, 1000,
+     "dead and skipped deliveries stay listed and replayable this long, then are deleted"},
     {"http-listen", SET_HOSTPORT, F(http_listen), "127.0.0.1:8080", 0, 0,
      "REST API, metrics and health"},
     {"ws-listen", SET_HOSTPORT, F(ws_listen), "127.0.0.1:8081", 0, 0,
@@ -252,8 +256,11 @@ int config_load(struct config *c, int argc, char **argv, const char **rest, int 
         return invalid("STATUSRELAY_UPSTREAM_API_URL", "must start with https:// or http://");
     if (!url_scheme_ok(c->upstream_ws_url, "wss://", "ws://"))
         return invalid("STATUSRELAY_UPSTREAM_WS_URL", "must start with wss:// or ws://");
-    if (!url_scheme_ok(c->redis_url, "redis://", "unix://"))
-        return invalid("STATUSRELAY_REDIS_URL", "must start with redis:// or unix://");
+    struct redis_url ru; /* the store's own parser: what passes here connects */
+    const char *rwhy = NULL;
+    if (redis_url_parse(c->redis_url, &ru, &rwhy) != 0)
+        return invalid("STATUSRELAY_REDIS_URL", rwhy ? rwhy : "unparsable");
+    redis_url_cleanup(&ru);
     if (c->redis_prefix == NULL || c->redis_prefix[0] == '\0' ||
         strpbrk(c->redis_prefix, "{} \t\r\n") != NULL)
         return invalid("STATUSRELAY_REDIS_PREFIX", "must be non-empty without braces or spaces");
@@ -279,5 +286,11 @@ void config_free(struct config *c)
 
 void config_print(const struct config *c, FILE *f)
 {
-    settings_print(config_settings, c, "STATUSRELAY_", f);
+    struct config shown = *c; /* shallow: only redis_url is swapped, for its redacted form */
+    char red[1024];
+    if (c->redis_url) {
+        redis_url_redact(c->redis_url, red, sizeof(red));
+        shown.redis_url = red;
+    }
+    settings_print(config_settings, &shown, "STATUSRELAY_", f);
 }

@@ -36,6 +36,7 @@ struct config {
     char *redis_prefix;
     int64_t event_retention;       /* events kept in the stream (count) */
     int64_t event_retention_age_ms;
+    int64_t dead_retention_ms;     /* dead and skipped deliveries are deleted after this */
     /* listeners and auth */
     char *http_listen;
     char *ws_listen;

@@ -18,6 +18,7 @@
 #include "relay/edge/ws_thread.h"
 #include "relay/edge/xq.h"
 #include "store/apply.h"
+#include "store/janitor.h"
 #include "store/keys.h"
 #include "store/store.h"
 
@@ -170,6 +171,9 @@ struct core *core_new(const struct config *cfg)
     applier_set_watch(c->applier, cfg->waiting_ttl_ms, cfg->settled_watch_ms,
                       cfg->failure_tail_ms);
     applier_on_refund_failure(c->applier, on_refund_failure, c);
+    struct janitor_opts jo = {.dead_retention_ms = cfg->dead_retention_ms,
+                              .event_age_ms = cfg->event_retention_age_ms};
+    c->janitor = janitor_new(c->base, c->store, &jo); /* steps wait for the store */
     c->upstream = upstream_new(c);
     upstream_on_gap(c->upstream, poller_gap, c->poller);
     c->watch = watch_new(c);
@@ -277,6 +281,7 @@ void core_free(struct core *c)
     hub_free(c->hub);
     delivery_stop(c);
     httpc_free(c->httpc);
+    janitor_free(c->janitor); /* before the store: its in-flight steps detach */
     store_free(c->store);
     api_free(c->api);
     watch_free(c->watch);

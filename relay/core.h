@@ -16,6 +16,7 @@ struct event_base;
 struct event;
 struct store;
 struct applier;
+struct janitor;
 struct httpc;
 struct xq;
 struct ws_thread;
@@ -34,6 +35,7 @@ struct core {
     struct event_base *base;
     struct store *store;
     struct applier *applier;
+    struct janitor *janitor;   /* retention sweep and write probe (store/janitor.c) */
     struct httpc *httpc;
     struct xq *to_ws, *to_core;
     struct event *wake_ev;

@@ -43,6 +43,9 @@
  *   {P}:whs                      zset    endpoint ids by creation time
  *   {P}:whv                      string  endpoint-set version, INCR on every change: fan-out
  *                                        refuses to match against a stale set
+ *   {P}:whgone                   zset    deleted endpoints whose deliveries the retention sweep
+ *                                        (store/wh_gc.lua) still has to purge, by delete time
+ *   {P}:probe                    string  the write probe of readiness (store/janitor.c; PX)
  *   {P}:fanout                   string  holder of the webhook fan-out lease (PX)
  *   {P}:body:<event id>          string  the webhook body of an event, encoded once (PX
  *                                        retention); missing -> re-encoded from the stream
@@ -58,6 +61,8 @@
  *   {P}:inflight                 zset    claimed deliveries by lease expiry (ms)
  *   {P}:dead                     zset    dead deliveries by time of death
  *   {P}:skipped                  zset    deliveries skipped while their endpoint was disabled
+ *                                        (both swept with their records after
+ *                                        STATUSRELAY_DEAD_RETENTION by store/wh_gc.lua)
  *   {P}:dls:<webhook id>         zset    an endpoint's deliveries by creation time (listing)
  *   {P}:dlh:<webhook id>         hash    an endpoint's delivered log: delivery id -> compact entry
  *                                        of a delivery delivered at its first attempt (no dl hash;

@@ -13,6 +13,7 @@
 #include "relay/common/cors.h"
 #include "relay/common/embedded.h"
 #include "relay/common/log.h"
+#include "relay/common/siphash.h"
 #include "relay/common/util.h"
 #include "relay/edge/xq.h"
 
@@ -128,10 +129,7 @@ static void sub(_Atomic uint64_t *c, uint64_t n)
 
 static uint32_t hash_str(const char *s)
 {
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 16777619u;
-    return h;
+    return sip_str32(s); /* keyed per process: client ids cannot be made to collide */
 }
 
 static uint64_t mono_ns(void)
