@@ -74,8 +74,9 @@ const struct setting config_settings[] = {
     {"admin-cors-origins", SET_STR, F(admin_cors_origins), NULL, 0, 0,
      "origins allowed cross-origin on every other REST path (/v1, /metrics); unset: none"},
     {"allowed-hosts", SET_STR, F(allowed_hosts), NULL, 0, 0,
-     "without an admin token, Host names the REST port answers besides loopback ones "
-     "(comma-separated, e.g. a reverse proxy's name); unset: loopback only"},
+     "Host names answered besides loopback ones (comma-separated, e.g. a reverse proxy's "
+     "name): REST without an admin token, the dashboard port without a stream token; unset: "
+     "loopback only"},
     {"anon-miss-rate", SET_INT, F(anon_miss_rate), "10", 0, 0,
      "status reads of ids not known here, per minute per client address, for callers without "
      "the admin token (0: none)"},

@@ -204,6 +204,9 @@ int core_start(struct core *c)
         .ping_timeout_ms = cfg->upstream_ping_timeout_ms,
         .dash_queue_max = cfg->ws_queue_max,
         .dash_cors_origins = cfg->cors_origins,
+        /* DNS rebinding: without a stream token the Host must name us (README) */
+        .dash_host_check = cfg->stream_token == NULL || cfg->stream_token[0] == '\0',
+        .dash_allowed_hosts = cfg->allowed_hosts,
         .to_ws = c->to_ws,
         .to_core = c->to_core,
     };

@@ -10,6 +10,7 @@
  * the message and so its xbuf. XMSG_DASH_SEND messages are owned by their one node. */
 #include "relay/edge/ws_server.h"
 #include "relay/edge/dash_filter.h"
+#include "protocol/addr.h"
 #include "relay/common/cors.h"
 #include "relay/common/embedded.h"
 #include "relay/common/log.h"
@@ -108,6 +109,8 @@ struct ws_server {
     struct xbuf *chains;         /* GET /chains.json (DASH_OP_CHAINS), NULL until the first */
     int shutting_down;
     char *cors_origins;          /* plain HTTP: allowed origins (cors.h), NULL: none */
+    int host_check;              /* refuse requests whose Host does not name us */
+    char *allowed_hosts;         /* names besides loopback ones (protocol/addr.h), or NULL */
     struct counters st;
 };
 
@@ -670,6 +673,41 @@ static int on_receive(struct ws_server *s, struct session *x, const void *in, si
     return 0;
 }
 
+/* DNS rebinding: a page of a name resolving to 127.0.0.1 is "same-origin" with us (its
+ * Origin and Host match), which would let it load broad subscriptions without a token. When
+ * no stream token is configured, every request (page, /chains.json, upgrade) must name us:
+ * a loopback Host in any spelling or a STATUSRELAY_ALLOWED_HOSTS name. No Host at all is not
+ * a browser. 1 when the request is refused. */
+static int host_refused(const struct ws_server *s, struct lws *wsi)
+{
+    char host[300];
+    if (!s->host_check || lws_hdr_total_length(wsi, WSI_TOKEN_HOST) <= 0)
+        return 0;
+    if (lws_hdr_copy(wsi, host, sizeof(host), WSI_TOKEN_HOST) <= 0)
+        return 1; /* longer than any name */
+    return !proto_host_names_relay(host, s->allowed_hosts);
+}
+
+static void log_refused_host(struct lws *wsi, const char *what)
+{
+    static int64_t last_ms;
+    static uint64_t quiet;
+    char host[64] = "";
+    int64_t now = mono_ms();
+    if (now - last_ms < 1000) { /* one line a second at most */
+        quiet++;
+        return;
+    }
+    lws_hdr_copy(wsi, host, sizeof(host), WSI_TOKEN_HOST);
+    for (char *p = host; *p; p++)
+        if ((unsigned char)*p < 0x21 || (unsigned char)*p > 0x7e || *p == '"')
+            *p = '?';
+    log_info("dashboard request with a foreign Host refused", "what=%s host=\"%s\" "
+             "suppressed=%llu", what, host, (unsigned long long)quiet);
+    last_ms = now;
+    quiet = 0;
+}
+
 /* 1 when a browser page of another origin opened the socket: a browser Origin
  * ("scheme://host[:port]" or "null") whose host:port differs from Host. Tools send no
  * Origin, or a bare host. */
@@ -778,20 +816,12 @@ static int cors_header(struct ws_server *s, struct lws *wsi, unsigned char **p, 
            (strcmp(acao, "*") != 0 && header(wsi, "vary:", "Origin", p, end));
 }
 
-/* GET /chains.json: the chain list the core handed over (relay/ingest/chains.c), or 503 with
- * a JSON error until there is one. Public data (the upstream's own list): no token. */
-static int on_chains_json(struct ws_server *s, struct lws *wsi, struct session *x)
+/* Answer with b (taken) as the whole body, type application/json. */
+static int send_json_blob(struct lws *wsi, struct session *x, unsigned status, struct xbuf *b)
 {
-    static const char none[] = "{\"error\":{\"code\":\"chains_unavailable\",\"message\":"
-                               "\"the upstream chain list has not been fetched yet\"},"
-                               "\"message\":\"the upstream chain list has not been fetched "
-                               "yet\",\"errorCode\":\"CHAINS_UNAVAILABLE\"}";
-    struct xbuf *b = s->chains != NULL ? xbuf_ref(s->chains) : xbuf_new(none, sizeof(none) - 1);
     unsigned char buf[LWS_PRE + 512], *start = buf + LWS_PRE, *p = start,
                                       *end = buf + sizeof(buf) - 1;
-    if (lws_add_http_common_headers(wsi, s->chains != NULL ? HTTP_STATUS_OK
-                                                           : HTTP_STATUS_SERVICE_UNAVAILABLE,
-                                    "application/json", b->len, &p, end) ||
+    if (lws_add_http_common_headers(wsi, status, "application/json", b->len, &p, end) ||
         header(wsi, "cache-control:", "no-cache", &p, end) ||
         header(wsi, "x-content-type-options:", "nosniff", &p, end) ||
         lws_finalize_write_http_header(wsi, start, &p, end)) {
@@ -806,9 +836,36 @@ static int on_chains_json(struct ws_server *s, struct lws *wsi, struct session *
     return 0;
 }
 
+/* GET /chains.json: the chain list the core handed over (relay/ingest/chains.c), or 503 with
+ * a JSON error until there is one. Public data (the upstream's own list): no token. */
+static int on_chains_json(struct ws_server *s, struct lws *wsi, struct session *x)
+{
+    static const char none[] = "{\"error\":{\"code\":\"chains_unavailable\",\"message\":"
+                               "\"the upstream chain list has not been fetched yet\"},"
+                               "\"message\":\"the upstream chain list has not been fetched "
+                               "yet\",\"errorCode\":\"CHAINS_UNAVAILABLE\"}";
+    if (s->chains != NULL)
+        return send_json_blob(wsi, x, HTTP_STATUS_OK, xbuf_ref(s->chains));
+    return send_json_blob(wsi, x, HTTP_STATUS_SERVICE_UNAVAILABLE,
+                          xbuf_new(none, sizeof(none) - 1));
+}
+
+/* 403 forbidden_host, the REST port's error shape. */
+static int on_foreign_host(struct lws *wsi, struct session *x)
+{
+    static const char body[] =
+        "{\"error\":{\"code\":\"forbidden_host\",\"message\":\"this Host is not this relay "
+        "(STATUSRELAY_ALLOWED_HOSTS adds names)\"},\"message\":\"this Host is not this relay "
+        "(STATUSRELAY_ALLOWED_HOSTS adds names)\",\"errorCode\":\"FORBIDDEN_HOST\"}";
+    log_refused_host(wsi, "http");
+    return send_json_blob(wsi, x, HTTP_STATUS_FORBIDDEN, xbuf_new(body, sizeof(body) - 1));
+}
+
 static int on_http(struct ws_server *s, struct lws *wsi, struct session *x, const char *uri)
 {
     count(&s->st.http_requests);
+    if (host_refused(s, wsi))
+        return on_foreign_host(wsi, x);
     if (lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) > 0 && strcmp(uri, "/chains.json") == 0)
         return on_chains_json(s, wsi, x);
     const struct embedded_file *f =
@@ -899,6 +956,11 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         if (s->shutting_down || lws_hdr_copy(wsi, uri, sizeof(uri), WSI_TOKEN_GET_URI) <= 0 ||
             strcmp(uri, "/") != 0)
             return 1; /* refuse the upgrade */
+        if (host_refused(s, wsi)) {
+            log_refused_host(wsi, "upgrade");
+            lws_return_http_status(wsi, HTTP_STATUS_FORBIDDEN, "forbidden_host");
+            return 1;
+        }
         return 0;
     }
     case LWS_CALLBACK_ESTABLISHED:
@@ -953,6 +1015,7 @@ void ws_server_free(struct ws_server *s)
     free(s->tab);
     free(s->itab);
     free(s->cors_origins);
+    free(s->allowed_hosts);
     free(s);
 }
 
@@ -960,6 +1023,14 @@ void ws_server_set_cors_origins(struct ws_server *s, const char *origins)
 {
     free(s->cors_origins);
     s->cors_origins = origins != NULL && origins[0] != '\0' ? xstrdup(origins) : NULL;
+}
+
+void ws_server_set_host_rule(struct ws_server *s, int check, const char *allowed_hosts)
+{
+    s->host_check = check;
+    free(s->allowed_hosts);
+    s->allowed_hosts = allowed_hosts != NULL && allowed_hosts[0] != '\0'
+                           ? xstrdup(allowed_hosts) : NULL;
 }
 
 void ws_server_protocol(struct ws_server *s, struct lws_protocols *out)

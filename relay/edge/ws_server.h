@@ -36,7 +36,9 @@
  *
  * Plain HTTP: GET / serves relay/www/index.html, GET /<name> relay/www/<name> (embedded in
  * the binary), GET /chains.json the chain list the core handed over (DASH_OP_CHAINS; 503
- * with a JSON error until then), everything else 404. A request from an Origin the CORS setting allows gets
+ * with a JSON error until then), everything else 404. With the host rule on
+ * (ws_server_set_host_rule), a request whose Host does not name the relay gets 403
+ * forbidden_host instead, and such an upgrade is refused with 403. A request from an Origin the CORS setting allows gets
  * Access-Control-Allow-Origin on the files it is served.
  * runs on: ws thread, except ws_server_stats_read (any thread). */
 #ifndef RELAY_WS_SERVER_H
@@ -84,6 +86,11 @@ struct ws_server *ws_server_new(struct xq *to_core, int64_t queue_max);
 /* The origins allowed cross-origin on the plain HTTP answers (relay/common/cors.h: "*", a list,
  * NULL or "": none); copied. Call before the lws thread runs. */
 void ws_server_set_cors_origins(struct ws_server *s, const char *origins);
+/* check != 0: refuse every request (page, /chains.json, upgrade) whose Host header does not
+ * name the relay (protocol/addr.h proto_host_names_relay: loopback spellings or a name of
+ * allowed_hosts, copied): 403 forbidden_host. Against DNS rebinding; the core asks for it when
+ * no stream token is configured. Call before the lws thread runs. */
+void ws_server_set_host_rule(struct ws_server *s, int check, const char *allowed_hosts);
 /* Free. Call after lws_context_destroy (lws calls back until then). NULL-safe. */
 void ws_server_free(struct ws_server *s);
 /* Fill one lws protocol entry (name "statusrelay-dashboard", user = s). It must be first in

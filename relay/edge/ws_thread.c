@@ -231,6 +231,7 @@ struct ws_thread *ws_thread_start(const struct ws_thread_opts *o)
         t->listen = xstrdup(o->listen);
         t->dash = ws_server_new(o->to_core, o->dash_queue_max);
         ws_server_set_cors_origins(t->dash, o->dash_cors_origins);
+        ws_server_set_host_rule(t->dash, o->dash_host_check, o->dash_allowed_hosts);
     }
     int tls = upstream_ws_uses_tls(t->up);
 

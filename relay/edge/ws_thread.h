@@ -39,6 +39,8 @@ struct ws_thread_opts {
     int64_t dash_queue_max;       /* frames queued per dashboard session (<= 0: 1024) */
     const char *dash_cors_origins; /* CORS origins of the page's HTTP answers (relay/common/
                                       cors.h); NULL: none */
+    int dash_host_check;          /* refuse foreign Host headers (ws_server_set_host_rule) */
+    const char *dash_allowed_hosts; /* names besides loopback ones; NULL: none */
     struct xq *to_ws, *to_core;   /* borrowed; must outlive the thread */
 };
 
