@@ -86,6 +86,9 @@ const struct setting config_settings[] = {
      "subscriptions per dashboard connection"},
     {"ws-queue-max", SET_INT, F(ws_queue_max), "1024", 0, 16,
      "frames queued per dashboard connection before it is conflated, then cut off"},
+    {"ws-queue-bytes", SET_INT, F(ws_queue_bytes), "4194304", 0, 65536,
+     "bytes queued per dashboard connection (frames not yet taken by the client) before it "
+     "is conflated, then cut off with 1013"},
     {"ws-ping-interval", SET_DURATION, F(ws_ping_interval_ms), "20s", 0, 100,
      "dashboard websocket: ping a client silent this long (unset with the timeout given: "
      "min(20s, timeout/3))"},

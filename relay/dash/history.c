@@ -171,6 +171,7 @@ void dash_fresh_snapshot(struct hub *h, struct hsess *x, struct hsub *u, int lim
 struct hist {
     struct op op;
     size_t n, got;
+    size_t max_bytes;  /* frames beyond this (oldest first) are left out: "truncated" */
     char **frames; /* in timeline order */
     size_t *lens;
 };
@@ -191,14 +192,19 @@ static void hist_finish(struct hub *h, struct hist *hs)
                           "{\"type\":\"history\",\"status\":\"success\",\"data\":{\"event\":"
                           "\"" EVENT_NAME "\",\"filters\":{\"id\":\"%s\"},\"events\":[",
                           hs->op.id);
-        size_t total = (size_t)hl + 8;
-        for (size_t i = 0; i < hs->n; i++)
-            total += hs->frames[i] ? hs->lens[i] + 1 : 0;
+        /* the newest frames that fit in max_bytes: older ones are left out */
+        size_t total = (size_t)hl + 32, from = hs->n;
+        while (from > 0 && (hs->frames[from - 1] == NULL ||
+                            total + hs->lens[from - 1] + 1 <= hs->max_bytes)) {
+            from--;
+            total += hs->frames[from] ? hs->lens[from] + 1 : 0;
+        }
+        int truncated = from > 0;
         char *out = xmalloc(total);
         memcpy(out, head, (size_t)hl);
         size_t k = (size_t)hl;
         int first = 1;
-        for (size_t i = 0; i < hs->n; i++) {
+        for (size_t i = from; i < hs->n; i++) {
             if (hs->frames[i] == NULL)
                 continue;
             if (!first)
@@ -207,8 +213,11 @@ static void hist_finish(struct hub *h, struct hist *hs)
             memcpy(out + k, hs->frames[i], hs->lens[i]);
             k += hs->lens[i];
         }
-        memcpy(out + k, "]}}", 3);
-        k += 3;
+        static const char tail[] = "]}}", ttail[] = "],\"truncated\":true}}";
+        const char *t = truncated ? ttail : tail;
+        size_t tl = truncated ? sizeof(ttail) - 1 : sizeof(tail) - 1;
+        memcpy(out + k, t, tl);
+        k += tl;
         dash_send_text(h, x->id, NULL, out, k);
         free(out);
     }
@@ -298,12 +307,13 @@ static void on_hist_list(void *arg, const char *err, redisReply *r)
     }
 }
 
-void dash_history(struct hub *h, struct hsess *x, const char *id)
+void dash_history(struct hub *h, struct hsess *x, const char *id, int trusted)
 {
     char k[KEY_MAX], lim[16];
     key_build(k, sizeof(k), store_tag(h->c->store), "tl", id, NULL);
-    snprintf(lim, sizeof(lim), "-%d", HUB_HISTORY_MAX);
+    snprintf(lim, sizeof(lim), "-%d", trusted ? HUB_HISTORY_MAX : HUB_HISTORY_ANON_MAX);
     struct hist *hs = xcalloc(1, sizeof(*hs));
+    hs->max_bytes = trusted ? HUB_HISTORY_BYTES : HUB_HISTORY_ANON_BYTES;
     hs->op.h = h;
     hs->op.sess = x->id;
     snprintf(hs->op.id, sizeof(hs->op.id), "%s", id);

@@ -473,7 +473,7 @@ static void on_history(struct hub *h, struct hsess *x, json_t *msg)
                    "anonymous requests are disabled: send the stream token", NULL);
         return;
     }
-    dash_history(h, x, id);
+    dash_history(h, x, id, broad_allowed(h, x));
 }
 
 /* Refill both token buckets; 0 = the message may be handled. */

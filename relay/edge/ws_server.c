@@ -66,6 +66,8 @@ struct session {
     struct session *hnext;
     struct onode *out_head, *out_tail;
     size_t out_count;
+    size_t out_bytes;            /* payload bytes of the outbox */
+    size_t held;                 /* the last frame written, while lws still holds part of it */
     unsigned char *rx;           /* message being reassembled */
     size_t rx_len;
     int close_code;              /* != 0: close once the outbox is flushed */
@@ -91,12 +93,13 @@ struct session {
 struct counters {
     _Atomic uint64_t sessions, opened, closed, msgs_in, frames_out, dropped, unrouted,
         slow_closed, http_requests, events_in, deliveries, conflated, conflations, dead_peers,
-        pings, route_ns, queued, id_subs, broad_subs;
+        pings, route_ns, queued, queued_bytes, id_subs, broad_subs;
 };
 
 struct ws_server {
     struct xq *to_core;
     size_t queue_max;
+    size_t queue_bytes;          /* outbox + lws-held bytes per session before it is cut */
     uint64_t next_id, serial;
     struct session **tab;        /* chained hash on session id; size is a power of two */
     size_t tab_size, count;
@@ -322,6 +325,22 @@ static void wev_unref(struct wev *ev)
     }
 }
 
+/* Payload bytes of a queued frame (the conflation notice: its fixed text). */
+static size_t node_bytes(const struct onode *n)
+{
+    return n->ev ? n->ev->m->shared->len : n->m ? n->m->len : 256;
+}
+
+/* Take n's bytes off x's outbox count (n leaves the outbox). */
+static void unqueue(struct ws_server *s, struct session *x, const struct onode *n)
+{
+    size_t b = node_bytes(n);
+    x->out_bytes -= b;
+    x->out_count--;
+    sub(&s->st.queued, 1);
+    sub(&s->st.queued_bytes, b);
+}
+
 static void node_free(struct onode *n)
 {
     if (n->ev)
@@ -343,8 +362,10 @@ static void drop_outbox(struct ws_server *s, struct session *x)
         node_free(n);
     }
     sub(&s->st.queued, x->out_count);
+    sub(&s->st.queued_bytes, x->out_bytes);
     x->out_head = x->out_tail = NULL;
     x->out_count = 0;
+    x->out_bytes = 0;
     x->notice_queued = 0;
 }
 
@@ -403,6 +424,8 @@ static size_t conflate(struct ws_server *s, struct session *x)
         i++;
         if (drop) {
             *pp = n->next;
+            x->out_bytes -= node_bytes(n);
+            sub(&s->st.queued_bytes, node_bytes(n));
             node_free(n);
             dropped++;
         } else {
@@ -431,16 +454,19 @@ static void overflow(struct ws_server *s, struct session *x)
             if (x->out_tail == NULL)
                 x->out_tail = n;
             x->out_count++;
+            x->out_bytes += node_bytes(n);
             count(&s->st.queued);
+            add(&s->st.queued_bytes, node_bytes(n));
             x->notice_queued = 1;
         }
     }
     int64_t stalled_ms = mono_ms() - x->progress_ms;
-    if (x->out_count > s->queue_max / 2 || stalled_ms >= WS_SERVER_STALL_MS) {
+    if (x->out_count > s->queue_max / 2 || x->out_bytes + x->held > s->queue_bytes / 2 ||
+        stalled_ms >= WS_SERVER_STALL_MS) {
         count(&s->st.slow_closed);
-        log_info("dashboard session too slow: closed", "session=%llu queued=%zu dropped=%zu "
-                 "stalled_ms=%lld", (unsigned long long)x->id, x->out_count, dropped,
-                 (long long)stalled_ms);
+        log_info("dashboard session too slow: closed", "session=%llu queued=%zu bytes=%zu "
+                 "held=%zu dropped=%zu stalled_ms=%lld", (unsigned long long)x->id,
+                 x->out_count, x->out_bytes, x->held, dropped, (long long)stalled_ms);
         close_session(s, x, WS_SERVER_CLOSE_SLOW, "too slow: resume from your last streamId",
                       1);
         return;
@@ -461,8 +487,12 @@ static void enqueue(struct ws_server *s, struct session *x, struct onode *n)
         x->out_head = n;
     x->out_tail = n;
     x->out_count++;
+    x->out_bytes += node_bytes(n);
     count(&s->st.queued);
-    if (x->out_count > s->queue_max) {
+    add(&s->st.queued_bytes, node_bytes(n));
+    /* bytes: a frame alone (nothing queued or held before it) is always taken */
+    if (x->out_count > s->queue_max ||
+        (x->out_bytes + x->held > s->queue_bytes && (x->out_count > 1 || x->held > 0))) {
         overflow(s, x);
         if (x->close_code != 0)
             return;
@@ -472,6 +502,8 @@ static void enqueue(struct ws_server *s, struct session *x, struct onode *n)
 
 static int write_some(struct ws_server *s, struct session *x)
 {
+    if (x->held > 0 && !lws_partial_buffered(x->wsi))
+        x->held = 0;
     if (x->ping_due && x->close_code == 0) {
         /* a payload: lws 4.1 does not report empty pongs (RECEIVE_PONG needs len > 0) */
         unsigned char pb[LWS_PRE + 4] = {0};
@@ -494,8 +526,7 @@ static int write_some(struct ws_server *s, struct session *x)
         x->out_head = n->next;
         if (x->out_head == NULL)
             x->out_tail = NULL;
-        x->out_count--;
-        sub(&s->st.queued, 1);
+        unqueue(s, x, n);
         /* a shared frame's headroom is rewritten by each write: fine, one thread writes */
         unsigned char nb[LWS_PRE + 256], *p;
         size_t len;
@@ -520,6 +551,9 @@ static int write_some(struct ws_server *s, struct session *x)
         node_free(n);
         if (w < (int)len)
             return -1;
+        /* what the socket did not take, lws keeps (at most this one frame: the loop stops
+         * while the pipe is choked); it counts against the byte limit until flushed */
+        x->held = lws_partial_buffered(x->wsi) ? len : 0;
         x->progress_ms = mono_ms();
         count(&s->st.frames_out);
     }
@@ -650,10 +684,16 @@ static int on_receive(struct ws_server *s, struct session *x, const void *in, si
     if (x->close_code != 0)
         return 0;
     if (x->rx_len + len > WS_SERVER_MAX_MSG) {
-        static const char why[] = "message too big";
-        lws_close_reason(x->wsi, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, (unsigned char *)why,
-                         sizeof(why) - 1);
-        return -1;
+        /* the lingering close (write_some), not a return of -1: the client is still sending
+         * the rest of its message (many small fragments, say), and closing the socket on
+         * unread data makes the kernel reset it - the client would see EOF, not 1009 */
+        free(x->rx);
+        x->rx = NULL;
+        x->rx_len = 0;
+        log_debug("dashboard message too big: closed", "session=%llu limit=%d",
+                 (unsigned long long)x->id, WS_SERVER_MAX_MSG);
+        close_session(s, x, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, "message too big", 1);
+        return 0;
     }
     if (lws_is_final_fragment(x->wsi) && x->rx_len == 0) {
         count(&s->st.msgs_in);
@@ -990,12 +1030,13 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
 
 /* ---- module ------------------------------------------------------------------------------ */
 
-struct ws_server *ws_server_new(struct xq *to_core, int64_t queue_max)
+struct ws_server *ws_server_new(struct xq *to_core, int64_t queue_max, int64_t queue_bytes)
 {
     struct ws_server *s = xcalloc(1, sizeof(*s));
     s->to_core = to_core;
     s->cors_origins = NULL;
     s->queue_max = queue_max > 0 ? (size_t)queue_max : 1024;
+    s->queue_bytes = queue_bytes > 0 ? (size_t)queue_bytes : WS_SERVER_QUEUE_BYTES;
     s->tab_size = 64;
     s->tab = xcalloc(s->tab_size, sizeof(*s->tab));
     s->itab_size = 256;
@@ -1146,6 +1187,7 @@ void ws_server_stats_read(const struct ws_server *s, struct ws_server_stats *out
     out->pings = atomic_load(&c->pings);
     out->route_ns = atomic_load(&c->route_ns);
     out->queued = atomic_load(&c->queued);
+    out->queued_bytes = atomic_load(&c->queued_bytes);
     out->id_subs = atomic_load(&c->id_subs);
     out->broad_subs = atomic_load(&c->broad_subs);
 }

@@ -20,11 +20,14 @@
  * event's xbuf is queued to every recipient by reference (a 24-byte outbox node each); it is
  * never copied or re-encoded per client.
  *
- * Backpressure. Each session's outbox holds at most queue_max frames. On overflow it is
+ * Backpressure. Each session's outbox holds at most queue_max frames and queue_bytes bytes
+ * (counting the last frame written while lws still holds part of it: lws_partial_buffered;
+ * one frame alone is always taken, however big). On overflow it is
  * conflated: for every request only the newest queued frame stays (frames without a
  * conflation key - acks, errors, gap/resumed notices - always stay), and a
  * {"type":"conflated","data":{"dropped":N,...}} notice goes to the front. A session that is
- * still over half the cap after conflating (it follows too many busy requests to keep even
+ * still over half the cap (frames or bytes) after conflating (it follows too many busy
+ * requests - or asks for too many history answers - to keep even
  * their present), or overflows after taking no frame for WS_SERVER_STALL_MS, is closed with
  * WS_SERVER_CLOSE_SLOW (1013); its outbox is dropped and it can resume from its last
  * streamId. Socket send buffers are capped (WS_SERVER_SNDBUF) so a client that stops
@@ -48,6 +51,7 @@
 #include <stdint.h>
 
 #define WS_SERVER_MAX_MSG (64 * 1024)        /* one client message */
+#define WS_SERVER_QUEUE_BYTES (4 * 1024 * 1024) /* default outbox bytes per session */
 #define WS_SERVER_CLOSE_SLOW 1013            /* "try again later": hopelessly behind */
 #define WS_SERVER_CLOSE_POLICY 1008          /* flood of (bad) client messages */
 #define WS_SERVER_SNDBUF (64 * 1024)         /* SO_SNDBUF of dashboard sockets */
@@ -78,11 +82,13 @@ struct ws_server_stats {
     uint64_t pings;          /* pings sent */
     uint64_t route_ns;       /* time spent routing events (match + enqueue), ns */
     uint64_t queued;         /* frames waiting in all outboxes now */
+    uint64_t queued_bytes;   /* their payload bytes */
     uint64_t id_subs, broad_subs; /* filters installed now */
 };
 
-/* queue_max: outbox frames per session (<= 0: 1024). Pushes go to to_core. */
-struct ws_server *ws_server_new(struct xq *to_core, int64_t queue_max);
+/* queue_max: outbox frames per session (<= 0: 1024); queue_bytes: outbox bytes per session
+ * (<= 0: WS_SERVER_QUEUE_BYTES). Pushes go to to_core. */
+struct ws_server *ws_server_new(struct xq *to_core, int64_t queue_max, int64_t queue_bytes);
 /* The origins allowed cross-origin on the plain HTTP answers (relay/common/cors.h: "*", a list,
  * NULL or "": none); copied. Call before the lws thread runs. */
 void ws_server_set_cors_origins(struct ws_server *s, const char *origins);
