@@ -181,8 +181,17 @@ struct hist_item {
     size_t i;
 };
 
+/* One history answer of session sess is over (answered or not). */
+static void inflight_done(struct hub *h, uint64_t sess)
+{
+    struct hsess *x = dash_sess_find(h, sess);
+    if (x != NULL && x->hist_inflight > 0)
+        x->hist_inflight--;
+}
+
 static void hist_finish(struct hub *h, struct hist *hs)
 {
+    inflight_done(h, hs->op.sess);
     struct hsess *x = dash_sess_find(h, hs->op.sess);
     if (x != NULL && !x->closing) {
         /* the frames are JSON already: {"type":"history","status":"success","data":{"event",
@@ -268,10 +277,12 @@ static void on_hist_list(void *arg, const char *err, redisReply *r)
     }
     struct hsess *x = dash_sess_find(h, hs->op.sess);
     if (x == NULL || x->closing) {
+        inflight_done(h, hs->op.sess);
         free(hs);
         return;
     }
     if (err != NULL || r->type != REDIS_REPLY_ARRAY) {
+        inflight_done(h, hs->op.sess);
         dash_send_json(h, x->id, NULL,
                        json_pack("{s:s,s:s,s:{s:s,s:s}}", "type", "history", "status", "error",
                                  "error", "code", "unavailable", "message",
@@ -318,8 +329,10 @@ void dash_history(struct hub *h, struct hsess *x, const char *id, int trusted)
     hs->op.sess = x->id;
     snprintf(hs->op.id, sizeof(hs->op.id), "%s", id);
     h->pending++;
+    x->hist_inflight++; /* until hist_finish, or the list's error */
     if (store_cmd(h->c->store, on_hist_list, hs, "LRANGE %s %s -1", k, lim) != 0) {
         h->pending--;
+        x->hist_inflight--;
         free(hs);
         dash_send_json(h, x->id, NULL,
                        json_pack("{s:s,s:s,s:{s:s,s:s}}", "type", "history", "status", "error",

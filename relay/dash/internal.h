@@ -61,6 +61,7 @@ struct hsess {
     uint32_t next_no;
     double msg_tokens, bad_tokens;
     int64_t bucket_ms;
+    int hist_inflight;        /* history answers being read (HUB_HISTORY_INFLIGHT) */
 };
 
 struct waiter {

@@ -403,6 +403,14 @@ static void on_history(struct hub *h, struct hsess *x, const struct dash_msg *m)
                    "anonymous requests are disabled: send the stream token", NULL);
         return;
     }
+    if (x->hist_inflight >= HUB_HISTORY_INFLIGHT) { /* each holds its frames here meanwhile */
+        /* an error frame, not a bad message: asking too early is not malformed */
+        dash_send_json(h, x->id, NULL,
+                       json_pack("{s:s,s:s,s:{s:s,s:s}}", "type", "history", "status", "error",
+                                 "error", "code", "too_many_requests", "message",
+                                 "at most 4 history requests at a time: wait for the answers"));
+        return;
+    }
     dash_history(h, x, m->id, broad_allowed(h, x));
 }
 
