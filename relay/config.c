@@ -78,8 +78,9 @@ const struct setting config_settings[] = {
     {"admin-cors-origins", SET_STR, F(admin_cors_origins), NULL, 0, 0,
      "origins allowed cross-origin on every other REST path (/v1, /metrics); unset: none"},
     {"allowed-hosts", SET_STR, F(allowed_hosts), NULL, 0, 0,
-     "without an admin token, Host names the REST port answers besides loopback ones "
-     "(comma-separated, e.g. a reverse proxy's name); unset: loopback only"},
+     "Host names answered besides loopback ones (comma-separated, e.g. a reverse proxy's "
+     "name): REST without an admin token, the dashboard port without a stream token; unset: "
+     "loopback only"},
     {"anon-miss-rate", SET_INT, F(anon_miss_rate), "10", 0, 0,
      "status reads of ids not known here, per minute per client address, for callers without "
      "the admin token (0: none)"},
@@ -89,6 +90,9 @@ const struct setting config_settings[] = {
      "subscriptions per dashboard connection"},
     {"ws-queue-max", SET_INT, F(ws_queue_max), "1024", 0, 16,
      "frames queued per dashboard connection before it is conflated, then cut off"},
+    {"ws-queue-bytes", SET_INT, F(ws_queue_bytes), "4194304", 0, 65536,
+     "bytes queued per dashboard connection (frames not yet taken by the client) before it "
+     "is conflated, then cut off with 1013"},
     {"ws-ping-interval", SET_DURATION, F(ws_ping_interval_ms), "20s", 0, 100,
      "dashboard websocket: ping a client silent this long (unset with the timeout given: "
      "min(20s, timeout/3))"},

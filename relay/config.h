@@ -50,6 +50,7 @@ struct config {
     int ws_anonymous;              /* anonymous single-id dashboard subscriptions allowed */
     int64_t ws_max_subscriptions;
     int64_t ws_queue_max;          /* frames queued per dashboard connection */
+    int64_t ws_queue_bytes;        /* bytes queued per dashboard connection */
     int64_t ws_ping_interval_ms;   /* dashboard: ping a client silent this long */
     int64_t ws_ping_timeout_ms;    /* dashboard: drop a client silent this long */
     /* webhooks */

@@ -207,7 +207,11 @@ int core_start(struct core *c)
         .ping_interval_ms = cfg->upstream_ping_interval_ms,
         .ping_timeout_ms = cfg->upstream_ping_timeout_ms,
         .dash_queue_max = cfg->ws_queue_max,
+        .dash_queue_bytes = cfg->ws_queue_bytes,
         .dash_cors_origins = cfg->cors_origins,
+        /* DNS rebinding: without a stream token the Host must name us (README) */
+        .dash_host_check = cfg->stream_token == NULL || cfg->stream_token[0] == '\0',
+        .dash_allowed_hosts = cfg->allowed_hosts,
         .to_ws = c->to_ws,
         .to_core = c->to_core,
     };

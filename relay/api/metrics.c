@@ -237,6 +237,8 @@ void metrics_render(struct core *c, struct evbuffer *out)
               (int64_t)wst.dash.sessions);
         counter(out, "dashboard_slow_closed_total", "Dashboard clients cut off for being slow.",
                 wst.dash.slow_closed);
+        gauge(out, "dashboard_queued_bytes", "Bytes waiting in dashboard send queues.",
+              (int64_t)wst.dash.queued_bytes);
         counter(out, "upstream_ws_frames_total", "Frames received on the upstream websocket.",
                 wst.up.frames_in);
     }

@@ -424,29 +424,7 @@ static int host_allowed(const struct config *cfg, const char *host)
 {
     if ((cfg->admin_token != NULL && cfg->admin_token[0] != '\0') || host == NULL)
         return 1;
-    char hp[300];
-    size_t n = strlen(host);
-    if (n == 0 || n >= sizeof(hp) - 4)
-        return 0;
-    if (proto_listen_is_loopback(host))
-        return 1;
-    snprintf(hp, sizeof(hp), "%s:0", host); /* no port given */
-    if (proto_listen_is_loopback(hp))
-        return 1;
-    /* the name without its port */
-    size_t hl = n;
-    const char *colon = strrchr(host, ':');
-    if (colon != NULL && strchr(colon, ']') == NULL)
-        hl = (size_t)(colon - host);
-    for (const char *l = cfg->allowed_hosts; l != NULL && *l != '\0';) {
-        while (*l == ' ' || *l == ',')
-            l++;
-        size_t k = strcspn(l, ", ");
-        if (k > 0 && k == hl && strncasecmp(l, host, hl) == 0)
-            return 1;
-        l += k;
-    }
-    return 0;
+    return proto_host_names_relay(host, cfg->allowed_hosts);
 }
 
 /* 1 when a Content-Type value is application/json (any case, parameters allowed). */
