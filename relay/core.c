@@ -10,6 +10,7 @@
 #include "relay/dash/hub.h"
 #include "relay/ingest/ingest.h"
 #include "relay/common/log.h"
+#include "relay/ingest/anon.h"
 #include "relay/ingest/poller.h"
 #include "relay/ingest/chains.h"
 #include "relay/ingest/upstream.h"
@@ -173,9 +174,11 @@ struct core *core_new(const struct config *cfg)
     c->upstream = upstream_new(c);
     upstream_on_gap(c->upstream, poller_gap, c->poller);
     c->watch = watch_new(c);
+    c->anon = anon_new(c);
     c->chains = chains_new(c);
     c->api = api_new(c);
     c->hub = hub_new(c);
+    anon_on_gone(c->anon, hub_anon_gone, c->hub);
     cp->sig_term = evsignal_new(c->base, SIGTERM, on_signal, c);
     cp->sig_int = evsignal_new(c->base, SIGINT, on_signal, c);
     cp->sig_hup = evsignal_new(c->base, SIGHUP, on_signal, c);
@@ -216,6 +219,7 @@ int core_start(struct core *c)
     poller_start(c->poller);
     upstream_start(c->upstream);
     watch_start(c->watch);
+    anon_start(c->anon);
     chains_start(c->chains);
     log_info("statusrelay started", "http=%s ws=%s upstream=%s instance=%s", cfg->http_listen,
              cfg->ws_listen, cfg->upstream_ws_url, c->instance_id);
@@ -274,6 +278,7 @@ void core_free(struct core *c)
     }
     /* Completions first, while every module they call back into is alive: httpc and store
      * finish their in-flight work with "shutdown"/"disconnected" errors. */
+    anon_on_gone(c->anon, NULL, NULL);
     hub_free(c->hub);
     delivery_stop(c);
     httpc_free(c->httpc);
@@ -283,6 +288,7 @@ void core_free(struct core *c)
     upstream_free(c->upstream);
     poller_free(c->poller);
     chains_free(c->chains); /* after httpc and store: their completions call it */
+    anon_free(c->anon);     /* likewise */
     applier_free(c->applier);
     ingest_free(c->ingest);
     xq_free(c->to_core);
