@@ -102,7 +102,7 @@ static void on_depths(evutil_socket_t fd, short what, void *arg)
         int64_t *dst;
     } q[] = {{"due", &m->q_due}, {"inflight", &m->q_inflight}, {"dead", &m->q_dead},
              {"poll", &m->tracked_polled}, {"pollu", &m->poll_urgent},
-             {"polls", &m->watch_settled}};
+             {"polls", &m->watch_settled}, {"polln", &m->watch_anon}};
     for (size_t i = 0; i < ARRAY_LEN(q); i++) {
         key_build(k, sizeof(k), tag, q[i].kind, NULL, NULL);
         store_cmd(c->store, on_zcard, q[i].dst, "ZCARD %s", k);
@@ -189,6 +189,7 @@ struct core *core_new(const struct config *cfg)
     c->metrics.q_due = c->metrics.q_inflight = c->metrics.q_dead = -1;
     c->metrics.tracked_polled = -1;
     c->metrics.poll_urgent = c->metrics.watch_settled = c->metrics.requests_stuck = -1;
+    c->metrics.watch_anon = -1;
     c->metrics.oldest_unsettled_ms = -1;
     cp->depth_ev = event_new(c->base, -1, EV_PERSIST, on_depths, c);
     struct timeval tv = {2, 0};
@@ -254,6 +255,7 @@ void core_stop(struct core *c)
         api_stop_accepting(c->api);
     if (c->upstream)
         upstream_shutdown(c->upstream); /* hand the upstream websocket to another process */
+    anon_shutdown(c->anon); /* anonymous watches end with their connections */
     cp->stop_deadline = mono_ms() + c->cfg->shutdown_grace_ms;
     cp->stop_ev = evtimer_new(c->base, on_stop, cp);
     struct timeval tv = {0, 50 * 1000};

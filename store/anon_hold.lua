@@ -2,7 +2,10 @@
 -- subscriber of an id here (start = "1"), or the periodic refresh of every id held here.
 -- KEYS: 1 anonh zset. ARGV: 1 now ms, 2 lease ms, 3 instance id, 4 key tag "{P}", 5 waiting
 --       TTL ms, 6 settled watch ms, 7 failure tail ms, 8 start ("1": a request nobody
---       watches starts an anonymous watch; "0": only the lease is renewed), 9.. ids
+--       watches starts an anonymous watch; "0", the refresh: only one that is not an ended
+--       anonymous watch does - a hold that could not start it, or a watch that ended while
+--       this process could not renew its lease; one that ended by its phase rules, e.g.
+--       STATUSRELAY_WAITING_TTL, stays ended), 9.. ids
 -- A request the API tracks, or that some watch already covers, is only held (not
 -- counted, not changed). An id in the negative cache is not held.
 -- Returns {started count, id the upstream does not know, ...}.
@@ -24,7 +27,7 @@ for i = 9, #ARGV do
     if start then
       local k = tag .. ':req:' .. id
       local o = watch_read(k, id)
-      if o.trk ~= '1' and not watched(o.phase) then
+      if o.trk ~= '1' and not watched(o.phase) and (start or not o.anon) then
         local fields = {'anon', '1', 'miss', '0', 'wb', ARGV[1]}
         local chg = o.chg
         if not chg then

@@ -35,7 +35,7 @@ struct anon {
     struct event *tick_ev;
     struct store_script hold_sc, release_sc, expire_sc, miss_sc;
     int64_t next_refresh, next_expire, next_log; /* mono ms */
-    int expiring;
+    int expiring, stopped;
     anon_gone_cb *gone_cb;
     void *gone_arg;
     uint64_t started, released, expired, not_found; /* since the last summary line */
@@ -117,6 +117,8 @@ static void refresh_all(struct anon *a)
 
 void anon_hold(struct anon *a, const char *id)
 {
+    if (a->stopped)
+        return;
     uint32_t n = 0;
     idmap_get(a->held, id, &n);
     idmap_put(a->held, id, n + 1);
@@ -135,6 +137,27 @@ static void on_released(void *arg, const char *err, redisReply *r)
     }
 }
 
+/* Release ids[0..n) held by this process. */
+static void release_ids(struct anon *a, const char *const *ids, size_t n)
+{
+    if (n == 0 || !store_ready(a->c->store))
+        return; /* the lease expires instead */
+    const char *tag = store_tag(a->c->store);
+    char k[KEY_MAX], now[24];
+    key_build(k, sizeof(k), tag, "anonh", NULL, NULL);
+    snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
+    const char **argv = xcalloc(4 + n, sizeof(*argv));
+    size_t j = 0;
+    argv[j++] = k;
+    argv[j++] = now;
+    argv[j++] = a->c->instance_id;
+    argv[j++] = tag;
+    for (size_t i = 0; i < n; i++)
+        argv[j++] = ids[i];
+    store_eval(a->c->store, &a->release_sc, on_released, a, 1, (int)j, argv, NULL);
+    free(argv);
+}
+
 void anon_release(struct anon *a, const char *id)
 {
     uint32_t n = 0;
@@ -145,14 +168,25 @@ void anon_release(struct anon *a, const char *id)
         return;
     }
     idmap_del(a->held, id);
-    if (!store_ready(a->c->store))
-        return; /* the lease expires instead */
-    const char *tag = store_tag(a->c->store);
-    char k[KEY_MAX], now[24];
-    key_build(k, sizeof(k), tag, "anonh", NULL, NULL);
-    snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
-    const char *argv[] = {k, now, a->c->instance_id, tag, id};
-    store_eval(a->c->store, &a->release_sc, on_released, a, 1, 5, argv, NULL);
+    const char *ids[1] = {id};
+    release_ids(a, ids, 1);
+}
+
+void anon_shutdown(struct anon *a)
+{
+    if (a == NULL || a->stopped)
+        return;
+    a->stopped = 1;
+    size_t n = idmap_count(a->held);
+    if (n > 0) {
+        struct collect cl = {xcalloc(n, sizeof(char *)), 0};
+        idmap_each(a->held, collect_one, &cl);
+        for (size_t i = 0; i < cl.n; i += ANON_BATCH)
+            release_ids(a, cl.ids + i, cl.n - i < ANON_BATCH ? cl.n - i : ANON_BATCH);
+        free(cl.ids);
+    }
+    idmap_free(a->held); /* later unsubscribes find nothing to release */
+    a->held = idmap_new();
 }
 
 int anon_watched(const struct anon *a, const char *id)

@@ -35,7 +35,8 @@ void anon_on_gone(struct anon *a, anon_gone_cb *cb, void *arg);
 
 /* One more local subscriber of id (validated request id). The first one holds it in Redis
  * and starts its anonymous watch when nothing watches it (asynchronous; an id in the
- * negative cache is reported through anon_on_gone). */
+ * negative cache is reported through anon_on_gone; while Redis is unavailable the next
+ * refresh does it). */
 void anon_hold(struct anon *a, const char *id);
 /* One local subscriber of id fewer; the last one releases it at once (the watch ends when
  * no other process holds it and the API does not track it). */
@@ -43,6 +44,10 @@ void anon_release(struct anon *a, const char *id);
 /* 1 when id is watched already as far as this process knows (held here, or in the watched
  * set every process keeps): a subscription to it starts nothing. */
 int anon_watched(const struct anon *a, const char *id);
+
+/* Graceful shutdown: release every id held here now (a killed process leaves them to the
+ * lease); later holds and releases do nothing. */
+void anon_shutdown(struct anon *a);
 
 /* The poller got a 404 for a status poll of id: counts against an anonymous watch. */
 void anon_upstream_404(struct anon *a, const char *id);

@@ -175,6 +175,20 @@ test('kill -9: after a restart the anonymous watches of the dead process end wit
   await noMorePolls(R);
 });
 
+test('a graceful stop releases the anonymous watches of the process at once', async () => {
+  const d = await daemon({ env: { STATUSRELAY_WS_ANON_LEASE: '1h' } });
+  const R = await simRequest(['pending']);
+  const c = client(d.wsUrl);
+  await c.ready;
+  assert.equal((await subscribe(c, R)).status, 'success');
+  await until(async () => { const r = await d.get(`/v1/requests/${R}`); return r.body?.watch === 'active' && r.body.status === 'pending'; }, { msg: 'R watched and observed' });
+  const r = await d.stop();
+  assert.equal(r.code, 0);
+  // no process runs any more: only the release at shutdown can have ended the watch
+  assert.equal(await redis.cmd('ZCARD', `{${d.prefix}}:anonh`), 0);
+  assert.equal(await redis.cmd('HGET', `{${d.prefix}}:req:${R}`, 'watch'), 'ended');
+});
+
 test('an id the upstream does not know: not_found after 3 polls, then never polled again', async () => {
   const d = await daemon({ env: { STATUSRELAY_POLL_SAFETY_INTERVAL: '1s' } });
   const U = rid('nope');
@@ -232,6 +246,10 @@ test('fairness: 1,000 anonymous made-up ids, websocket down: a tracked change is
     await until(() => c.frames.filter((f) => f.type === 'subscribe' && f.status === 'success').length === 100, { msg: 'acks', timeoutMs: 20000 });
   }
   await until(async () => Number(await redis.cmd('ZCARD', `{${d.prefix}}:polln`)) >= 990, { msg: 'anonymous ids watched', timeoutMs: 20000 });
+  await until(async () => {
+    const m = (await (await fetch(d.url + '/metrics')).text()).match(/^statusrelay_watched_requests\{phase="anonymous"\} (\d+)$/m);
+    return m && Number(m[1]) >= 990;
+  }, { msg: 'the anonymous watches in /metrics', timeoutMs: 10000 });
   // the anonymous ids now want ~1,000 polls: far beyond 200 a minute
   const n0 = await status404s();
   const Q = await simRequest(['waiting', 'pending']);

@@ -513,7 +513,8 @@ test('resume from before the retained stream: an explicit "gap", then a fresh sn
 // ---- scale ------------------------------------------------------------------------------------
 test('2,000 concurrent clients, each on its own id, receive exactly their events', { timeout: 240000 }, async () => {
   const N = 2000;
-  const s = await stack({ STATUSRELAY_LOG_LEVEL: 'warn' });
+  // every client is on loopback: one address, so its limit of new anonymous ids is raised
+  const s = await stack({ STATUSRELAY_LOG_LEVEL: 'warn', STATUSRELAY_WS_ANON_IDS_PER_ADDRESS: String(N) });
   const cs = [];
   try {
     const tpl = await recordTemplate(s.d, s.redis);
