@@ -88,6 +88,12 @@ const struct setting config_settings[] = {
      "allow anonymous single-id dashboard subscriptions"},
     {"ws-max-subscriptions", SET_INT, F(ws_max_subscriptions), "100", 0, 1,
      "subscriptions per dashboard connection"},
+    {"ws-anon-ids-per-address", SET_INT, F(ws_anon_ids_per_address), "100", 0, 0,
+     "request ids nobody else watches that anonymous dashboard subscriptions from one client "
+     "address (IPv6: its /64) may start watching, across its connections (0: none)"},
+    {"ws-anon-lease", SET_DURATION, F(ws_anon_lease_ms), "30s", 0, 1000,
+     "an anonymous watch outlives a process that died without releasing it by at most this "
+     "long (the lease is renewed every third of it)"},
     {"ws-queue-max", SET_INT, F(ws_queue_max), "1024", 0, 16,
      "frames queued per dashboard connection before it is conflated, then cut off"},
     {"ws-queue-bytes", SET_INT, F(ws_queue_bytes), "4194304", 0, 65536,

@@ -49,6 +49,8 @@ struct config {
     int64_t anon_miss_rate;        /* anonymous status misses per minute per client address */
     int ws_anonymous;              /* anonymous single-id dashboard subscriptions allowed */
     int64_t ws_max_subscriptions;
+    int64_t ws_anon_ids_per_address; /* new ids anonymous subscriptions may watch per address */
+    int64_t ws_anon_lease_ms;      /* lease of an anonymous watch held by a process */
     int64_t ws_queue_max;          /* frames queued per dashboard connection */
     int64_t ws_queue_bytes;        /* bytes queued per dashboard connection */
     int64_t ws_ping_interval_ms;   /* dashboard: ping a client silent this long */

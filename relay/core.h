@@ -45,6 +45,7 @@ struct core {
     struct poller *poller;
     struct chains *chains;     /* the upstream chain list (relay/ingest/chains.c) */
     struct watch *watch;       /* watched set, watch expiry, stuck gauges (relay/ingest/watch.c) */
+    struct anon *anon;         /* anonymous dashboard watches (relay/ingest/anon.c) */
     struct api *api;
     struct webhooks *webhooks; /* the endpoint set (relay/delivery/endpoints.c) */
     struct delivery *delivery; /* owns the set, fan-out and dispatcher (relay/delivery/delivery.c) */

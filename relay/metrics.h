@@ -60,6 +60,7 @@ struct metrics {
     /* watch gauges refreshed from Redis every 5 s by relay/ingest/watch.c (-1 until the first read) */
     int64_t poll_urgent, watch_settled;    /* poll tiers: urgent (+ tracked_polled = active
                                               watches), settled (settled watches) */
+    int64_t watch_anon;                    /* the anonymous poll tier (anonymous watches) */
     int64_t requests_stuck;                /* active, not waiting, unchanged STUCK_AFTER */
     int64_t stuck_by_status[METRICS_STATUSES + 1]; /* + "other" (unknown statuses) */
     int64_t oldest_unsettled_ms;           /* first-seen ms of the oldest one, -1 = none */

@@ -10,12 +10,20 @@
  *                                        (ms of the last status change), and its watch
  *                                        (store/watch_lib.lua): watch (active|settled|
  *                                        ended), wu (watch until ms or ""), wb (window
- *                                        start ms), pt (poll tier u|a|s or "")
+ *                                        start ms), pt (poll tier u|a|s|n or ""), anon
+ *                                        ("1" watched anonymously, store/anon_lib.lua),
+ *                                        miss (404 answers to its polls while anonymous)
  *   {P}:all                      zset    every known request id, score = first seen (ms)
  *   {P}:st:<status>              zset    request ids by current status, score = first seen
  *   {P}:pollu / :poll / :polls   zset    the poll schedule of watched requests by due time
- *                                        (ms), one per tier: urgent (unconfirmed active),
- *                                        active (safety), settled; claimed in that order
+ *   / :polln                             (ms), one per tier: urgent (unconfirmed active),
+ *                                        active (safety), settled, anonymous; claimed in
+ *                                        that order
+ *   {P}:anonh                    zset    holders of anonymous watches "<id>|<instance>",
+ *                                        score 0 (store/anon_lib.lua)
+ *   {P}:anonx                    zset    the same holders by lease expiry (ms)
+ *   {P}:anon404                  zset    ids the upstream does not know, kept from
+ *                                        anonymous watches until the score (ms); capped
  *   {P}:watch                    zset    watched (active or settled) ids by change version
  *   {P}:unwatch                  zset    ids whose watch ended, by change version (capped)
  *   {P}:wver / {P}:wlow          string  change version counter / oldest version unwatch

@@ -57,13 +57,16 @@ static void render_watch(const struct metrics *m, struct evbuffer *out)
 {
     family(out, "watched_requests", "gauge",
            "Watched requests (all processes) by phase: active (subscribed, polled), settled "
-           "(success/refund, still subscribed, polled slowly).");
+           "(success/refund, still subscribed, polled slowly); anonymous (watched only while "
+           "a dashboard subscription without the stream token follows it, any phase).");
     evbuffer_add_printf(out, "statusrelay_watched_requests{phase=\"active\"} %" PRId64 "\n",
                         m->tracked_polled < 0 || m->poll_urgent < 0
                             ? -1
                             : m->tracked_polled + m->poll_urgent);
     evbuffer_add_printf(out, "statusrelay_watched_requests{phase=\"settled\"} %" PRId64 "\n",
                         m->watch_settled);
+    evbuffer_add_printf(out, "statusrelay_watched_requests{phase=\"anonymous\"} %" PRId64 "\n",
+                        m->watch_anon);
     family(out, "requests_stuck", "gauge",
            "Active requests other than waiting whose status has not changed for "
            "STATUSRELAY_STUCK_AFTER, by status.");

@@ -161,7 +161,7 @@ static void snapshot_broad(struct hub *h, struct hsess *x, struct hsub *u, int l
 void dash_fresh_snapshot(struct hub *h, struct hsess *x, struct hsub *u, int limit)
 {
     if (u->kind == SUB_ID)
-        dash_snapshot_one(h, x, u, u->id, 1);
+        dash_snapshot_one(h, x, u, u->id, !u->anon); /* anonymous: relay/ingest/anon.c */
     else
         snapshot_broad(h, x, u, limit);
 }

@@ -48,7 +48,7 @@
 #define HUB_CLOSE_REFUSED 4400             /* bad_request, invalid_request_id, bad_cursor,
                                               unsupported_event */
 #define HUB_CLOSE_REFUSED_AUTH 4401        /* unauthorized: the stream token is needed */
-#define HUB_CLOSE_REFUSED_LIMIT 4429       /* too_many_subscriptions */
+#define HUB_CLOSE_REFUSED_LIMIT 4429       /* too_many_subscriptions, too_many_ids */
 #define HUB_CLOSE_REFUSED_UNAVAILABLE 4503 /* unavailable: Redis is down, retry later */
 
 struct core;
@@ -60,6 +60,10 @@ struct hub *hub_new(struct core *c);
 /* Handle XMSG_DASH_OPEN / DASH_MSG / DASH_GONE from the ws thread (takes nothing; the caller
  * frees m). Other types are ignored. */
 void hub_on_msg(struct hub *h, const struct xmsg *m);
+/* The anonymous watch of id ended because the upstream does not know it (an anon_gone_cb,
+ * relay/ingest/anon.h; arg: the hub): every anonymous subscription to id gets an error frame
+ * with code "not_found" and ends; the connection stays open. */
+void hub_anon_gone(void *hub, const char *id);
 /* Stop; Redis commands in flight complete into nothing (the object lives until then).
  * NULL-safe. */
 void hub_free(struct hub *h);

@@ -49,6 +49,8 @@ struct hsub {
     char cursor[SID_MAX];     /* resume: last stream id replayed */
     char live_at[SID_MAX];    /* the hub cursor when it went live */
     uint64_t replayed;
+    unsigned anon : 1;        /* SUB_ID without the stream token: holds an anonymous watch */
+    unsigned counted : 1;     /* ... and took one of its address's new ids */
 };
 
 struct hsess {
@@ -62,6 +64,7 @@ struct hsess {
     double msg_tokens, bad_tokens;
     int64_t bucket_ms;
     int hist_inflight;        /* history answers being read (HUB_HISTORY_INFLIGHT) */
+    char addr[64];            /* peer address key (relay/ingest/anon.h anon_addr_key) */
 };
 
 struct waiter {

@@ -6,6 +6,9 @@
  * A refused subscribe closes the connection after its error frame (HUB_CLOSE_REFUSED*):
  * upstream clients read any "subscribe" frame as an ack and only a close makes them poll;
  * every other bad message gets its error frame on an open connection.
+ * A subscription to one id without the stream token is anonymous: it holds an anonymous
+ * watch (relay/ingest/anon.h) instead of tracking the id, and one to an id nobody watches
+ * takes one of its address's STATUSRELAY_WS_ANON_IDS_PER_ADDRESS (refused: too_many_ids).
  * runs on: core thread. */
 #include "relay/dash/internal.h"
 #include "protocol/dash_msg.h"
@@ -15,6 +18,7 @@
 #include "relay/common/util.h"
 #include "relay/core.h"
 #include "relay/edge/ws_server.h"
+#include "relay/ingest/anon.h"
 
 #include <openssl/crypto.h>
 #include <stdio.h>
@@ -101,7 +105,7 @@ static int refused_close_code(const char *code)
 {
     if (strcmp(code, "unauthorized") == 0)
         return HUB_CLOSE_REFUSED_AUTH;
-    if (strcmp(code, "too_many_subscriptions") == 0)
+    if (strcmp(code, "too_many_subscriptions") == 0 || strcmp(code, "too_many_ids") == 0)
         return HUB_CLOSE_REFUSED_LIMIT;
     if (strcmp(code, "unavailable") == 0)
         return HUB_CLOSE_REFUSED_UNAVAILABLE;
@@ -164,6 +168,10 @@ void dash_sub_remove(struct hub *h, struct hsess *x, struct hsub *u, int notify)
         sess_key(k, sizeof(k), x->id, u->id);
         idmap_del(h->sess_ids, k);
         x->nsubs--;
+        if (u->anon)
+            anon_release(h->c->anon, u->id);
+        if (u->counted)
+            anon_addr_put(h->c->anon, x->addr);
     } else if (u->kind == SUB_BROAD) {
         x->nsubs--;
     } else {
@@ -338,9 +346,26 @@ static void on_subscribe(struct hub *h, struct hsess *x, struct dash_msg *m, int
         send_error(h, x, type, "too_many_subscriptions", why, NULL);
         return;
     }
+    int anon = id != NULL && !x->authed, counted = 0;
+    if (anon && !anon_watched(h->c->anon, id)) {
+        if (anon_addr_take(h->c->anon, x->addr) != 0) {
+            char why[160];
+            snprintf(why, sizeof(why),
+                     "at most %lld request ids nobody else watches per client address without "
+                     "the stream token",
+                     (long long)h->c->cfg->ws_anon_ids_per_address);
+            send_error(h, x, type, "too_many_ids", why, NULL);
+            return;
+        }
+        counted = 1;
+    }
     struct hsub *u = sub_new(x, id ? SUB_ID : SUB_BROAD);
     if (id != NULL) {
         char k[PROTO_MAX_ID + 32];
+        u->anon = anon;
+        u->counted = counted;
+        if (anon)
+            anon_hold(h->c->anon, id);
         u->id = xstrdup(id);
         sess_key(k, sizeof(k), x->id, id);
         idmap_put(h->sess_ids, k, u->no);
@@ -354,7 +379,7 @@ static void on_subscribe(struct hub *h, struct hsess *x, struct dash_msg *m, int
             dash_gap(h, x, u, "unavailable", NULL);
             return;
         }
-        if (id != NULL)
+        if (id != NULL && !anon)
             dash_track_one(h, id); /* idempotent: nobody tracking it yet is the rare case */
         return;
     }
@@ -466,6 +491,7 @@ static void on_open(struct hub *h, const struct xmsg *m)
     x->msg_tokens = HUB_MSG_BURST;
     x->bad_tokens = HUB_BAD_BURST;
     x->bucket_ms = mono_ms();
+    anon_addr_key((const char *)m->data, x->addr, sizeof(x->addr));
     sess_insert(h, x);
     char id[32];
     snprintf(id, sizeof(id), "%llu", (unsigned long long)x->id);
@@ -482,6 +508,29 @@ static void on_gone(struct hub *h, uint64_t id)
         dash_sub_remove(h, x, x->subs, 0);
     sess_unlink(h, x);
     free(x);
+}
+
+void hub_anon_gone(void *hub, const char *id)
+{
+    struct hub *h = hub;
+    if (h == NULL || h->closing)
+        return;
+    char k[PROTO_MAX_ID + 32];
+    for (size_t i = 0; i < h->tab_size; i++)
+        for (struct hsess *x = h->tab[i]; x != NULL; x = x->hnext) {
+            uint32_t no = 0;
+            sess_key(k, sizeof(k), x->id, id);
+            struct hsub *u = idmap_get(h->sess_ids, k, &no) ? dash_sub_find(x, no) : NULL;
+            if (u == NULL || !u->anon || x->closing)
+                continue;
+            dash_send_json(h, x->id, NULL,
+                           json_pack("{s:s,s:s,s:{s:s,s:s},s:o}", "type", "error", "status",
+                                     "error", "error", "code", "not_found", "message",
+                                     "the upstream does not know this request id: the "
+                                     "subscription ended",
+                                     "data", dash_sub_data(u)));
+            dash_sub_remove(h, x, u, 1);
+        }
 }
 
 void hub_on_msg(struct hub *h, const struct xmsg *m)
