@@ -203,6 +203,7 @@ int core_start(struct core *c)
         .ping_interval_ms = cfg->upstream_ping_interval_ms,
         .ping_timeout_ms = cfg->upstream_ping_timeout_ms,
         .dash_queue_max = cfg->ws_queue_max,
+        .dash_max_connections = cfg->ws_max_connections,
         .dash_cors_origins = cfg->cors_origins,
         .to_ws = c->to_ws,
         .to_core = c->to_core,

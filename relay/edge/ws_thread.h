@@ -37,6 +37,7 @@ struct ws_thread_opts {
     int64_t ping_timeout_ms;      /* no pong/data this long after a ping: reconnect */
     int64_t connect_timeout_ms;   /* <= 0: UPSTREAM_WS_CONNECT_TIMEOUT_MS (10 s) */
     int64_t dash_queue_max;       /* frames queued per dashboard session (<= 0: 1024) */
+    int64_t dash_max_connections; /* open dashboard connections at most (<= 0: no cap) */
     const char *dash_cors_origins; /* CORS origins of the page's HTTP answers (relay/common/
                                       cors.h); NULL: none */
     struct xq *to_ws, *to_core;   /* borrowed; must outlive the thread */
