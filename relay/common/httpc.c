@@ -282,7 +282,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
 static curl_socket_t on_opensocket(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
 {
     struct xfer *x = arg;
-    if (x->addr_check(x->addr_check_arg, &a->addr, a->addrlen) != 0) {
+    if (x->addr_check != NULL && x->addr_check(x->addr_check_arg, &a->addr, a->addrlen) != 0) {
         x->refused++;
         return CURL_SOCKET_BAD; /* curl tries the next address, else CURLE_COULDNT_CONNECT */
     }
@@ -822,9 +822,10 @@ int httpc_request(struct httpc *h, const struct httpc_req *req, httpc_done_cb *c
     }
     if (strncasecmp(req->url, "https:", 6) == 0)
         curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L); /* wait for ALPN: h2 multiplexes */
+    /* always: a socket() failing for lack of descriptors is told apart (local_errno) */
+    curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, on_opensocket);
+    curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, x);
     if (req->addr_check != NULL) {
-        curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, on_opensocket);
-        curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, x);
         curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, on_prereq);
         curl_easy_setopt(e, CURLOPT_PREREQDATA, x);
     }
