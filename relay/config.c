@@ -283,19 +283,19 @@ int config_fit_descriptors(struct config *c, int64_t limit)
     int64_t reserve = CONFIG_FD_RESERVE_BASE + limit / 8;
     int64_t share = (limit - reserve) / 2, most = limit - CONFIG_FD_RESERVE_BASE;
     char why[160];
-    if (c->http_max_connections == 0)
-        c->http_max_connections = share < 1 ? 1 : share;
-    if (c->ws_max_connections == 0)
-        c->ws_max_connections = share < 1 ? 1 : share;
-    if (c->http_max_connections > most) {
-        snprintf(why, sizeof(why), "%lld does not fit the descriptor limit %lld (at most %lld)",
-                 (long long)c->http_max_connections, (long long)limit, (long long)most);
-        return invalid("STATUSRELAY_HTTP_MAX_CONNECTIONS", why);
-    }
-    if (c->ws_max_connections > most) {
-        snprintf(why, sizeof(why), "%lld does not fit the descriptor limit %lld (at most %lld)",
-                 (long long)c->ws_max_connections, (long long)limit, (long long)most);
-        return invalid("STATUSRELAY_WS_MAX_CONNECTIONS", why);
+    const struct {
+        int64_t *cap;
+        const char *env;
+    } caps[] = {{&c->http_max_connections, "STATUSRELAY_HTTP_MAX_CONNECTIONS"},
+                {&c->ws_max_connections, "STATUSRELAY_WS_MAX_CONNECTIONS"}};
+    for (size_t i = 0; i < ARRAY_LEN(caps); i++) {
+        if (*caps[i].cap == 0) { /* derived: always accepted, at least 1 */
+            *caps[i].cap = share < 1 ? 1 : share;
+        } else if (*caps[i].cap > most) {
+            snprintf(why, sizeof(why), "%lld does not fit the descriptor limit %lld (at most %lld)",
+                     (long long)*caps[i].cap, (long long)limit, (long long)most);
+            return invalid(caps[i].env, why);
+        }
     }
     return 0;
 }
