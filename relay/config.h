@@ -86,8 +86,9 @@ void config_free(struct config *c);
 #define CONFIG_FD_RESERVE_BASE 24
 /* Fit the connection caps to the descriptor limit `limit` (RLIMIT_NOFILE after start-up
  * raised it): a cap left 0 becomes (limit - reserve) / 2 (at least 1, whatever the limit); a
- * cap given above limit - CONFIG_FD_RESERVE_BASE is refused. Returns 0, or -1 after one line naming the
- * setting. (Caps whose sum exceeds the limit are allowed: accepting then pauses on EMFILE.) */
+ * cap given above limit - CONFIG_FD_RESERVE_BASE is refused. Returns 0, or -1 after one line
+ * naming the setting. (Caps whose sum exceeds the limit are allowed: accepting then pauses on
+ * EMFILE.) */
 int config_fit_descriptors(struct config *c, int64_t limit);
 /* NAME=value lines, secrets masked. */
 void config_print(const struct config *c, FILE *f);

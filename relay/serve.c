@@ -21,7 +21,8 @@ static int64_t raise_nofile(int64_t *raised_from, int *err)
     *err = 0;
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
         return 1024;
-    if (rl.rlim_cur != RLIM_INFINITY && (rl.rlim_max == RLIM_INFINITY || rl.rlim_cur < rl.rlim_max)) {
+    if (rl.rlim_cur != RLIM_INFINITY &&
+        (rl.rlim_max == RLIM_INFINITY || rl.rlim_cur < rl.rlim_max)) {
         struct rlimit want = rl;
         want.rlim_cur = rl.rlim_max;
         /* an unlimited hard limit: stay within what the kernel allows per process */

@@ -656,9 +656,10 @@ int api_start(struct api *a)
     if (api_listen_start(a, host, port) != 0) /* sets a->sock; logs why not */
         return -1;
     int tok = a->c->cfg->admin_token && a->c->cfg->admin_token[0];
-    log_info("REST API listening", "listen=%s max_connections=%lld auth=%s ingest=%s status_reads=%s", listen,
-             (long long)a->c->cfg->http_max_connections,
-             tok ? "token" : "none", a->ingest_key ? "on" : "off",
+    log_info("REST API listening",
+             "listen=%s max_connections=%lld auth=%s ingest=%s status_reads=%s", listen,
+             (long long)a->c->cfg->http_max_connections, tok ? "token" : "none",
+             a->ingest_key ? "on" : "off",
              tok && a->c->cfg->status_require_token ? "token" : "public");
     return 0;
 }
