@@ -91,7 +91,11 @@ static int on_dash(struct lws *wsi, enum lws_callback_reasons reason, void *user
 static void accept_some(struct ws_listen *l)
 {
     for (int i = 0; i < ACCEPTS_PER_WAKE && !accept_guard_paused(l->guard) && !l->stopped; i++) {
-        int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        struct lws_filter_network_conn_args filt;
+        memset(&filt, 0, sizeof(filt));
+        filt.clilen = sizeof(filt.cli_addr);
+        int fd = accept4(l->fd, (struct sockaddr *)&filt.cli_addr, &filt.clilen,
+                         SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED)
                 continue;
@@ -101,6 +105,14 @@ static void accept_some(struct ws_listen *l)
         }
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one)); /* as lws's listener */
+        /* the same chance to refuse a peer by address that lws's own listener gives
+         * protocols[0] (LWS_CALLBACK_FILTER_NETWORK_CONNECTION, wsi = the listener) */
+        filt.accept_fd = fd;
+        if (l->inner(l->lwsi, LWS_CALLBACK_FILTER_NETWORK_CONNECTION, NULL, &filt,
+                     (size_t)fd) != 0) {
+            close(fd);
+            continue;
+        }
         /* counted by on_dash (WSI_CREATE); on failure lws closes fd (and the count follows
          * the wsi, if one was made) */
         if (lws_adopt_socket_vhost(l->vh, fd) == NULL)
@@ -170,6 +182,7 @@ void ws_listen_protocols(struct ws_listen *l, struct lws_protocols *protos)
     memset(&protos[1], 0, sizeof(protos[1]));
     protos[1].name = "statusrelay-dash-accept";
     protos[1].callback = on_accept_cb;
+    protos[1].user = protos[0].user; /* the dashboard finds itself from the listener's wsi */
 }
 
 int ws_listen_attach(struct ws_listen *l, struct lws_context *ctx, struct lws_vhost *vh)
