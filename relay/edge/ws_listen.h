@@ -13,6 +13,11 @@
  * vhost's LWS_CALLBACK_WSI_CREATE / LWS_CALLBACK_WSI_DESTROY, seen by a thin wrapper around
  * the dashboard protocol's callback. Cap, backoff and the rate-limited log line are
  * relay/common/accept_guard.h (listener=ws).
+ * Why not lws's own knobs: fd_limit_per_thread below `ulimit -n` switches lws 4.1 to a linear
+ * fd lookup (lws_plat_init's "slow" mode) and its accept modulation (listen POLLIN off when
+ * its fd table is one short of full) counts only lws's descriptors, not the process's; and no
+ * lws option changes the EMFILE path above. lws sizes its fd table by sysconf(_SC_OPEN_MAX)
+ * when the context is created, which is why serve raises RLIMIT_NOFILE before that.
  * runs on: ws_listen_new/ws_listen_protocols/ws_listen_attach on the thread that creates the
  * lws context (before the ws thread exists); everything else on the ws thread. */
 #ifndef RELAY_EDGE_WS_LISTEN_H
