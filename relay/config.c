@@ -66,6 +66,12 @@ const struct setting config_settings[] = {
      "REST API, metrics and health"},
     {"ws-listen", SET_HOSTPORT, F(ws_listen), "127.0.0.1:8081", 0, 0,
      "dashboard websocket and live page"},
+    {"http-max-connections", SET_INT, F(http_max_connections), "0", 0, 0,
+     "open REST connections at most; beyond, accepting pauses until one closes (0: derived "
+     "from the descriptor limit, see README)"},
+    {"ws-max-connections", SET_INT, F(ws_max_connections), "0", 0, 0,
+     "open dashboard-port connections at most; beyond, accepting pauses until one closes "
+     "(0: derived from the descriptor limit, see README)"},
     {"admin-token", SET_STR, F(admin_token), NULL, 1, 0,
      "bearer token for the REST API; required when listening beyond loopback"},
     {"stream-token", SET_STR, F(stream_token), NULL, 1, 0,
@@ -286,6 +292,28 @@ int config_load(struct config *c, int argc, char **argv, const char **rest, int 
         return invalid("STATUSRELAY_ADMIN_CORS_ORIGINS", why);
     if (c->discover && c->upstream_api_key == NULL)
         return invalid("STATUSRELAY_DISCOVER", "needs STATUSRELAY_UPSTREAM_API_KEY");
+    return 0;
+}
+
+int config_fit_descriptors(struct config *c, int64_t limit)
+{
+    int64_t reserve = CONFIG_FD_RESERVE_BASE + limit / 8;
+    int64_t share = (limit - reserve) / 2, most = limit - CONFIG_FD_RESERVE_BASE;
+    char why[160];
+    const struct {
+        int64_t *cap;
+        const char *env;
+    } caps[] = {{&c->http_max_connections, "STATUSRELAY_HTTP_MAX_CONNECTIONS"},
+                {&c->ws_max_connections, "STATUSRELAY_WS_MAX_CONNECTIONS"}};
+    for (size_t i = 0; i < ARRAY_LEN(caps); i++) {
+        if (*caps[i].cap == 0) { /* derived: always accepted, at least 1 */
+            *caps[i].cap = share < 1 ? 1 : share;
+        } else if (*caps[i].cap > most) {
+            snprintf(why, sizeof(why), "%lld does not fit the descriptor limit %lld (at most %lld)",
+                     (long long)*caps[i].cap, (long long)limit, (long long)most);
+            return invalid(caps[i].env, why);
+        }
+    }
     return 0;
 }
 

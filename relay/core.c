@@ -212,6 +212,7 @@ int core_start(struct core *c)
         .ping_timeout_ms = cfg->upstream_ping_timeout_ms,
         .dash_queue_max = cfg->ws_queue_max,
         .dash_queue_bytes = cfg->ws_queue_bytes,
+        .dash_max_connections = cfg->ws_max_connections,
         .dash_cors_origins = cfg->cors_origins,
         /* DNS rebinding: without a stream token the Host must name us (README) */
         .dash_host_check = cfg->stream_token == NULL || cfg->stream_token[0] == '\0',

@@ -109,6 +109,10 @@ static void render_webhooks(struct core *c, struct evbuffer *out)
          m->wh_endpoints_disabled},
         {"webhook_leases_reaped_total", "expired delivery leases returned to the queue",
          m->wh_leases_reaped},
+        {"webhook_local_failures_total",
+         "attempts that could not start here (out of descriptors or memory): rescheduled, "
+         "not counted as attempts",
+         m->wh_local_failures},
     };
     for (size_t i = 0; i < ARRAY_LEN(rows); i++)
         evbuffer_add_printf(out, "# HELP statusrelay_%s %s\n# TYPE statusrelay_%s counter\n"
