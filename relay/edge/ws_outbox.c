@@ -1,0 +1,273 @@
+/* ws_outbox.c - the dashboard server's per-session send queues (ws_internal.h): queueing
+ * frames, conflation when a queue overflows (frames or bytes), closing slow consumers, and
+ * writing frames on SERVER_WRITEABLE. runs on: ws thread.
+ *
+ * Ownership: a node holds one reference to its shared event (struct wev) or owns its own
+ * xmsg; the node written or dropped last frees the event. */
+#include "relay/edge/ws_internal.h"
+#include "relay/common/log.h"
+#include "relay/common/util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- outbox ------------------------------------------------------------------------- */
+
+void ws_wev_unref(struct wev *ev)
+{
+    if (--ev->refs == 0) {
+        xmsg_free(ev->m);
+        free(ev);
+    }
+}
+
+/* Payload bytes of a queued frame (the conflation notice: its fixed text). */
+static size_t node_bytes(const struct onode *n)
+{
+    return n->ev ? n->ev->m->shared->len : n->m ? n->m->len : 256;
+}
+
+/* Take n's bytes off x's outbox count (n leaves the outbox). */
+static void unqueue(struct ws_server *s, struct session *x, const struct onode *n)
+{
+    size_t b = node_bytes(n);
+    x->out_bytes -= b;
+    x->out_count--;
+    sub(&s->st.queued, 1);
+    sub(&s->st.queued_bytes, b);
+}
+
+static void node_free(struct onode *n)
+{
+    if (n->ev)
+        ws_wev_unref(n->ev);
+    xmsg_free(n->m);
+    free(n);
+}
+
+static const char *node_key(const struct onode *n)
+{
+    const char *k = n->ev ? n->ev->m->key : n->m ? n->m->key : "";
+    return k;
+}
+
+void ws_outbox_drop(struct ws_server *s, struct session *x)
+{
+    for (struct onode *n = x->out_head, *next; n != NULL; n = next) {
+        next = n->next;
+        node_free(n);
+    }
+    sub(&s->st.queued, x->out_count);
+    sub(&s->st.queued_bytes, x->out_bytes);
+    x->out_head = x->out_tail = NULL;
+    x->out_count = 0;
+    x->out_bytes = 0;
+    x->notice_queued = 0;
+}
+
+/* Close after the outbox is flushed (or at once when drop is set). */
+void ws_session_close(struct ws_server *s, struct session *x, int code, const char *reason,
+                      int drop)
+{
+    if (drop)
+        ws_outbox_drop(s, x);
+    if (x->close_code == 0) {
+        x->close_code = code;
+        snprintf(x->close_reason, sizeof(x->close_reason), "%s", reason);
+        lws_set_timeout(x->wsi, PENDING_TIMEOUT_CLOSE_SEND, CLOSE_GRACE_SECS);
+    }
+    lws_callback_on_writable(x->wsi);
+}
+
+/* Keep only the newest queued frame of every conflation key. Returns the frames dropped. */
+static size_t conflate(struct ws_server *s, struct session *x)
+{
+    size_t cap = 16;
+    while (cap < 2 * x->out_count)
+        cap *= 2;
+    struct kslot {
+        const char *key;
+        uint32_t h;
+        size_t last;
+    } *t = xcalloc(cap, sizeof(*t));
+    size_t i = 0;
+    for (struct onode *n = x->out_head; n != NULL; n = n->next, i++) {
+        const char *k = node_key(n);
+        if (k[0] == '\0')
+            continue;
+        uint32_t h = hash_str(k);
+        size_t j = h & (cap - 1);
+        while (t[j].key != NULL && (t[j].h != h || strcmp(t[j].key, k) != 0))
+            j = (j + 1) & (cap - 1);
+        t[j].key = k;
+        t[j].h = h;
+        t[j].last = i;
+    }
+    size_t dropped = 0;
+    struct onode **pp = &x->out_head, *prev = NULL;
+    i = 0;
+    while (*pp != NULL) {
+        struct onode *n = *pp;
+        const char *k = node_key(n);
+        int drop = 0;
+        if (k[0] != '\0') {
+            uint32_t h = hash_str(k);
+            size_t j = h & (cap - 1);
+            while (t[j].h != h || strcmp(t[j].key, k) != 0)
+                j = (j + 1) & (cap - 1);
+            drop = t[j].last != i;
+        }
+        i++;
+        if (drop) {
+            *pp = n->next;
+            x->out_bytes -= node_bytes(n);
+            sub(&s->st.queued_bytes, node_bytes(n));
+            node_free(n);
+            dropped++;
+        } else {
+            prev = n;
+            pp = &n->next;
+        }
+    }
+    x->out_tail = prev;
+    x->out_count -= dropped;
+    sub(&s->st.queued, dropped);
+    free(t);
+    return dropped;
+}
+
+static void overflow(struct ws_server *s, struct session *x)
+{
+    size_t dropped = conflate(s, x);
+    count(&s->st.conflations);
+    if (dropped > 0) {
+        add(&s->st.conflated, dropped);
+        x->dropped_pending += dropped;
+        if (!x->notice_queued) { /* the notice goes first: the client learns it at once */
+            struct onode *n = xcalloc(1, sizeof(*n));
+            n->next = x->out_head;
+            x->out_head = n;
+            if (x->out_tail == NULL)
+                x->out_tail = n;
+            x->out_count++;
+            x->out_bytes += node_bytes(n);
+            count(&s->st.queued);
+            add(&s->st.queued_bytes, node_bytes(n));
+            x->notice_queued = 1;
+        }
+    }
+    int64_t stalled_ms = mono_ms() - x->progress_ms;
+    if (x->out_count > s->queue_max / 2 || x->out_bytes + x->held > s->queue_bytes / 2 ||
+        stalled_ms >= WS_SERVER_STALL_MS) {
+        count(&s->st.slow_closed);
+        log_info("dashboard session too slow: closed", "session=%llu queued=%zu bytes=%zu "
+                 "held=%zu dropped=%zu stalled_ms=%lld", (unsigned long long)x->id,
+                 x->out_count, x->out_bytes, x->held, dropped, (long long)stalled_ms);
+        ws_session_close(s, x, WS_SERVER_CLOSE_SLOW, "too slow: resume from your last streamId",
+                      1);
+        return;
+    }
+    if (dropped > 0)
+        log_debug("dashboard session conflated", "session=%llu dropped=%zu queued=%zu",
+                  (unsigned long long)x->id, dropped, x->out_count);
+}
+
+void ws_outbox_push(struct ws_server *s, struct session *x, struct onode *n)
+{
+    n->next = NULL;
+    if (x->out_count == 0)
+        x->progress_ms = mono_ms();
+    if (x->out_tail)
+        x->out_tail->next = n;
+    else
+        x->out_head = n;
+    x->out_tail = n;
+    x->out_count++;
+    x->out_bytes += node_bytes(n);
+    count(&s->st.queued);
+    add(&s->st.queued_bytes, node_bytes(n));
+    /* bytes: a frame alone (nothing queued or held before it) is always taken */
+    if (x->out_count > s->queue_max ||
+        (x->out_bytes + x->held > s->queue_bytes && (x->out_count > 1 || x->held > 0))) {
+        overflow(s, x);
+        if (x->close_code != 0)
+            return;
+    }
+    lws_callback_on_writable(x->wsi);
+}
+
+int ws_outbox_write(struct ws_server *s, struct session *x)
+{
+    if (x->held > 0 && !lws_partial_buffered(x->wsi))
+        x->held = 0;
+    if (x->ping_due && x->close_code == 0) {
+        /* a payload: lws 4.1 does not report empty pongs (RECEIVE_PONG needs len > 0) */
+        unsigned char pb[LWS_PRE + 4] = {0};
+        memcpy(pb + LWS_PRE, "srpg", 4);
+        x->ping_due = 0;
+        if (lws_write(x->wsi, pb + LWS_PRE, 4, LWS_WRITE_PING) < 0)
+            return -1;
+        count(&s->st.pings);
+        if (lws_send_pipe_choked(x->wsi)) {
+            lws_callback_on_writable(x->wsi);
+            return 0;
+        }
+    }
+    for (int k = 0; x->out_head != NULL; k++) {
+        if (k == WRITE_BURST || (k > 0 && lws_send_pipe_choked(x->wsi))) {
+            lws_callback_on_writable(x->wsi);
+            return 0;
+        }
+        struct onode *n = x->out_head;
+        x->out_head = n->next;
+        if (x->out_head == NULL)
+            x->out_tail = NULL;
+        unqueue(s, x, n);
+        /* a shared frame's headroom is rewritten by each write: fine, one thread writes */
+        unsigned char nb[LWS_PRE + 256], *p;
+        size_t len;
+        if (n->ev) {
+            p = n->ev->m->shared->data;
+            len = n->ev->m->shared->len;
+        } else if (n->m) {
+            p = n->m->data;
+            len = n->m->len;
+        } else {
+            int w = snprintf((char *)nb + LWS_PRE, sizeof(nb) - LWS_PRE,
+                             "{\"type\":\"conflated\",\"data\":{\"dropped\":%llu,\"message\":"
+                             "\"you fell behind: older states of some requests were skipped; "
+                             "resume from your last streamId for every step\"}}",
+                             (unsigned long long)x->dropped_pending);
+            p = nb + LWS_PRE;
+            len = (size_t)w;
+            x->dropped_pending = 0;
+            x->notice_queued = 0;
+        }
+        int w = lws_write(x->wsi, p, len, LWS_WRITE_TEXT);
+        node_free(n);
+        if (w < (int)len)
+            return -1;
+        /* what the socket did not take, lws keeps (at most this one frame: the loop stops
+         * while the pipe is choked); it counts against the byte limit until flushed */
+        x->held = lws_partial_buffered(x->wsi) ? len : 0;
+        x->progress_ms = mono_ms();
+        count(&s->st.frames_out);
+    }
+    if (x->close_code != 0 && !x->close_sent) {
+        /* Lingering close: send the close frame ourselves and keep reading (and dropping)
+         * until the peer answers or CLOSE_GRACE_SECS pass. Closing the socket at once while
+         * the client is still sending makes the kernel answer with a reset, which can
+         * destroy the close frame before the client reads it (it would see 1006). */
+        unsigned char cb[LWS_PRE + 2 + sizeof(x->close_reason)];
+        size_t rl = strlen(x->close_reason);
+        cb[LWS_PRE] = (unsigned char)(x->close_code >> 8);
+        cb[LWS_PRE + 1] = (unsigned char)(x->close_code & 0xff);
+        memcpy(cb + LWS_PRE + 2, x->close_reason, rl);
+        if (lws_write(x->wsi, cb + LWS_PRE, 2 + rl, LWS_SERVER_WRITE_CLOSE) < 0)
+            return -1;
+        x->close_sent = 1;
+        lws_set_timeout(x->wsi, PENDING_TIMEOUT_CLOSE_ACK, CLOSE_GRACE_SECS);
+    }
+    return 0;
+}
