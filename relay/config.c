@@ -51,7 +51,8 @@ const struct setting config_settings[] = {
     {"chains-refresh", SET_DURATION, F(chains_refresh_ms), "10m", 0, 1000,
      "period of the upstream chain list refresh (GET /chains, one process at a time)"},
     {"redis-url", SET_STR, F(redis_url), "redis://127.0.0.1:6379/0", 0, 0,
-     "redis://[:password@]host:port/db or unix:///path/to.sock"},
+     "redis://[:password@]host:port/db, unix:///path/to.sock or "
+     "redis-cluster://host:port[,host:port...]"},
     {"redis-prefix", SET_STR, F(redis_prefix), "statusrelay", 0, 0,
      "key prefix; keys are {prefix}:... (one hash tag per deployment)"},
     {"event-retention", SET_INT, F(event_retention), "1000000", 0, 1000,
@@ -252,8 +253,10 @@ int config_load(struct config *c, int argc, char **argv, const char **rest, int 
         return invalid("STATUSRELAY_UPSTREAM_API_URL", "must start with https:// or http://");
     if (!url_scheme_ok(c->upstream_ws_url, "wss://", "ws://"))
         return invalid("STATUSRELAY_UPSTREAM_WS_URL", "must start with wss:// or ws://");
-    if (!url_scheme_ok(c->redis_url, "redis://", "unix://"))
-        return invalid("STATUSRELAY_REDIS_URL", "must start with redis:// or unix://");
+    if (!url_scheme_ok(c->redis_url, "redis://", "unix://") &&
+        !url_scheme_ok(c->redis_url, "redis-cluster://", "redis-cluster://"))
+        return invalid("STATUSRELAY_REDIS_URL",
+                       "must start with redis://, unix:// or redis-cluster://");
     if (c->redis_prefix == NULL || c->redis_prefix[0] == '\0' ||
         strpbrk(c->redis_prefix, "{} \t\r\n") != NULL)
         return invalid("STATUSRELAY_REDIS_PREFIX", "must be non-empty without braces or spaces");
