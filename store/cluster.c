@@ -154,15 +154,19 @@ static int node_index(struct cluster *cl, const struct cluster_addr *a)
     return cl->nnodes++;
 }
 
-/* up = a map, and every master in it connected and past its handshake. */
+/* up = a map, and every master in it connected and past its handshake. Once up, a master
+ * that is new to the map and still connecting (a promoted replica) keeps it up: commands wait
+ * on that node's queue; a master whose connection is down makes it down. */
 static void update_up(struct cluster *cl)
 {
     if (cl->closing || cl->stopped)
         return;
     int up = cl->have_map;
-    for (int i = 0; up && i < cl->nnodes; i++)
-        if (in_route(cl, cl->nodes[i]) && cl->nodes[i]->state != N_READY)
+    for (int i = 0; up && i < cl->nnodes; i++) {
+        enum node_state st = cl->nodes[i]->state;
+        if (in_route(cl, cl->nodes[i]) && st != N_READY && (!cl->up || st == N_DOWN))
             up = 0;
+    }
     if (up == cl->up)
         return;
     cl->up = up;

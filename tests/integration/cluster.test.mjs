@@ -104,3 +104,115 @@ test('webhook lifecycle on a cluster: sim events tracked, delivered signed, list
   const keys = await cl.cmd(owner.port, 'CLUSTER', 'COUNTKEYSINSLOT', String(await cl.slotOf('clu1')));
   assert.ok(keys > 0, 'deployment keys on its master');
 });
+
+/** Ingest a bounded stream: n requests x waiting/pending/success, each observation retried
+ * (as the upstream retries) until the daemon answers 200, which it does only once Redis holds
+ * it. Calls hook(i) before request i. Returns { ids, accepts: [ms of each 200] }. */
+async function pump(d, tag, n, hook) {
+  const ids = [];
+  const accepts = [];
+  const t0 = Date.now();
+  for (let i = 0; i < n; i++) {
+    await hook?.(i);
+    const id = rid(`${tag}${i}`);
+    ids.push(id);
+    for (const [k, st] of ['waiting', 'pending', 'success'].entries()) {
+      let code = 0;
+      for (let tries = 0; tries < 200 && code !== 200; tries++) {
+        code = await ingest(d, KEY, upstreamPayload({ rid: id, status: st, updatedAt: t0 + i * 10 + k })).catch(() => 0);
+        if (code !== 200) await new Promise((r) => setTimeout(r, 50));
+      }
+      assert.equal(code, 200, `observation ${id} ${st} accepted within 10 s`);
+      accepts.push(Date.now());
+    }
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return { ids, accepts };
+}
+
+/** Every event of ids (from the event log) reached the receiver; returns the event count. */
+async function allDelivered(d, rx, ids) {
+  const expected = new Set();
+  for (const id of ids) {
+    const r = await d.get(`/v1/events?requestId=${id}&limit=100`);
+    assert.equal(r.status, 200, r.text);
+    assert.deepEqual(r.body.events.map((e) => e.status), ['waiting', 'pending', 'success'], `${id} timeline`);
+    for (const e of r.body.events) expected.add(e.eventId);
+  }
+  await until(() => {
+    const got = new Set(rx.records().map((x) => x.headers['webhook-id']));
+    return [...expected].every((e) => got.has(e));
+  }, { msg: `all ${expected.size} events delivered`, timeoutMs: 30000, stepMs: 200 });
+  return expected.size;
+}
+
+const maxGap = (ts) => ts.slice(1).reduce((m, t, i) => Math.max(m, t - ts[i]), 0);
+
+test('manual failover of the deployment master mid-load: every accepted event delivered', async (t) => {
+  const { d, slot, owner } = await daemon('clu2');
+  const rx = await receiver();
+  const wh = await d.post('/v1/webhooks', { url: rx.url('/f') });
+  assert.equal(wh.status, 201, wh.text);
+  const replica = await cl.replicaOf(owner.id);
+  let failedOverAt = 0;
+  const { ids, accepts } = await pump(d, 'fo', 60, async (i) => {
+    if (i !== 20) return;
+    failedOverAt = Date.now();
+    assert.equal(await cl.cmd(replica, 'CLUSTER', 'FAILOVER'), 'OK');
+  });
+  const now = await cl.ownerOf(slot);
+  assert.equal(now.port, replica, 'the replica serves the slot now');
+  assert.ok(failedOverAt > 0);
+  const n = await allDelivered(d, rx, ids);
+  assert.equal(n, 180, '60 requests x 3 accepted observations = 180 events');
+  const gap = maxGap(accepts);
+  t.diagnostic(`failover: ${n} events delivered, longest time without an accepted event ${gap} ms`);
+  assert.match(d.proc.log(), new RegExp(`msg="redis cluster map" masters=[^\\n]*127\\.0\\.0\\.1:${replica}\\b`), 'map re-read with the promoted replica');
+  // the old master is a replica now and still reachable: nothing else to wait for
+  assert.equal((await d.get('/readyz')).status, 200);
+});
+
+/** Move one slot from its master to another with the primitives redis-cli --cluster reshard
+ * uses (SETSLOT IMPORTING/MIGRATING, MIGRATE in batches, SETSLOT NODE on every master), so
+ * the daemon meets ASK and TRYAGAIN while keys move, then MOVED. Returns the new owner. */
+async function migrateSlot(slot, from) {
+  const masters = (await cl.nodes()).filter((x) => x.flags.includes('master'));
+  const to = masters.find((x) => x.id !== from.id);
+  assert.equal(await cl.cmd(to.port, 'CLUSTER', 'SETSLOT', String(slot), 'IMPORTING', from.id), 'OK');
+  assert.equal(await cl.cmd(from.port, 'CLUSTER', 'SETSLOT', String(slot), 'MIGRATING', to.id), 'OK');
+  let moved = 0;
+  for (let round = 0; round < 1000; round++) {
+    const keys = await cl.cmd(from.port, 'CLUSTER', 'GETKEYSINSLOT', String(slot), '5');
+    if (keys.length === 0) break;
+    const r = await cl.cmd(from.port, 'MIGRATE', '127.0.0.1', String(to.port), '', '0', '5000', 'KEYS', ...keys);
+    assert.ok(!(r instanceof Error), `MIGRATE: ${r?.message}`);
+    moved += keys.length;
+    await new Promise((res) => setTimeout(res, 5)); // let the daemon run against a half-moved slot
+  }
+  for (const m of [to, ...masters.filter((x) => x.id !== to.id)])
+    assert.equal(await cl.cmd(m.port, 'CLUSTER', 'SETSLOT', String(slot), 'NODE', to.id), 'OK');
+  return { to, moved };
+}
+
+test('the deployment slot migrates to another master mid-run: work continues, nothing lost', async (t) => {
+  const { d, slot, owner } = await daemon('clu3');
+  const rx = await receiver();
+  const wh = await d.post('/v1/webhooks', { url: rx.url('/m') });
+  assert.equal(wh.status, 201, wh.text);
+  let migration;
+  const { ids, accepts } = await pump(d, 'mig', 60, async (i) => {
+    if (i === 15) migration = migrateSlot(slot, owner);
+  });
+  const { to, moved } = await migration;
+  assert.ok(moved > 10, `keys moved: ${moved}`);
+  assert.equal((await cl.ownerOf(slot)).id, to.id);
+  assert.equal(await cl.cmd(owner.port, 'CLUSTER', 'COUNTKEYSINSLOT', String(slot)), 0, 'old master empty');
+  // after the move: more events, all through the new master
+  const after2 = await pump(d, 'mig2', 10);
+  const n = await allDelivered(d, rx, [...ids, ...after2.ids]);
+  assert.equal(n, 210);
+  t.diagnostic(`migration: ${moved} keys moved, ${n} events delivered, longest time without an accepted event ${maxGap(accepts)} ms`);
+  // the daemon saw the slot change hands (logged only when the map differs)
+  assert.ok(d.proc.log().match(/msg="redis cluster map"/g).length >= 2, 'map re-read after MOVED');
+  assert.equal((await d.get('/readyz')).status, 200);
+});
