@@ -15,6 +15,7 @@
 #define MAX_HOPS 5        /* redirects and retries of one command */
 #define RETRY_PAUSE_MS 100 /* before resending after TRYAGAIN / CLUSTERDOWN */
 #define TICK_MS 100
+#define DOWN_REFRESH_MS 500 /* map re-read period while a master is missing */
 
 enum node_state { N_DOWN = 0, N_CONNECTING, N_HANDSHAKE, N_READY };
 
@@ -633,6 +634,10 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         next = c->next;
         q_push(&cl->later, c);
     }
+    /* down (a master lost, its replica not promoted yet): re-read the map until it names a
+     * master we can reach */
+    if (!cl->up && cl->have_map && now - cl->refresh_t0 >= DOWN_REFRESH_MS)
+        cl->refresh_wanted = 1;
     try_refresh(cl);
 }
 

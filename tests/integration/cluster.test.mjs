@@ -117,12 +117,12 @@ async function pump(d, tag, n, hook) {
     const id = rid(`${tag}${i}`);
     ids.push(id);
     for (const [k, st] of ['waiting', 'pending', 'success'].entries()) {
-      let code = 0;
-      for (let tries = 0; tries < 200 && code !== 200; tries++) {
-        code = await ingest(d, KEY, upstreamPayload({ rid: id, status: st, updatedAt: t0 + i * 10 + k })).catch(() => 0);
+      let code = 0, lastErr;
+      for (let tries = 0; tries < 400 && code !== 200; tries++) {
+        code = await ingest(d, KEY, upstreamPayload({ rid: id, status: st, updatedAt: t0 + i * 10 + k })).catch((e) => { lastErr = e; return 0; });
         if (code !== 200) await new Promise((r) => setTimeout(r, 50));
       }
-      assert.equal(code, 200, `observation ${id} ${st} accepted within 10 s`);
+      assert.equal(code, 200, `observation ${id} ${st} accepted within 400 tries (${lastErr?.cause?.code ?? lastErr?.message})`);
       accepts.push(Date.now());
     }
     await new Promise((r) => setTimeout(r, 10));
@@ -214,5 +214,32 @@ test('the deployment slot migrates to another master mid-run: work continues, no
   t.diagnostic(`migration: ${moved} keys moved, ${n} events delivered, longest time without an accepted event ${maxGap(accepts)} ms`);
   // the daemon saw the slot change hands (logged only when the map differs)
   assert.ok(d.proc.log().match(/msg="redis cluster map"/g).length >= 2, 'map re-read after MOVED');
+  assert.equal((await d.get('/readyz')).status, 200);
+});
+
+test('kill -9 of the deployment master mid-load: the replica takes over, every accepted event delivered', async (t) => {
+  const { d, slot, owner } = await daemon('clu4');
+  const rx = await receiver();
+  const wh = await d.post('/v1/webhooks', { url: rx.url('/k') });
+  assert.equal(wh.status, 201, wh.text);
+  const replica = await cl.replicaOf(owner.id);
+  let killedAt = 0;
+  const { ids, accepts } = await pump(d, 'kill', 60, async (i) => {
+    if (i !== 20) return;
+    killedAt = Date.now();
+    await cl.kill(owner.port);
+  });
+  assert.ok(killedAt > 0);
+  const now = await cl.ownerOf(slot);
+  assert.equal(now.port, replica, 'the replica was promoted');
+  const n = await allDelivered(d, rx, ids);
+  assert.equal(n, 180);
+  const gap = maxGap(accepts);
+  t.diagnostic(`kill -9: ${n} events delivered, longest time without an accepted event ${gap} ms (cluster-node-timeout 2000 ms)`);
+  const log = d.proc.log();
+  assert.match(log, new RegExp(`msg="redis cluster node disconnected" node=127\\.0\\.0\\.1:${owner.port}`));
+  assert.match(log, new RegExp(`msg="redis cluster map" masters=[^\\n]*127\\.0\\.0\\.1:${replica}\\b`));
+  // one line for the refused reconnects, not one per attempt
+  assert.ok((log.match(/msg="redis cluster node connect failed"/g) ?? []).length <= 2, 'no reconnect flood');
   assert.equal((await d.get('/readyz')).status, 200);
 });

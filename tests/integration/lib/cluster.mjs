@@ -72,13 +72,15 @@ export async function startCluster({ masters = 3, replicas = 1, nodeTimeoutMs = 
   const cl = {
     dir, ports: nodes.map((x) => x.port), cmd,
     url: (port = nodes[0].port) => `redis-cluster://127.0.0.1:${port}`,
-    async nodes(port = nodes[0].port) { return parseNodes(await cmd(port, 'CLUSTER', 'NODES')); },
-    async slotOf(key) { return Number(await cmd(nodes[0].port, 'CLUSTER', 'KEYSLOT', key)); },
+    /** Ports of the nodes not killed. */
+    alive: () => nodes.filter((x) => x.proc.child.exitCode === null && x.proc.child.signalCode === null).map((x) => x.port),
+    async nodes(port = cl.alive()[0]) { return parseNodes(await cmd(port, 'CLUSTER', 'NODES')); },
+    async slotOf(key) { return Number(await cmd(cl.alive()[0], 'CLUSTER', 'KEYSLOT', key)); },
     /** The master serving slot, as every node agrees (waits until they do). */
     async ownerOf(slot) {
       return until(async () => {
         let owner = null;
-        for (const p of cl.ports) {
+        for (const p of cl.alive()) {
           const m = (await cl.nodes(p)).find((x) => x.flags.includes('master') && !x.flags.includes('fail') &&
             x.slots.some(([lo, hi]) => slot >= lo && slot <= hi));
           if (!m || (owner && owner.id !== m.id)) return null;
