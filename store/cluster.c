@@ -543,7 +543,6 @@ static void on_connect(const redisAsyncContext *ac, int status)
     log_info("redis cluster node connected", "node=%s:%d", n->addr.host, n->addr.port);
     redisAsyncContext *w = n->ac;
     n->state = N_HANDSHAKE;
-    n->hs_t0 = mono_ms();
     struct cluster *cl = n->cl;
     if (cl->url.password && cl->url.user)
         redisAsyncCommand(w, on_handshake_error, n, "AUTH %s %s", cl->url.user, cl->url.password);
@@ -584,6 +583,7 @@ static void node_connect(struct cnode *n)
     ac->data = n;
     n->ac = ac;
     n->state = N_CONNECTING;
+    n->hs_t0 = mono_ms(); /* connect and handshake share one deadline */
     redisLibeventAttach(ac, cl->base);
     redisAsyncSetConnectCallback(ac, on_connect);
     redisAsyncSetDisconnectCallback(ac, on_disconnect);
@@ -598,13 +598,19 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     for (int i = 0; i < cl->nnodes; i++) {
         struct cnode *n = cl->nodes[i];
         int stuck = n->ac && ((n->sent.head && now - n->sent.head->sent > cl->cmd_timeout_ms) ||
-                              (n->state == N_HANDSHAKE && now - n->hs_t0 > cl->cmd_timeout_ms) ||
+                              (n->state != N_READY && now - n->hs_t0 > cl->cmd_timeout_ms) ||
                               (cl->refreshing == n && now - cl->refresh_t0 > cl->cmd_timeout_ms));
         if (stuck) {
+            /* redisAsyncFree, not redisAsyncDisconnect (which waits for the pending replies):
+             * every written command completes now with store_err_disconnected */
             log_warn("redis command timed out, reconnecting", "node=%s:%d timeout_ms=%lld",
                      n->addr.host, n->addr.port, (long long)cl->cmd_timeout_ms);
             cl->stats.timeouts++;
-            redisAsyncDisconnect(n->ac);
+            int connected = n->state != N_CONNECTING;
+            redisAsyncContext *ac = n->ac;
+            redisAsyncFree(ac); /* connected: on_disconnect runs node_down */
+            if (!connected || n->ac == ac)
+                node_down(n);
         }
         /* accepted but never written: give up after the command timeout, as if lost */
         for (struct ccmd *c = n->wait.head, *next; c; c = next) {
