@@ -105,6 +105,13 @@ test('webhook lifecycle on a cluster: sim events tracked, delivered signed, list
   assert.ok(keys > 0, 'deployment keys on its master');
 });
 
+/** p, or a rejection after ms (an answer that never comes must fail the test, not hang it). */
+function bounded(p, ms) {
+  let t;
+  return Promise.race([p, new Promise((_, rej) => { t = setTimeout(() => rej(new Error(`no answer in ${ms} ms`)), ms); })])
+    .finally(() => clearTimeout(t));
+}
+
 /** Ingest a bounded stream: n requests x waiting/pending/success, each observation retried
  * (as the upstream retries) until the daemon answers 200, which it does only once Redis holds
  * it. Calls hook(i) before request i. Returns { ids, accepts: [ms of each 200] }. */
@@ -118,11 +125,11 @@ async function pump(d, tag, n, hook) {
     ids.push(id);
     for (const [k, st] of ['waiting', 'pending', 'success'].entries()) {
       let code = 0, lastErr;
-      for (let tries = 0; tries < 400 && code !== 200; tries++) {
-        code = await ingest(d, KEY, upstreamPayload({ rid: id, status: st, updatedAt: t0 + i * 10 + k })).catch((e) => { lastErr = e; return 0; });
+      for (let tries = 0; tries < 400 && code !== 200 && Date.now() - t0 < 60000; tries++) {
+        code = await bounded(ingest(d, KEY, upstreamPayload({ rid: id, status: st, updatedAt: t0 + i * 10 + k })), 15000).catch((e) => { lastErr = e; return 0; });
         if (code !== 200) await new Promise((r) => setTimeout(r, 50));
       }
-      assert.equal(code, 200, `observation ${id} ${st} accepted within 400 tries (${lastErr?.cause?.code ?? lastErr?.message})`);
+      assert.equal(code, 200, `observation ${id} ${st} accepted within 400 tries and 60 s (${lastErr?.cause?.code ?? lastErr?.message})`);
       accepts.push(Date.now());
     }
     await new Promise((r) => setTimeout(r, 10));
@@ -242,4 +249,22 @@ test('kill -9 of the deployment master mid-load: the replica takes over, every a
   // one line for the refused reconnects, not one per attempt
   assert.ok((log.match(/msg="redis cluster node connect failed"/g) ?? []).length <= 2, 'no reconnect flood');
   assert.equal((await d.get('/readyz')).status, 200);
+});
+
+test('a master that hangs (SIGSTOP) mid-load: dropped after the command timeout, replica promoted, nothing lost', async (t) => {
+  const { d, slot, owner } = await daemon('clu5');
+  const rx = await receiver();
+  const wh = await d.post('/v1/webhooks', { url: rx.url('/h') });
+  assert.equal(wh.status, 201, wh.text);
+  const replica = await cl.replicaOf(owner.id);
+  try {
+    const { ids, accepts } = await pump(d, 'hang', 40, async (i) => { if (i === 15) cl.pause(owner.port); });
+    assert.equal((await cl.ownerOf(slot)).port, replica, 'the replica was promoted');
+    const n = await allDelivered(d, rx, ids);
+    assert.equal(n, 120);
+    t.diagnostic(`hung master: ${n} events delivered, longest time without an accepted event ${maxGap(accepts)} ms (command timeout 5 s)`);
+    assert.match(d.proc.log(), new RegExp(`msg="redis command timed out, reconnecting" node=127\\.0\\.0\\.1:${owner.port}`));
+  } finally {
+    cl.resume(owner.port);
+  }
 });

@@ -72,8 +72,8 @@ export async function startCluster({ masters = 3, replicas = 1, nodeTimeoutMs = 
   const cl = {
     dir, ports: nodes.map((x) => x.port), cmd,
     url: (port = nodes[0].port) => `redis-cluster://127.0.0.1:${port}`,
-    /** Ports of the nodes not killed. */
-    alive: () => nodes.filter((x) => x.proc.child.exitCode === null && x.proc.child.signalCode === null).map((x) => x.port),
+    /** Ports of the nodes neither killed nor paused. */
+    alive: () => nodes.filter((x) => !x.paused && x.proc.child.exitCode === null && x.proc.child.signalCode === null).map((x) => x.port),
     async nodes(port = cl.alive()[0]) { return parseNodes(await cmd(port, 'CLUSTER', 'NODES')); },
     async slotOf(key) { return Number(await cmd(cl.alive()[0], 'CLUSTER', 'KEYSLOT', key)); },
     /** The master serving slot, as every node agrees (waits until they do). */
@@ -94,6 +94,9 @@ export async function startCluster({ masters = 3, replicas = 1, nodeTimeoutMs = 
       if (!r) throw new Error(`no replica of ${id}`);
       return r.port;
     },
+    /** Freeze one node (SIGSTOP: connections stay open, nothing is answered) / thaw it. */
+    pause: (port) => { const x = nodes.find((y) => y.port === port); x.paused = true; x.proc.child.kill('SIGSTOP'); },
+    resume: (port) => { const x = nodes.find((y) => y.port === port); x.paused = false; x.proc.child.kill('SIGCONT'); },
     /** Kill one node (SIGKILL). */
     kill: (port) => nodes.find((x) => x.port === port).proc.stop('SIGKILL'),
     stop: stopAll,
