@@ -156,7 +156,7 @@ async function allDelivered(d, rx, ids) {
 const maxGap = (ts) => ts.slice(1).reduce((m, t, i) => Math.max(m, t - ts[i]), 0);
 
 test('manual failover of the deployment master mid-load: every accepted event delivered', async (t) => {
-  const { d, slot, owner } = await daemon('clu2');
+  const { d, slot, owner } = await daemon(await prefixWithReplica('clu2'));
   const rx = await receiver();
   const wh = await d.post('/v1/webhooks', { url: rx.url('/f') });
   assert.equal(wh.status, 201, wh.text);
@@ -225,7 +225,7 @@ test('the deployment slot migrates to another master mid-run: work continues, no
 });
 
 test('kill -9 of the deployment master mid-load: the replica takes over, every accepted event delivered', async (t) => {
-  const { d, slot, owner } = await daemon('clu4');
+  const { d, slot, owner } = await daemon(await prefixWithReplica('clu4'));
   const rx = await receiver();
   const wh = await d.post('/v1/webhooks', { url: rx.url('/k') });
   assert.equal(wh.status, 201, wh.text);
@@ -251,8 +251,18 @@ test('kill -9 of the deployment master mid-load: the replica takes over, every a
   assert.equal((await d.get('/readyz')).status, 200);
 });
 
+/** A prefix whose slot's master has a replica now (an earlier test may have left a master
+ * without one). */
+async function prefixWithReplica(base) {
+  for (let i = 0; i < 50; i++) {
+    const owner = await cl.ownerOf(await cl.slotOf(`${base}${i}`));
+    if (await cl.replicaOf(owner.id).catch(() => 0)) return `${base}${i}`;
+  }
+  throw new Error('no master with a replica');
+}
+
 test('a master that hangs (SIGSTOP) mid-load: dropped after the command timeout, replica promoted, nothing lost', async (t) => {
-  const { d, slot, owner } = await daemon('clu5');
+  const { d, slot, owner } = await daemon(await prefixWithReplica('clu5'));
   const rx = await receiver();
   const wh = await d.post('/v1/webhooks', { url: rx.url('/h') });
   assert.equal(wh.status, 201, wh.text);
