@@ -79,13 +79,13 @@ $(B)/helpers/%: tests/helpers/%.c $(LIBSR)
 $(B)/tests/test_relay_%: tests/unit/test_relay_%.c $(LIBSR)
 	@mkdir -p $(@D)
 	@echo "  LINK    $@"
-	@$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIBSR) $(PKG_LIBS) -lcmocka -lm
+	@$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -MMD -MP -MF $@.d -o $@ $< $(LIBSR) $(PKG_LIBS) -lcmocka -lm
 
 # Unit tests cover protocol/ (pure) and link only libproto.a: no network, under a second.
 $(B)/tests/%: tests/unit/%.c $(LIBPROTO)
 	@mkdir -p $(@D)
 	@echo "  LINK    $@"
-	@$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $< $(LIBPROTO) $(PKG_LIBS) -lcmocka -lm
+	@$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -MMD -MP -MF $@.d -o $@ $< $(LIBPROTO) $(PKG_LIBS) -lcmocka -lm
 
 # ---- dependencies -------------------------------------------------------------------------
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

@@ -259,6 +259,9 @@ async function startDaemon(name, redis, { env = {}, httpPort, wsPort } = {}) {
     STATUSRELAY_UPSTREAM_WS_URL: 'ws://127.0.0.1:9/',
     STATUSRELAY_UPSTREAM_API_KEY: API_KEY,
     STATUSRELAY_STREAM_TOKEN: STREAM_TOKEN,
+    // every load client is on loopback (one address) and subscribes to its own id without
+    // the token: the per-address limit of new anonymous ids is lifted for the load runs
+    STATUSRELAY_WS_ANON_IDS_PER_ADDRESS: '1000000',
     STATUSRELAY_ALLOW_PRIVATE_TARGETS: 'true',
     STATUSRELAY_LOG_LEVEL: 'warn',
     ...env,

@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 /* ---- policy ---------------------------------------------------------------------------- */
 
@@ -506,4 +507,33 @@ int proto_listen_is_loopback(const char *hostport)
     if (!proto_host_literal(host, &ss))
         return 0;
     return proto_addr_forbidden((const struct sockaddr *)&ss, sizeof(ss)) == PROTO_ADDR_LOOPBACK;
+}
+
+int proto_host_names_relay(const char *host, const char *allowed)
+{
+    char hp[300];
+    if (host == NULL)
+        return 0;
+    size_t n = strlen(host);
+    if (n == 0 || n >= sizeof(hp) - 4)
+        return 0;
+    if (proto_listen_is_loopback(host))
+        return 1;
+    snprintf(hp, sizeof(hp), "%s:0", host); /* no port given */
+    if (proto_listen_is_loopback(hp))
+        return 1;
+    /* the name without its port */
+    size_t hl = n;
+    const char *colon = strrchr(host, ':');
+    if (colon != NULL && strchr(colon, ']') == NULL)
+        hl = (size_t)(colon - host);
+    for (const char *l = allowed; l != NULL && *l != '\0';) {
+        while (*l == ' ' || *l == ',')
+            l++;
+        size_t k = strcspn(l, ", ");
+        if (k > 0 && k == hl && strncasecmp(l, host, hl) == 0)
+            return 1;
+        l += k;
+    }
+    return 0;
 }

@@ -73,6 +73,13 @@ int proto_host_literal(const char *host, struct sockaddr_storage *ss);
  * admin token requirement, the dashboard's anonymous broad subscriptions). */
 int proto_listen_is_loopback(const char *hostport);
 
+/* 1 when an HTTP Host header value ("name", "name:port", "[v6]:port") names this relay: a
+ * loopback host in any spelling proto_listen_is_loopback takes (any port, or none), or a name
+ * in allowed (comma- or space-separated, case-insensitive, compared without the port; NULL =
+ * none). 0 for anything else, NULL and "" included. The one DNS-rebinding rule of both
+ * listeners (REST without an admin token, the dashboard port without a stream token). */
+int proto_host_names_relay(const char *host, const char *allowed);
+
 #define PROTO_URL_MAX 2048          /* longest accepted webhook URL */
 #define PROTO_HOST_MAX 254          /* a DNS name of 253 chars plus an optional final dot */
 

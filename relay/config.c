@@ -3,6 +3,8 @@
 #include "protocol/addr.h"
 #include "relay/common/cors.h"
 #include "relay/common/util.h"
+#include "store/cluster_slot.h"
+#include "store/redis_url.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -51,18 +53,27 @@ const struct setting config_settings[] = {
     {"chains-refresh", SET_DURATION, F(chains_refresh_ms), "10m", 0, 1000,
      "period of the upstream chain list refresh (GET /chains, one process at a time)"},
     {"redis-url", SET_STR, F(redis_url), "redis://127.0.0.1:6379/0", 0, 0,
-     "redis://[:password@]host:port/db, unix:///path/to.sock or "
-     "redis-cluster://host:port[,host:port...]"},
+     "redis://[[user]:password@]host:port/db, unix:///path/to.sock or "
+     "redis-cluster://[[user]:password@]host:port[,host:port...] (rediss:// is refused: "
+     "no TLS in this hiredis)"},
     {"redis-prefix", SET_STR, F(redis_prefix), "statusrelay", 0, 0,
      "key prefix; keys are {prefix}:... (one hash tag per deployment)"},
     {"event-retention", SET_INT, F(event_retention), "1000000", 0, 1000,
      "events kept in the event stream (approximate count)"},
-    {"event-retention-age", SET_DURATION, F(event_retention_age_ms), "7d", 0, 60000,
-     "events older than this are trimmed from the event stream"},
+    {"event-retention-age", SET_DURATION, F(event_retention_age_ms), "7d", 0, 1000,
+     "events older than this are trimmed from the event stream (swept every few seconds)"},
+    {"dead-retention", SET_DURATION, F(dead_retention_ms), "30d", 0, 1000,
+     "dead and skipped deliveries stay listed and replayable this long, then are deleted"},
     {"http-listen", SET_HOSTPORT, F(http_listen), "127.0.0.1:8080", 0, 0,
      "REST API, metrics and health"},
     {"ws-listen", SET_HOSTPORT, F(ws_listen), "127.0.0.1:8081", 0, 0,
      "dashboard websocket and live page"},
+    {"http-max-connections", SET_INT, F(http_max_connections), "0", 0, 0,
+     "open REST connections at most; beyond, accepting pauses until one closes (0: derived "
+     "from the descriptor limit, see README)"},
+    {"ws-max-connections", SET_INT, F(ws_max_connections), "0", 0, 0,
+     "open dashboard-port connections at most; beyond, accepting pauses until one closes "
+     "(0: derived from the descriptor limit, see README)"},
     {"admin-token", SET_STR, F(admin_token), NULL, 1, 0,
      "bearer token for the REST API; required when listening beyond loopback"},
     {"stream-token", SET_STR, F(stream_token), NULL, 1, 0,
@@ -75,8 +86,9 @@ const struct setting config_settings[] = {
     {"admin-cors-origins", SET_STR, F(admin_cors_origins), NULL, 0, 0,
      "origins allowed cross-origin on every other REST path (/v1, /metrics); unset: none"},
     {"allowed-hosts", SET_STR, F(allowed_hosts), NULL, 0, 0,
-     "without an admin token, Host names the REST port answers besides loopback ones "
-     "(comma-separated, e.g. a reverse proxy's name); unset: loopback only"},
+     "Host names answered besides loopback ones (comma-separated, e.g. a reverse proxy's "
+     "name): REST without an admin token, the dashboard port without a stream token; unset: "
+     "loopback only"},
     {"anon-miss-rate", SET_INT, F(anon_miss_rate), "10", 0, 0,
      "status reads of ids not known here, per minute per client address, for callers without "
      "the admin token (0: none)"},
@@ -84,8 +96,17 @@ const struct setting config_settings[] = {
      "allow anonymous single-id dashboard subscriptions"},
     {"ws-max-subscriptions", SET_INT, F(ws_max_subscriptions), "100", 0, 1,
      "subscriptions per dashboard connection"},
+    {"ws-anon-ids-per-address", SET_INT, F(ws_anon_ids_per_address), "100", 0, 0,
+     "request ids nobody else watches that anonymous dashboard subscriptions from one client "
+     "address (IPv6: its /64) may start watching, across its connections (0: none)"},
+    {"ws-anon-lease", SET_DURATION, F(ws_anon_lease_ms), "30s", 0, 1000,
+     "an anonymous watch outlives a process that died without releasing it by at most this "
+     "long (the lease is renewed every third of it)"},
     {"ws-queue-max", SET_INT, F(ws_queue_max), "1024", 0, 16,
      "frames queued per dashboard connection before it is conflated, then cut off"},
+    {"ws-queue-bytes", SET_INT, F(ws_queue_bytes), "4194304", 0, 65536,
+     "bytes queued per dashboard connection (frames not yet taken by the client) before it "
+     "is conflated, then cut off with 1013"},
     {"ws-ping-interval", SET_DURATION, F(ws_ping_interval_ms), "20s", 0, 100,
      "dashboard websocket: ping a client silent this long (unset with the timeout given: "
      "min(20s, timeout/3))"},
@@ -253,10 +274,17 @@ int config_load(struct config *c, int argc, char **argv, const char **rest, int 
         return invalid("STATUSRELAY_UPSTREAM_API_URL", "must start with https:// or http://");
     if (!url_scheme_ok(c->upstream_ws_url, "wss://", "ws://"))
         return invalid("STATUSRELAY_UPSTREAM_WS_URL", "must start with wss:// or ws://");
-    if (!url_scheme_ok(c->redis_url, "redis://", "unix://") &&
-        !url_scheme_ok(c->redis_url, "redis-cluster://", "redis-cluster://"))
-        return invalid("STATUSRELAY_REDIS_URL",
-                       "must start with redis://, unix:// or redis-cluster://");
+    struct redis_url ru; /* the store's own parsers: what passes here connects */
+    struct cluster_url cu;
+    const char *rwhy = NULL;
+    if (url_scheme_ok(c->redis_url, "redis-cluster://", "redis-cluster://")) {
+        if (cluster_url_parse(&cu, c->redis_url, &rwhy) != 0)
+            return invalid("STATUSRELAY_REDIS_URL", rwhy);
+        cluster_url_cleanup(&cu);
+    } else if (redis_url_parse(c->redis_url, &ru, &rwhy) != 0)
+        return invalid("STATUSRELAY_REDIS_URL", rwhy ? rwhy : "unparsable");
+    else
+        redis_url_cleanup(&ru);
     if (c->redis_prefix == NULL || c->redis_prefix[0] == '\0' ||
         strpbrk(c->redis_prefix, "{} \t\r\n") != NULL)
         return invalid("STATUSRELAY_REDIS_PREFIX", "must be non-empty without braces or spaces");
@@ -275,6 +303,28 @@ int config_load(struct config *c, int argc, char **argv, const char **rest, int 
     return 0;
 }
 
+int config_fit_descriptors(struct config *c, int64_t limit)
+{
+    int64_t reserve = CONFIG_FD_RESERVE_BASE + limit / 8;
+    int64_t share = (limit - reserve) / 2, most = limit - CONFIG_FD_RESERVE_BASE;
+    char why[160];
+    const struct {
+        int64_t *cap;
+        const char *env;
+    } caps[] = {{&c->http_max_connections, "STATUSRELAY_HTTP_MAX_CONNECTIONS"},
+                {&c->ws_max_connections, "STATUSRELAY_WS_MAX_CONNECTIONS"}};
+    for (size_t i = 0; i < ARRAY_LEN(caps); i++) {
+        if (*caps[i].cap == 0) { /* derived: always accepted, at least 1 */
+            *caps[i].cap = share < 1 ? 1 : share;
+        } else if (*caps[i].cap > most) {
+            snprintf(why, sizeof(why), "%lld does not fit the descriptor limit %lld (at most %lld)",
+                     (long long)*caps[i].cap, (long long)limit, (long long)most);
+            return invalid(caps[i].env, why);
+        }
+    }
+    return 0;
+}
+
 void config_free(struct config *c)
 {
     settings_free(config_settings, c);
@@ -282,5 +332,11 @@ void config_free(struct config *c)
 
 void config_print(const struct config *c, FILE *f)
 {
-    settings_print(config_settings, c, "STATUSRELAY_", f);
+    struct config shown = *c; /* shallow: only redis_url is swapped, for its redacted form */
+    char red[1024];
+    if (c->redis_url) {
+        redis_url_redact(c->redis_url, red, sizeof(red));
+        shown.redis_url = red;
+    }
+    settings_print(config_settings, &shown, "STATUSRELAY_", f);
 }

@@ -36,6 +36,7 @@ struct config {
     char *redis_prefix;
     int64_t event_retention;       /* events kept in the stream (count) */
     int64_t event_retention_age_ms;
+    int64_t dead_retention_ms;     /* dead and skipped deliveries are deleted after this */
     /* listeners and auth */
     char *http_listen;
     char *ws_listen;
@@ -48,7 +49,12 @@ struct config {
     int64_t anon_miss_rate;        /* anonymous status misses per minute per client address */
     int ws_anonymous;              /* anonymous single-id dashboard subscriptions allowed */
     int64_t ws_max_subscriptions;
+    int64_t ws_anon_ids_per_address; /* new ids anonymous subscriptions may watch per address */
+    int64_t ws_anon_lease_ms;      /* lease of an anonymous watch held by a process */
     int64_t ws_queue_max;          /* frames queued per dashboard connection */
+    int64_t ws_queue_bytes;        /* bytes queued per dashboard connection */
+    int64_t http_max_connections;  /* REST connections at most (0 until config_fit_descriptors) */
+    int64_t ws_max_connections;    /* dashboard-port connections at most (likewise) */
     int64_t ws_ping_interval_ms;   /* dashboard: ping a client silent this long */
     int64_t ws_ping_timeout_ms;    /* dashboard: drop a client silent this long */
     /* webhooks */
@@ -77,6 +83,17 @@ extern const struct setting config_settings[];
 int config_load(struct config *c, int argc, char **argv, const char **rest, int *nrest,
                 int *help);
 void config_free(struct config *c);
+
+/* Descriptors kept for everything but the two listeners: Redis, the upstream websocket and
+ * HTTP calls, webhook attempts, the log, libevent's and libwebsockets' own. The reserve is
+ * CONFIG_FD_RESERVE_BASE + limit / 8; each listener's default cap is half of the rest. */
+#define CONFIG_FD_RESERVE_BASE 24
+/* Fit the connection caps to the descriptor limit `limit` (RLIMIT_NOFILE after start-up
+ * raised it): a cap left 0 becomes (limit - reserve) / 2 (at least 1, whatever the limit); a
+ * cap given above limit - CONFIG_FD_RESERVE_BASE is refused. Returns 0, or -1 after one line
+ * naming the setting. (Caps whose sum exceeds the limit are allowed: accepting then pauses on
+ * EMFILE.) */
+int config_fit_descriptors(struct config *c, int64_t limit);
 /* NAME=value lines, secrets masked. */
 void config_print(const struct config *c, FILE *f);
 

@@ -10,6 +10,7 @@
 #include "relay/dash/hub.h"
 #include "relay/ingest/ingest.h"
 #include "relay/common/log.h"
+#include "relay/ingest/anon.h"
 #include "relay/ingest/poller.h"
 #include "relay/ingest/chains.h"
 #include "relay/ingest/upstream.h"
@@ -18,6 +19,7 @@
 #include "relay/edge/ws_thread.h"
 #include "relay/edge/xq.h"
 #include "store/apply.h"
+#include "store/janitor.h"
 #include "store/keys.h"
 #include "store/store.h"
 
@@ -101,7 +103,7 @@ static void on_depths(evutil_socket_t fd, short what, void *arg)
         int64_t *dst;
     } q[] = {{"due", &m->q_due}, {"inflight", &m->q_inflight}, {"dead", &m->q_dead},
              {"poll", &m->tracked_polled}, {"pollu", &m->poll_urgent},
-             {"polls", &m->watch_settled}};
+             {"polls", &m->watch_settled}, {"polln", &m->watch_anon}};
     for (size_t i = 0; i < ARRAY_LEN(q); i++) {
         key_build(k, sizeof(k), tag, q[i].kind, NULL, NULL);
         store_cmd(c->store, on_zcard, q[i].dst, "ZCARD %s", k);
@@ -170,12 +172,17 @@ struct core *core_new(const struct config *cfg)
     applier_set_watch(c->applier, cfg->waiting_ttl_ms, cfg->settled_watch_ms,
                       cfg->failure_tail_ms);
     applier_on_refund_failure(c->applier, on_refund_failure, c);
+    struct janitor_opts jo = {.dead_retention_ms = cfg->dead_retention_ms,
+                              .event_age_ms = cfg->event_retention_age_ms};
+    c->janitor = janitor_new(c->base, c->store, &jo); /* steps wait for the store */
     c->upstream = upstream_new(c);
     upstream_on_gap(c->upstream, poller_gap, c->poller);
     c->watch = watch_new(c);
+    c->anon = anon_new(c);
     c->chains = chains_new(c);
     c->api = api_new(c);
     c->hub = hub_new(c);
+    anon_on_gone(c->anon, hub_anon_gone, c->hub);
     cp->sig_term = evsignal_new(c->base, SIGTERM, on_signal, c);
     cp->sig_int = evsignal_new(c->base, SIGINT, on_signal, c);
     cp->sig_hup = evsignal_new(c->base, SIGHUP, on_signal, c);
@@ -186,6 +193,7 @@ struct core *core_new(const struct config *cfg)
     c->metrics.q_due = c->metrics.q_inflight = c->metrics.q_dead = -1;
     c->metrics.tracked_polled = -1;
     c->metrics.poll_urgent = c->metrics.watch_settled = c->metrics.requests_stuck = -1;
+    c->metrics.watch_anon = -1;
     c->metrics.oldest_unsettled_ms = -1;
     cp->depth_ev = event_new(c->base, -1, EV_PERSIST, on_depths, c);
     struct timeval tv = {2, 0};
@@ -203,7 +211,12 @@ int core_start(struct core *c)
         .ping_interval_ms = cfg->upstream_ping_interval_ms,
         .ping_timeout_ms = cfg->upstream_ping_timeout_ms,
         .dash_queue_max = cfg->ws_queue_max,
+        .dash_queue_bytes = cfg->ws_queue_bytes,
+        .dash_max_connections = cfg->ws_max_connections,
         .dash_cors_origins = cfg->cors_origins,
+        /* DNS rebinding: without a stream token the Host must name us (README) */
+        .dash_host_check = cfg->stream_token == NULL || cfg->stream_token[0] == '\0',
+        .dash_allowed_hosts = cfg->allowed_hosts,
         .to_ws = c->to_ws,
         .to_core = c->to_core,
     };
@@ -216,6 +229,7 @@ int core_start(struct core *c)
     poller_start(c->poller);
     upstream_start(c->upstream);
     watch_start(c->watch);
+    anon_start(c->anon);
     chains_start(c->chains);
     log_info("statusrelay started", "http=%s ws=%s upstream=%s instance=%s", cfg->http_listen,
              cfg->ws_listen, cfg->upstream_ws_url, c->instance_id);
@@ -250,6 +264,7 @@ void core_stop(struct core *c)
         api_stop_accepting(c->api);
     if (c->upstream)
         upstream_shutdown(c->upstream); /* hand the upstream websocket to another process */
+    anon_shutdown(c->anon); /* anonymous watches end with their connections */
     cp->stop_deadline = mono_ms() + c->cfg->shutdown_grace_ms;
     cp->stop_ev = evtimer_new(c->base, on_stop, cp);
     struct timeval tv = {0, 50 * 1000};
@@ -274,15 +289,18 @@ void core_free(struct core *c)
     }
     /* Completions first, while every module they call back into is alive: httpc and store
      * finish their in-flight work with "shutdown"/"disconnected" errors. */
+    anon_on_gone(c->anon, NULL, NULL);
     hub_free(c->hub);
     delivery_stop(c);
     httpc_free(c->httpc);
+    janitor_free(c->janitor); /* before the store: its in-flight steps detach */
     store_free(c->store);
     api_free(c->api);
     watch_free(c->watch);
     upstream_free(c->upstream);
     poller_free(c->poller);
     chains_free(c->chains); /* after httpc and store: their completions call it */
+    anon_free(c->anon);     /* likewise */
     applier_free(c->applier);
     ingest_free(c->ingest);
     xq_free(c->to_core);

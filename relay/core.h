@@ -16,6 +16,7 @@ struct event_base;
 struct event;
 struct store;
 struct applier;
+struct janitor;
 struct httpc;
 struct xq;
 struct ws_thread;
@@ -34,6 +35,7 @@ struct core {
     struct event_base *base;
     struct store *store;
     struct applier *applier;
+    struct janitor *janitor;   /* retention sweep and write probe (store/janitor.c) */
     struct httpc *httpc;
     struct xq *to_ws, *to_core;
     struct event *wake_ev;
@@ -43,6 +45,7 @@ struct core {
     struct poller *poller;
     struct chains *chains;     /* the upstream chain list (relay/ingest/chains.c) */
     struct watch *watch;       /* watched set, watch expiry, stuck gauges (relay/ingest/watch.c) */
+    struct anon *anon;         /* anonymous dashboard watches (relay/ingest/anon.c) */
     struct api *api;
     struct webhooks *webhooks; /* the endpoint set (relay/delivery/endpoints.c) */
     struct delivery *delivery; /* owns the set, fan-out and dispatcher (relay/delivery/delivery.c) */

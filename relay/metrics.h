@@ -50,6 +50,7 @@ struct metrics {
     uint64_t wh_forbidden;             /* attempts refused by the SSRF guard */
     uint64_t wh_endpoints_disabled;    /* endpoints disabled (410, failing) */
     uint64_t wh_leases_reaped;         /* expired leases returned to the queue */
+    uint64_t wh_local_failures;        /* attempts that failed locally (EMFILE...): requeued */
     uint64_t wh_latency_ms_sum;        /* sum of latencies of delivered attempts */
     uint64_t wh_latency_buckets[METRICS_LAT_BUCKETS]; /* delivered attempts, latency <= le */
     /* gauges refreshed from Redis every 2 s by core.c (-1 until the first read) */
@@ -60,6 +61,7 @@ struct metrics {
     /* watch gauges refreshed from Redis every 5 s by relay/ingest/watch.c (-1 until the first read) */
     int64_t poll_urgent, watch_settled;    /* poll tiers: urgent (+ tracked_polled = active
                                               watches), settled (settled watches) */
+    int64_t watch_anon;                    /* the anonymous poll tier (anonymous watches) */
     int64_t requests_stuck;                /* active, not waiting, unchanged STUCK_AFTER */
     int64_t stuck_by_status[METRICS_STATUSES + 1]; /* + "other" (unknown statuses) */
     int64_t oldest_unsettled_ms;           /* first-seen ms of the oldest one, -1 = none */

@@ -18,6 +18,7 @@
 #include "store/apply.h"
 #include "store/keys.h"
 #include "relay/common/log.h"
+#include "relay/common/siphash.h"
 #include "relay/common/util.h"
 
 #include <stdio.h>
@@ -59,10 +60,7 @@ struct apply_op {
 
 static struct cache_slot *cache_slot(struct applier *a, const char *id)
 {
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (const unsigned char *p = (const unsigned char *)id; *p; p++)
-        h = (h ^ *p) * 16777619u;
-    return &a->cache[h % APPLY_CACHE_SLOTS];
+    return &a->cache[sip_str32(id) % APPLY_CACHE_SLOTS]; /* keyed: ids cannot be aimed at a slot */
 }
 
 static const struct status_event *cache_get(struct applier *a, const char *id)

@@ -98,10 +98,10 @@ if o.st ~= st or not wb then
   fields[#fields + 1] = 'wb'
   fields[#fields + 1] = ARGV[8]
 end
-if trk == '1' then
+if trk == '1' or o.anon then -- tracked, or watched anonymously (store/anon_lib.lua)
   local phase, u = watch_phase(st, wb)
   watch_move(id, o, {phase = phase, wu = u, st = st, chg = chg, first = first,
-                     tier = ARGV[13], at = ARGV[9]}, fields)
+                     tier = ARGV[13], at = ARGV[9], anon = trk ~= '1'}, fields)
 end
 redis.call('HSET', KEYS[1], unpack(fields))
 if KEYS[5] ~= KEYS[4] then

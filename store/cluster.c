@@ -57,6 +57,7 @@ struct cluster {
     int fatal_checks;
     const char *fatal;
     cluster_state_cb *on_state;
+    void (*on_error)(void *arg, const char *msg);
     void *arg;
     struct cnode *nodes[CLUSTER_MAX_NODES];
     int nnodes;
@@ -319,6 +320,8 @@ static void on_cmd_reply(redisAsyncContext *ac, void *r, void *privdata)
         return;
     }
     cl->stats.errors++;
+    if (cl->on_error)
+        cl->on_error(cl->arg, reply->str);
     complete(cl, c, store_err_server, reply);
 }
 
@@ -662,6 +665,7 @@ struct cluster *cluster_new(struct event_base *base, const struct cluster_opts *
     cl->cmd_timeout_ms = o->cmd_timeout_ms;
     cl->fatal_checks = o->fatal_checks;
     cl->on_state = o->on_state;
+    cl->on_error = o->on_error;
     cl->arg = o->arg;
     for (int s = 0; s < CLUSTER_SLOTS; s++)
         cl->route[s] = CLUSTER_NO_NODE;

@@ -32,6 +32,7 @@ struct cluster_opts {
     int64_t cmd_timeout_ms;  /* > 0 */
     int fatal_checks;        /* 1: an allkeys-* eviction policy on a master stops the cluster */
     cluster_state_cb *on_state; /* up/down changes; also a down when a fatal check failed */
+    void (*on_error)(void *arg, const char *msg); /* every error reply handed to a caller */
     void *arg;
 };
 

@@ -1,5 +1,6 @@
 /* cluster_slot.c - see cluster_slot.h. runs on: any thread. */
 #include "store/cluster_slot.h"
+#include "store/redis_url.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -204,14 +205,25 @@ int cluster_url_parse(struct cluster_url *u, const char *url, const char **why)
     for (const char *x = at ? at + 1 : p; at && x < end; x++)
         if (*x == '@')
             at = x; /* the last '@' before the path: passwords may hold '@' */
-    if (at) {
-        const char *colon = memchr(p, ':', (size_t)(at - p));
-        if (colon && colon > p)
-            u->user = dupn(p, (size_t)(colon - p));
-        const char *pw = colon ? colon + 1 : p;
-        u->password = dupn(pw, (size_t)(at - pw));
-        if (u->password == NULL || (colon && colon > p && u->user == NULL))
+    if (at) { /* user and password as redis:// has them (percent-decoding included) */
+        size_t ul = (size_t)(at - p);
+        char *tmp = malloc(ul + 16);
+        struct redis_url ru;
+        const char *rwhy = NULL;
+        if (tmp == NULL)
             goto fail;
+        memcpy(tmp, "redis://", 8);
+        memcpy(tmp + 8, p, ul);
+        memcpy(tmp + 8 + ul, "@x:1", 5);
+        int bad = redis_url_parse(tmp, &ru, &rwhy);
+        free(tmp);
+        if (bad) {
+            *why = rwhy ? rwhy : "bad user:password";
+            goto fail;
+        }
+        u->user = ru.user, ru.user = NULL;
+        u->password = ru.password, ru.password = NULL;
+        redis_url_cleanup(&ru);
         p = at + 1;
     }
     while (p < end) {

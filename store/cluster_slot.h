@@ -53,8 +53,8 @@ int cluster_map_parse(struct cluster_map *m, const redisReply *r, const char *as
 int cluster_redirect_parse(const char *err, size_t len, unsigned *slot,
                            struct cluster_addr *addr);
 
-/* redis-cluster://[user:pass@]host:port[,host:port...][/[0]]: seeds, optional user and
- * password (malloc'd; caller frees). Returns 0, or -1 with *why set to a static reason
+/* redis-cluster://[[user]:password@]host:port[,host:port...][/[0]]: seeds, optional user and
+ * password (malloc'd; caller frees; decoded as redis_url_parse does, %40 for '@'). Returns 0, or -1 with *why set to a static reason
  * (e.g. "db must be 0 in Redis Cluster"). */
 struct cluster_url {
     int nseeds;

@@ -10,12 +10,20 @@
  *                                        (ms of the last status change), and its watch
  *                                        (store/watch_lib.lua): watch (active|settled|
  *                                        ended), wu (watch until ms or ""), wb (window
- *                                        start ms), pt (poll tier u|a|s or "")
+ *                                        start ms), pt (poll tier u|a|s|n or ""), anon
+ *                                        ("1" watched anonymously, store/anon_lib.lua),
+ *                                        miss (404 answers to its polls while anonymous)
  *   {P}:all                      zset    every known request id, score = first seen (ms)
  *   {P}:st:<status>              zset    request ids by current status, score = first seen
  *   {P}:pollu / :poll / :polls   zset    the poll schedule of watched requests by due time
- *                                        (ms), one per tier: urgent (unconfirmed active),
- *                                        active (safety), settled; claimed in that order
+ *   / :polln                             (ms), one per tier: urgent (unconfirmed active),
+ *                                        active (safety), settled, anonymous; claimed in
+ *                                        that order
+ *   {P}:anonh                    zset    holders of anonymous watches "<id>|<instance>",
+ *                                        score 0 (store/anon_lib.lua)
+ *   {P}:anonx                    zset    the same holders by lease expiry (ms)
+ *   {P}:anon404                  zset    ids the upstream does not know, kept from
+ *                                        anonymous watches until the score (ms); capped
  *   {P}:watch                    zset    watched (active or settled) ids by change version
  *   {P}:unwatch                  zset    ids whose watch ended, by change version (capped)
  *   {P}:wver / {P}:wlow          string  change version counter / oldest version unwatch
@@ -43,6 +51,9 @@
  *   {P}:whs                      zset    endpoint ids by creation time
  *   {P}:whv                      string  endpoint-set version, INCR on every change: fan-out
  *                                        refuses to match against a stale set
+ *   {P}:whgone                   zset    deleted endpoints whose deliveries the retention sweep
+ *                                        (store/wh_gc.lua) still has to purge, by delete time
+ *   {P}:probe                    string  the write probe of readiness (store/janitor.c; PX)
  *   {P}:fanout                   string  holder of the webhook fan-out lease (PX)
  *   {P}:body:<event id>          string  the webhook body of an event, encoded once (PX
  *                                        retention); missing -> re-encoded from the stream
@@ -58,6 +69,8 @@
  *   {P}:inflight                 zset    claimed deliveries by lease expiry (ms)
  *   {P}:dead                     zset    dead deliveries by time of death
  *   {P}:skipped                  zset    deliveries skipped while their endpoint was disabled
+ *                                        (both swept with their records after
+ *                                        STATUSRELAY_DEAD_RETENTION by store/wh_gc.lua)
  *   {P}:dls:<webhook id>         zset    an endpoint's deliveries by creation time (listing)
  *   {P}:dlh:<webhook id>         hash    an endpoint's delivered log: delivery id -> compact entry
  *                                        of a delivery delivered at its first attempt (no dl hash;

@@ -3,10 +3,11 @@
 -- meanwhile is left alone.
 -- KEYS: 1 req hash. ARGV: 1 id, 2 tier ("u" urgent, "a" active, "s" settled, "" = keep the
 --       request's tier), 3 due ms, 4 key tag "{P}"
+-- An anonymous watch (store/anon_lib.lua) stays in its tier "n" whatever the tier asked.
 -- Returns 1 when scheduled, 0 when the request is not watched.
 local tag = ARGV[4]
-local tiers = {u = tag .. ':pollu', a = tag .. ':poll', s = tag .. ':polls'}
-local h = redis.call('HMGET', KEYS[1], 'watch', 'pt')
+local tiers = {u = tag .. ':pollu', a = tag .. ':poll', s = tag .. ':polls', n = tag .. ':polln'}
+local h = redis.call('HMGET', KEYS[1], 'watch', 'pt', 'anon', 'trk')
 local phase, pt = h[1], h[2]
 if not phase then
   -- written before watches existed (watch_migrate.lua converts these at start-up): polled
@@ -18,6 +19,9 @@ end
 local t = ARGV[2]
 if t == '' then
   t = (pt and pt ~= '') and pt or 'a'
+end
+if h[3] == '1' and h[4] ~= '1' then
+  t = 'n'
 end
 if pt and pt ~= '' and pt ~= t then
   redis.call('ZREM', tiers[pt], ARGV[1])

@@ -2,6 +2,7 @@
 #include "store/store.h"
 #include "store/cluster.h"
 #include "store/cluster_slot.h"
+#include "store/redis_url.h"
 #include "relay/common/embedded.h"
 #include "relay/common/log.h"
 #include "relay/common/util.h"
@@ -45,8 +46,7 @@ struct store {
     struct event_base *base;
     redisAsyncContext *ac;
     enum store_state state;
-    char *host, *unix_path, *password;
-    int port, db;
+    struct redis_url url; /* host or unix_path, user, password, port, db */
     char tag[160];
     int64_t cmd_timeout_ms;
     int fatal_checks;
@@ -57,6 +57,8 @@ struct store {
     struct event *retry_ev, *watchdog_ev;
     int64_t backoff_ms;
     struct store_stats stats;
+    char refused[160];    /* last write refusal (OOM / READONLY / MISCONF), "" when none */
+    int64_t refused_at;   /* mono ms of it */
     struct cluster *cluster; /* redis-cluster:// URL: every command goes through it */
 };
 
@@ -64,52 +66,34 @@ static void connect_now(struct store *s);
 static void set_state(struct store *s, enum store_state st);
 static void notify(struct store *s, int up);
 
-/* ---- URL ----------------------------------------------------------------------------- */
+/* ---- write refusals: Redis answers but will not write (readiness) --------------------- */
 
-static int parse_url(struct store *s, const char *url)
+/* Errors saying that no write will succeed for now, whatever the command: out of memory
+ * under noeviction (OOM), a replica (READONLY), a failed RDB save with
+ * stop-writes-on-bgsave-error (MISCONF). Scripts report them inside their own error text. */
+static void note_refusal(struct store *s, const char *msg)
 {
-    s->port = 6379;
-    if (strncmp(url, "unix://", 7) == 0) {
-        const char *p = url + 7, *q = strchr(p, '?');
-        s->unix_path = q ? xstrndup(p, (size_t)(q - p)) : xstrdup(p);
-        if (q && strncmp(q, "?db=", 4) == 0)
-            s->db = atoi(q + 4);
-        return s->unix_path[0] == '/' ? 0 : -1;
-    }
-    if (strncmp(url, "redis://", 8) != 0)
-        return -1;
-    const char *p = url + 8, *at = strrchr(p, '@');
-    if (at) {
-        const char *colon = memchr(p, ':', (size_t)(at - p));
-        const char *pw = colon ? colon + 1 : p; /* redis://user:pw@ or redis://pw@ */
-        s->password = xstrndup(pw, (size_t)(at - pw));
-        p = at + 1;
-    }
-    const char *slash = strchr(p, '/');
-    char hp[300];
-    size_t hl = slash ? (size_t)(slash - p) : strlen(p);
-    if (hl == 0 || hl >= sizeof(hp))
-        return -1;
-    memcpy(hp, p, hl);
-    hp[hl] = '\0';
-    char host[300];
-    if (strchr(hp, ':') == NULL || hp[0] == '[') {
-        if (parse_hostport(hp, host, sizeof(host), &s->port) != 0) {
-            if (hp[0] == '[')
-                return -1;
-            snprintf(host, sizeof(host), "%s", hp);
+    static const char *const kinds[] = {"OOM ", "READONLY ", "MISCONF "};
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+        const char *hit = strstr(msg, kinds[i]);
+        if (hit != NULL && (hit == msg || hit[-1] == '-' || hit[-1] == ' ')) {
+            snprintf(s->refused, sizeof(s->refused), "%.*s", (int)strcspn(hit, "\r\n"), hit);
+            s->refused_at = mono_ms();
+            return;
         }
-    } else if (parse_hostport(hp, host, sizeof(host), &s->port) != 0)
-        return -1;
-    s->host = xstrdup(host);
-    if (slash && slash[1] != '\0') {
-        char *end;
-        long db = strtol(slash + 1, &end, 10);
-        if (*end != '\0' || db < 0 || db > 1000)
-            return -1;
-        s->db = (int)db;
     }
-    return 0;
+}
+
+const char *store_write_refused(const struct store *s)
+{
+    if (s->refused[0] == '\0' || mono_ms() - s->refused_at > STORE_REFUSAL_MEMORY_MS)
+        return NULL;
+    return s->refused;
+}
+
+void store_write_ok(struct store *s)
+{
+    s->refused[0] = '\0';
 }
 
 /* ---- pending FIFO and completion ----------------------------------------------------- */
@@ -167,6 +151,7 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata)
     else if (reply->type == REDIS_REPLY_ERROR) {
         err = store_err_server;
         s->stats.errors++;
+        note_refusal(s, reply->str);
         if (p->script && strncmp(reply->str, "NOSCRIPT", 8) == 0 && s->state == ST_READY) {
             /* resend as EVAL: replace argv[0..1] (EVALSHA sha) with (EVAL src) */
             const char *argv[p->argc];
@@ -269,6 +254,11 @@ static int cluster_cmd(struct store *s, store_cb *cb, void *arg, const char *fmt
     if (argc < 0)
         return -1;
     return cluster_send(s->cluster, cb, arg, NULL, argc, av, al);
+}
+
+static void on_cluster_error(void *arg, const char *msg)
+{
+    note_refusal(arg, msg); /* OOM / READONLY / MISCONF on a master: readiness, as above */
 }
 
 static void on_cluster_state(void *arg, int up)
@@ -374,7 +364,7 @@ static void set_state(struct store *s, enum store_state st)
     s->state = st;
     if (st == ST_READY && old != ST_READY) {
         s->backoff_ms = 0;
-        log_info("redis ready", "db=%d", s->db);
+        log_info("redis ready", "db=%d", s->url.db);
         notify(s, 1);
     } else if (old == ST_READY && st != ST_READY) {
         notify(s, 0);
@@ -466,10 +456,12 @@ static void on_auth_or_select(void *arg, const char *err, redisReply *r)
 static void start_handshake(struct store *s)
 {
     s->state = ST_HANDSHAKE;
-    if (s->password)
-        internal_cmd(s, on_auth_or_select, "AUTH %s", s->password);
-    if (s->db)
-        internal_cmd(s, on_auth_or_select, "SELECT %d", s->db);
+    if (s->url.password && s->url.user) /* Redis 6 ACL user */
+        internal_cmd(s, on_auth_or_select, "AUTH %s %s", s->url.user, s->url.password);
+    else if (s->url.password)
+        internal_cmd(s, on_auth_or_select, "AUTH %s", s->url.password);
+    if (s->url.db)
+        internal_cmd(s, on_auth_or_select, "SELECT %d", s->url.db);
     internal_cmd(s, on_policy, "CONFIG GET maxmemory-policy");
     internal_cmd(s, on_aof, "CONFIG GET appendonly");
     internal_cmd(s, on_save, "CONFIG GET save");
@@ -486,8 +478,8 @@ static void on_connect(const redisAsyncContext *ac, int status)
         schedule_retry(s);
         return;
     }
-    log_info("redis connected", "%s%s", s->unix_path ? "path=" : "host=",
-             s->unix_path ? s->unix_path : s->host);
+    log_info("redis connected", "%s%s", s->url.unix_path ? "path=" : "host=",
+             s->url.unix_path ? s->url.unix_path : s->url.host);
     start_handshake(s);
 }
 
@@ -512,8 +504,8 @@ static void connect_now(struct store *s)
 {
     if (s->state == ST_CLOSING || s->ac != NULL)
         return;
-    redisAsyncContext *ac = s->unix_path ? redisAsyncConnectUnix(s->unix_path)
-                                         : redisAsyncConnect(s->host, s->port);
+    redisAsyncContext *ac = s->url.unix_path ? redisAsyncConnectUnix(s->url.unix_path)
+                                             : redisAsyncConnect(s->url.host, s->url.port);
     if (ac == NULL || ac->err) {
         log_warn("redis connect failed", "err=\"%s\"", ac ? ac->errstr : "oom");
         if (ac)
@@ -551,15 +543,18 @@ struct store *store_new(struct event_base *base, const struct store_opts *o)
     if (strncmp(o->url, "redis-cluster://", 16) == 0) {
         struct cluster_opts co = {.url = o->url, .cmd_timeout_ms = s->cmd_timeout_ms,
                                   .fatal_checks = o->fatal_checks, .on_state = on_cluster_state,
-                                  .arg = s};
+                                  .on_error = on_cluster_error, .arg = s};
         if ((s->cluster = cluster_new(base, &co)) == NULL) {
             free(s);
             return NULL;
         }
         return s;
     }
-    if (parse_url(s, o->url) != 0) {
-        log_err("bad redis url", "url=%s", o->url);
+    const char *why = NULL;
+    if (redis_url_parse(o->url, &s->url, &why) != 0) {
+        char red[512];
+        redis_url_redact(o->url, red, sizeof(red));
+        log_err("bad redis url", "url=%s reason=\"%s\"", red, why);
         store_free(s);
         return NULL;
     }
@@ -589,9 +584,7 @@ void store_free(struct store *s)
         n = l->next;
         free(l);
     }
-    free(s->host);
-    free(s->unix_path);
-    free(s->password);
+    redis_url_cleanup(&s->url);
     free(s);
 }
 

@@ -28,7 +28,8 @@ typedef void store_cb(void *arg, const char *err, redisReply *reply);
 typedef void store_state_cb(void *arg, int up);
 
 struct store_opts {
-    const char *url;      /* redis://[:password@]host:port[/db] or unix:///path[?db=N] */
+    const char *url;      /* see store/redis_url.h: redis://[[user]:password@]host:port[/db] or
+                           * unix:///path[?db=N]; a user is sent as AUTH user password */
     const char *prefix;   /* key prefix; keys are "{prefix}:..." */
     int64_t cmd_timeout_ms; /* default 5000 */
     int fatal_checks;     /* 1: an allkeys-* eviction policy makes store_start fail */
@@ -49,6 +50,12 @@ int store_start(struct store *s);
 /* Non-NULL when start-up found a setting we refuse to run with (e.g. allkeys eviction). */
 const char *store_fatal(const struct store *s);
 int store_ready(const struct store *s);
+/* A write refusal (Redis answering "OOM ...", "READONLY ..." or "MISCONF ..." to any command)
+ * seen in the last STORE_REFUSAL_MEMORY_MS: its first line, borrowed until the next command;
+ * NULL otherwise. store_write_ok forgets it (a write just succeeded). /readyz reports it. */
+#define STORE_REFUSAL_MEMORY_MS 5000
+const char *store_write_refused(const struct store *s);
+void store_write_ok(struct store *s);
 /* Prefix with hash tag, e.g. "{statusrelay}". */
 const char *store_tag(const struct store *s);
 

@@ -6,7 +6,9 @@
 -- "mdok" = "1", which lets apply.lua put it into events without checking it again.
 -- A newly tracked request, or a tracked one whose watch had ended, starts a watch now
 -- (watch_lib.lua: its phase follows its last status, its window starts now) and is due for
--- a poll at once. Returns the count of newly tracked ids.
+-- a poll at once. A request watched anonymously (store/anon_lib.lua) becomes tracked: API
+-- tracking wins, its watch stays when the last anonymous subscriber leaves. Returns the
+-- count of newly tracked ids.
 local tag, now = ARGV[3], tonumber(ARGV[1])
 local wcfg = {wttl = tonumber(ARGV[4]), settled = tonumber(ARGV[5]), ftail = tonumber(ARGV[6])}
 -- #include watch_lib.lua
@@ -20,6 +22,10 @@ for i = 3, #KEYS do
       created = created + 1
       fields[#fields + 1] = 'trk'
       fields[#fields + 1] = '1'
+      if o.anon then
+        fields[#fields + 1] = 'anon'
+        fields[#fields + 1] = '0'
+      end
     end
     local first = o.first
     if not first then

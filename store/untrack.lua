@@ -8,6 +8,7 @@ local tag, now = ARGV[2], tonumber(ARGV[3])
 local wcfg = {wttl = 0, settled = 0, ftail = 0}
 -- #include watch_lib.lua
 local o = watch_read(KEYS[1], ARGV[1])
-local fields = watch_move(ARGV[1], o, {phase = 'ended', wu = false, st = o.st}, {'trk', '0'})
+local fields = watch_move(ARGV[1], o, {phase = 'ended', wu = false, st = o.st},
+                         {'trk', '0', 'anon', '0'})
 redis.call('HSET', KEYS[1], unpack(fields))
 return 1

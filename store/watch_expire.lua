@@ -17,7 +17,7 @@ for _, id in ipairs(ids) do
     phase, u = o.phase, false
   end
   local n = {phase = phase, wu = u, st = o.st, chg = o.chg or now, first = o.first or now,
-             tier = (o.pt or '') ~= '' and o.pt or 'a', at = now}
+             tier = (o.pt or '') ~= '' and o.pt or 'a', at = now, anon = o.anon}
   if watched(phase) then
     -- still watched (the window moved): keep the poll where it is
     n.at = redis.call('ZSCORE', tiers[n.tier], id) or now

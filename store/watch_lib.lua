@@ -14,7 +14,10 @@
 --   anything else            active, no end (stuck requests are reported, never dropped)
 --
 -- Hash fields written here: watch (phase), wu (watch until ms, "" = none), wb, pt (poll tier:
--- "u" urgent, "a" active, "s" settled, "" none).
+-- "u" urgent, "a" active, "s" settled, "n" anonymous, "" none).
+-- Anonymous watches (anon = "1", trk not "1": started by a dashboard subscription without the
+-- stream token, store/anon_lib.lua) are polled in their own tier "n" whatever their urgency:
+-- store/poll_claim.lua serves it last and with at most half of the budget left.
 -- Indexes ({P}:... keys, see store/keys.h):
 --   watch   zset  watched ids (active or settled) by change version: the upstream websocket
 --                 holder subscribes them (watch_sync.lua reads changes after a version)
@@ -22,12 +25,13 @@
 --                 it is complete)
 --   wver    string the change version counter;  wlow  string  lowest version unwatch covers
 --   wend    zset  watched ids with an end, by watch-until ms (watch_expire.lua ends them)
---   pollu / poll / polls  zsets  poll schedule by due ms, one per tier, claimed in that order
+--   pollu / poll / polls / polln  zsets  poll schedule by due ms, one per tier, claimed in
+--                 that order
 --   act     zset  active ids other than waiting, by the time of their last status change
 --                 (stuck = older than STATUSRELAY_STUCK_AFTER)
 --   unset   zset  the same ids by first-seen time (oldest unsettled request)
 local UNWATCH_CAP = 100000
-local tiers = {u = tag .. ':pollu', a = tag .. ':poll', s = tag .. ':polls'}
+local tiers = {u = tag .. ':pollu', a = tag .. ':poll', s = tag .. ':polls', n = tag .. ':polln'}
 
 -- The phase of a request in status st ("" = none yet) whose window started at wb.
 -- Returns phase, until (ms, or false for no end).
@@ -71,6 +75,7 @@ end
 -- to write (the caller HSETs them with its own fields).
 --   n.chg   ms of the last status change (act score), n.first first-seen ms (unset score)
 --   n.tier / n.at  poll tier and due ms chosen by the caller for a watched request
+--   n.anon  true: the request is watched anonymously (its poll tier is "n" whatever n.tier)
 local function watch_move(id, o, n, fields)
   local was, is = watched(o.phase), watched(n.phase)
   if is and not was then
@@ -87,6 +92,9 @@ local function watch_move(id, o, n, fields)
     end
   end
   local pt = is and n.tier or ''
+  if pt ~= '' and n.anon then
+    pt = 'n'
+  end
   if (o.pt or '') ~= '' and o.pt ~= pt then
     redis.call('ZREM', tiers[o.pt], id)
   end
@@ -115,15 +123,17 @@ local function watch_move(id, o, n, fields)
   return fields
 end
 
--- The watch of request id as stored: {phase, wu, pt, st, wb, chg, first, trk, seq, legacy}. A
+-- The watch of request id as stored: {phase, wu, pt, st, wb, chg, first, trk, seq, anon,
+-- legacy} (anon: true when watched anonymously and not tracked through the API). A
 -- request written before watches existed has no phase: it counts as ended (so that the next
 -- move adds it to every index), with its poll tier found in the old poll set; legacy is
 -- true when it was polled there (tracked and not final in the old model).
 local function watch_read(key, id)
   local h = redis.call('HMGET', key, 'watch', 'wu', 'pt', 'status', 'wb', 'chg', 'first', 'trk',
-                       'seq')
+                       'seq', 'anon')
   local o = {phase = h[1], wu = h[2], pt = h[3], st = h[4] or '', wb = tonumber(h[5]),
-             chg = tonumber(h[6]), first = h[7], trk = h[8], seq = tonumber(h[9] or '0')}
+             chg = tonumber(h[6]), first = h[7], trk = h[8], seq = tonumber(h[9] or '0'),
+             anon = h[10] == '1' and h[8] ~= '1'}
   if not o.phase then
     o.phase = 'ended'
     if redis.call('ZSCORE', tiers.a, id) then

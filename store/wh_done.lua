@@ -1,8 +1,11 @@
 -- wh_done.lua - record the outcome of a batch of delivery attempts.
 -- KEYS: 1 due, 2 inflight, 3 endpoints version, 4 dead
 -- ARGV: 1 tag, 2 now ms, 3 disable after ms (continuous failure), 4 retention ms, then per
---       attempt 5 items: delivery id, endpoint id, outcome ("ok" | "retry" | "dead" | "gone"),
---       attempt JSON, next attempt ms (retry only)
+--       attempt 5 items: delivery id, endpoint id, outcome ("ok" | "retry" | "dead" | "gone" |
+--       "local"), attempt JSON, next attempt ms (retry, local)
+-- "local" is not an attempt (a local resource ran out before anything was sent): the claim's
+-- attempt count is given back, nothing is logged, the endpoint's health is not touched, and
+-- the delivery is queued again for the given time.
 -- An outcome for a delivery whose lease this process lost (the reaper gave it back, another
 -- process has it) is still logged; "ok" still finishes it, "retry" leaves it to the new
 -- holder. Returns a flat list of (endpoint id, reason) pairs of endpoints disabled now.
@@ -33,7 +36,15 @@ for i = 5, #ARGV, 5 do
   if h[1] then
     local held = redis.call('ZREM', KEYS[2], did) == 1
     local n = (tonumber(h[3]) or 0) + 1
-    if outcome == 'ok' then
+    if outcome == 'local' then
+      -- not held: the reaper gave it back (and its attempt count) already
+      if held and h[1] == 'pending' then
+        redis.call('HINCRBY', dl, 'att', -1)
+        redis.call('HSET', dl, 'next', nx, 'q', '1')
+        redis.call('ZADD', tag .. ':dq:' .. wh, nx, did)
+        touched[wh] = true
+      end
+    elseif outcome == 'ok' then
       if h[1] == 'pending' then
         -- q "0" rather than deleted: one write (readers test q == "1"; next is only shown
         -- while pending)
@@ -48,7 +59,7 @@ for i = 5, #ARGV, 5 do
     else
       redis.call('HSET', dl, 'a' .. n, att, 'nlog', n)
     end
-    if outcome ~= 'ok' and h[1] == 'pending' then
+    if outcome ~= 'ok' and outcome ~= 'local' and h[1] == 'pending' then
       note_outcome(wh, outcome, KEYS[3], disable_after, disabled)
       if outcome == 'retry' then
         if held then

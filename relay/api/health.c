@@ -19,17 +19,24 @@ void api_h_healthz(struct ctx *x)
 }
 
 /* Ready = Redis answers and the settings are valid (they are: config_load refused to start
- * otherwise; a Redis setting we refuse shows as store_fatal). Not ready while shutting down. The
- * upstream websocket and the lease are reported, never required. */
+ * otherwise; a Redis setting we refuse shows as store_fatal). A Redis that answers but refuses
+ * writes (OOM at maxmemory, READONLY replica, MISCONF after a failed save: seen on any command
+ * or the janitor's write probe in the last few seconds) does not answer usefully: not ready,
+ * "redis": "refusing_writes" with Redis' own words in "reason". Not ready while shutting down.
+ * The upstream websocket and the lease are reported, never required. */
 void api_h_readyz(struct ctx *x)
 {
     struct core *c = x->api->c;
     int redis = store_ready(c->store);
-    int ready = redis && store_fatal(c->store) == NULL && !c->shutting_down;
+    const char *refused = redis ? store_write_refused(c->store) : NULL;
+    int ready = redis && refused == NULL && store_fatal(c->store) == NULL && !c->shutting_down;
     const char *ws = c->upstream != NULL ? upstream_state_name(c->upstream) : "down";
     json_t *o = json_pack("{s:s,s:s,s:s,s:s}", "status", ready ? "ready" : "not_ready", "redis",
-                          redis ? "up" : "down", "upstreamWebsocket", ws, "lease",
+                          !redis ? "down" : refused ? "refusing_writes" : "up",
+                          "upstreamWebsocket", ws, "lease",
                           strcmp(ws, "standby") == 0 ? "standby" : "held");
+    if (o != NULL && refused != NULL)
+        json_object_set_new(o, "reason", json_string(refused));
     api_reply_json(x, ready ? 200 : 503, o);
 }
 

@@ -38,6 +38,7 @@ struct proto_hmac;
 struct status_event;
 struct route;
 struct rate_table;
+struct api_listen;
 
 struct api {
     struct core *c;
@@ -48,6 +49,7 @@ struct api {
     struct store_script page_sc, read_sc, events_sc;
     struct rate_table *anon_misses; /* status-read misses of anonymous callers, per address */
     unsigned proxy_inflight;       /* pass-through requests waiting for the upstream */
+    struct api_listen *lsn;        /* the listener and its connection cap (listen.c) */
 };
 
 struct ctx {
@@ -76,6 +78,21 @@ struct ctx {
     char after[48];    /* events: normalised "ms-seq", "" = none */
     char only_status[PROTO_MAX_STATUS + 1]; /* list of stuck requests: this status only */
 };
+
+/* ---- the listener (listen.c) --------------------------------------------------------------- */
+
+/* Bind host:port with a listener counted against cfg->http_max_connections and paused on
+ * descriptor exhaustion; sets a->lsn and a->sock. 0, or -1 after one log line. */
+int api_listen_start(struct api *a, const char *host, int port);
+/* A connection counted by the listener closed (called by api_on_conn_close). */
+void api_listen_closed(struct api *a);
+/* The bound socket is about to be freed (api_stop_accepting): no more pause/resume. */
+void api_listen_stop(struct api_listen *l);
+/* Free after evhttp_free (which closes the connections). NULL-safe. */
+void api_listen_free(struct api_listen *l);
+/* The close callback of every REST connection (server.c): requests waiting on it are marked
+ * gone and the connection cap is told. */
+void api_on_conn_close(struct evhttp_connection *evcon, void *arg);
 
 /* ---- the route table (routes.c) ------------------------------------------------------------- */
 

@@ -57,13 +57,16 @@ static void render_watch(const struct metrics *m, struct evbuffer *out)
 {
     family(out, "watched_requests", "gauge",
            "Watched requests (all processes) by phase: active (subscribed, polled), settled "
-           "(success/refund, still subscribed, polled slowly).");
+           "(success/refund, still subscribed, polled slowly); anonymous (watched only while "
+           "a dashboard subscription without the stream token follows it, any phase).");
     evbuffer_add_printf(out, "statusrelay_watched_requests{phase=\"active\"} %" PRId64 "\n",
                         m->tracked_polled < 0 || m->poll_urgent < 0
                             ? -1
                             : m->tracked_polled + m->poll_urgent);
     evbuffer_add_printf(out, "statusrelay_watched_requests{phase=\"settled\"} %" PRId64 "\n",
                         m->watch_settled);
+    evbuffer_add_printf(out, "statusrelay_watched_requests{phase=\"anonymous\"} %" PRId64 "\n",
+                        m->watch_anon);
     family(out, "requests_stuck", "gauge",
            "Active requests other than waiting whose status has not changed for "
            "STATUSRELAY_STUCK_AFTER, by status.");
@@ -106,6 +109,10 @@ static void render_webhooks(struct core *c, struct evbuffer *out)
          m->wh_endpoints_disabled},
         {"webhook_leases_reaped_total", "expired delivery leases returned to the queue",
          m->wh_leases_reaped},
+        {"webhook_local_failures_total",
+         "attempts that could not start here (out of descriptors or memory): rescheduled, "
+         "not counted as attempts",
+         m->wh_local_failures},
     };
     for (size_t i = 0; i < ARRAY_LEN(rows); i++)
         evbuffer_add_printf(out, "# HELP statusrelay_%s %s\n# TYPE statusrelay_%s counter\n"
@@ -237,6 +244,8 @@ void metrics_render(struct core *c, struct evbuffer *out)
               (int64_t)wst.dash.sessions);
         counter(out, "dashboard_slow_closed_total", "Dashboard clients cut off for being slow.",
                 wst.dash.slow_closed);
+        gauge(out, "dashboard_queued_bytes", "Bytes waiting in dashboard send queues.",
+              (int64_t)wst.dash.queued_bytes);
         counter(out, "upstream_ws_frames_total", "Frames received on the upstream websocket.",
                 wst.up.frames_in);
     }

@@ -5,7 +5,7 @@
  * One struct ctx per HTTP request: created in on_request, finished by exactly one reply_* call
  * (which frees it). Handlers that wait for Redis or the upstream return and finish the ctx from
  * their callback. Every ctx sits in api->pending until it is finished, so that a connection
- * closing under it (on_conn_close) or api_free can mark it gone: ctx->req = NULL (the evhttp
+ * closing under it (api_on_conn_close) or api_free can mark it gone: ctx->req = NULL (the evhttp
  * request is freed by evhttp) and, after api_free, ctx->api = NULL. A gone ctx is freed by its
  * callback without writing anything.
  *
@@ -83,9 +83,10 @@ void api_ctx_free(struct ctx *x)
 }
 
 /* The connection is being freed (client gone, error, shutdown): its requests go with it. */
-static void on_conn_close(struct evhttp_connection *evcon, void *arg)
+void api_on_conn_close(struct evhttp_connection *evcon, void *arg)
 {
     struct api *a = arg;
+    api_listen_closed(a); /* the connection cap (listen.c) */
     for (struct ctx *x = a->pending; x != NULL; x = x->next)
         if (x->evcon == evcon) {
             x->req = NULL;
@@ -424,29 +425,7 @@ static int host_allowed(const struct config *cfg, const char *host)
 {
     if ((cfg->admin_token != NULL && cfg->admin_token[0] != '\0') || host == NULL)
         return 1;
-    char hp[300];
-    size_t n = strlen(host);
-    if (n == 0 || n >= sizeof(hp) - 4)
-        return 0;
-    if (proto_listen_is_loopback(host))
-        return 1;
-    snprintf(hp, sizeof(hp), "%s:0", host); /* no port given */
-    if (proto_listen_is_loopback(hp))
-        return 1;
-    /* the name without its port */
-    size_t hl = n;
-    const char *colon = strrchr(host, ':');
-    if (colon != NULL && strchr(colon, ']') == NULL)
-        hl = (size_t)(colon - host);
-    for (const char *l = cfg->allowed_hosts; l != NULL && *l != '\0';) {
-        while (*l == ' ' || *l == ',')
-            l++;
-        size_t k = strcspn(l, ", ");
-        if (k > 0 && k == hl && strncasecmp(l, host, hl) == 0)
-            return 1;
-        l += k;
-    }
-    return 0;
+    return proto_host_names_relay(host, cfg->allowed_hosts);
 }
 
 /* 1 when a Content-Type value is application/json (any case, parameters allowed). */
@@ -479,7 +458,7 @@ static void on_request(struct evhttp_request *req, void *arg)
     a->pending = x;
     x->linked = 1;
     if (x->evcon != NULL)
-        evhttp_connection_set_closecb(x->evcon, on_conn_close, a);
+        evhttp_connection_set_closecb(x->evcon, api_on_conn_close, a);
 
     enum evhttp_cmd_type m = evhttp_request_get_command(req);
     x->head = m == EVHTTP_REQ_HEAD;
@@ -652,16 +631,13 @@ int api_start(struct api *a)
         log_err("REST API cannot listen: bad address", "listen=%s", listen);
         return -1;
     }
-    a->sock = evhttp_bind_socket_with_handle(a->http, host, (ev_uint16_t)port);
-    if (a->sock == NULL) {
-        int e = EVUTIL_SOCKET_ERROR();
-        log_err("REST API cannot listen", "listen=%s err=\"%s\"", listen,
-                e != 0 ? evutil_socket_error_to_string(e) : "bind failed");
+    if (api_listen_start(a, host, port) != 0) /* sets a->sock; logs why not */
         return -1;
-    }
     int tok = a->c->cfg->admin_token && a->c->cfg->admin_token[0];
-    log_info("REST API listening", "listen=%s auth=%s ingest=%s status_reads=%s", listen,
-             tok ? "token" : "none", a->ingest_key ? "on" : "off",
+    log_info("REST API listening",
+             "listen=%s max_connections=%lld auth=%s ingest=%s status_reads=%s", listen,
+             (long long)a->c->cfg->http_max_connections, tok ? "token" : "none",
+             a->ingest_key ? "on" : "off",
              tok && a->c->cfg->status_require_token ? "token" : "public");
     return 0;
 }
@@ -670,6 +646,7 @@ void api_stop_accepting(struct api *a)
 {
     if (a == NULL || a->sock == NULL)
         return;
+    api_listen_stop(a->lsn);
     evhttp_del_accept_socket(a->http, a->sock);
     a->sock = NULL;
 }
@@ -690,6 +667,7 @@ void api_free(struct api *a)
     }
     a->pending = NULL;
     evhttp_free(a->http);
+    api_listen_free(a->lsn); /* after evhttp_free: its connections' closes are counted */
     proto_hmac_free(a->ingest_key);
     rate_table_free(a->anon_misses);
     free(a);

@@ -28,6 +28,7 @@
 
 #include <arpa/inet.h>
 #include <curl/curl.h>
+#include <errno.h>
 #include <event2/event.h>
 #include <event2/event_struct.h>
 #include <netinet/in.h>
@@ -52,6 +53,7 @@ const char httpc_err_protocol[] = "protocol";
 const char httpc_err_bad_url[] = "bad_url";
 const char httpc_err_shutdown[] = "shutdown";
 const char httpc_err_internal[] = "internal";
+const char httpc_err_local[] = "local_resource";
 
 static const char *const outcome_err[HTTPC_OUTCOME_COUNT] = {
     [HTTPC_OK] = NULL,
@@ -66,6 +68,7 @@ static const char *const outcome_err[HTTPC_OUTCOME_COUNT] = {
     [HTTPC_E_BAD_URL] = httpc_err_bad_url,
     [HTTPC_E_SHUTDOWN] = httpc_err_shutdown,
     [HTTPC_E_INTERNAL] = httpc_err_internal,
+    [HTTPC_E_LOCAL] = httpc_err_local,
 };
 
 #define DEFAULT_CONNECT_MS 5000
@@ -104,6 +107,7 @@ struct xfer {
     CURLcode result;
     const char *err;  /* decided by us: too_large, forbidden, timeout (deadline), shutdown */
     int refused;      /* addresses addr_check refused */
+    int local_errno;  /* socket() failed for lack of a local resource (EMFILE, ...), else 0 */
     int truncated;
 };
 
@@ -278,11 +282,15 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
 static curl_socket_t on_opensocket(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
 {
     struct xfer *x = arg;
-    if (x->addr_check(x->addr_check_arg, &a->addr, a->addrlen) != 0) {
+    if (x->addr_check != NULL && x->addr_check(x->addr_check_arg, &a->addr, a->addrlen) != 0) {
         x->refused++;
         return CURL_SOCKET_BAD; /* curl tries the next address, else CURLE_COULDNT_CONNECT */
     }
-    return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+    curl_socket_t fd = socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+    if (fd == CURL_SOCKET_BAD &&
+        (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM))
+        x->local_errno = errno; /* curl reports CURLE_COULDNT_CONNECT: classify() knows */
+    return fd;
 }
 
 /* Runs once the connection (new or reused) is ready, before the request is sent. */
@@ -393,6 +401,9 @@ static int classify(const struct xfer *x)
         return HTTPC_E_TIMEOUT;
     if (x->err == httpc_err_shutdown)
         return HTTPC_E_SHUTDOWN;
+    if (x->result == CURLE_OUT_OF_MEMORY ||
+        (x->local_errno != 0 && x->result != CURLE_OK && x->result != CURLE_OPERATION_TIMEDOUT))
+        return HTTPC_E_LOCAL; /* nothing was sent: a local resource ran out */
     if (x->refused > 0 &&
         (x->result == CURLE_COULDNT_CONNECT || x->result == CURLE_ABORTED_BY_CALLBACK))
         return HTTPC_E_FORBIDDEN; /* refused addresses, and no other one connected */
@@ -449,6 +460,13 @@ static void complete(struct httpc *h, struct xfer *x)
     long status = 0, version = 0, connects = 0;
     char *ctype = NULL;
     int outcome = classify(x);
+    if (outcome == HTTPC_E_CONNECT) {
+        long oe = 0; /* connect() itself failing for a local reason: no buffers, no port */
+        curl_easy_getinfo(x->easy, CURLINFO_OS_ERRNO, &oe);
+        if (oe == ENOBUFS || oe == ENOMEM || oe == EADDRNOTAVAIL || oe == EMFILE ||
+            oe == ENFILE)
+            outcome = HTTPC_E_LOCAL;
+    }
 
     curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
     curl_easy_getinfo(x->easy, CURLINFO_CONTENT_TYPE, &ctype);
@@ -758,6 +776,7 @@ int httpc_request(struct httpc *h, const struct httpc_req *req, httpc_done_cb *c
     x->result = CURLE_OK;
     x->err = NULL;
     x->refused = 0;
+    x->local_errno = 0;
     x->truncated = 0;
     x->hlen = 0;
     x->head_done = 0;
@@ -803,9 +822,10 @@ int httpc_request(struct httpc *h, const struct httpc_req *req, httpc_done_cb *c
     }
     if (strncasecmp(req->url, "https:", 6) == 0)
         curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L); /* wait for ALPN: h2 multiplexes */
+    /* always: a socket() failing for lack of descriptors is told apart (local_errno) */
+    curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, on_opensocket);
+    curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, x);
     if (req->addr_check != NULL) {
-        curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, on_opensocket);
-        curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, x);
         curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, on_prereq);
         curl_easy_setopt(e, CURLOPT_PREREQDATA, x);
     }

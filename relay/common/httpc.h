@@ -53,7 +53,11 @@ extern const char httpc_err_closed[];     /* "closed": connection closed or rese
 extern const char httpc_err_protocol[];   /* "protocol": malformed HTTP from the server */
 extern const char httpc_err_bad_url[];    /* "bad_url": malformed URL or not http/https */
 extern const char httpc_err_shutdown[];   /* "shutdown": httpc_free with the request in flight */
-extern const char httpc_err_internal[];   /* "internal": anything else (curl OOM, ...) */
+extern const char httpc_err_internal[];   /* "internal": anything else */
+extern const char httpc_err_local[];      /* "local_resource": this process could not open a
+                                             socket or allocate (EMFILE, ENFILE, ENOBUFS,
+                                             ENOMEM; curl out of memory): nothing reached
+                                             the server, the request was never sent */
 
 /* Outcome classes for the stats; HTTPC_OK is "an HTTP answer" (err == NULL). */
 enum httpc_outcome {
@@ -69,6 +73,7 @@ enum httpc_outcome {
     HTTPC_E_BAD_URL,
     HTTPC_E_SHUTDOWN,
     HTTPC_E_INTERNAL,
+    HTTPC_E_LOCAL,
     HTTPC_OUTCOME_COUNT
 };
 /* "ok" or the error string of an outcome (metrics labels); "unknown" out of range. */

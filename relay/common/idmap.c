@@ -1,5 +1,8 @@
-/* idmap.c - see idmap.h. Linear probing with backward-shift deletion (no tombstones). */
+/* idmap.c - see idmap.h. Linear probing with backward-shift deletion (no tombstones). Ids come
+ * from clients: slots are chosen by SipHash-1-3 with a random key per map (siphash.h), so no
+ * one can send ids that pile up in one run of slots. */
 #include "relay/common/idmap.h"
+#include "relay/common/siphash.h"
 #include "relay/common/util.h"
 
 #include <stdlib.h>
@@ -12,22 +15,21 @@ struct slot {
 };
 
 struct idmap {
+    struct sipkey key; /* random per map */
     struct slot *slots;
     size_t cap; /* power of two */
     size_t n;
 };
 
-static uint32_t hash_str(const char *s)
+static uint32_t hash_str(const struct idmap *m, const char *s)
 {
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 16777619u;
-    return h;
+    return (uint32_t)siphash13(&m->key, s, strlen(s));
 }
 
 struct idmap *idmap_new(void)
 {
     struct idmap *m = xcalloc(1, sizeof(*m));
+    sipkey_random(&m->key);
     m->cap = 64;
     m->slots = xcalloc(m->cap, sizeof(struct slot));
     return m;
@@ -71,7 +73,7 @@ int idmap_put(struct idmap *m, const char *id, uint32_t value)
 {
     if ((m->n + 1) * 4 > m->cap * 3)
         grow(m);
-    uint32_t h = hash_str(id);
+    uint32_t h = hash_str(m, id);
     size_t i = find(m, id, h);
     if (m->slots[i].key) {
         m->slots[i].value = value;
@@ -86,7 +88,7 @@ int idmap_put(struct idmap *m, const char *id, uint32_t value)
 
 int idmap_get(const struct idmap *m, const char *id, uint32_t *value)
 {
-    size_t i = find(m, id, hash_str(id));
+    size_t i = find(m, id, hash_str(m, id));
     if (m->slots[i].key == NULL)
         return 0;
     if (value)
@@ -96,7 +98,7 @@ int idmap_get(const struct idmap *m, const char *id, uint32_t *value)
 
 int idmap_del(struct idmap *m, const char *id)
 {
-    size_t mask = m->cap - 1, i = find(m, id, hash_str(id));
+    size_t mask = m->cap - 1, i = find(m, id, hash_str(m, id));
     if (m->slots[i].key == NULL)
         return 0;
     free(m->slots[i].key);

@@ -1,5 +1,7 @@
 /* idmap.h - a set of request ids with a small integer value each: open addressing, keys
  * copied and owned by the map. O(1) lookup; about 100 bytes per entry with a 66-char id.
+ * Slots follow a keyed hash with a random key per map: idmap_each's order differs between
+ * maps and processes (never rely on it).
  * runs on: the thread that owns the map. */
 #ifndef RELAY_IDMAP_H
 #define RELAY_IDMAP_H

@@ -95,20 +95,64 @@ void log_write(int level, const char *msg, const char *fmt, ...)
     (void)w;
 }
 
+/* Library lines are rate-limited: a library stuck in a loop (libevent's accept warning
+ * under EMFILE once wrote 2.5 M lines in 12 s) writes at most LIB_LINES_PER_S lines a
+ * second; the next line let through carries suppressed=N. One limiter per library, each
+ * used by one thread only (libevent: core; libwebsockets: ws). */
+#define LIB_LINES_PER_S 20
+struct lib_quiet {
+    int64_t window_ms;
+    int n;
+    unsigned long long suppressed;
+};
+static struct lib_quiet quiet_event, quiet_lws;
+
+static int lib_allow(struct lib_quiet *q, unsigned long long *folded)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    *folded = 0;
+    if (now - q->window_ms >= 1000) {
+        q->window_ms = now;
+        q->n = 0;
+    }
+    if (q->n >= LIB_LINES_PER_S) {
+        q->suppressed++;
+        return 0;
+    }
+    q->n++;
+    *folded = q->suppressed;
+    q->suppressed = 0;
+    return 1;
+}
+
 static void on_event_log(int severity, const char *m)
 {
     int lvl = severity >= EVENT_LOG_ERR ? LOG_ERR : severity == EVENT_LOG_WARN ? LOG_WARN
                                                                                  : LOG_DEBUG;
-    log_at(lvl, "libevent", "detail=\"%s\"", m);
+    unsigned long long folded;
+    if (lvl > log_level_current || !lib_allow(&quiet_event, &folded))
+        return;
+    if (folded)
+        log_at(lvl, "libevent", "detail=\"%s\" suppressed=%llu", m, folded);
+    else
+        log_at(lvl, "libevent", "detail=\"%s\"", m);
 }
 
 static void on_lws_log(int level, const char *line)
 {
     int lvl = level == LLL_ERR ? LOG_WARN : level == LLL_WARN ? LOG_INFO : LOG_DEBUG;
+    unsigned long long folded;
+    if (lvl > log_level_current || !lib_allow(&quiet_lws, &folded))
+        return;
     size_t n = strlen(line);
     while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == ' '))
         n--;
-    log_at(lvl, "libwebsockets", "detail=\"%.*s\"", (int)n, line);
+    if (folded)
+        log_at(lvl, "libwebsockets", "detail=\"%.*s\" suppressed=%llu", (int)n, line, folded);
+    else
+        log_at(lvl, "libwebsockets", "detail=\"%.*s\"", (int)n, line);
 }
 
 void log_route_libs(void)

@@ -3,6 +3,7 @@
  * Levels are kept in "token-milliseconds": one token is 60000 units and a bucket gains per_min
  * units every millisecond, so refills are exact integer arithmetic. */
 #include "relay/common/rate_table.h"
+#include "relay/common/siphash.h"
 #include "relay/common/util.h"
 
 #include <stdlib.h>
@@ -18,6 +19,7 @@ struct bucket {
 };
 
 struct rate_table {
+    struct sipkey key;    /* random per table: keys (client addresses) cannot be made to collide */
     int64_t per_min, cap; /* cap = per_min * UNIT */
     size_t mask;
     struct bucket *slots;
@@ -27,6 +29,7 @@ struct rate_table {
 struct rate_table *rate_table_new(int64_t per_min, size_t slots)
 {
     struct rate_table *t = xcalloc(1, sizeof(*t));
+    sipkey_random(&t->key);
     size_t n = 16;
     while (n < slots)
         n <<= 1;
@@ -56,12 +59,9 @@ static int64_t level_now(const struct rate_table *t, const struct bucket *b, int
     return l > t->cap ? t->cap : l;
 }
 
-static uint32_t hash_key(const char *s)
+static uint32_t hash_key(const struct rate_table *t, const char *s)
 {
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 16777619u;
-    return h;
+    return (uint32_t)siphash13(&t->key, s, strlen(s));
 }
 
 int rate_table_take(struct rate_table *t, const char *key, int64_t now_ms)
@@ -78,7 +78,7 @@ int rate_table_take(struct rate_table *t, const char *key, int64_t now_ms)
         memcpy(k, "-", 2);
 
     struct bucket *b = NULL, *spare = NULL;
-    size_t h = hash_key(k);
+    size_t h = hash_key(t, k);
     for (size_t i = 0; i < PROBE; i++) {
         struct bucket *s = &t->slots[(h + i) & t->mask];
         if (strcmp(s->key, k) == 0) {

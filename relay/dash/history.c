@@ -161,7 +161,7 @@ static void snapshot_broad(struct hub *h, struct hsess *x, struct hsub *u, int l
 void dash_fresh_snapshot(struct hub *h, struct hsess *x, struct hsub *u, int limit)
 {
     if (u->kind == SUB_ID)
-        dash_snapshot_one(h, x, u, u->id, 1);
+        dash_snapshot_one(h, x, u, u->id, !u->anon); /* anonymous: relay/ingest/anon.c */
     else
         snapshot_broad(h, x, u, limit);
 }
@@ -171,6 +171,7 @@ void dash_fresh_snapshot(struct hub *h, struct hsess *x, struct hsub *u, int lim
 struct hist {
     struct op op;
     size_t n, got;
+    size_t max_bytes;  /* frames beyond this (oldest first) are left out: "truncated" */
     char **frames; /* in timeline order */
     size_t *lens;
 };
@@ -180,8 +181,17 @@ struct hist_item {
     size_t i;
 };
 
+/* One history answer of session sess is over (answered or not). */
+static void inflight_done(struct hub *h, uint64_t sess)
+{
+    struct hsess *x = dash_sess_find(h, sess);
+    if (x != NULL && x->hist_inflight > 0)
+        x->hist_inflight--;
+}
+
 static void hist_finish(struct hub *h, struct hist *hs)
 {
+    inflight_done(h, hs->op.sess);
     struct hsess *x = dash_sess_find(h, hs->op.sess);
     if (x != NULL && !x->closing) {
         /* the frames are JSON already: {"type":"history","status":"success","data":{"event",
@@ -191,14 +201,19 @@ static void hist_finish(struct hub *h, struct hist *hs)
                           "{\"type\":\"history\",\"status\":\"success\",\"data\":{\"event\":"
                           "\"" EVENT_NAME "\",\"filters\":{\"id\":\"%s\"},\"events\":[",
                           hs->op.id);
-        size_t total = (size_t)hl + 8;
-        for (size_t i = 0; i < hs->n; i++)
-            total += hs->frames[i] ? hs->lens[i] + 1 : 0;
+        /* the newest frames that fit in max_bytes: older ones are left out */
+        size_t total = (size_t)hl + 32, from = hs->n;
+        while (from > 0 && (hs->frames[from - 1] == NULL ||
+                            total + hs->lens[from - 1] + 1 <= hs->max_bytes)) {
+            from--;
+            total += hs->frames[from] ? hs->lens[from] + 1 : 0;
+        }
+        int truncated = from > 0;
         char *out = xmalloc(total);
         memcpy(out, head, (size_t)hl);
         size_t k = (size_t)hl;
         int first = 1;
-        for (size_t i = 0; i < hs->n; i++) {
+        for (size_t i = from; i < hs->n; i++) {
             if (hs->frames[i] == NULL)
                 continue;
             if (!first)
@@ -207,8 +222,11 @@ static void hist_finish(struct hub *h, struct hist *hs)
             memcpy(out + k, hs->frames[i], hs->lens[i]);
             k += hs->lens[i];
         }
-        memcpy(out + k, "]}}", 3);
-        k += 3;
+        static const char tail[] = "]}}", ttail[] = "],\"truncated\":true}}";
+        const char *t = truncated ? ttail : tail;
+        size_t tl = truncated ? sizeof(ttail) - 1 : sizeof(tail) - 1;
+        memcpy(out + k, t, tl);
+        k += tl;
         dash_send_text(h, x->id, NULL, out, k);
         free(out);
     }
@@ -259,10 +277,12 @@ static void on_hist_list(void *arg, const char *err, redisReply *r)
     }
     struct hsess *x = dash_sess_find(h, hs->op.sess);
     if (x == NULL || x->closing) {
+        inflight_done(h, hs->op.sess);
         free(hs);
         return;
     }
     if (err != NULL || r->type != REDIS_REPLY_ARRAY) {
+        inflight_done(h, hs->op.sess);
         dash_send_json(h, x->id, NULL,
                        json_pack("{s:s,s:s,s:{s:s,s:s}}", "type", "history", "status", "error",
                                  "error", "code", "unavailable", "message",
@@ -298,18 +318,21 @@ static void on_hist_list(void *arg, const char *err, redisReply *r)
     }
 }
 
-void dash_history(struct hub *h, struct hsess *x, const char *id)
+void dash_history(struct hub *h, struct hsess *x, const char *id, int trusted)
 {
     char k[KEY_MAX], lim[16];
     key_build(k, sizeof(k), store_tag(h->c->store), "tl", id, NULL);
-    snprintf(lim, sizeof(lim), "-%d", HUB_HISTORY_MAX);
+    snprintf(lim, sizeof(lim), "-%d", trusted ? HUB_HISTORY_MAX : HUB_HISTORY_ANON_MAX);
     struct hist *hs = xcalloc(1, sizeof(*hs));
+    hs->max_bytes = trusted ? HUB_HISTORY_BYTES : HUB_HISTORY_ANON_BYTES;
     hs->op.h = h;
     hs->op.sess = x->id;
     snprintf(hs->op.id, sizeof(hs->op.id), "%s", id);
     h->pending++;
+    x->hist_inflight++; /* until hist_finish, or the list's error */
     if (store_cmd(h->c->store, on_hist_list, hs, "LRANGE %s %s -1", k, lim) != 0) {
         h->pending--;
+        x->hist_inflight--;
         free(hs);
         dash_send_json(h, x->id, NULL,
                        json_pack("{s:s,s:s,s:{s:s,s:s}}", "type", "history", "status", "error",

@@ -32,6 +32,10 @@
 #define HUB_SNAPSHOT_DEFAULT 100    /* snapshots for a broad subscription (snapshotLimit) */
 #define HUB_SNAPSHOT_MAX 1000
 #define HUB_HISTORY_MAX 100         /* events in a history answer */
+#define HUB_HISTORY_BYTES (1024 * 1024) /* its size (the newest events that fit) */
+#define HUB_HISTORY_ANON_MAX 20     /* the same for anonymous clients (no token, and not a */
+#define HUB_HISTORY_ANON_BYTES (64 * 1024) /* tool or same-origin page on loopback) */
+#define HUB_HISTORY_INFLIGHT 4      /* history answers being read at once per connection */
 #define HUB_STATS_MS 1000           /* stats frame period */
 #define HUB_MSG_BURST 200           /* client messages: burst, then HUB_MSG_RATE per second */
 #define HUB_MSG_RATE 100
@@ -44,7 +48,7 @@
 #define HUB_CLOSE_REFUSED 4400             /* bad_request, invalid_request_id, bad_cursor,
                                               unsupported_event */
 #define HUB_CLOSE_REFUSED_AUTH 4401        /* unauthorized: the stream token is needed */
-#define HUB_CLOSE_REFUSED_LIMIT 4429       /* too_many_subscriptions */
+#define HUB_CLOSE_REFUSED_LIMIT 4429       /* too_many_subscriptions, too_many_ids */
 #define HUB_CLOSE_REFUSED_UNAVAILABLE 4503 /* unavailable: Redis is down, retry later */
 
 struct core;
@@ -56,6 +60,10 @@ struct hub *hub_new(struct core *c);
 /* Handle XMSG_DASH_OPEN / DASH_MSG / DASH_GONE from the ws thread (takes nothing; the caller
  * frees m). Other types are ignored. */
 void hub_on_msg(struct hub *h, const struct xmsg *m);
+/* The anonymous watch of id ended because the upstream does not know it (an anon_gone_cb,
+ * relay/ingest/anon.h; arg: the hub): every anonymous subscription to id gets an error frame
+ * with code "not_found" and ends; the connection stays open. */
+void hub_anon_gone(void *hub, const char *id);
 /* Stop; Redis commands in flight complete into nothing (the object lives until then).
  * NULL-safe. */
 void hub_free(struct hub *h);

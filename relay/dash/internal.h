@@ -49,6 +49,8 @@ struct hsub {
     char cursor[SID_MAX];     /* resume: last stream id replayed */
     char live_at[SID_MAX];    /* the hub cursor when it went live */
     uint64_t replayed;
+    unsigned anon : 1;        /* SUB_ID without the stream token: holds an anonymous watch */
+    unsigned counted : 1;     /* ... and took one of its address's new ids */
 };
 
 struct hsess {
@@ -61,6 +63,8 @@ struct hsess {
     uint32_t next_no;
     double msg_tokens, bad_tokens;
     int64_t bucket_ms;
+    int hist_inflight;        /* history answers being read (HUB_HISTORY_INFLIGHT) */
+    char addr[64];            /* peer address key (relay/ingest/anon.h anon_addr_key) */
 };
 
 struct waiter {
@@ -157,8 +161,10 @@ void dash_snapshot_one(struct hub *h, struct hsess *x, struct hsub *u, const cha
 /* The snapshot a new subscription gets: its id, or the newest `limit` requests a broad one
  * matches. */
 void dash_fresh_snapshot(struct hub *h, struct hsess *x, struct hsub *u, int limit);
-/* Answer a history request of x for request id (validated and allowed by the caller). */
-void dash_history(struct hub *h, struct hsess *x, const char *id);
+/* Answer a history request of x for request id (validated and allowed by the caller): the
+ * newest HUB_HISTORY_MAX events within HUB_HISTORY_BYTES, or for !trusted (anonymous) the
+ * HUB_HISTORY_ANON_* caps; "truncated": true when older ones were left out for size. */
+void dash_history(struct hub *h, struct hsess *x, const char *id, int trusted);
 
 /* ---- follow.c: the stream follower, resume, going live ------------------------------------ */
 

@@ -1,19 +1,24 @@
 /* sess.c - dashboard sessions and their subscriptions: the session table, opening and closing
  * sessions (XMSG_DASH_OPEN / DASH_GONE), and the client messages (subscribe, unsubscribe,
- * history): parsing and validation, the stream token and who may subscribe to what, message
- * rates and subscription limits. Replies go out as frames (hub.c); snapshots and history
+ * history; read and validated by protocol/dash_msg.c), the stream token and who may
+ * subscribe to what, message rates and subscription limits. Replies go out as frames (hub.c); snapshots and history
  * answers are history.c's, resume and going live follow.c's. State: internal.h.
  * A refused subscribe closes the connection after its error frame (HUB_CLOSE_REFUSED*):
  * upstream clients read any "subscribe" frame as an ack and only a close makes them poll;
  * every other bad message gets its error frame on an open connection.
+ * A subscription to one id without the stream token is anonymous: it holds an anonymous
+ * watch (relay/ingest/anon.h) instead of tracking the id, and one to an id nobody watches
+ * takes one of its address's STATUSRELAY_WS_ANON_IDS_PER_ADDRESS (refused: too_many_ids).
  * runs on: core thread. */
 #include "relay/dash/internal.h"
+#include "protocol/dash_msg.h"
 #include "protocol/proto.h"
 #include "relay/common/idmap.h"
 #include "relay/common/log.h"
 #include "relay/common/util.h"
 #include "relay/core.h"
 #include "relay/edge/ws_server.h"
+#include "relay/ingest/anon.h"
 
 #include <openssl/crypto.h>
 #include <stdio.h>
@@ -100,7 +105,7 @@ static int refused_close_code(const char *code)
 {
     if (strcmp(code, "unauthorized") == 0)
         return HUB_CLOSE_REFUSED_AUTH;
-    if (strcmp(code, "too_many_subscriptions") == 0)
+    if (strcmp(code, "too_many_subscriptions") == 0 || strcmp(code, "too_many_ids") == 0)
         return HUB_CLOSE_REFUSED_LIMIT;
     if (strcmp(code, "unavailable") == 0)
         return HUB_CLOSE_REFUSED_UNAVAILABLE;
@@ -163,6 +168,10 @@ void dash_sub_remove(struct hub *h, struct hsess *x, struct hsub *u, int notify)
         sess_key(k, sizeof(k), x->id, u->id);
         idmap_del(h->sess_ids, k);
         x->nsubs--;
+        if (u->anon)
+            anon_release(h->c->anon, u->id);
+        if (u->counted)
+            anon_addr_put(h->c->anon, x->addr);
     } else if (u->kind == SUB_BROAD) {
         x->nsubs--;
     } else {
@@ -231,23 +240,10 @@ static int id_allowed(const struct hub *h, const struct hsess *x)
     return x->authed || h->c->cfg->ws_anonymous || broad_allowed(h, x);
 }
 
-/* Validate filters.id; returns the id or NULL after sending an error. */
-static const char *want_id(struct hub *h, struct hsess *x, const char *type, const json_t *f)
+/* A fault of the parsed message (protocol/dash_msg.h) as its error frame. */
+static void send_fault(struct hub *h, struct hsess *x, const struct dash_msg *m)
 {
-    const json_t *jid = json_object_get(f, "id");
-    if (!json_is_string(jid) ||
-        !proto_request_id_valid(json_string_value(jid), json_string_length(jid))) {
-        send_error(h, x, type, "invalid_request_id",
-                   "filters.id must be a request id: 1 to 128 characters of [A-Za-z0-9_:.-]",
-                   NULL);
-        return NULL;
-    }
-    if (json_object_size(f) != 1) {
-        send_error(h, x, type, "bad_request", "filters.id cannot be combined with other filters",
-                   NULL);
-        return NULL;
-    }
-    return json_string_value(jid);
+    send_error(h, x, m->fault.type, m->fault.code, m->fault.message, NULL);
 }
 
 static void ack_subscribe(struct hub *h, struct hsess *x, const struct hsub *u)
@@ -256,27 +252,23 @@ static void ack_subscribe(struct hub *h, struct hsess *x, const struct hsub *u)
                                              "success", "data", dash_sub_data(u)));
 }
 
-static void on_subscribe(struct hub *h, struct hsess *x, json_t *msg)
+/* m: a subscribe read by dash_msg_parse, its fault (if any) reported here at its stage. */
+static void on_subscribe(struct hub *h, struct hsess *x, struct dash_msg *m, int err)
 {
     const char *type = "subscribe";
-    const json_t *jev = json_object_get(msg, "event"), *f = json_object_get(msg, "filters"),
-                 *jtok = json_object_get(msg, "token"), *jfrom = json_object_get(msg,
-                                                                                  "lastEventId"),
-                 *jlim = json_object_get(msg, "snapshotLimit");
-    if (!json_is_string(jev)) {
-        send_error(h, x, type, "bad_request", "event is required (\"" EVENT_NAME "\")", NULL);
+    if (err && m->fault.stage == DASH_STAGE_EARLY) {
+        send_fault(h, x, m);
         return;
     }
-    const char *event = json_string_value(jev);
     const char *want = h->c->cfg->stream_token;
-    if (jtok != NULL && want != NULL && want[0] != '\0') { /* no token configured: ignored */
-        if (!json_is_string(jtok) || !token_ok(h, json_string_value(jtok))) {
+    if (m->token_present && want != NULL && want[0] != '\0') { /* no token configured: ignored */
+        if (m->token == NULL || !token_ok(h, m->token)) {
             send_error(h, x, type, "unauthorized", "the stream token is not valid", NULL);
             return;
         }
         x->authed = 1;
     }
-    if (strcmp(event, STATS_EVENT) == 0) {
+    if (!err && m->event == DASH_EVENT_STATS) {
         if (!broad_allowed(h, x)) {
             send_error(h, x, type, "unauthorized",
                        "stats need the stream token (\"token\" or ?token=)", NULL);
@@ -294,49 +286,27 @@ static void on_subscribe(struct hub *h, struct hsess *x, json_t *msg)
         dash_stats_frame_to(h, x->id);
         return;
     }
-    if (strcmp(event, EVENT_NAME) != 0) {
-        send_error(h, x, type, "unsupported_event",
-                   "events: \"" EVENT_NAME "\" and \"" STATS_EVENT "\"", NULL);
+    if (err && m->fault.stage == DASH_STAGE_FIELDS) {
+        send_fault(h, x, m);
         return;
     }
-    if (f != NULL && !json_is_object(f) && !json_is_null(f)) {
-        send_error(h, x, type, "bad_request", "filters must be an object", NULL);
-        return;
-    }
-    const char *from = NULL;
-    uint64_t ms, seq;
-    if (jfrom != NULL && !json_is_null(jfrom)) {
-        if (!json_is_string(jfrom) || json_string_length(jfrom) >= SID_MAX ||
-            stream_id_parse(json_string_value(jfrom), &ms, &seq) != 0) {
-            send_error(h, x, type, "bad_cursor",
-                       "lastEventId must be a statusrelay.streamId such as "
-                       "\"1712345678901-0\"",
-                       NULL);
-            return;
-        }
-        from = json_string_value(jfrom);
-    }
-    int limit = HUB_SNAPSHOT_DEFAULT;
-    if (jlim != NULL) {
-        if (!json_is_integer(jlim) || json_integer_value(jlim) < 0 ||
-            json_integer_value(jlim) > HUB_SNAPSHOT_MAX) {
-            send_error(h, x, type, "bad_request", "snapshotLimit is an integer 0..1000", NULL);
-            return;
-        }
-        limit = (int)json_integer_value(jlim);
-    }
+    const char *from = m->from;
+    int limit = m->limit;
     if (from != NULL && (!store_ready(h->c->store) || h->cursor[0] == '\0')) {
         send_error(h, x, type, "unavailable",
                    "resume needs the event stream, which is unavailable now: retry", NULL);
         return;
     }
 
+    if (err) { /* DASH_STAGE_TARGET: the id or the broad filter */
+        send_fault(h, x, m);
+        return;
+    }
     const char *id = NULL;
-    struct proto_filter bf;
-    memset(&bf, 0, sizeof(bf));
-    if (f != NULL && json_object_get(f, "id") != NULL) {
-        if ((id = want_id(h, x, type, f)) == NULL)
-            return;
+    struct proto_filter bf = m->filter; /* taken from m */
+    memset(&m->filter, 0, sizeof(m->filter));
+    if (m->target == DASH_TARGET_ID) {
+        id = m->id;
         if (!id_allowed(h, x)) {
             send_error(h, x, type, "unauthorized",
                        "anonymous subscriptions are disabled: send the stream token", NULL);
@@ -353,11 +323,6 @@ static void on_subscribe(struct hub *h, struct hsess *x, json_t *msg)
             return;
         }
     } else {
-        const char *why = NULL;
-        if (dash_broad_from_json(f, &bf, &why) != 0) {
-            send_error(h, x, type, "bad_request", why, NULL);
-            return;
-        }
         if (!broad_allowed(h, x)) {
             dash_broad_cleanup(&bf);
             send_error(h, x, type, "unauthorized",
@@ -381,9 +346,26 @@ static void on_subscribe(struct hub *h, struct hsess *x, json_t *msg)
         send_error(h, x, type, "too_many_subscriptions", why, NULL);
         return;
     }
+    int anon = id != NULL && !x->authed, counted = 0;
+    if (anon && !anon_watched(h->c->anon, id)) {
+        if (anon_addr_take(h->c->anon, x->addr) != 0) {
+            char why[160];
+            snprintf(why, sizeof(why),
+                     "at most %lld request ids nobody else watches per client address without "
+                     "the stream token",
+                     (long long)h->c->cfg->ws_anon_ids_per_address);
+            send_error(h, x, type, "too_many_ids", why, NULL);
+            return;
+        }
+        counted = 1;
+    }
     struct hsub *u = sub_new(x, id ? SUB_ID : SUB_BROAD);
     if (id != NULL) {
         char k[PROTO_MAX_ID + 32];
+        u->anon = anon;
+        u->counted = counted;
+        if (anon)
+            anon_hold(h->c->anon, id);
         u->id = xstrdup(id);
         sess_key(k, sizeof(k), x->id, id);
         idmap_put(h->sess_ids, k, u->no);
@@ -397,7 +379,7 @@ static void on_subscribe(struct hub *h, struct hsess *x, json_t *msg)
             dash_gap(h, x, u, "unavailable", NULL);
             return;
         }
-        if (id != NULL)
+        if (id != NULL && !anon)
             dash_track_one(h, id); /* idempotent: nobody tracking it yet is the rare case */
         return;
     }
@@ -405,35 +387,22 @@ static void on_subscribe(struct hub *h, struct hsess *x, json_t *msg)
     dash_fresh_snapshot(h, x, u, limit);
 }
 
-static void on_unsubscribe(struct hub *h, struct hsess *x, json_t *msg)
+static void on_unsubscribe(struct hub *h, struct hsess *x, const struct dash_msg *m)
 {
-    const char *type = "unsubscribe";
-    const json_t *jev = json_object_get(msg, "event"), *f = json_object_get(msg, "filters");
-    if (!json_is_string(jev)) {
-        send_error(h, x, type, "bad_request", "event is required (\"" EVENT_NAME "\")", NULL);
-        return;
-    }
-    const char *event = json_string_value(jev);
-    if (strcmp(event, STATS_EVENT) == 0) {
+    if (m->event == DASH_EVENT_STATS) {
         for (struct hsub *u = x->subs, *next; u != NULL; u = next) {
             next = u->next;
             if (u->kind == SUB_STATS)
                 dash_sub_remove(h, x, u, 1);
         }
-    } else if (strcmp(event, EVENT_NAME) != 0) {
-        send_error(h, x, type, "unsupported_event", "events: \"" EVENT_NAME "\"", NULL);
-        return;
-    } else if (f != NULL && !json_is_null(f) && json_object_get(f, "id") != NULL) {
-        const char *id = want_id(h, x, type, f);
-        if (id == NULL)
-            return;
+    } else if (m->target == DASH_TARGET_ID) {
         char k[PROTO_MAX_ID + 32];
         uint32_t no = 0;
-        sess_key(k, sizeof(k), x->id, id);
+        sess_key(k, sizeof(k), x->id, m->id);
         struct hsub *u = idmap_get(h->sess_ids, k, &no) ? dash_sub_find(x, no) : NULL;
         if (u != NULL)
             dash_sub_remove(h, x, u, 1);
-    } else if (f == NULL || json_is_null(f) || json_object_size(f) == 0) {
+    } else if (m->target == DASH_TARGET_ALL) {
         /* no filters: every request.status.updated subscription of the connection */
         for (struct hsub *u = x->subs, *next; u != NULL; u = next) {
             next = u->next;
@@ -441,39 +410,33 @@ static void on_unsubscribe(struct hub *h, struct hsess *x, json_t *msg)
                 dash_sub_remove(h, x, u, 1);
         }
     } else {
-        struct proto_filter bf;
-        const char *why = NULL;
-        if (dash_broad_from_json(f, &bf, &why) != 0) {
-            send_error(h, x, type, "bad_request", why, NULL);
-            return;
-        }
         for (struct hsub *u = x->subs, *next; u != NULL; u = next) {
             next = u->next;
-            if (u->kind == SUB_BROAD && dash_broad_equal(&u->f, &bf))
+            if (u->kind == SUB_BROAD && dash_broad_equal(&u->f, &m->filter))
                 dash_sub_remove(h, x, u, 1);
         }
-        dash_broad_cleanup(&bf);
     }
+    const char *event = m->event == DASH_EVENT_STATS ? STATS_EVENT : EVENT_NAME;
     dash_send_json(h, x->id, NULL, json_pack("{s:s,s:s,s:{s:s}}", "type", "unsubscribe", "status",
                                              "success", "data", "event", event));
 }
 
-static void on_history(struct hub *h, struct hsess *x, json_t *msg)
+static void on_history(struct hub *h, struct hsess *x, const struct dash_msg *m)
 {
-    const json_t *f = json_object_get(msg, "filters");
-    if (!json_is_object(f)) {
-        send_error(h, x, "history", "bad_request", "filters.id is required", NULL);
-        return;
-    }
-    const char *id = want_id(h, x, "history", f);
-    if (id == NULL)
-        return;
     if (!id_allowed(h, x)) {
         send_error(h, x, "history", "unauthorized",
                    "anonymous requests are disabled: send the stream token", NULL);
         return;
     }
-    dash_history(h, x, id);
+    if (x->hist_inflight >= HUB_HISTORY_INFLIGHT) { /* each holds its frames here meanwhile */
+        /* an error frame, not a bad message: asking too early is not malformed */
+        dash_send_json(h, x->id, NULL,
+                       json_pack("{s:s,s:s,s:{s:s,s:s}}", "type", "history", "status", "error",
+                                 "error", "code", "too_many_requests", "message",
+                                 "at most 4 history requests at a time: wait for the answers"));
+        return;
+    }
+    dash_history(h, x, m->id, broad_allowed(h, x));
 }
 
 /* Refill both token buckets; 0 = the message may be handled. */
@@ -502,26 +465,21 @@ static void on_client_msg(struct hub *h, struct hsess *x, const struct xmsg *m)
 {
     if (x->closing || rate_ok(h, x) != 0)
         return;
-    json_error_t je;
-    json_t *msg = json_loadb((const char *)m->data, m->len, JSON_REJECT_DUPLICATES, &je);
-    if (msg == NULL || !json_is_object(msg)) {
-        json_decref(msg);
-        send_error(h, x, NULL, "bad_json", "messages are JSON objects with a \"type\"", NULL);
-        return;
+    struct dash_msg msg; /* read and validated in protocol/dash_msg.c */
+    enum dash_msg_error e = dash_msg_parse(m->data, m->len, &msg);
+    if (e == DASH_MSG_ENOMEM) {
+        log_err("out of memory", "in=dash_msg_parse");
+        abort(); /* relay/ never handles OOM locally (relay/common/util.h) */
     }
-    const char *type = json_string_value(json_object_get(msg, "type"));
-    if (type == NULL)
-        send_error(h, x, NULL, "bad_request", "\"type\" is required", NULL);
-    else if (strcmp(type, "subscribe") == 0)
-        on_subscribe(h, x, msg);
-    else if (strcmp(type, "unsubscribe") == 0)
-        on_unsubscribe(h, x, msg);
-    else if (strcmp(type, "history") == 0)
-        on_history(h, x, msg);
+    if (msg.type == DASH_MSG_SUBSCRIBE)
+        on_subscribe(h, x, &msg, e != DASH_MSG_OK); /* faults at their stage */
+    else if (e != DASH_MSG_OK)
+        send_fault(h, x, &msg);
+    else if (msg.type == DASH_MSG_UNSUBSCRIBE)
+        on_unsubscribe(h, x, &msg);
     else
-        send_error(h, x, NULL, "unknown_type",
-                   "types: subscribe, unsubscribe, history", NULL);
-    json_decref(msg);
+        on_history(h, x, &msg);
+    dash_msg_cleanup(&msg);
 }
 
 static void on_open(struct hub *h, const struct xmsg *m)
@@ -533,6 +491,7 @@ static void on_open(struct hub *h, const struct xmsg *m)
     x->msg_tokens = HUB_MSG_BURST;
     x->bad_tokens = HUB_BAD_BURST;
     x->bucket_ms = mono_ms();
+    anon_addr_key((const char *)m->data, x->addr, sizeof(x->addr));
     sess_insert(h, x);
     char id[32];
     snprintf(id, sizeof(id), "%llu", (unsigned long long)x->id);
@@ -549,6 +508,29 @@ static void on_gone(struct hub *h, uint64_t id)
         dash_sub_remove(h, x, x->subs, 0);
     sess_unlink(h, x);
     free(x);
+}
+
+void hub_anon_gone(void *hub, const char *id)
+{
+    struct hub *h = hub;
+    if (h == NULL || h->closing)
+        return;
+    char k[PROTO_MAX_ID + 32];
+    for (size_t i = 0; i < h->tab_size; i++)
+        for (struct hsess *x = h->tab[i]; x != NULL; x = x->hnext) {
+            uint32_t no = 0;
+            sess_key(k, sizeof(k), x->id, id);
+            struct hsub *u = idmap_get(h->sess_ids, k, &no) ? dash_sub_find(x, no) : NULL;
+            if (u == NULL || !u->anon || x->closing)
+                continue;
+            dash_send_json(h, x->id, NULL,
+                           json_pack("{s:s,s:s,s:{s:s,s:s},s:o}", "type", "error", "status",
+                                     "error", "error", "code", "not_found", "message",
+                                     "the upstream does not know this request id: the "
+                                     "subscription ended",
+                                     "data", dash_sub_data(u)));
+            dash_sub_remove(h, x, u, 1);
+        }
 }
 
 void hub_on_msg(struct hub *h, const struct xmsg *m)

@@ -81,7 +81,7 @@ void dsp_push_result(struct dispatch *d, struct dispatch_attempt *a)
  * wh_done.lua. */
 void dsp_finish(struct dispatch *d, struct dispatch_attempt *a)
 {
-    if (a->wh != NULL)
+    if (a->wh != NULL && strcmp(a->outcome, "local") != 0) /* says nothing of the endpoint */
         dsp_ep_of(d, a->wh)->failing = strcmp(a->outcome, "ok") != 0;
     if (a->first_cb != NULL) {
         a->first_cb(a->first_arg, a->outcome, a->json, a->next_ms);
@@ -208,6 +208,40 @@ static void aimd(struct dispatch *d, struct webhook *wh, const struct httpc_resp
     }
 }
 
+/* The attempt could not even start here (out of descriptors or memory, resp->err
+ * httpc_err_local): not an attempt. It goes back to its queue after a backoff shared by
+ * every such failure (1 s doubling to DISPATCH_LOCAL_BACKOFF_MAX_MS, reset by any attempt
+ * that reaches a server), without an attempt log entry, without using a retry of the
+ * schedule and without counting against the endpoint's health. One warn line per
+ * DISPATCH_LOCAL_LOG_MS at most. */
+#define DISPATCH_LOCAL_BACKOFF_MS 1000
+#define DISPATCH_LOCAL_BACKOFF_MAX_MS 10000
+#define DISPATCH_LOCAL_LOG_MS 10000
+static void local_failure(struct dispatch *d, struct dispatch_attempt *a,
+                          const struct httpc_resp *resp, int64_t now)
+{
+    int shift = d->local_streak < 4 ? d->local_streak : 4;
+    int64_t dl = (int64_t)DISPATCH_LOCAL_BACKOFF_MS << shift;
+    if (dl > DISPATCH_LOCAL_BACKOFF_MAX_MS)
+        dl = DISPATCH_LOCAL_BACKOFF_MAX_MS;
+    d->local_streak++;
+    d->c->metrics.wh_local_failures++;
+    int64_t mono = mono_ms();
+    if (d->local_log_ms == 0 || mono - d->local_log_ms >= DISPATCH_LOCAL_LOG_MS) {
+        log_warn("webhook attempt failed locally, rescheduled without counting",
+                 "delivery=%s webhook=%s detail=\"%s\" retry_ms=%lld suppressed=%llu", a->did,
+                 a->whid, resp->detail ? resp->detail : "", (long long)dl,
+                 (unsigned long long)d->local_suppressed);
+        d->local_log_ms = mono;
+        d->local_suppressed = 0;
+    } else {
+        d->local_suppressed++;
+    }
+    a->outcome = "local";
+    a->next_ms = now + dl;
+    a->json = xstrdup(""); /* nothing is logged for it */
+}
+
 static void on_http_done(void *arg, const struct httpc_resp *resp)
 {
     struct dispatch_attempt *a = arg;
@@ -236,9 +270,18 @@ static void on_http_done(void *arg, const struct httpc_resp *resp)
     const struct config *cfg = d->c->cfg;
     struct metrics *m = &d->c->metrics;
     int64_t now = wall_ms();
+    a->next_ms = 0;
+    if (resp->err == httpc_err_local) {
+        local_failure(d, a, resp, now);
+        dsp_finish(d, a);
+        dsp_pump(d, wh);
+        webhook_unref(wh);
+        dispatch_kick(d);
+        return;
+    }
+    d->local_streak = 0;
     m->wh_attempts++;
     aimd(d, a->wh, resp);
-    a->next_ms = 0;
     /* a 2xx is delivered even when its (ignored) response body was too long to drain */
     if ((resp->err == NULL || resp->err == httpc_err_too_large) && resp->status >= 200 &&
         resp->status < 300) {

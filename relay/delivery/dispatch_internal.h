@@ -44,7 +44,8 @@ struct dispatch_attempt {
     char h_id[PROTO_EVENT_ID_MAX + 32], h_ts[48], h_sig[2 * PROTO_SIG_MAX + 32];
     char h_xts[64], h_xsig[96], h_trace[96];
     /* result */
-    const char *outcome; /* "ok", "retry", "dead", "gone" */
+    const char *outcome; /* "ok", "retry", "dead", "gone", "local" (not an attempt: a local
+                            resource ran out before anything was sent; again at next_ms) */
     char *json;          /* the attempt log entry */
     int64_t next_ms;
     /* test sends */
@@ -75,6 +76,9 @@ struct dispatch {
     struct dispatch_attempt *flushing; /* batch being written */
     struct dispatch_attempt *held;     /* claimed, waiting for an endpoint reload */
     char k_due[KEY_MAX], k_inflight[KEY_MAX], k_whv[KEY_MAX], k_dead[KEY_MAX];
+    int local_streak;         /* attempts failed locally in a row (attempt.c: backoff) */
+    int64_t local_log_ms;     /* mono ms of the last "failed locally" line; 0 = never */
+    uint64_t local_suppressed; /* such failures not logged since */
 };
 
 /* The dispatcher's state of one endpoint, hung on struct webhook's dispatch_x (opaque outside

@@ -352,19 +352,18 @@ int webhooks_put(struct webhooks *w, const char *id, int create, const char *con
 int webhooks_delete(struct webhooks *w, const char *id, webhooks_put_cb *cb, void *arg)
 {
     const char *tag = store_tag(w->c->store);
-    char k[7][KEY_MAX];
+    char k[5][KEY_MAX], now[24];
     key_build(k[0], KEY_MAX, tag, "wh", id, NULL);
     key_build(k[1], KEY_MAX, tag, "whs", NULL, NULL);
     key_build(k[2], KEY_MAX, tag, "whv", NULL, NULL);
     key_build(k[3], KEY_MAX, tag, "due", NULL, NULL);
-    key_build(k[4], KEY_MAX, tag, "inflight", NULL, NULL);
-    key_build(k[5], KEY_MAX, tag, "dead", NULL, NULL);
-    key_build(k[6], KEY_MAX, tag, "skipped", NULL, NULL);
-    const char *argv[] = {k[0], k[1], k[2], k[3], k[4], k[5], k[6], tag, id};
+    key_build(k[4], KEY_MAX, tag, "whgone", NULL, NULL); /* purged by store/wh_gc.lua */
+    snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
+    const char *argv[] = {k[0], k[1], k[2], k[3], k[4], now, id};
     struct put_op *op = xcalloc(1, sizeof(*op));
     op->w = w, op->cb = cb, op->arg = arg;
     w->pending++;
-    if (store_eval(w->c->store, &w->sc_del, on_put, op, 7, 9, argv, NULL) != 0) {
+    if (store_eval(w->c->store, &w->sc_del, on_put, op, 5, 7, argv, NULL) != 0) {
         w->pending--;
         free(op);
         return -1;

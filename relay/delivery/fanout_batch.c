@@ -168,7 +168,9 @@ static void on_first(void *arg, const char *outcome, const char *json, int64_t n
     struct fo_batch *b = dl->b;
     struct fanout *fo = b->fo;
     dl->h = NULL;
-    if (outcome == NULL) { /* not attempted (endpoint deleted or disabled meanwhile) */
+    if (outcome == NULL || strcmp(outcome, "local") == 0) {
+        /* not attempted (endpoint deleted or disabled meanwhile), or it could not start here
+         * (out of descriptors: not an attempt): recorded pending, the dispatcher sends it */
         dl->kind = 'p';
     } else {
         dl->out = strcmp(outcome, "ok") == 0     ? 'o'

@@ -14,14 +14,16 @@
 #ifndef RELAY_DASH_FILTER_H
 #define RELAY_DASH_FILTER_H
 
+#include "protocol/dash_msg.h"
 #include "protocol/filter.h"
 
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
-#define DASH_FILTER_MAX_VALUES 64 /* per list */
-#define DASH_FILTER_MAX_STATUS 31 /* status length (xmsg.status holds 32 bytes) */
+#define DASH_FILTER_MAX_VALUES DASH_MSG_FILTER_MAX_VALUES /* per list */
+#define DASH_FILTER_MAX_STATUS DASH_MSG_FILTER_MAX_STATUS /* status length (xmsg.status
+                                                            holds 32 bytes) */
 
 /* A broad filter is a struct proto_filter (protocol/filter.h) whose lists are never empty
  * and which has no requestIds; these functions apply the dashboard's rules to it. */

@@ -10,9 +10,11 @@
  * the message and so its xbuf. XMSG_DASH_SEND messages are owned by their one node. */
 #include "relay/edge/ws_server.h"
 #include "relay/edge/dash_filter.h"
+#include "protocol/addr.h"
 #include "relay/common/cors.h"
 #include "relay/common/embedded.h"
 #include "relay/common/log.h"
+#include "relay/common/siphash.h"
 #include "relay/common/util.h"
 #include "relay/edge/xq.h"
 
@@ -65,6 +67,8 @@ struct session {
     struct session *hnext;
     struct onode *out_head, *out_tail;
     size_t out_count;
+    size_t out_bytes;            /* payload bytes of the outbox */
+    size_t held;                 /* the last frame written, while lws still holds part of it */
     unsigned char *rx;           /* message being reassembled */
     size_t rx_len;
     int close_code;              /* != 0: close once the outbox is flushed */
@@ -90,12 +94,13 @@ struct session {
 struct counters {
     _Atomic uint64_t sessions, opened, closed, msgs_in, frames_out, dropped, unrouted,
         slow_closed, http_requests, events_in, deliveries, conflated, conflations, dead_peers,
-        pings, route_ns, queued, id_subs, broad_subs;
+        pings, route_ns, queued, queued_bytes, id_subs, broad_subs;
 };
 
 struct ws_server {
     struct xq *to_core;
     size_t queue_max;
+    size_t queue_bytes;          /* outbox + lws-held bytes per session before it is cut */
     uint64_t next_id, serial;
     struct session **tab;        /* chained hash on session id; size is a power of two */
     size_t tab_size, count;
@@ -108,6 +113,8 @@ struct ws_server {
     struct xbuf *chains;         /* GET /chains.json (DASH_OP_CHAINS), NULL until the first */
     int shutting_down;
     char *cors_origins;          /* plain HTTP: allowed origins (cors.h), NULL: none */
+    int host_check;              /* refuse requests whose Host does not name us */
+    char *allowed_hosts;         /* names besides loopback ones (protocol/addr.h), or NULL */
     struct counters st;
 };
 
@@ -128,10 +135,7 @@ static void sub(_Atomic uint64_t *c, uint64_t n)
 
 static uint32_t hash_str(const char *s)
 {
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 16777619u;
-    return h;
+    return sip_str32(s); /* keyed per process: client ids cannot be made to collide */
 }
 
 static uint64_t mono_ns(void)
@@ -319,6 +323,22 @@ static void wev_unref(struct wev *ev)
     }
 }
 
+/* Payload bytes of a queued frame (the conflation notice: its fixed text). */
+static size_t node_bytes(const struct onode *n)
+{
+    return n->ev ? n->ev->m->shared->len : n->m ? n->m->len : 256;
+}
+
+/* Take n's bytes off x's outbox count (n leaves the outbox). */
+static void unqueue(struct ws_server *s, struct session *x, const struct onode *n)
+{
+    size_t b = node_bytes(n);
+    x->out_bytes -= b;
+    x->out_count--;
+    sub(&s->st.queued, 1);
+    sub(&s->st.queued_bytes, b);
+}
+
 static void node_free(struct onode *n)
 {
     if (n->ev)
@@ -340,8 +360,10 @@ static void drop_outbox(struct ws_server *s, struct session *x)
         node_free(n);
     }
     sub(&s->st.queued, x->out_count);
+    sub(&s->st.queued_bytes, x->out_bytes);
     x->out_head = x->out_tail = NULL;
     x->out_count = 0;
+    x->out_bytes = 0;
     x->notice_queued = 0;
 }
 
@@ -400,6 +422,8 @@ static size_t conflate(struct ws_server *s, struct session *x)
         i++;
         if (drop) {
             *pp = n->next;
+            x->out_bytes -= node_bytes(n);
+            sub(&s->st.queued_bytes, node_bytes(n));
             node_free(n);
             dropped++;
         } else {
@@ -428,16 +452,19 @@ static void overflow(struct ws_server *s, struct session *x)
             if (x->out_tail == NULL)
                 x->out_tail = n;
             x->out_count++;
+            x->out_bytes += node_bytes(n);
             count(&s->st.queued);
+            add(&s->st.queued_bytes, node_bytes(n));
             x->notice_queued = 1;
         }
     }
     int64_t stalled_ms = mono_ms() - x->progress_ms;
-    if (x->out_count > s->queue_max / 2 || stalled_ms >= WS_SERVER_STALL_MS) {
+    if (x->out_count > s->queue_max / 2 || x->out_bytes + x->held > s->queue_bytes / 2 ||
+        stalled_ms >= WS_SERVER_STALL_MS) {
         count(&s->st.slow_closed);
-        log_info("dashboard session too slow: closed", "session=%llu queued=%zu dropped=%zu "
-                 "stalled_ms=%lld", (unsigned long long)x->id, x->out_count, dropped,
-                 (long long)stalled_ms);
+        log_info("dashboard session too slow: closed", "session=%llu queued=%zu bytes=%zu "
+                 "held=%zu dropped=%zu stalled_ms=%lld", (unsigned long long)x->id,
+                 x->out_count, x->out_bytes, x->held, dropped, (long long)stalled_ms);
         close_session(s, x, WS_SERVER_CLOSE_SLOW, "too slow: resume from your last streamId",
                       1);
         return;
@@ -458,8 +485,12 @@ static void enqueue(struct ws_server *s, struct session *x, struct onode *n)
         x->out_head = n;
     x->out_tail = n;
     x->out_count++;
+    x->out_bytes += node_bytes(n);
     count(&s->st.queued);
-    if (x->out_count > s->queue_max) {
+    add(&s->st.queued_bytes, node_bytes(n));
+    /* bytes: a frame alone (nothing queued or held before it) is always taken */
+    if (x->out_count > s->queue_max ||
+        (x->out_bytes + x->held > s->queue_bytes && (x->out_count > 1 || x->held > 0))) {
         overflow(s, x);
         if (x->close_code != 0)
             return;
@@ -469,6 +500,8 @@ static void enqueue(struct ws_server *s, struct session *x, struct onode *n)
 
 static int write_some(struct ws_server *s, struct session *x)
 {
+    if (x->held > 0 && !lws_partial_buffered(x->wsi))
+        x->held = 0;
     if (x->ping_due && x->close_code == 0) {
         /* a payload: lws 4.1 does not report empty pongs (RECEIVE_PONG needs len > 0) */
         unsigned char pb[LWS_PRE + 4] = {0};
@@ -491,8 +524,7 @@ static int write_some(struct ws_server *s, struct session *x)
         x->out_head = n->next;
         if (x->out_head == NULL)
             x->out_tail = NULL;
-        x->out_count--;
-        sub(&s->st.queued, 1);
+        unqueue(s, x, n);
         /* a shared frame's headroom is rewritten by each write: fine, one thread writes */
         unsigned char nb[LWS_PRE + 256], *p;
         size_t len;
@@ -517,6 +549,9 @@ static int write_some(struct ws_server *s, struct session *x)
         node_free(n);
         if (w < (int)len)
             return -1;
+        /* what the socket did not take, lws keeps (at most this one frame: the loop stops
+         * while the pipe is choked); it counts against the byte limit until flushed */
+        x->held = lws_partial_buffered(x->wsi) ? len : 0;
         x->progress_ms = mono_ms();
         count(&s->st.frames_out);
     }
@@ -647,10 +682,16 @@ static int on_receive(struct ws_server *s, struct session *x, const void *in, si
     if (x->close_code != 0)
         return 0;
     if (x->rx_len + len > WS_SERVER_MAX_MSG) {
-        static const char why[] = "message too big";
-        lws_close_reason(x->wsi, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, (unsigned char *)why,
-                         sizeof(why) - 1);
-        return -1;
+        /* the lingering close (write_some), not a return of -1: the client is still sending
+         * the rest of its message (many small fragments, say), and closing the socket on
+         * unread data makes the kernel reset it - the client would see EOF, not 1009 */
+        free(x->rx);
+        x->rx = NULL;
+        x->rx_len = 0;
+        log_debug("dashboard message too big: closed", "session=%llu limit=%d",
+                 (unsigned long long)x->id, WS_SERVER_MAX_MSG);
+        close_session(s, x, LWS_CLOSE_STATUS_MESSAGE_TOO_LARGE, "message too big", 1);
+        return 0;
     }
     if (lws_is_final_fragment(x->wsi) && x->rx_len == 0) {
         count(&s->st.msgs_in);
@@ -668,6 +709,41 @@ static int on_receive(struct ws_server *s, struct session *x, const void *in, si
         x->rx_len = 0;
     }
     return 0;
+}
+
+/* DNS rebinding: a page of a name resolving to 127.0.0.1 is "same-origin" with us (its
+ * Origin and Host match), which would let it load broad subscriptions without a token. When
+ * no stream token is configured, every request (page, /chains.json, upgrade) must name us:
+ * a loopback Host in any spelling or a STATUSRELAY_ALLOWED_HOSTS name. No Host at all is not
+ * a browser. 1 when the request is refused. */
+static int host_refused(const struct ws_server *s, struct lws *wsi)
+{
+    char host[300];
+    if (!s->host_check || lws_hdr_total_length(wsi, WSI_TOKEN_HOST) <= 0)
+        return 0;
+    if (lws_hdr_copy(wsi, host, sizeof(host), WSI_TOKEN_HOST) <= 0)
+        return 1; /* longer than any name */
+    return !proto_host_names_relay(host, s->allowed_hosts);
+}
+
+static void log_refused_host(struct lws *wsi, const char *what)
+{
+    static int64_t last_ms;
+    static uint64_t quiet;
+    char host[64] = "";
+    int64_t now = mono_ms();
+    if (now - last_ms < 1000) { /* one line a second at most */
+        quiet++;
+        return;
+    }
+    lws_hdr_copy(wsi, host, sizeof(host), WSI_TOKEN_HOST);
+    for (char *p = host; *p; p++)
+        if ((unsigned char)*p < 0x21 || (unsigned char)*p > 0x7e || *p == '"')
+            *p = '?';
+    log_info("dashboard request with a foreign Host refused", "what=%s host=\"%s\" "
+             "suppressed=%llu", what, host, (unsigned long long)quiet);
+    last_ms = now;
+    quiet = 0;
 }
 
 /* 1 when a browser page of another origin opened the socket: a browser Origin
@@ -778,20 +854,12 @@ static int cors_header(struct ws_server *s, struct lws *wsi, unsigned char **p, 
            (strcmp(acao, "*") != 0 && header(wsi, "vary:", "Origin", p, end));
 }
 
-/* GET /chains.json: the chain list the core handed over (relay/ingest/chains.c), or 503 with
- * a JSON error until there is one. Public data (the upstream's own list): no token. */
-static int on_chains_json(struct ws_server *s, struct lws *wsi, struct session *x)
+/* Answer with b (taken) as the whole body, type application/json. */
+static int send_json_blob(struct lws *wsi, struct session *x, unsigned status, struct xbuf *b)
 {
-    static const char none[] = "{\"error\":{\"code\":\"chains_unavailable\",\"message\":"
-                               "\"the upstream chain list has not been fetched yet\"},"
-                               "\"message\":\"the upstream chain list has not been fetched "
-                               "yet\",\"errorCode\":\"CHAINS_UNAVAILABLE\"}";
-    struct xbuf *b = s->chains != NULL ? xbuf_ref(s->chains) : xbuf_new(none, sizeof(none) - 1);
     unsigned char buf[LWS_PRE + 512], *start = buf + LWS_PRE, *p = start,
                                       *end = buf + sizeof(buf) - 1;
-    if (lws_add_http_common_headers(wsi, s->chains != NULL ? HTTP_STATUS_OK
-                                                           : HTTP_STATUS_SERVICE_UNAVAILABLE,
-                                    "application/json", b->len, &p, end) ||
+    if (lws_add_http_common_headers(wsi, status, "application/json", b->len, &p, end) ||
         header(wsi, "cache-control:", "no-cache", &p, end) ||
         header(wsi, "x-content-type-options:", "nosniff", &p, end) ||
         lws_finalize_write_http_header(wsi, start, &p, end)) {
@@ -806,9 +874,36 @@ static int on_chains_json(struct ws_server *s, struct lws *wsi, struct session *
     return 0;
 }
 
+/* GET /chains.json: the chain list the core handed over (relay/ingest/chains.c), or 503 with
+ * a JSON error until there is one. Public data (the upstream's own list): no token. */
+static int on_chains_json(struct ws_server *s, struct lws *wsi, struct session *x)
+{
+    static const char none[] = "{\"error\":{\"code\":\"chains_unavailable\",\"message\":"
+                               "\"the upstream chain list has not been fetched yet\"},"
+                               "\"message\":\"the upstream chain list has not been fetched "
+                               "yet\",\"errorCode\":\"CHAINS_UNAVAILABLE\"}";
+    if (s->chains != NULL)
+        return send_json_blob(wsi, x, HTTP_STATUS_OK, xbuf_ref(s->chains));
+    return send_json_blob(wsi, x, HTTP_STATUS_SERVICE_UNAVAILABLE,
+                          xbuf_new(none, sizeof(none) - 1));
+}
+
+/* 403 forbidden_host, the REST port's error shape. */
+static int on_foreign_host(struct lws *wsi, struct session *x)
+{
+    static const char body[] =
+        "{\"error\":{\"code\":\"forbidden_host\",\"message\":\"this Host is not this relay "
+        "(STATUSRELAY_ALLOWED_HOSTS adds names)\"},\"message\":\"this Host is not this relay "
+        "(STATUSRELAY_ALLOWED_HOSTS adds names)\",\"errorCode\":\"FORBIDDEN_HOST\"}";
+    log_refused_host(wsi, "http");
+    return send_json_blob(wsi, x, HTTP_STATUS_FORBIDDEN, xbuf_new(body, sizeof(body) - 1));
+}
+
 static int on_http(struct ws_server *s, struct lws *wsi, struct session *x, const char *uri)
 {
     count(&s->st.http_requests);
+    if (host_refused(s, wsi))
+        return on_foreign_host(wsi, x);
     if (lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) > 0 && strcmp(uri, "/chains.json") == 0)
         return on_chains_json(s, wsi, x);
     const struct embedded_file *f =
@@ -899,6 +994,11 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         if (s->shutting_down || lws_hdr_copy(wsi, uri, sizeof(uri), WSI_TOKEN_GET_URI) <= 0 ||
             strcmp(uri, "/") != 0)
             return 1; /* refuse the upgrade */
+        if (host_refused(s, wsi)) {
+            log_refused_host(wsi, "upgrade");
+            lws_return_http_status(wsi, HTTP_STATUS_FORBIDDEN, "forbidden_host");
+            return 1;
+        }
         return 0;
     }
     case LWS_CALLBACK_ESTABLISHED:
@@ -928,12 +1028,13 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
 
 /* ---- module ------------------------------------------------------------------------------ */
 
-struct ws_server *ws_server_new(struct xq *to_core, int64_t queue_max)
+struct ws_server *ws_server_new(struct xq *to_core, int64_t queue_max, int64_t queue_bytes)
 {
     struct ws_server *s = xcalloc(1, sizeof(*s));
     s->to_core = to_core;
     s->cors_origins = NULL;
     s->queue_max = queue_max > 0 ? (size_t)queue_max : 1024;
+    s->queue_bytes = queue_bytes > 0 ? (size_t)queue_bytes : WS_SERVER_QUEUE_BYTES;
     s->tab_size = 64;
     s->tab = xcalloc(s->tab_size, sizeof(*s->tab));
     s->itab_size = 256;
@@ -953,6 +1054,7 @@ void ws_server_free(struct ws_server *s)
     free(s->tab);
     free(s->itab);
     free(s->cors_origins);
+    free(s->allowed_hosts);
     free(s);
 }
 
@@ -960,6 +1062,14 @@ void ws_server_set_cors_origins(struct ws_server *s, const char *origins)
 {
     free(s->cors_origins);
     s->cors_origins = origins != NULL && origins[0] != '\0' ? xstrdup(origins) : NULL;
+}
+
+void ws_server_set_host_rule(struct ws_server *s, int check, const char *allowed_hosts)
+{
+    s->host_check = check;
+    free(s->allowed_hosts);
+    s->allowed_hosts = allowed_hosts != NULL && allowed_hosts[0] != '\0'
+                           ? xstrdup(allowed_hosts) : NULL;
 }
 
 void ws_server_protocol(struct ws_server *s, struct lws_protocols *out)
@@ -1075,6 +1185,7 @@ void ws_server_stats_read(const struct ws_server *s, struct ws_server_stats *out
     out->pings = atomic_load(&c->pings);
     out->route_ns = atomic_load(&c->route_ns);
     out->queued = atomic_load(&c->queued);
+    out->queued_bytes = atomic_load(&c->queued_bytes);
     out->id_subs = atomic_load(&c->id_subs);
     out->broad_subs = atomic_load(&c->broad_subs);
 }

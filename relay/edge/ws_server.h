@@ -20,11 +20,14 @@
  * event's xbuf is queued to every recipient by reference (a 24-byte outbox node each); it is
  * never copied or re-encoded per client.
  *
- * Backpressure. Each session's outbox holds at most queue_max frames. On overflow it is
+ * Backpressure. Each session's outbox holds at most queue_max frames and queue_bytes bytes
+ * (counting the last frame written while lws still holds part of it: lws_partial_buffered;
+ * one frame alone is always taken, however big). On overflow it is
  * conflated: for every request only the newest queued frame stays (frames without a
  * conflation key - acks, errors, gap/resumed notices - always stay), and a
  * {"type":"conflated","data":{"dropped":N,...}} notice goes to the front. A session that is
- * still over half the cap after conflating (it follows too many busy requests to keep even
+ * still over half the cap (frames or bytes) after conflating (it follows too many busy
+ * requests - or asks for too many history answers - to keep even
  * their present), or overflows after taking no frame for WS_SERVER_STALL_MS, is closed with
  * WS_SERVER_CLOSE_SLOW (1013); its outbox is dropped and it can resume from its last
  * streamId. Socket send buffers are capped (WS_SERVER_SNDBUF) so a client that stops
@@ -36,7 +39,9 @@
  *
  * Plain HTTP: GET / serves relay/www/index.html, GET /<name> relay/www/<name> (embedded in
  * the binary), GET /chains.json the chain list the core handed over (DASH_OP_CHAINS; 503
- * with a JSON error until then), everything else 404. A request from an Origin the CORS setting allows gets
+ * with a JSON error until then), everything else 404. With the host rule on
+ * (ws_server_set_host_rule), a request whose Host does not name the relay gets 403
+ * forbidden_host instead, and such an upgrade is refused with 403. A request from an Origin the CORS setting allows gets
  * Access-Control-Allow-Origin on the files it is served.
  * runs on: ws thread, except ws_server_stats_read (any thread). */
 #ifndef RELAY_WS_SERVER_H
@@ -46,6 +51,7 @@
 #include <stdint.h>
 
 #define WS_SERVER_MAX_MSG (64 * 1024)        /* one client message */
+#define WS_SERVER_QUEUE_BYTES (4 * 1024 * 1024) /* default outbox bytes per session */
 #define WS_SERVER_CLOSE_SLOW 1013            /* "try again later": hopelessly behind */
 #define WS_SERVER_CLOSE_POLICY 1008          /* flood of (bad) client messages */
 #define WS_SERVER_SNDBUF (64 * 1024)         /* SO_SNDBUF of dashboard sockets */
@@ -76,14 +82,21 @@ struct ws_server_stats {
     uint64_t pings;          /* pings sent */
     uint64_t route_ns;       /* time spent routing events (match + enqueue), ns */
     uint64_t queued;         /* frames waiting in all outboxes now */
+    uint64_t queued_bytes;   /* their payload bytes */
     uint64_t id_subs, broad_subs; /* filters installed now */
 };
 
-/* queue_max: outbox frames per session (<= 0: 1024). Pushes go to to_core. */
-struct ws_server *ws_server_new(struct xq *to_core, int64_t queue_max);
+/* queue_max: outbox frames per session (<= 0: 1024); queue_bytes: outbox bytes per session
+ * (<= 0: WS_SERVER_QUEUE_BYTES). Pushes go to to_core. */
+struct ws_server *ws_server_new(struct xq *to_core, int64_t queue_max, int64_t queue_bytes);
 /* The origins allowed cross-origin on the plain HTTP answers (relay/common/cors.h: "*", a list,
  * NULL or "": none); copied. Call before the lws thread runs. */
 void ws_server_set_cors_origins(struct ws_server *s, const char *origins);
+/* check != 0: refuse every request (page, /chains.json, upgrade) whose Host header does not
+ * name the relay (protocol/addr.h proto_host_names_relay: loopback spellings or a name of
+ * allowed_hosts, copied): 403 forbidden_host. Against DNS rebinding; the core asks for it when
+ * no stream token is configured. Call before the lws thread runs. */
+void ws_server_set_host_rule(struct ws_server *s, int check, const char *allowed_hosts);
 /* Free. Call after lws_context_destroy (lws calls back until then). NULL-safe. */
 void ws_server_free(struct ws_server *s);
 /* Fill one lws protocol entry (name "statusrelay-dashboard", user = s). It must be first in

@@ -7,6 +7,7 @@
 #include "relay/edge/ws_thread.h"
 #include "relay/common/log.h"
 #include "relay/common/util.h"
+#include "relay/edge/ws_listen.h"
 #include "relay/edge/xq.h"
 
 #include <errno.h>
@@ -26,7 +27,8 @@ struct ws_thread {
     char iface[INET6_ADDRSTRLEN + 8];    /* numeric listen host: lws keeps the pointer */
     struct lws_context *ctx;
     struct lws_protocols up_protos[3];   /* upstream client, wake handler, terminator */
-    struct lws_protocols dash_protos[2]; /* dashboard, terminator */
+    struct lws_protocols dash_protos[3]; /* dashboard, accept (ws_listen.c), terminator */
+    struct ws_listen *lsn;               /* the dashboard's listening socket and its cap */
     struct upstream_ws *up;
     struct ws_server *dash;
     int dash_port;
@@ -52,6 +54,7 @@ static void begin_stop(struct ws_thread *t)
     t->stopping = 1;
     t->stop_deadline = mono_ms() + WS_THREAD_STOP_GRACE_MS;
     upstream_ws_shutdown(t->up);
+    ws_listen_stop(t->lsn);
     if (t->dash)
         ws_server_shutdown(t->dash);
     lws_sul_schedule(t->ctx, 0, &t->sul_stop, on_stop_deadline,
@@ -143,10 +146,12 @@ static void wake_ws(void *arg)
 
 /* ---- start / stop ------------------------------------------------------------------- */
 
-/* Resolve host to a numeric address (lws binds literals and interface names only: a name
- * like "localhost" would silently never listen) and try a bind, so that "in use" is reported
- * clearly. Returns 0 and the numeric host, or -1 after logging. */
-static int check_listen(const char *listen, char *numeric, size_t n, int *port, int *family)
+/* Resolve host to a numeric address and listen there ourselves (ws_listen.c: accepting that
+ * pauses at the cap of cap connections or out of descriptors), so that "in use" is reported
+ * clearly. Returns 0, the numeric host, the bound port and the listener, or -1 after
+ * logging. */
+static int check_listen(const char *listen, char *numeric, size_t n, int *port, int *family,
+                        struct ws_listen **lsn, int64_t cap)
 {
     char host[256];
     if (parse_hostport(listen, host, sizeof(host), port) != 0) {
@@ -178,27 +183,16 @@ static int check_listen(const char *listen, char *numeric, size_t n, int *port, 
         ((struct sockaddr_in *)&ss)->sin_port = htons((uint16_t)*port);
     else
         ((struct sockaddr_in6 *)&ss)->sin6_port = htons((uint16_t)*port);
-    int fd = socket(*family, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, err = 0;
-    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
-        bind(fd, (struct sockaddr *)&ss, sl) != 0)
-        err = errno;
-    if (fd >= 0)
-        close(fd);
-    if (err == EADDRINUSE) {
-        log_err("dashboard listen address in use", "listen=%s", listen);
+    if ((*lsn = ws_listen_new((struct sockaddr *)&ss, sl, cap, listen)) == NULL)
         return -1;
-    }
-    if (err != 0) {
-        log_err("dashboard listen address unusable", "listen=%s error=\"%s\"", listen,
-                strerror(err));
-        return -1;
-    }
+    *port = ws_listen_port(*lsn);
     return 0;
 }
 
 static void free_parts(struct ws_thread *t)
 {
     upstream_ws_free(t->up);
+    ws_listen_free(t->lsn);
     ws_server_free(t->dash);
     free(t->listen);
     pthread_mutex_destroy(&t->wake_mu);
@@ -224,13 +218,16 @@ struct ws_thread *ws_thread_start(const struct ws_thread_opts *o)
     }
     int port = 0, family = AF_INET;
     if (o->listen != NULL) {
-        if (check_listen(o->listen, t->iface, sizeof(t->iface), &port, &family) != 0) {
+        if (check_listen(o->listen, t->iface, sizeof(t->iface), &port, &family, &t->lsn,
+                         o->dash_max_connections > 0 ? o->dash_max_connections : INT64_MAX) !=
+            0) {
             free_parts(t);
             return NULL;
         }
         t->listen = xstrdup(o->listen);
-        t->dash = ws_server_new(o->to_core, o->dash_queue_max);
+        t->dash = ws_server_new(o->to_core, o->dash_queue_max, o->dash_queue_bytes);
         ws_server_set_cors_origins(t->dash, o->dash_cors_origins);
+        ws_server_set_host_rule(t->dash, o->dash_host_check, o->dash_allowed_hosts);
     }
     int tls = upstream_ws_uses_tls(t->up);
 
@@ -276,11 +273,12 @@ struct ws_thread *ws_thread_start(const struct ws_thread_opts *o)
     /* dashboard vhost: protocols[0] takes plain HTTP and protocol-less upgrades */
     if (t->dash != NULL) {
         ws_server_protocol(t->dash, &t->dash_protos[0]);
+        ws_listen_protocols(t->lsn, t->dash_protos); /* counts; adds the accept protocol */
         struct lws_context_creation_info dv;
         memset(&dv, 0, sizeof(dv));
         dv.vhost_name = "dashboard";
-        dv.port = port;
-        dv.iface = t->iface;
+        dv.port = CONTEXT_PORT_NO_LISTEN_SERVER; /* we listen and accept (ws_listen.c) */
+        dv.user = t->lsn;
         dv.protocols = t->dash_protos;
         /* lws binds an IPv4 literal on an IPv6 socket as "any address": keep IPv4 on IPv4 */
         dv.options = LWS_SERVER_OPTION_FAIL_UPON_UNABLE_TO_BIND |
@@ -292,7 +290,12 @@ struct ws_thread *ws_thread_start(const struct ws_thread_opts *o)
             free_parts(t);
             return NULL;
         }
-        t->dash_port = lws_get_vhost_listen_port(vh);
+        if (ws_listen_attach(t->lsn, t->ctx, vh) != 0) {
+            lws_context_destroy(t->ctx);
+            free_parts(t);
+            return NULL;
+        }
+        t->dash_port = port;
     }
 
     t->wake_ctx = t->ctx;
@@ -306,7 +309,8 @@ struct ws_thread *ws_thread_start(const struct ws_thread_opts *o)
         return NULL;
     }
     if (t->dash != NULL)
-        log_info("dashboard listening", "listen=%s port=%d", o->listen, t->dash_port);
+        log_info("dashboard listening", "listen=%s port=%d max_connections=%lld", o->listen,
+                 t->dash_port, (long long)o->dash_max_connections);
     return t;
 }
 

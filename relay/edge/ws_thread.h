@@ -37,8 +37,12 @@ struct ws_thread_opts {
     int64_t ping_timeout_ms;      /* no pong/data this long after a ping: reconnect */
     int64_t connect_timeout_ms;   /* <= 0: UPSTREAM_WS_CONNECT_TIMEOUT_MS (10 s) */
     int64_t dash_queue_max;       /* frames queued per dashboard session (<= 0: 1024) */
+    int64_t dash_queue_bytes;     /* bytes queued per dashboard session (<= 0: 4 MiB) */
+    int64_t dash_max_connections; /* open dashboard connections at most (<= 0: no cap) */
     const char *dash_cors_origins; /* CORS origins of the page's HTTP answers (relay/common/
                                       cors.h); NULL: none */
+    int dash_host_check;          /* refuse foreign Host headers (ws_server_set_host_rule) */
+    const char *dash_allowed_hosts; /* names besides loopback ones; NULL: none */
     struct xq *to_ws, *to_core;   /* borrowed; must outlive the thread */
 };
 

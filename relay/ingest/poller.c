@@ -8,6 +8,7 @@
 #include "relay/ingest/poller.h"
 #include "relay/core.h"
 #include "relay/common/httpc.h"
+#include "relay/ingest/anon.h"
 #include "relay/ingest/ingest.h"
 #include "relay/common/log.h"
 #include "relay/ingest/upstream.h"
@@ -193,6 +194,8 @@ static void on_poll_done(void *arg, const struct httpc_resp *r)
         log_debug("upstream status call refused", "request=%s status=%ld body=\"%.120s\"", op->id,
                  r->status, r->body);
         reschedule(p, op->id, 0, now + p->c->cfg->poll_safety_interval_ms);
+        if (r->status == 404)
+            anon_upstream_404(p->c->anon, op->id); /* an anonymous watch ends after a few */
     }
     free(op);
 }
@@ -510,7 +513,8 @@ static void on_claimed(void *arg, const char *err, redisReply *r)
 
 static int claim(struct poller *p, struct claim_op *op, int max_polls, int extra)
 {
-    char k_poll[KEY_MAX], k_budget[KEY_MAX], k_pollu[KEY_MAX], k_polls[KEY_MAX], now[24],
+    char k_poll[KEY_MAX], k_budget[KEY_MAX], k_pollu[KEY_MAX], k_polls[KEY_MAX],
+        k_polln[KEY_MAX], now[24],
         maxs[16], lease[16], budget[24], extras[8];
     int64_t t = wall_ms();
     const char *tag = store_tag(p->c->store);
@@ -518,15 +522,16 @@ static int claim(struct poller *p, struct claim_op *op, int max_polls, int extra
     key_build(k_budget, sizeof(k_budget), tag, "budget", NULL, NULL);
     key_build(k_pollu, sizeof(k_pollu), tag, "pollu", NULL, NULL);
     key_build(k_polls, sizeof(k_polls), tag, "polls", NULL, NULL);
+    key_build(k_polln, sizeof(k_polln), tag, "polln", NULL, NULL);
     snprintf(now, sizeof(now), "%lld", (long long)t);
     snprintf(maxs, sizeof(maxs), "%d", max_polls);
     snprintf(lease, sizeof(lease), "%d", CLAIM_LEASE_MS);
     snprintf(budget, sizeof(budget), "%lld", (long long)p->c->cfg->upstream_budget);
     snprintf(extras, sizeof(extras), "%d", extra);
-    const char *argv[] = {k_poll, k_budget, k_pollu, k_polls, now, maxs, lease, budget,
-                          extras, max_polls ? "0" : "1"};
+    const char *argv[] = {k_poll, k_budget, k_pollu, k_polls, k_polln, now, maxs, lease,
+                          budget, extras, max_polls ? "0" : "1"};
     op->p = p;
-    if (store_eval(p->c->store, &p->claim_sc, on_claimed, op, 4, 10, argv, NULL) != 0) {
+    if (store_eval(p->c->store, &p->claim_sc, on_claimed, op, 5, 11, argv, NULL) != 0) {
         free(op);
         return -1;
     }

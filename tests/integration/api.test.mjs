@@ -13,6 +13,7 @@ import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BIN, freePort, startProcess, until } from './lib/proc.mjs';
 import { startRedis, startDaemon } from './lib/stack.mjs';
+import { rawRequest } from './lib/http.mjs';
 
 const API_KEY = 'test-upstream-api-key-0123456789';
 const TOKEN = 'admin-token-0123456789abcdef';
@@ -60,32 +61,12 @@ function startUpstream() {
 }
 
 // ---- HTTP helpers ------------------------------------------------------------------------------
-/** Any method, raw control. body: string or Buffer. Resolves {status, headers, text, body}. */
-function request(base, method, path, { body, headers = {}, chunked = false } = {}) {
-  return new Promise((resolve, reject) => {
-    const u = new URL(base + path);
-    const h = { ...headers };
-    if (body !== undefined && !chunked) h['content-length'] = Buffer.byteLength(body);
-    if (body !== undefined && !Object.keys(h).some((k) => k.toLowerCase() === 'content-type')) h['content-type'] = 'application/json';
-    const req = http.request({ host: u.hostname, port: u.port, path: u.pathname + u.search, method, headers: h, agent: false }, (res) => {
-      const chunks = [];
-      res.on('data', (c) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let parsed = null;
-        try { parsed = text ? JSON.parse(text) : null; } catch { parsed = undefined; }
-        resolve({ status: res.statusCode, headers: res.headers, text, body: parsed });
-      });
-    });
-    req.on('error', reject);
-    if (body !== undefined) {
-      if (chunked) {
-        const b = Buffer.isBuffer(body) ? body : Buffer.from(body);
-        for (let i = 0; i < b.length; i += 64 * 1024) req.write(b.subarray(i, i + 64 * 1024));
-      } else req.write(body);
-    }
-    req.end();
-  });
+/** Any method, raw control (lib/http.mjs); a body without a Content-Type is sent as JSON. */
+function request(base, method, path, opts = {}) {
+  const headers = { ...(opts.headers || {}) };
+  if (opts.body !== undefined && !Object.keys(headers).some((k) => k.toLowerCase() === 'content-type'))
+    headers['content-type'] = 'application/json';
+  return rawRequest(base, method, path, { ...opts, headers });
 }
 
 function assertError(r, status, code) {

@@ -6,10 +6,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { until } from './lib/proc.mjs';
+import { haveChromium, openBrowser } from './lib/browser.mjs';
 import { startRedis, startDaemon } from './lib/stack.mjs';
 import { startSim } from './lib/sim.mjs';
 
@@ -167,15 +167,13 @@ test('an upstream that refuses /chains: 503 stays, retried after a full period, 
 });
 
 test('the live page in headless Chromium: chain names and icons from the list, explorer links, disabled and lagging marks', { timeout: 120000 }, async (t) => {
-  if (!fs.existsSync('/usr/bin/chromium')) { t.skip('chromium is not installed (make deps)'); return; }
-  const { chromium } = await import('playwright-core');
+  if (!haveChromium()) { t.skip('chromium is not installed (make deps)'); return; }
   const sim = await startSim({ apiKey: KEY, seed: 8 });
   const redis = await startRedis();
   const d = await startDaemon({
     redisUrl: redis.url, apiKey: KEY, apiUrl: sim.url, wsUrl: sim.wsUrl, name: 'chains-page',
     env: { STATUSRELAY_REDIS_PREFIX: `chn${prefixN++}`, STATUSRELAY_CHAINS_REFRESH: '1s' },
   });
-  const udd = fs.mkdtempSync(path.join(os.tmpdir(), 'sr-chromium-'));
   let browser;
   try {
     const plan = { plain: ['success', 1, 42161], disabled: ['success', 137, 8453], lagging: ['delayed', 10, 42161] };
@@ -188,15 +186,8 @@ test('the live page in headless Chromium: chain names and icons from the list, e
       { timeoutMs: 10000, msg: '/v1/chains' })).chains;
     const byId = new Map(list.map((c) => [c.id, c]));
 
-    browser = await chromium.launchPersistentContext(udd, {
-      executablePath: '/usr/bin/chromium', headless: true, viewport: { width: 1440, height: 900 },
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-        '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
-    const page = await browser.newPage();
-    const problems = [];
-    page.on('pageerror', (e) => problems.push(e.message));
-    page.on('console', (m) => { if (m.type() === 'error') problems.push(m.text()); });
+    browser = await openBrowser();
+    const { page, problems } = browser;
     await page.goto(`http://127.0.0.1:${d.wsPort}/`);
     await page.waitForSelector('#conn.pill-ok', { timeout: 10000 });
     for (const id of Object.values(ids)) await page.waitForSelector(`#rows tr[data-id="${id}"]`, { timeout: 20000 });
@@ -250,7 +241,6 @@ test('the live page in headless Chromium: chain names and icons from the list, e
     assert.deepEqual(problems, []);
   } finally {
     if (browser) await browser.close();
-    fs.rmSync(udd, { recursive: true, force: true });
     await stopDaemon(d);
     await redis.stop();
     await sim.stop();

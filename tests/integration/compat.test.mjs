@@ -9,8 +9,8 @@
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import http from 'node:http';
 import { until } from './lib/proc.mjs';
+import { rawRequest } from './lib/http.mjs';
 import { startRedis, startDaemon } from './lib/stack.mjs';
 import { startSim } from './lib/sim.mjs';
 
@@ -23,28 +23,7 @@ let redis, sim;
 let open;    // admin token set, status reads public, CORS "*" (defaults), miss rate 3
 let locked;  // status reads need the token; listed origins only; admin CORS for one origin
 
-/** Any method, raw control. localAddress: the client address (127.0.0.x). */
-function request(base, method, path, { body, headers = {}, localAddress } = {}) {
-  return new Promise((resolve, reject) => {
-    const u = new URL(base + path);
-    const h = { ...headers };
-    if (body !== undefined) h['content-length'] = Buffer.byteLength(body);
-    const req = http.request({ host: u.hostname, port: u.port, path: u.pathname + u.search, method,
-      headers: h, agent: false, localAddress }, (res) => {
-      const chunks = [];
-      res.on('data', (c) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let parsed = null;
-        try { parsed = text ? JSON.parse(text) : null; } catch { parsed = undefined; }
-        resolve({ status: res.statusCode, headers: res.headers, text, body: parsed });
-      });
-    });
-    req.on('error', reject);
-    if (body !== undefined) req.write(body);
-    req.end();
-  });
-}
+const request = rawRequest;
 
 /** The upstream's error shape (what the SDK reads), plus our own "error" object. */
 function assertUpstreamError(r, status, errorCode) {

@@ -12,12 +12,12 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import WebSocket from 'ws';
 import { spawn } from 'node:child_process';
 import { BIN, HELPERS, OUT, until } from './lib/proc.mjs';
+import { haveChromium, openBrowser } from './lib/browser.mjs';
 import { startRedis, startDaemon } from './lib/stack.mjs';
 import { ingest, upstreamPayload, rid } from './lib/hooks.mjs';
 import { startSim } from './lib/sim.mjs';
@@ -270,12 +270,14 @@ test('upstream protocol: greeting, the SDK subscribe, ack, snapshot, events, uns
     await sleep(400);
     assert.equal(c.events().filter((f) => f.data.status === 'success').length, 0, 'nothing after unsubscribe');
 
-    // an id nobody tracks: tracking starts; no snapshot (nothing known yet)
+    // an id nobody tracks: an anonymous watch starts (watched while subscribed, not tracked:
+    // README "Anonymous subscriptions"); no snapshot (nothing known yet)
     const B = rid('b');
     c.send(sub({ id: B }));
     await c.wait((f) => isAck('subscribe')(f) && f.data.filters.id === B, 'ack B');
-    const tracked = await until(async () => { const r = await s.d.get(`/v1/requests/${B}`); return r.status === 200 && r.body.tracked && r.body; }, { msg: 'B tracked' });
+    const tracked = await until(async () => { const r = await s.d.get(`/v1/requests/${B}`); return r.status === 200 && r.body.watch === 'active' && r.body; }, { msg: 'B watched' });
     assert.equal(tracked.requestId, B);
+    assert.equal(tracked.tracked, false);
     assert.equal(c.snapshots().filter((f) => f.data.requestId === B).length, 0);
 
     // the subscription limit (4 per connection here): refused, then closed with 4429
@@ -511,7 +513,8 @@ test('resume from before the retained stream: an explicit "gap", then a fresh sn
 // ---- scale ------------------------------------------------------------------------------------
 test('2,000 concurrent clients, each on its own id, receive exactly their events', { timeout: 240000 }, async () => {
   const N = 2000;
-  const s = await stack({ STATUSRELAY_LOG_LEVEL: 'warn' });
+  // every client is on loopback: one address, so its limit of new anonymous ids is raised
+  const s = await stack({ STATUSRELAY_LOG_LEVEL: 'warn', STATUSRELAY_WS_ANON_IDS_PER_ADDRESS: String(N) });
   const cs = [];
   try {
     const tpl = await recordTemplate(s.d, s.redis);
@@ -733,12 +736,10 @@ test('server pings keep live clients; a silent peer is dropped after the timeout
 
 // ---- the page ---------------------------------------------------------------------------------
 test('the live page in headless Chromium: simulator events in the table, timeline, filters, screenshot', { timeout: 120000 }, async (t) => {
-  if (!fs.existsSync('/usr/bin/chromium')) { t.skip('chromium is not installed (make deps)'); return; }
-  const { chromium } = await import('playwright-core');
+  if (!haveChromium()) { t.skip('chromium is not installed (make deps)'); return; }
   const sim = await startSim({ apiKey: KEY, seed: 42 });
   const redis = await startRedis();
   const d = await startDaemon({ redisUrl: redis.url, apiKey: KEY, apiUrl: sim.url, wsUrl: sim.wsUrl, name: 'dash-page' });
-  const udd = fs.mkdtempSync(path.join(os.tmpdir(), 'sr-chromium-'));
   let browser;
   try {
     const plan = [['success', 1, 8453], ['refund', 8453, 42161], ['solana', 792703809, 8453], ['failure', 10, 137],
@@ -751,15 +752,8 @@ test('the live page in headless Chromium: simulator events in the table, timelin
     const tr = await d.post('/v1/requests', { requestIds: ids });
     assert.ok([200, 201].includes(tr.status), JSON.stringify(tr));
 
-    browser = await chromium.launchPersistentContext(udd, {
-      executablePath: '/usr/bin/chromium', headless: true, viewport: { width: 1440, height: 900 },
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-        '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
-    const page = await browser.newPage();
-    const problems = [];
-    page.on('pageerror', (e) => problems.push(e.message));
-    page.on('console', (m) => { if (m.type() === 'error') problems.push(m.text()); });
+    browser = await openBrowser();
+    const { page, problems } = browser;
     await page.goto(`http://127.0.0.1:${d.wsPort}/`);
     await page.waitForSelector('#conn.pill-ok', { timeout: 10000 });
     // every tracked request shows up, statuses move
@@ -794,7 +788,6 @@ test('the live page in headless Chromium: simulator events in the table, timelin
     assert.deepEqual(problems, []);
   } finally {
     if (browser) await browser.close();
-    fs.rmSync(udd, { recursive: true, force: true });
     await stopDaemon(d);
     await redis.stop();
     await sim.stop();

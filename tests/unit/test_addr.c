@@ -540,6 +540,39 @@ static void test_listen_loopback(void **state)
     assert_int_equal(proto_listen_is_loopback(NULL), 0);
 }
 
+/* Host headers: loopback in any spelling (with or without a port), listed names (any case,
+ * any port), nothing else - rebinding names, look-alikes and garbage included. */
+static void test_host_names_relay(void **state)
+{
+    (void)state;
+#define ALLOWED "relay.example.com, Dash.Example.org,,"
+    static const struct {
+        const char *host, *allowed;
+        int ok;
+    } rows[] = {
+        {"127.0.0.1:8080", NULL, 1},         {"127.0.0.1", NULL, 1},
+        {"localhost", NULL, 1},              {"localhost:9", NULL, 1},
+        {"[::1]:8080", NULL, 1},             {"[::1]", NULL, 1},
+        {"127.1", NULL, 1},                  {"0x7f000001:80", NULL, 1},
+        {"2130706433", NULL, 1},             {"[::ffff:127.0.0.1]:1", NULL, 1},
+        {"rebind.attacker.example:8080", NULL, 0},
+        {"127.0.0.1.example.com", NULL, 0},  {"localhost.", NULL, 0},
+        {"a.localhost", NULL, 0},            {"10.0.0.1:80", NULL, 0},
+        {"", NULL, 0},                       {":80", NULL, 0},
+        {"relay.example.com", ALLOWED, 1},   {"relay.example.com:443", ALLOWED, 1},
+        {"RELAY.example.COM", ALLOWED, 1},   {"dash.example.org:8081", ALLOWED, 1},
+        {"relay.example.co", ALLOWED, 0},    {"relay.example.com.evil", ALLOWED, 0},
+        {"example.com", ALLOWED, 0},         {"relay.example.com", "", 0},
+        {"127.0.0.1:1", ALLOWED, 1},
+    };
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+        if (proto_host_names_relay(rows[i].host, rows[i].allowed) != rows[i].ok)
+            fail_msg("%s (allowed %s): expected %d", rows[i].host,
+                     rows[i].allowed ? rows[i].allowed : "-", rows[i].ok);
+    assert_int_equal(proto_host_names_relay(NULL, ALLOWED), 0);
+#undef ALLOWED
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -553,6 +586,7 @@ int main(void)
         cmocka_unit_test(test_url_bounds),
         cmocka_unit_test(test_url_ssrf_spellings),
         cmocka_unit_test(test_listen_loopback),
+        cmocka_unit_test(test_host_names_relay),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

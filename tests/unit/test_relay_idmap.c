@@ -1,8 +1,11 @@
 /* test_relay_idmap.c - unit tests for relay/common/idmap.c (the id set of the dashboard hub):
- * put/get/del/count/each, growth far past the first capacity, churn with deletions, and ids
- * of the maximum length. runs on: the test process, one thread. */
+ * put/get/del/count/each, growth far past the first capacity, churn with deletions, ids of
+ * the maximum length; and its keyed hash (relay/common/siphash.c): the reference vectors, and
+ * two maps (two random keys) place the same ids in different orders.
+ * runs on: the test process, one thread. */
 #include "protocol/proto.h"
 #include "relay/common/idmap.h"
+#include "relay/common/siphash.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -127,6 +130,61 @@ static void test_long_ids(void **state)
     idmap_free(m);
 }
 
+/* SipHash-2-4 with key 00 01 .. 0f over the messages 00 01 .. (n-1): the paper's appendix
+ * and the reference implementation's vectors.h (n = 0, 1, 8, 15). */
+static void test_siphash_vectors(void **state)
+{
+    unsigned char kb[16], msg[16];
+    for (int i = 0; i < 16; i++)
+        kb[i] = (unsigned char)i, msg[i] = (unsigned char)i;
+    struct sipkey k;
+    sipkey_from_bytes(&k, kb);
+    assert_true(siphash24(&k, msg, 0) == 0x726fdb47dd0e0e31ULL);
+    assert_true(siphash24(&k, msg, 1) == 0x74f839c593dc67fdULL);
+    assert_true(siphash24(&k, msg, 8) == 0x93f5f5799a932462ULL);
+    assert_true(siphash24(&k, msg, 15) == 0xa129ca6149be45e5ULL);
+    /* 1-3 is another function of the same key, and the key matters */
+    assert_true(siphash13(&k, msg, 15) != siphash24(&k, msg, 15));
+    struct sipkey r1, r2;
+    sipkey_random(&r1);
+    sipkey_random(&r2);
+    assert_true(siphash13(&r1, "0xabc", 5) != siphash13(&r2, "0xabc", 5));
+    assert_true(sip_process_key() == sip_process_key());
+    assert_true(sip_str32("0xabc") == sip_str32("0xabc"));
+}
+
+struct order {
+    size_t n;
+    char ids[64][80];
+};
+
+static void record(void *arg, const char *id, uint32_t *value)
+{
+    struct order *o = arg;
+    snprintf(o->ids[o->n++], sizeof(o->ids[0]), "%s", id);
+}
+
+/* The same ids land in different slots of two maps: the order a client could aim at is
+ * unknowable (with 64 ids, equal orders by chance are out of the question). */
+static void test_seeded_order(void **state)
+{
+    struct idmap *a = idmap_new(), *b = idmap_new();
+    char id[80];
+    for (unsigned i = 0; i < 64; i++) {
+        id_of(id, sizeof(id), i);
+        idmap_put(a, id, i);
+        idmap_put(b, id, i);
+    }
+    static struct order oa, ob;
+    idmap_each(a, record, &oa);
+    idmap_each(b, record, &ob);
+    assert_int_equal(oa.n, 64);
+    assert_int_equal(ob.n, 64);
+    assert_true(memcmp(oa.ids, ob.ids, sizeof(oa.ids)) != 0);
+    idmap_free(a);
+    idmap_free(b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -134,6 +192,8 @@ int main(void)
         cmocka_unit_test(test_grow_and_churn),
         cmocka_unit_test(test_each),
         cmocka_unit_test(test_long_ids),
+        cmocka_unit_test(test_siphash_vectors),
+        cmocka_unit_test(test_seeded_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

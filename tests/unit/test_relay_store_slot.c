@@ -195,6 +195,9 @@ static void test_url(void **state)
     assert_string_equal(u.seeds[2].host, "::1");
     assert_int_equal(u.seeds[1].port, 2);
     cluster_url_cleanup(&u);
+    assert_int_equal(cluster_url_parse(&u, "redis-cluster://me:p%40ss@a:1", &why), 0);
+    assert_string_equal(u.password, "p@ss");
+    cluster_url_cleanup(&u);
     assert_int_equal(cluster_url_parse(&u, "redis-cluster://:secret@a:1/", &why), 0);
     assert_null(u.user);
     assert_string_equal(u.password, "secret");

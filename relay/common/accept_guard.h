@@ -1,0 +1,61 @@
+/* accept_guard.h - when a listener may accept: a connection cap and a pause on descriptor
+ * exhaustion, for any event loop (the REST listener on libevent, the dashboard listener on
+ * libwebsockets).
+ *
+ * The owner of a listening socket tells the guard what happens (a connection opened or
+ * closed, accept() failed) and the guard tells it, through three hooks, to stop watching the
+ * socket, to watch it again, or to call accept_guard_on_timer later. So a listener never
+ * spins on a readable socket it cannot accept from:
+ *   - at `cap` open connections it is paused until one closes;
+ *   - accept() failing with EMFILE, ENFILE, ENOBUFS or ENOMEM pauses it for a backoff
+ *     (100 ms, doubling to 1 s, back to 100 ms after a successful accept), or until a
+ *     connection of this listener closes, whichever comes first.
+ * Each condition is logged as one warn line at most every ACCEPT_GUARD_LOG_MS, with the
+ * number of occurrences folded into it since the previous line (`suppressed=N`):
+ *   level=warn msg="accept: out of descriptors" listener=http errno=EMFILE suppressed=N
+ *   level=warn msg="accept: connection cap reached" listener=ws cap=N suppressed=N
+ * runs on: the thread of the listener it guards (one guard, one thread; no locking). */
+#ifndef RELAY_COMMON_ACCEPT_GUARD_H
+#define RELAY_COMMON_ACCEPT_GUARD_H
+
+#include <stdint.h>
+
+#define ACCEPT_GUARD_LOG_MS 10000    /* one warn line per condition at most this often */
+#define ACCEPT_GUARD_BACKOFF_MIN_MS 100
+#define ACCEPT_GUARD_BACKOFF_MAX_MS 1000
+
+struct accept_guard_ops {
+    void (*pause)(void *arg);              /* stop watching the listening socket */
+    void (*resume)(void *arg);             /* watch it again */
+    void (*arm)(void *arg, int64_t ms);    /* call accept_guard_on_timer in ms (replaces) */
+};
+
+struct accept_guard;
+
+/* A guard for the listener `name` (a static string: "http", "ws") allowing `cap` (>= 1) open
+ * connections. ops and arg are borrowed and must outlive the guard's last hook call (none
+ * after accept_guard_free). Never NULL (allocation aborts). */
+struct accept_guard *accept_guard_new(const char *name, int64_t cap,
+                                      const struct accept_guard_ops *ops, void *arg);
+/* Free, once nothing can report a close any more (the connections were closed or their
+ * owner is gone). NULL-safe. */
+void accept_guard_free(struct accept_guard *g);
+
+/* A connection was accepted (count + 1); at the cap the listener is paused. */
+void accept_guard_opened(struct accept_guard *g);
+/* A connection counted by accept_guard_opened is gone; below the cap (and out of a
+ * descriptor pause) the listener resumes. */
+void accept_guard_closed(struct accept_guard *g);
+/* accept() failed with errno err. Returns 1 when the listener is now paused (a resource
+ * error: EMFILE, ENFILE, ENOBUFS, ENOMEM), 0 for anything else (the caller carries on; a
+ * persistent other error is logged at the same rate as the descriptor one). */
+int accept_guard_failed(struct accept_guard *g, int err);
+/* The timer asked for through ops->arm fired: resume unless at the cap. */
+void accept_guard_on_timer(struct accept_guard *g);
+
+/* Open connections counted. */
+int64_t accept_guard_count(const struct accept_guard *g);
+/* 1 while the listener is paused (cap or descriptors). */
+int accept_guard_paused(const struct accept_guard *g);
+
+#endif

@@ -1,0 +1,362 @@
+/* anon.c - see anon.h. runs on: core thread.
+ *
+ * Local state: held (id -> local subscriber count) and addrs (address key -> new ids taken).
+ * Redis: store/anon_hold.lua (first subscriber, and the refresh of every held id each third
+ * of the lease), anon_release.lua (last subscriber gone), anon_expire.lua (every second,
+ * any process: holders of dead processes), anon_miss.lua (a 404 answer). What ended is
+ * counted and logged as one summary line at most every ANON_LOG_MS. */
+#include "relay/ingest/anon.h"
+#include "relay/core.h"
+#include "protocol/proto.h"
+#include "relay/common/idmap.h"
+#include "relay/common/log.h"
+#include "relay/common/util.h"
+#include "relay/ingest/upstream.h"
+#include "relay/ingest/watch.h"
+#include "store/keys.h"
+#include "store/store.h"
+
+#include <arpa/inet.h>
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ANON_TICK_MS 250
+#define ANON_EXPIRE_MS 1000
+#define ANON_EXPIRE_BATCH "500"
+#define ANON_BATCH 500 /* ids per refresh script call */
+#define ANON_LOG_MS 10000
+
+struct anon {
+    struct core *c;
+    struct idmap *held;  /* id -> subscribers in this process */
+    struct idmap *addrs; /* address key -> new ids taken by its anonymous subscriptions */
+    struct event *tick_ev;
+    struct store_script hold_sc, release_sc, expire_sc, miss_sc;
+    int64_t next_refresh, next_expire, next_log; /* mono ms */
+    int expiring, stopped;
+    anon_gone_cb *gone_cb;
+    void *gone_arg;
+    uint64_t started, released, expired, not_found; /* since the last summary line */
+};
+
+static const char *lease_arg(const struct anon *a, char *buf, size_t n)
+{
+    snprintf(buf, n, "%lld", (long long)a->c->cfg->ws_anon_lease_ms);
+    return buf;
+}
+
+/* ---- hold and refresh ---------------------------------------------------------------------- */
+
+static void on_held(void *arg, const char *err, redisReply *r)
+{
+    struct anon *a = arg;
+    if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 1)
+        return; /* the next refresh holds it again */
+    if (r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer > 0) {
+        a->started += (uint64_t)r->element[0]->integer;
+        watch_kick(a->c->watch); /* the holder subscribes it upstream */
+    }
+    for (size_t i = 1; i < r->elements; i++)
+        if (r->element[i]->type == REDIS_REPLY_STRING &&
+            idmap_get(a->held, r->element[i]->str, NULL) && a->gone_cb != NULL)
+            a->gone_cb(a->gone_arg, r->element[i]->str);
+}
+
+/* Hold ids[0..n) (start: a request nobody watches starts an anonymous watch). */
+static void hold_ids(struct anon *a, const char *const *ids, size_t n, int start)
+{
+    if (n == 0 || !store_ready(a->c->store))
+        return;
+    const char *tag = store_tag(a->c->store);
+    char k[KEY_MAX], now[24], lease[24];
+    struct watch_args wa;
+    watch_args_get(a->c, &wa);
+    key_build(k, sizeof(k), tag, "anonh", NULL, NULL);
+    snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
+    const char **argv = xcalloc(9 + n, sizeof(*argv));
+    size_t j = 0;
+    argv[j++] = k;
+    argv[j++] = now;
+    argv[j++] = lease_arg(a, lease, sizeof(lease));
+    argv[j++] = a->c->instance_id;
+    argv[j++] = tag;
+    argv[j++] = wa.wttl;
+    argv[j++] = wa.settled;
+    argv[j++] = wa.ftail;
+    argv[j++] = start ? "1" : "0";
+    for (size_t i = 0; i < n; i++)
+        argv[j++] = ids[i];
+    store_eval(a->c->store, &a->hold_sc, on_held, a, 1, (int)j, argv, NULL);
+    free(argv);
+}
+
+struct collect {
+    const char **ids;
+    size_t n;
+};
+
+static void collect_one(void *arg, const char *id, uint32_t *value)
+{
+    struct collect *cl = arg;
+    cl->ids[cl->n++] = id; /* borrowed from the map: used before it changes */
+}
+
+static void refresh_all(struct anon *a)
+{
+    size_t n = idmap_count(a->held);
+    if (n == 0)
+        return;
+    struct collect cl = {xcalloc(n, sizeof(char *)), 0};
+    idmap_each(a->held, collect_one, &cl);
+    for (size_t i = 0; i < cl.n; i += ANON_BATCH)
+        hold_ids(a, cl.ids + i, cl.n - i < ANON_BATCH ? cl.n - i : ANON_BATCH, 0);
+    free(cl.ids);
+}
+
+void anon_hold(struct anon *a, const char *id)
+{
+    if (a->stopped)
+        return;
+    uint32_t n = 0;
+    idmap_get(a->held, id, &n);
+    idmap_put(a->held, id, n + 1);
+    if (n == 0) {
+        const char *ids[1] = {id};
+        hold_ids(a, ids, 1, 1);
+    }
+}
+
+static void on_released(void *arg, const char *err, redisReply *r)
+{
+    struct anon *a = arg;
+    if (err == NULL && r->type == REDIS_REPLY_INTEGER && r->integer > 0) {
+        a->released += (uint64_t)r->integer;
+        watch_kick(a->c->watch); /* unsubscribed upstream through the sync */
+    }
+}
+
+/* Release ids[0..n) held by this process. */
+static void release_ids(struct anon *a, const char *const *ids, size_t n)
+{
+    if (n == 0 || !store_ready(a->c->store))
+        return; /* the lease expires instead */
+    const char *tag = store_tag(a->c->store);
+    char k[KEY_MAX], now[24];
+    key_build(k, sizeof(k), tag, "anonh", NULL, NULL);
+    snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
+    const char **argv = xcalloc(4 + n, sizeof(*argv));
+    size_t j = 0;
+    argv[j++] = k;
+    argv[j++] = now;
+    argv[j++] = a->c->instance_id;
+    argv[j++] = tag;
+    for (size_t i = 0; i < n; i++)
+        argv[j++] = ids[i];
+    store_eval(a->c->store, &a->release_sc, on_released, a, 1, (int)j, argv, NULL);
+    free(argv);
+}
+
+void anon_release(struct anon *a, const char *id)
+{
+    uint32_t n = 0;
+    if (!idmap_get(a->held, id, &n))
+        return;
+    if (n > 1) {
+        idmap_put(a->held, id, n - 1);
+        return;
+    }
+    idmap_del(a->held, id);
+    const char *ids[1] = {id};
+    release_ids(a, ids, 1);
+}
+
+void anon_shutdown(struct anon *a)
+{
+    if (a == NULL || a->stopped)
+        return;
+    a->stopped = 1;
+    size_t n = idmap_count(a->held);
+    if (n > 0) {
+        struct collect cl = {xcalloc(n, sizeof(char *)), 0};
+        idmap_each(a->held, collect_one, &cl);
+        for (size_t i = 0; i < cl.n; i += ANON_BATCH)
+            release_ids(a, cl.ids + i, cl.n - i < ANON_BATCH ? cl.n - i : ANON_BATCH);
+        free(cl.ids);
+    }
+    idmap_free(a->held); /* later unsubscribes find nothing to release */
+    a->held = idmap_new();
+}
+
+int anon_watched(const struct anon *a, const char *id)
+{
+    return idmap_get(a->held, id, NULL) ||
+           (a->c->upstream != NULL && upstream_tracked(a->c->upstream, id));
+}
+
+/* ---- 404 answers ---------------------------------------------------------------------------- */
+
+struct miss_op {
+    struct anon *a;
+    char id[PROTO_MAX_ID + 1];
+};
+
+static void on_miss(void *arg, const char *err, redisReply *r)
+{
+    struct miss_op *op = arg;
+    struct anon *a = op->a;
+    if (err == NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 1) {
+        a->not_found++;
+        log_debug("anonymous watch ended: the upstream does not know the id", "request=%s",
+                  op->id);
+        watch_kick(a->c->watch);
+        if (a->gone_cb != NULL && idmap_get(a->held, op->id, NULL))
+            a->gone_cb(a->gone_arg, op->id);
+    }
+    free(op);
+}
+
+void anon_upstream_404(struct anon *a, const char *id)
+{
+    if (a == NULL || !store_ready(a->c->store))
+        return;
+    const char *tag = store_tag(a->c->store);
+    char k[KEY_MAX], now[24], tries[8], ttl[24], cap[24];
+    key_build(k, sizeof(k), tag, "req", id, NULL);
+    snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
+    snprintf(tries, sizeof(tries), "%d", ANON_TRIES);
+    snprintf(ttl, sizeof(ttl), "%d", ANON_NOT_FOUND_MS);
+    snprintf(cap, sizeof(cap), "%d", ANON_NOT_FOUND_CAP);
+    struct miss_op *op = xcalloc(1, sizeof(*op));
+    op->a = a;
+    snprintf(op->id, sizeof(op->id), "%s", id);
+    const char *argv[] = {k, id, now, tag, tries, ttl, cap};
+    if (store_eval(a->c->store, &a->miss_sc, on_miss, op, 1, 7, argv, NULL) != 0)
+        free(op);
+}
+
+/* ---- expiry and the timer ------------------------------------------------------------------ */
+
+static void on_expired(void *arg, const char *err, redisReply *r)
+{
+    struct anon *a = arg;
+    a->expiring = 0;
+    if (err == NULL && r->type == REDIS_REPLY_INTEGER && r->integer > 0) {
+        a->expired += (uint64_t)r->integer;
+        watch_kick(a->c->watch);
+    }
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct anon *a = arg;
+    if (!store_ready(a->c->store) || a->c->shutting_down)
+        return;
+    int64_t now = mono_ms();
+    if (now >= a->next_refresh) {
+        a->next_refresh = now + a->c->cfg->ws_anon_lease_ms / 3;
+        refresh_all(a);
+    }
+    if (now >= a->next_expire && !a->expiring) {
+        a->next_expire = now + ANON_EXPIRE_MS;
+        const char *tag = store_tag(a->c->store);
+        char k[KEY_MAX], wall[24];
+        key_build(k, sizeof(k), tag, "anonx", NULL, NULL);
+        snprintf(wall, sizeof(wall), "%lld", (long long)wall_ms());
+        const char *argv[] = {k, wall, ANON_EXPIRE_BATCH, tag};
+        if (store_eval(a->c->store, &a->expire_sc, on_expired, a, 1, 4, argv, NULL) == 0)
+            a->expiring = 1;
+    }
+    if (now >= a->next_log) {
+        a->next_log = now + ANON_LOG_MS;
+        if (a->started + a->released + a->expired + a->not_found > 0)
+            log_info("anonymous watches", "started=%llu released=%llu expired=%llu "
+                     "not_found=%llu held_here=%zu",
+                     (unsigned long long)a->started, (unsigned long long)a->released,
+                     (unsigned long long)a->expired, (unsigned long long)a->not_found,
+                     idmap_count(a->held));
+        a->started = a->released = a->expired = a->not_found = 0;
+    }
+}
+
+/* ---- addresses ------------------------------------------------------------------------------ */
+
+void anon_addr_key(const char *peer, char *out, size_t n)
+{
+    struct in6_addr a6;
+    char buf[INET6_ADDRSTRLEN];
+    if (strchr(peer, ':') != NULL && inet_pton(AF_INET6, peer, &a6) == 1) {
+        if (IN6_IS_ADDR_V4MAPPED(&a6) &&
+            inet_ntop(AF_INET, &a6.s6_addr[12], buf, sizeof(buf)) != NULL) {
+            snprintf(out, n, "%s", buf);
+            return;
+        }
+        memset(&a6.s6_addr[8], 0, 8);
+        if (inet_ntop(AF_INET6, &a6, buf, sizeof(buf)) != NULL) {
+            snprintf(out, n, "%s/64", buf);
+            return;
+        }
+    }
+    snprintf(out, n, "%s", peer);
+}
+
+int anon_addr_take(struct anon *a, const char *addr)
+{
+    uint32_t n = 0;
+    idmap_get(a->addrs, addr, &n);
+    if ((int64_t)n >= a->c->cfg->ws_anon_ids_per_address)
+        return -1;
+    idmap_put(a->addrs, addr, n + 1);
+    return 0;
+}
+
+void anon_addr_put(struct anon *a, const char *addr)
+{
+    uint32_t n = 0;
+    if (!idmap_get(a->addrs, addr, &n))
+        return;
+    if (n <= 1)
+        idmap_del(a->addrs, addr);
+    else
+        idmap_put(a->addrs, addr, n - 1);
+}
+
+/* ---- life ----------------------------------------------------------------------------------- */
+
+void anon_on_gone(struct anon *a, anon_gone_cb *cb, void *arg)
+{
+    a->gone_cb = cb;
+    a->gone_arg = arg;
+}
+
+struct anon *anon_new(struct core *c)
+{
+    struct anon *a = xcalloc(1, sizeof(*a));
+    a->c = c;
+    a->held = idmap_new();
+    a->addrs = idmap_new();
+    store_script_init(&a->hold_sc, "anon_hold");
+    store_script_init(&a->release_sc, "anon_release");
+    store_script_init(&a->expire_sc, "anon_expire");
+    store_script_init(&a->miss_sc, "anon_miss");
+    a->tick_ev = event_new(c->base, -1, EV_PERSIST, on_tick, a);
+    return a;
+}
+
+void anon_start(struct anon *a)
+{
+    struct timeval tv = {0, ANON_TICK_MS * 1000};
+    a->next_log = mono_ms() + ANON_LOG_MS;
+    evtimer_add(a->tick_ev, &tv);
+}
+
+void anon_free(struct anon *a)
+{
+    if (a == NULL)
+        return;
+    event_free(a->tick_ev);
+    idmap_free(a->held);
+    idmap_free(a->addrs);
+    free(a);
+}

@@ -1,0 +1,170 @@
+/* janitor.c - see janitor.h. runs on: core thread. */
+#include "store/janitor.h"
+#include "store/keys.h"
+#include "store/store.h"
+#include "relay/common/log.h"
+#include "relay/common/util.h"
+
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct janitor {
+    struct event_base *base;
+    struct store *s;
+    struct janitor_opts o;
+    struct store_script sc;
+    struct event *tick_ev, *probe_ev;
+    int64_t tick_ms;
+    struct janitor_stats stats;
+    struct step *busy; /* the sweep step in flight, or NULL */
+    struct probe *probe; /* the probe in flight, or NULL */
+};
+
+/* A request in flight; detached (j = NULL) when the janitor is freed before its reply. */
+struct step {
+    struct janitor *j;
+};
+struct probe {
+    struct janitor *j;
+};
+
+static void arm(struct event *ev, int64_t ms)
+{
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    evtimer_add(ev, &tv);
+}
+
+static uint64_t int_at(const redisReply *r, size_t i)
+{
+    if (i >= r->elements || r->element[i]->type != REDIS_REPLY_INTEGER)
+        return 0;
+    return (uint64_t)r->element[i]->integer;
+}
+
+static void on_step(void *arg, const char *err, redisReply *r)
+{
+    struct step *st = arg;
+    struct janitor *j = st->j;
+    free(st);
+    if (j == NULL)
+        return;
+    j->busy = NULL;
+    int more = 0;
+    if (err == NULL && r->type == REDIS_REPLY_ARRAY && r->elements >= 4) {
+        more = int_at(r, 0) != 0;
+        j->stats.dead_deleted += int_at(r, 1);
+        j->stats.gone_deleted += int_at(r, 2);
+        j->stats.events_trimmed += int_at(r, 3);
+        for (size_t i = 4; i < r->elements; i++)
+            if (r->element[i]->type == REDIS_REPLY_STRING)
+                log_info("deleted endpoint purged", "endpoint=%s", r->element[i]->str);
+    } else if (err == store_err_server && r != NULL) {
+        log_warn("retention sweep failed", "err=\"%.*s\"", (int)strcspn(r->str, "\r\n"), r->str);
+    }
+    arm(j->tick_ev, more ? 10 : j->tick_ms);
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct janitor *j = arg;
+    if (j->busy != NULL)
+        return;
+    if (!store_ready(j->s)) {
+        arm(j->tick_ev, j->tick_ms);
+        return;
+    }
+    const char *tag = store_tag(j->s);
+    char k[5][KEY_MAX], now_s[24], cut[24], batch[16], evcut[24] = "", grace[24];
+    key_build(k[0], KEY_MAX, tag, "dead", NULL, NULL);
+    key_build(k[1], KEY_MAX, tag, "skipped", NULL, NULL);
+    key_build(k[2], KEY_MAX, tag, "whgone", NULL, NULL);
+    key_build(k[3], KEY_MAX, tag, "inflight", NULL, NULL);
+    key_build(k[4], KEY_MAX, tag, "events", NULL, NULL);
+    int64_t now = wall_ms();
+    snprintf(now_s, sizeof(now_s), "%lld", (long long)now);
+    snprintf(cut, sizeof(cut), "%lld", (long long)(now - j->o.dead_retention_ms));
+    snprintf(batch, sizeof(batch), "%d", JANITOR_BATCH);
+    if (j->o.event_age_ms > 0)
+        snprintf(evcut, sizeof(evcut), "%lld", (long long)(now - j->o.event_age_ms));
+    snprintf(grace, sizeof(grace), "%d", JANITOR_GONE_GRACE_MS);
+    const char *argv[] = {k[0], k[1], k[2], k[3], k[4], tag, now_s, cut, batch, evcut, grace};
+    struct step *st = xcalloc(1, sizeof(*st));
+    st->j = j;
+    if (store_eval(j->s, &j->sc, on_step, st, 5, 11, argv, NULL) != 0) {
+        free(st);
+        arm(j->tick_ev, j->tick_ms);
+        return;
+    }
+    j->busy = st;
+}
+
+static void on_probe(void *arg, const char *err, redisReply *r)
+{
+    struct probe *p = arg;
+    struct janitor *j = p->j;
+    free(p);
+    if (j == NULL)
+        return;
+    j->probe = NULL;
+    if (err == NULL)
+        store_write_ok(j->s); /* a refusal, if any, was noted by the store itself */
+}
+
+static void on_probe_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct janitor *j = arg;
+    if (j->probe == NULL && store_ready(j->s)) {
+        char k[KEY_MAX];
+        key_build(k, sizeof(k), store_tag(j->s), "probe", NULL, NULL);
+        struct probe *p = xcalloc(1, sizeof(*p));
+        p->j = j;
+        if (store_cmd(j->s, on_probe, p, "SET %s 1 PX 10000", k) != 0)
+            free(p);
+        else
+            j->probe = p;
+    }
+    arm(j->probe_ev, JANITOR_PROBE_MS);
+}
+
+struct janitor *janitor_new(struct event_base *base, struct store *s,
+                            const struct janitor_opts *o)
+{
+    struct janitor *j = xcalloc(1, sizeof(*j));
+    j->base = base;
+    j->s = s;
+    j->o = *o;
+    store_script_init(&j->sc, "wh_gc");
+    /* a short retention is swept often enough to hold it within ~10% */
+    j->tick_ms = JANITOR_TICK_MAX_MS;
+    if (o->dead_retention_ms / 10 < j->tick_ms)
+        j->tick_ms = o->dead_retention_ms / 10;
+    if (o->event_age_ms > 0 && o->event_age_ms / 10 < j->tick_ms)
+        j->tick_ms = o->event_age_ms / 10;
+    if (j->tick_ms < 100)
+        j->tick_ms = 100;
+    j->tick_ev = evtimer_new(base, on_tick, j);
+    j->probe_ev = evtimer_new(base, on_probe_tick, j);
+    arm(j->tick_ev, j->tick_ms);
+    arm(j->probe_ev, JANITOR_PROBE_MS);
+    return j;
+}
+
+void janitor_free(struct janitor *j)
+{
+    if (j == NULL)
+        return;
+    if (j->busy)
+        j->busy->j = NULL;
+    if (j->probe)
+        j->probe->j = NULL;
+    event_free(j->tick_ev);
+    event_free(j->probe_ev);
+    free(j);
+}
+
+void janitor_stats_get(const struct janitor *j, struct janitor_stats *out)
+{
+    *out = j->stats;
+}

@@ -1,0 +1,90 @@
+/* fuzz_dash_msg.c - libFuzzer target for protocol/dash_msg.c: dashboard client frames
+ * (subscribe, unsubscribe, history) as a client would send them.
+ *
+ * Properties: never crashes or leaks; the result is a known error; a fault names its code
+ * and message, has a stage that fits its message type (FIELDS and TARGET only for subscribe)
+ * and a frame type exactly when the message type was read; an accepted message is
+ * consistent: a valid request id for an id target, a broad filter whose canonical JSON reads
+ * back equal, a lastEventId that is a stream id, a snapshotLimit in range; parsing is
+ * deterministic (the same bytes give the same answer).
+ * runs on: the fuzzer's thread. */
+#include "protocol/dash_msg.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FUZZ_CHECK(c)                                                                      \
+    do {                                                                                   \
+        if (!(c)) {                                                                        \
+            fprintf(stderr, "invariant failed: %s (%s:%d)\n", #c, __FILE__, __LINE__);    \
+            abort();                                                                       \
+        }                                                                                  \
+    } while (0)
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check_fault(const struct dash_msg *m, enum dash_msg_error e)
+{
+    FUZZ_CHECK(e > DASH_MSG_OK && e < DASH_MSG_ENOMEM);
+    FUZZ_CHECK(m->fault.code != NULL && m->fault.message != NULL && m->fault.message[0] != '\0');
+    FUZZ_CHECK(m->fault.stage >= DASH_STAGE_EARLY && m->fault.stage <= DASH_STAGE_TARGET);
+    FUZZ_CHECK((m->type == 0) == (m->fault.type == NULL));
+    FUZZ_CHECK(m->fault.stage == DASH_STAGE_EARLY || m->type == DASH_MSG_SUBSCRIBE);
+    if (m->type == 0)
+        FUZZ_CHECK(e == DASH_MSG_BAD_JSON || e == DASH_MSG_NO_TYPE || e == DASH_MSG_UNKNOWN_TYPE);
+    FUZZ_CHECK(m->filter.status == NULL && m->filter.origin == NULL && m->filter.dest == NULL);
+}
+
+static void check_ok(const struct dash_msg *m)
+{
+    FUZZ_CHECK(m->root != NULL);
+    FUZZ_CHECK(m->type >= DASH_MSG_SUBSCRIBE && m->type <= DASH_MSG_HISTORY);
+    if (m->type != DASH_MSG_HISTORY)
+        FUZZ_CHECK(m->event == DASH_EVENT_STATUS || m->event == DASH_EVENT_STATS);
+    if (m->event == DASH_EVENT_STATS || m->type == DASH_MSG_HISTORY)
+        FUZZ_CHECK(m->filter.status == NULL && m->filter.origin == NULL);
+    if (m->type == DASH_MSG_SUBSCRIBE) {
+        FUZZ_CHECK(m->limit >= 0 && m->limit <= DASH_MSG_SNAPSHOT_MAX);
+        FUZZ_CHECK(m->token == NULL || m->token_present);
+        if (m->from != NULL) {
+            uint64_t ms, seq;
+            FUZZ_CHECK(strlen(m->from) < DASH_MSG_SID_MAX);
+            FUZZ_CHECK(dash_msg_stream_id(m->from, &ms, &seq) == 0);
+        }
+        if (m->event == DASH_EVENT_STATUS)
+            FUZZ_CHECK(m->target == DASH_TARGET_ID || m->target == DASH_TARGET_BROAD);
+    }
+    if (m->type == DASH_MSG_HISTORY)
+        FUZZ_CHECK(m->target == DASH_TARGET_ID);
+    if (m->target == DASH_TARGET_ID)
+        FUZZ_CHECK(m->id != NULL && proto_request_id_valid(m->id, strlen(m->id)));
+    if (m->target == DASH_TARGET_BROAD) { /* the canonical form reads back the same */
+        json_t *j = proto_filter_to_json(&m->filter);
+        FUZZ_CHECK(j != NULL);
+        struct proto_filter again;
+        const char *why = NULL;
+        FUZZ_CHECK(dash_msg_filter(j, &again, &why) == 0);
+        FUZZ_CHECK(proto_filter_equal(&m->filter, &again));
+        proto_filter_cleanup(&again);
+        json_decref(j);
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct dash_msg m, m2;
+    enum dash_msg_error e = dash_msg_parse(data, size, &m);
+    FUZZ_CHECK(e != DASH_MSG_ENOMEM);
+    if (e == DASH_MSG_OK)
+        check_ok(&m);
+    else
+        check_fault(&m, e);
+    enum dash_msg_error e2 = dash_msg_parse(data, size, &m2);
+    FUZZ_CHECK(e2 == e && m2.type == m.type && m2.event == m.event && m2.target == m.target &&
+               m2.fault.code == m.fault.code && m2.fault.message == m.fault.message);
+    dash_msg_cleanup(&m2);
+    dash_msg_cleanup(&m);
+    return 0;
+}

@@ -1,0 +1,213 @@
+// redis_bounds.test.mjs - Redis stays bounded and the Redis URL is handled with care (issue 15,
+// medium 7 and the Redis low items): dead deliveries expire with their index entries, deleting
+// an endpoint with thousands of deliveries leaves no key of it, the event retention age trims
+// the stream and the per-request timelines, /readyz reports a Redis that refuses writes,
+// --print-config hides the password, --check-config refuses bad and rediss:// URLs, and a
+// Redis 6 ACL user in the URL connects. Real redis-server, daemon and receivers on loopback.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { startRedis, startDaemon } from './lib/stack.mjs';
+import { BIN, until } from './lib/proc.mjs';
+import { startReceiver, ingest, upstreamPayload, rid } from './lib/hooks.mjs';
+
+const KEY = 'redis-bounds-test-api-key';
+const cleanup = [];
+after(async () => { for (const f of cleanup.reverse()) { try { await f(); } catch {} } });
+
+async function stack({ args = [], env = {} } = {}) {
+  const redis = await startRedis();
+  const d = await startDaemon({ redisUrl: redis.url, apiKey: KEY, args, env });
+  cleanup.push(() => d.stop(), () => redis.stop());
+  return { redis, d };
+}
+
+async function receiver(opts) {
+  const rx = await startReceiver(opts);
+  cleanup.push(() => rx.stop());
+  return rx;
+}
+
+async function send(d, p) {
+  assert.equal(await ingest(d, KEY, upstreamPayload(p)), 200, 'ingest accepted');
+}
+
+/** Every key of the test Redis matching a glob (SCAN to the end). */
+async function scanKeys(redis, match) {
+  const out = [];
+  let cursor = '0';
+  do {
+    const [next, keys] = await redis.cmd('SCAN', cursor, 'MATCH', match, 'COUNT', 1000);
+    cursor = next;
+    out.push(...keys);
+  } while (cursor !== '0');
+  return out;
+}
+
+test('dead and skipped deliveries are deleted after STATUSRELAY_DEAD_RETENTION, with their listing and set entries', async () => {
+  const { redis, d } = await stack({ args: ['--retry-schedule', '0s', '--dead-retention', '3s'] });
+  const rx = await receiver({ script: ['/gone=410'] });
+  const wh = (await d.post('/v1/webhooks', { url: rx.url('/gone') })).body;
+  const r = rid('dead');
+  await send(d, { rid: r, status: 'pending' }); // 410: dead, and the endpoint is disabled
+  await until(async () => (await d.get(`/v1/webhooks/${wh.id}`)).body.enabled === false, { msg: 'disabled' });
+  await send(d, { rid: r, status: 'success' }); // skipped while disabled
+  const listed = await until(async () => {
+    const l = (await d.get(`/v1/webhooks/${wh.id}/deliveries`)).body.deliveries;
+    return l.length === 2 && l;
+  }, { msg: 'dead and skipped deliveries listed' });
+  const t0 = Date.now();
+  assert.deepEqual(listed.map((x) => x.state).sort(), ['dead', 'skipped']);
+  assert.equal(await redis.cmd('ZCARD', '{statusrelay}:dead'), 1);
+  assert.equal(await redis.cmd('ZCARD', '{statusrelay}:skipped'), 1);
+  for (const x of listed)
+    assert.equal(await redis.cmd('EXISTS', `{statusrelay}:dl:${x.id}`), 1, 'the record exists while retained');
+  await until(async () => (await d.get(`/v1/webhooks/${wh.id}/deliveries`)).body.deliveries.length === 0,
+    { timeoutMs: 15000, msg: 'dead and skipped deliveries gone from the listing' });
+  assert.ok(Date.now() - t0 >= 1500, `kept for about the retention (gone after ${Date.now() - t0} ms)`);
+  assert.equal(await redis.cmd('ZCARD', '{statusrelay}:dead'), 0, 'dead set trimmed');
+  assert.equal(await redis.cmd('ZCARD', '{statusrelay}:skipped'), 0, 'skipped set trimmed');
+  for (const x of listed)
+    assert.equal(await redis.cmd('EXISTS', `{statusrelay}:dl:${x.id}`), 0, 'record deleted');
+  assert.equal(await redis.cmd('EXISTS', `{statusrelay}:dls:${wh.id}`), 0, 'listing entries deleted');
+  assert.equal((await d.post('/v1/replay', { dead: true, dryRun: true })).body.count, 0);
+});
+
+test('deleting an endpoint with thousands of deliveries leaves no key of it; the other endpoint keeps its own', async () => {
+  // first attempt fails, the retry is an hour away: every delivery keeps a record, an order
+  // set per request and a queue entry - the most an endpoint can leave behind
+  const { redis, d } = await stack({ args: ['--retry-schedule', '0s,1h'] });
+  const rx = await receiver({ def: 500 });
+  const gone = (await d.post('/v1/webhooks', { url: rx.url('/gone') })).body;
+  const kept = (await d.post('/v1/webhooks', { url: rx.url('/kept') })).body;
+  const N = 1600; // > 3 sweep batches of 500
+  const jobs = [];
+  for (let i = 0; i < N; i++) {
+    jobs.push(send(d, { rid: rid(`del${i}`), status: 'pending' }));
+    if (jobs.length >= 32) await Promise.all(jobs.splice(0));
+  }
+  await Promise.all(jobs);
+  const T = '{statusrelay}';
+  await until(async () => (await redis.cmd('ZCARD', `${T}:dls:${gone.id}`)) === N &&
+    (await redis.cmd('ZCARD', `${T}:dls:${kept.id}`)) === N &&
+    (await redis.cmd('ZCARD', `${T}:dq:${gone.id}`)) === N, { timeoutMs: 60000, msg: `${N} deliveries per endpoint, queued` });
+  assert.equal((await scanKeys(redis, `${T}:order:${gone.id}:*`)).length, N);
+  const t0 = Date.now();
+  assert.equal((await d.del(`/v1/webhooks/${gone.id}`)).status, 204);
+  const tDel = Date.now() - t0;
+  assert.equal((await d.get(`/v1/webhooks/${gone.id}`)).status, 404, 'gone for users at once');
+  const leftovers = async () => [
+    ...await scanKeys(redis, `*${gone.id}*`),
+  ];
+  await until(async () => (await leftovers()).length === 0, { timeoutMs: 30000, msg: 'no key of the deleted endpoint' });
+  assert.equal(await redis.cmd('ZCARD', `${T}:dls:${kept.id}`), N, 'the other endpoint keeps its listing');
+  assert.equal((await scanKeys(redis, `${T}:dl:*.${kept.id}`)).length, N, '... and its records');
+  assert.equal((await scanKeys(redis, `${T}:order:${kept.id}:*`)).length, N, '... and its order sets');
+  console.log(`# endpoint delete: ${N} deliveries, DELETE answered in ${tDel} ms, all keys gone ${Date.now() - t0} ms after it`);
+});
+
+test('endpoint purge survives a restart half-way', async () => {
+  const { redis, d } = await stack({ args: ['--retry-schedule', '0s,1h'] });
+  const rx = await receiver({ def: 500 });
+  const gone = (await d.post('/v1/webhooks', { url: rx.url('/gone') })).body;
+  const N = 1200;
+  const jobs = [];
+  for (let i = 0; i < N; i++) {
+    jobs.push(send(d, { rid: rid(`rs${i}`), status: 'pending' }));
+    if (jobs.length >= 32) await Promise.all(jobs.splice(0));
+  }
+  await Promise.all(jobs);
+  await until(async () => (await redis.cmd('ZCARD', `{statusrelay}:dq:${gone.id}`)) === N, { timeoutMs: 60000, msg: 'queued' });
+  assert.equal((await d.del(`/v1/webhooks/${gone.id}`)).status, 204);
+  d.proc.child.kill('SIGKILL'); // the sweep may not even have started
+  await d.proc.exited;
+  assert.equal(await redis.cmd('ZSCORE', '{statusrelay}:whgone', gone.id) !== null, true, 'the purge is remembered in Redis');
+  const d2 = await startDaemon({ redisUrl: redis.url, apiKey: KEY });
+  cleanup.push(() => d2.stop());
+  await until(async () => (await scanKeys(redis, `*${gone.id}*`)).length === 0, { timeoutMs: 30000, msg: 'purged after the restart' });
+});
+
+test('STATUSRELAY_EVENT_RETENTION_AGE trims old events from the stream and the request timeline', async () => {
+  const { redis, d } = await stack({ args: ['--event-retention-age', '3s'] });
+  const r = rid('age');
+  await send(d, { rid: r, status: 'waiting' });
+  await send(d, { rid: r, status: 'pending' });
+  const evs = async (q = '') => (await d.get(`/v1/events${q}`)).body.events;
+  assert.equal((await evs()).length, 2);
+  assert.equal((await evs(`?requestId=${r}`)).length, 2);
+  const t0 = Date.now();
+  await until(async () => (await redis.cmd('XLEN', '{statusrelay}:events')) === 0, { timeoutMs: 15000, msg: 'stream trimmed by age' });
+  assert.ok(Date.now() - t0 >= 1500, 'events were kept for about the retention age');
+  assert.equal((await evs()).length, 0);
+  assert.equal((await evs(`?requestId=${r}`)).length, 0);
+  assert.equal(await redis.cmd('EXISTS', `{statusrelay}:tl:${r}`), 0, 'the timeline index repaired itself on read');
+  // the count bound still applies alongside: a new event is kept
+  await send(d, { rid: r, status: 'success' });
+  assert.equal((await evs()).length, 1);
+  assert.equal((await d.get(`/v1/requests/${r}`)).status, 200, 'the request state is not an event: kept');
+});
+
+test('/readyz is 503 while Redis refuses writes (maxmemory), 200 again after', async () => {
+  const { redis, d } = await stack();
+  assert.equal((await d.get('/readyz')).status, 200);
+  assert.equal(await redis.cmd('CONFIG', 'SET', 'maxmemory-policy', 'noeviction'), 'OK');
+  assert.equal(await redis.cmd('CONFIG', 'SET', 'maxmemory', '1'), 'OK');
+  try {
+    const r = await until(async () => { const x = await d.get('/readyz'); return x.status === 503 && x; },
+      { timeoutMs: 10000, msg: 'readyz 503 at maxmemory' });
+    assert.equal(r.body.status, 'not_ready');
+    assert.equal(r.body.redis, 'refusing_writes');
+    assert.match(r.body.reason, /^OOM /);
+    assert.notEqual(await ingest(d, KEY, upstreamPayload({ rid: rid('oom'), status: 'pending' })), 200, 'ingest refused too');
+  } finally {
+    await redis.cmd('CONFIG', 'SET', 'maxmemory', '0');
+  }
+  const ok = await until(async () => { const x = await d.get('/readyz'); return x.status === 200 && x; },
+    { timeoutMs: 15000, msg: 'readyz 200 again' });
+  assert.equal(ok.body.redis, 'up');
+  assert.equal(ok.body.reason, undefined);
+});
+
+function cfg(url, flag) {
+  return spawnSync(BIN, ['serve', flag], { env: { ...process.env, STATUSRELAY_REDIS_URL: url }, encoding: 'utf8' });
+}
+
+test('--print-config hides the Redis password; --check-config refuses bad URLs and rediss://', () => {
+  const p = cfg('redis://alice:hunter2-secret@127.0.0.1:6379/3', '--print-config');
+  assert.equal(p.status, 0, p.stderr);
+  assert.match(p.stdout, /^STATUSRELAY_REDIS_URL=redis:\/\/alice:\*\*\*@127\.0\.0\.1:6379\/3$/m);
+  assert.doesNotMatch(p.stdout + p.stderr, /hunter2/);
+  const legacy = cfg('redis://hunter2-secret@127.0.0.1:6379', '--print-config');
+  assert.match(legacy.stdout, /^STATUSRELAY_REDIS_URL=redis:\/\/\*\*\*@127\.0\.0\.1:6379$/m);
+  for (const bad of ['redis://:hunter2-secret@127.0.0.1:99999/0', 'redis://:hunter2-secret@127.0.0.1:6379/x',
+    'redis://', 'unix://relative.sock', 'http://127.0.0.1:6379']) {
+    const r = cfg(bad, '--check-config');
+    assert.equal(r.status, 2, `${bad}: ${r.stdout}${r.stderr}`);
+    assert.match(r.stderr, /^statusrelay: invalid setting STATUSRELAY_REDIS_URL: .+$/m, bad);
+    assert.doesNotMatch(r.stderr, /hunter2/, bad);
+  }
+  const tls = cfg('rediss://:hunter2-secret@redis.example:6380/0', '--check-config');
+  assert.equal(tls.status, 2);
+  assert.match(tls.stderr, /STATUSRELAY_REDIS_URL: rediss:\/\/ \(TLS\) is not supported: .*hiredis.*tunnel/);
+  assert.doesNotMatch(tls.stderr, /hunter2/);
+  assert.equal(cfg('redis://u%40x:p%3Aw@127.0.0.1:6379/0', '--check-config').status, 0, 'percent-encoded user and password');
+  assert.equal(cfg('unix:///tmp/redis.sock?db=2', '--check-config').status, 0);
+});
+
+test('a Redis 6 ACL user in the URL connects (AUTH user password); a wrong password does not', async () => {
+  const redis = await startRedis();
+  cleanup.push(() => redis.stop());
+  assert.equal(await redis.cmd('ACL', 'SETUSER', 'relay', 'on', '>relay-pass', '~*', '&*', '+@all'), 'OK');
+  const d = await startDaemon({ redisUrl: `redis://relay:relay-pass@127.0.0.1:${redis.port}/0`, apiKey: KEY });
+  cleanup.push(() => d.stop());
+  const r = await d.get('/readyz');
+  assert.equal(r.status, 200);
+  assert.equal(r.body.redis, 'up');
+  const clients = await redis.cmd('CLIENT', 'LIST');
+  assert.match(clients, /user=relay /, 'the daemon is connected as the ACL user');
+  const bad = await startDaemon({ redisUrl: `redis://relay:wrong@127.0.0.1:${redis.port}/0`, apiKey: KEY, waitReady: false });
+  cleanup.push(() => bad.stop());
+  await until(() => /redis handshake failed/.test(bad.proc.log()), { msg: 'handshake refused' });
+  assert.equal((await bad.get('/readyz')).status, 503);
+  assert.doesNotMatch(bad.proc.log(), /wrong@|relay:wrong/, 'no password in the log');
+});
