@@ -3,6 +3,7 @@
 #include "protocol/addr.h"
 #include "relay/common/cors.h"
 #include "relay/common/util.h"
+#include "store/cluster_slot.h"
 #include "store/redis_url.h"
 
 #include <stddef.h>
@@ -52,7 +53,8 @@ const struct setting config_settings[] = {
     {"chains-refresh", SET_DURATION, F(chains_refresh_ms), "10m", 0, 1000,
      "period of the upstream chain list refresh (GET /chains, one process at a time)"},
     {"redis-url", SET_STR, F(redis_url), "redis://127.0.0.1:6379/0", 0, 0,
-     "redis://[[user]:password@]host:port/db or unix:///path/to.sock (rediss:// is refused: "
+     "redis://[[user]:password@]host:port/db, unix:///path/to.sock or "
+     "redis-cluster://[[user]:password@]host:port[,host:port...] (rediss:// is refused: "
      "no TLS in this hiredis)"},
     {"redis-prefix", SET_STR, F(redis_prefix), "statusrelay", 0, 0,
      "key prefix; keys are {prefix}:... (one hash tag per deployment)"},
@@ -272,11 +274,17 @@ int config_load(struct config *c, int argc, char **argv, const char **rest, int 
         return invalid("STATUSRELAY_UPSTREAM_API_URL", "must start with https:// or http://");
     if (!url_scheme_ok(c->upstream_ws_url, "wss://", "ws://"))
         return invalid("STATUSRELAY_UPSTREAM_WS_URL", "must start with wss:// or ws://");
-    struct redis_url ru; /* the store's own parser: what passes here connects */
+    struct redis_url ru; /* the store's own parsers: what passes here connects */
+    struct cluster_url cu;
     const char *rwhy = NULL;
-    if (redis_url_parse(c->redis_url, &ru, &rwhy) != 0)
+    if (url_scheme_ok(c->redis_url, "redis-cluster://", "redis-cluster://")) {
+        if (cluster_url_parse(&cu, c->redis_url, &rwhy) != 0)
+            return invalid("STATUSRELAY_REDIS_URL", rwhy);
+        cluster_url_cleanup(&cu);
+    } else if (redis_url_parse(c->redis_url, &ru, &rwhy) != 0)
         return invalid("STATUSRELAY_REDIS_URL", rwhy ? rwhy : "unparsable");
-    redis_url_cleanup(&ru);
+    else
+        redis_url_cleanup(&ru);
     if (c->redis_prefix == NULL || c->redis_prefix[0] == '\0' ||
         strpbrk(c->redis_prefix, "{} \t\r\n") != NULL)
         return invalid("STATUSRELAY_REDIS_PREFIX", "must be non-empty without braces or spaces");

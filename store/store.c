@@ -1,5 +1,7 @@
 /* store.c - see store.h. runs on: core thread. */
 #include "store/store.h"
+#include "store/cluster.h"
+#include "store/cluster_slot.h"
 #include "store/redis_url.h"
 #include "relay/common/embedded.h"
 #include "relay/common/log.h"
@@ -57,10 +59,12 @@ struct store {
     struct store_stats stats;
     char refused[160];    /* last write refusal (OOM / READONLY / MISCONF), "" when none */
     int64_t refused_at;   /* mono ms of it */
+    struct cluster *cluster; /* redis-cluster:// URL: every command goes through it */
 };
 
 static void connect_now(struct store *s);
 static void set_state(struct store *s, enum store_state st);
+static void notify(struct store *s, int up);
 
 /* ---- write refusals: Redis answers but will not write (readiness) --------------------- */
 
@@ -223,13 +227,62 @@ static int internal_cmd(struct store *s, store_cb *cb, const char *fmt, ...)
     return r;
 }
 
+/* ---- Redis Cluster: the same calls through store/cluster.c ----------------------------- */
+
+/* argv copied into malloc'd strings (cluster_send takes them). */
+static int cluster_cmdargv(struct store *s, store_cb *cb, void *arg,
+                           const struct store_script *sc, int argc, const char **argv,
+                           const size_t *lens)
+{
+    char **av = xmalloc(sizeof(char *) * (size_t)argc);
+    size_t *al = xmalloc(sizeof(size_t) * (size_t)argc);
+    for (int i = 0; i < argc; i++) {
+        al[i] = lens ? lens[i] : strlen(argv[i]);
+        av[i] = xstrndup(argv[i], al[i]);
+    }
+    return cluster_send(s->cluster, cb, arg, sc, argc, av, al);
+}
+
+static int cluster_cmd(struct store *s, store_cb *cb, void *arg, const char *fmt, va_list ap)
+{
+    char *buf = NULL, **av;
+    size_t *al;
+    int len = redisvFormatCommand(&buf, fmt, ap);
+    int argc = len > 0 ? cluster_resp_split(buf, (size_t)len, &av, &al) : -1;
+    if (buf)
+        redisFreeCommand(buf);
+    if (argc < 0)
+        return -1;
+    return cluster_send(s->cluster, cb, arg, NULL, argc, av, al);
+}
+
+static void on_cluster_error(void *arg, const char *msg)
+{
+    note_refusal(arg, msg); /* OOM / READONLY / MISCONF on a master: readiness, as above */
+}
+
+static void on_cluster_state(void *arg, int up)
+{
+    struct store *s = arg;
+    if (!up && s->state != ST_READY) {
+        s->state = ST_DOWN;
+        if (s->fatal == NULL && cluster_fatal(s->cluster) != NULL) {
+            s->fatal = cluster_fatal(s->cluster);
+            notify(s, 0); /* a fatal check failed: the owner stops */
+        }
+        return;
+    }
+    s->fatal = cluster_fatal(s->cluster);
+    set_state(s, up ? ST_READY : ST_DOWN);
+}
+
 int store_cmd(struct store *s, store_cb *cb, void *arg, const char *fmt, ...)
 {
     if (s->state != ST_READY)
         return -1;
     va_list ap;
     va_start(ap, fmt);
-    int r = raw_cmd(s, cb, arg, fmt, ap);
+    int r = s->cluster ? cluster_cmd(s, cb, arg, fmt, ap) : raw_cmd(s, cb, arg, fmt, ap);
     va_end(ap);
     return r;
 }
@@ -239,6 +292,8 @@ int store_cmdargv(struct store *s, store_cb *cb, void *arg, int argc, const char
 {
     if (s->state != ST_READY)
         return -1;
+    if (s->cluster)
+        return cluster_cmdargv(s, cb, arg, NULL, argc, argv, lens);
     return raw_cmdargv(s, cb, arg, argc, argv, lens);
 }
 
@@ -282,6 +337,11 @@ int store_eval(struct store *s, const struct store_script *sc, store_cb *cb, voi
         size_t l = lens ? lens[i] : strlen(argv[i]);
         p->argv[i + 3] = xstrndup(argv[i], l);
         p->lens[i + 3] = l;
+    }
+    if (s->cluster) { /* the cluster takes the argv */
+        int r = cluster_send(s->cluster, cb, arg, sc, n, p->argv, p->lens);
+        free(p);
+        return r;
     }
     if (send_pending(s, p, n, (const char **)p->argv, p->lens) != 0) {
         pending_free(p);
@@ -480,6 +540,16 @@ struct store *store_new(struct event_base *base, const struct store_opts *o)
     s->cmd_timeout_ms = o->cmd_timeout_ms > 0 ? o->cmd_timeout_ms : 5000;
     s->fatal_checks = o->fatal_checks;
     snprintf(s->tag, sizeof(s->tag), "{%s}", o->prefix);
+    if (strncmp(o->url, "redis-cluster://", 16) == 0) {
+        struct cluster_opts co = {.url = o->url, .cmd_timeout_ms = s->cmd_timeout_ms,
+                                  .fatal_checks = o->fatal_checks, .on_state = on_cluster_state,
+                                  .on_error = on_cluster_error, .arg = s};
+        if ((s->cluster = cluster_new(base, &co)) == NULL) {
+            free(s);
+            return NULL;
+        }
+        return s;
+    }
     const char *why = NULL;
     if (redis_url_parse(o->url, &s->url, &why) != 0) {
         char red[512];
@@ -500,6 +570,7 @@ void store_free(struct store *s)
     if (s == NULL)
         return;
     s->state = ST_CLOSING;
+    cluster_free(s->cluster);
     if (s->ac) {
         redisAsyncContext *ac = s->ac;
         s->ac = NULL;
@@ -528,6 +599,10 @@ void store_on_state(struct store *s, store_state_cb *cb, void *arg)
 
 int store_start(struct store *s)
 {
+    if (s->cluster) {
+        cluster_start(s->cluster);
+        return 0;
+    }
     connect_now(s);
     return 0;
 }
@@ -549,5 +624,9 @@ const char *store_tag(const struct store *s)
 
 void store_stats_get(const struct store *s, struct store_stats *out)
 {
+    if (s->cluster) {
+        cluster_stats_get(s->cluster, out);
+        return;
+    }
     *out = s->stats;
 }
