@@ -529,7 +529,18 @@ static void on_watchdog(evutil_socket_t fd, short what, void *arg)
         log_warn("redis command timed out, reconnecting", "timeout_ms=%lld",
                  (long long)s->cmd_timeout_ms);
         s->stats.timeouts++;
-        redisAsyncDisconnect(s->ac);
+        /* redisAsyncFree, not redisAsyncDisconnect: that one waits for the pending replies,
+         * which a hung Redis (SIGSTOP, a stalled host) never sends, so the store stayed "up"
+         * with every command stuck. Free completes them now with NULL replies
+         * (store_err_disconnected) and, on a connected context, runs on_disconnect. */
+        redisAsyncContext *ac = s->ac;
+        int connected = (ac->c.flags & REDIS_CONNECTED) != 0;
+        redisAsyncFree(ac);
+        if (!connected && s->ac == ac) { /* no on_disconnect for a connect still pending */
+            s->ac = NULL;
+            set_state(s, ST_DOWN);
+            schedule_retry(s);
+        }
     }
 }
 

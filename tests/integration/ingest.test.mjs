@@ -289,6 +289,40 @@ test('Redis restarted (AOF) mid-stream: nothing accepted is lost, no daemon rest
   } finally { await d.stop(); }
 });
 
+test('Redis frozen (SIGSTOP): commands time out, the store drops the connection instead of hanging, and recovers', async () => {
+  const d = await daemon();
+  let frozen = false;
+  try {
+    const path = ['waiting', 'pending', 'submitted', 'success'];
+    const ids = [];
+    for (let i = 0; i < 3; i++) ids.push(await scripted(d, path));
+    for (const id of ids) await waitStatus(d, id, 'waiting');
+    await subscribed(d, 3);
+    assert.equal((await d.get('/readyz')).status, 200);
+    redis.proc.child.kill('SIGSTOP');
+    frozen = true;
+    // every process polls Redis: the first command waits past the 5 s command timeout, then the
+    // connection is freed (its commands fail as on a disconnect) and /readyz says so
+    await until(async () => (await d.get('/readyz')).status === 503, { timeoutMs: 20000, msg: '/readyz 503 while Redis hangs' });
+    assert.match(d.proc.log(), /redis command timed out, reconnecting/);
+    assert.match(d.proc.log(), /redis disconnected/);
+    redis.proc.child.kill('SIGCONT');
+    frozen = false;
+    await until(async () => (await d.get('/readyz')).status === 200, { timeoutMs: 20000, msg: '/readyz 200 again' });
+    for (const id of ids) await sim.control(`/requests/${id}/advance`, {});
+    for (const id of ids) await sim.control(`/requests/${id}/advance`, {});
+    for (const id of ids) await sim.control(`/requests/${id}/advance`, {});
+    for (const id of ids) {
+      await waitStatus(d, id, 'success', 30000);
+      assertTimeline(await events(d, id), path);
+    }
+    assert.equal(d.proc.child.exitCode, null, 'daemon kept running');
+  } finally {
+    if (frozen) redis.proc.child.kill('SIGCONT');
+    await d.stop();
+  }
+});
+
 test('malformed frames are counted and ignored; the daemon stays up', async () => {
   const d = await daemon();
   try {
