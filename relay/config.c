@@ -4,6 +4,7 @@
 #include "relay/common/cors.h"
 #include "relay/common/util.h"
 #include "store/cluster_slot.h"
+#include "store/keys.h"
 #include "store/redis_url.h"
 
 #include <stddef.h>
@@ -58,6 +59,9 @@ const struct setting config_settings[] = {
      "no TLS in this hiredis)"},
     {"redis-prefix", SET_STR, F(redis_prefix), "statusrelay", 0, 0,
      "key prefix; keys are {prefix}:... (one hash tag per deployment)"},
+    {"partitions", SET_INT, F(partitions), "1", 0, 1,
+     "request partitions, each its own hash tag {prefix:p<k>} (1..64; fixed for a "
+     "deployment: refused at start-up when it differs from the count its Redis recorded)"},
     {"event-retention", SET_INT, F(event_retention), "1000000", 0, 1000,
      "events kept in the event stream (approximate count)"},
     {"event-retention-age", SET_DURATION, F(event_retention_age_ms), "7d", 0, 1000,
@@ -288,6 +292,10 @@ int config_load(struct config *c, int argc, char **argv, const char **rest, int 
     if (c->redis_prefix == NULL || c->redis_prefix[0] == '\0' ||
         strpbrk(c->redis_prefix, "{} \t\r\n") != NULL)
         return invalid("STATUSRELAY_REDIS_PREFIX", "must be non-empty without braces or spaces");
+    if (strlen(c->redis_prefix) > 150)
+        return invalid("STATUSRELAY_REDIS_PREFIX", "at most 150 characters");
+    if (c->partitions > KEY_MAX_PARTITIONS)
+        return invalid("STATUSRELAY_PARTITIONS", "at most 64");
     if ((c->admin_token == NULL || c->admin_token[0] == '\0') &&
         !proto_listen_is_loopback(c->http_listen))
         return invalid("STATUSRELAY_ADMIN_TOKEN", "required when listening beyond loopback");

@@ -34,6 +34,7 @@ struct config {
     /* redis */
     char *redis_url;
     char *redis_prefix;
+    int64_t partitions;            /* request partitions (docs/partitions.md), 1..64 */
     int64_t event_retention;       /* events kept in the stream (count) */
     int64_t event_retention_age_ms;
     int64_t dead_retention_ms;     /* dead and skipped deliveries are deleted after this */

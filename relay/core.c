@@ -154,7 +154,8 @@ struct core *core_new(const struct config *cfg)
         free(cp);
         return NULL;
     }
-    struct store_opts so = {.url = cfg->redis_url, .prefix = cfg->redis_prefix, .fatal_checks = 1};
+    struct store_opts so = {.url = cfg->redis_url, .prefix = cfg->redis_prefix, .fatal_checks = 1,
+                            .partitions = (int)cfg->partitions};
     if ((c->store = store_new(c->base, &so)) == NULL) {
         core_free(c);
         return NULL;

@@ -1,5 +1,6 @@
 /* keys.c - see keys.h. */
 #include "store/keys.h"
+#include "store/cluster_slot.h"
 
 #include <stdio.h>
 
@@ -13,6 +14,22 @@ size_t key_build(char *buf, size_t n, const char *tag, const char *kind, const c
         r = snprintf(buf, n, "%s:%s:%s", tag, kind, a);
     else
         r = snprintf(buf, n, "%s:%s:%s:%s", tag, kind, a, b);
+    if (r < 0)
+        return 0;
+    return (size_t)r < n ? (size_t)r : n - 1;
+}
+
+unsigned key_partition(const char *id, size_t len, unsigned nparts)
+{
+    if (nparts <= 1)
+        return 0;
+    return cluster_crc16(id, len) % nparts;
+}
+
+size_t key_part_tag(char *buf, size_t n, const char *prefix, unsigned part, unsigned nparts)
+{
+    int r = nparts <= 1 ? snprintf(buf, n, "{%s}", prefix)
+                        : snprintf(buf, n, "{%s:p%u}", prefix, part);
     if (r < 0)
         return 0;
     return (size_t)r < n ? (size_t)r : n - 1;

@@ -1,7 +1,11 @@
 /* keys.h - the table of every Redis key, and key_build, which the C code uses to name them.
  * Lua scripts that reach keys beyond their KEYS (the wh_*.lua and watch_*.lua steps, which
- * get the tag "{P}" as an argument) build the same names from this table. All keys live
- * under one hash tag, "{<prefix>}", so one deployment's keys map to one Redis Cluster slot.
+ * get the tag "{P}" as an argument) build the same names from this table. With
+ * STATUSRELAY_PARTITIONS = 1 (the default) all keys live under one hash tag, "{<prefix>}", so
+ * one deployment's keys map to one Redis Cluster slot. With N > 1 partitions the keys of a
+ * request (its state, events, watch, polls, deliveries) live under its partition's tag
+ * "{<prefix>:p<k>}" (key_part_tag, k = key_partition(id)) and the deployment-wide ones
+ * (endpoints, budget, leases, chains, config) stay under "{<prefix>}": docs/partitions.md.
  *
  *   key                          type    what
  *   {P}:req:<id>                 hash    last-known state of a request: rec (record JSON),
@@ -38,6 +42,11 @@
  *                                        processes: t (tokens), ts (last refill ms);
  *                                        expires after 2 idle minutes
  *   {P}:leader                   string  holder of the upstream websocket lease (PX)
+ *   {P}:wsok                     string  the lease holder's websocket is healthy (PX;
+ *                                        store/leader.lua)
+ *   {P}:config                   hash    the deployment record: partitions (the count N a
+ *                                        deployment with N > 1 recorded; none: 1), written
+ *                                        once by store/partitions.lua
  *   {P}:chains                   hash    the upstream chain list (relay/ingest/chains.c):
  *                                        body (the upstream's GET /chains body, verbatim:
  *                                        GET /v1/chains), at (ms it was fetched)
@@ -89,5 +98,17 @@
 #define KEY_MAX 400
 size_t key_build(char *buf, size_t n, const char *tag, const char *kind, const char *a,
                  const char *b);
+
+/* Partitions (docs/partitions.md). 1 <= nparts <= KEY_MAX_PARTITIONS. */
+#define KEY_MAX_PARTITIONS 64
+#define KEY_TAG_MAX 160 /* a tag buffer: "{" prefix ":p" 2 digits "}" for any valid prefix */
+/* The partition of request id[0..len): CRC16-XMODEM of the id bytes (the Redis Cluster
+ * hash, cluster_crc16) mod nparts; 0 when nparts <= 1. A fixed function: the same in every
+ * process and version (changing it would move requests between partitions). */
+unsigned key_partition(const char *id, size_t len, unsigned nparts);
+/* The hash tag of partition part of nparts into buf: "{<prefix>}" when nparts <= 1 (today's
+ * tag: a 1-partition deployment keeps every key name), else "{<prefix>:p<part>}". Returns
+ * the length (truncated to n - 1 like snprintf). */
+size_t key_part_tag(char *buf, size_t n, const char *prefix, unsigned part, unsigned nparts);
 
 #endif

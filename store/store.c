@@ -2,6 +2,7 @@
 #include "store/store.h"
 #include "store/cluster.h"
 #include "store/cluster_slot.h"
+#include "store/keys.h"
 #include "store/redis_url.h"
 #include "relay/common/embedded.h"
 #include "relay/common/log.h"
@@ -47,7 +48,11 @@ struct store {
     redisAsyncContext *ac;
     enum store_state state;
     struct redis_url url; /* host or unix_path, user, password, port, db */
-    char tag[160];
+    char tag[KEY_TAG_MAX];
+    unsigned nparts;
+    char (*ptags)[KEY_TAG_MAX]; /* nparts tags (ptags[0] = tag when nparts = 1) */
+    struct event *check_ev;     /* cluster: the partition check again after a failure */
+    char fatal_buf[200];
     int64_t cmd_timeout_ms;
     int fatal_checks;
     int aof;
@@ -64,6 +69,7 @@ struct store {
 
 static void connect_now(struct store *s);
 static void set_state(struct store *s, enum store_state st);
+static void check_partitions(struct store *s);
 static void notify(struct store *s, int up);
 
 /* ---- write refusals: Redis answers but will not write (readiness) --------------------- */
@@ -273,7 +279,10 @@ static void on_cluster_state(void *arg, int up)
         return;
     }
     s->fatal = cluster_fatal(s->cluster);
-    set_state(s, up ? ST_READY : ST_DOWN);
+    if (up)
+        check_partitions(s); /* ready once the partition count is checked */
+    else
+        set_state(s, ST_DOWN);
 }
 
 int store_cmd(struct store *s, store_cb *cb, void *arg, const char *fmt, ...)
@@ -395,12 +404,96 @@ static void fail_handshake(struct store *s, const char *why)
         redisAsyncDisconnect(s->ac);
 }
 
+/* ---- the recorded partition count (store/partitions.lua, docs/partitions.md) ---------- */
+
+static void on_check_retry(evutil_socket_t fd, short what, void *arg)
+{
+    struct store *s = arg;
+    if (s->cluster && s->state != ST_READY && s->state != ST_CLOSING)
+        check_partitions(s);
+}
+
+static void on_partitions(void *arg, const char *err, redisReply *r)
+{
+    struct store *s = arg;
+    if (err == store_err_disconnected || s->state == ST_CLOSING)
+        return; /* the next connection checks again */
+    if (err != NULL || r->type != REDIS_REPLY_STRING) {
+        const char *why = err != NULL ? r->str : "unexpected reply";
+        log_err("redis partition check failed", "reason=\"%s\"", why);
+        if (s->cluster == NULL) {
+            fail_handshake(s, why); /* reconnect and try again */
+            return;
+        }
+        struct timeval tv = {1, 0};
+        evtimer_add(s->check_ev, &tv);
+        return;
+    }
+    char *end;
+    unsigned long rec = strtoul(r->str, &end, 10);
+    if (*end != '\0' || rec != s->nparts) {
+        snprintf(s->fatal_buf, sizeof(s->fatal_buf),
+                 "STATUSRELAY_PARTITIONS=%u but this deployment's Redis has %.20s partition(s) "
+                 "(the count is fixed for a deployment: docs/partitions.md)",
+                 s->nparts, r->str);
+        log_err("refusing redis: partition count differs from the deployment's",
+                "partitions=%u recorded=%.20s", s->nparts, r->str);
+        s->fatal = s->fatal_buf;
+        if (s->cluster == NULL) {
+            fail_handshake(s, s->fatal); /* on_disconnect tells the owner, who stops */
+        } else {
+            s->state = ST_DOWN;
+            notify(s, 0);
+        }
+        return;
+    }
+    set_state(s, ST_READY);
+}
+
+/* EVAL store/partitions.lua on the deployment tag's node, before anything else runs. */
+static void check_partitions(struct store *s)
+{
+    static struct store_script sc;
+    if (sc.name == NULL)
+        store_script_init(&sc, "partitions");
+    static const char *const one[] = {"all", "events", "due", "dead", "skipped", "inflight",
+                                      "watch"};
+    enum { NONE = sizeof(one) / sizeof(one[0]) };
+    char keys[1 + NONE][KEY_MAX], n[16];
+    const char *argv[3 + 1 + NONE + 1];
+    int argc = 0;
+    snprintf(n, sizeof(n), "%u", s->nparts);
+    argv[argc++] = "EVAL";
+    argv[argc++] = sc.src;
+    char nk[8];
+    snprintf(nk, sizeof(nk), "%d", 1 + NONE);
+    argv[argc++] = nk;
+    key_build(keys[0], KEY_MAX, s->tag, "config", NULL, NULL);
+    argv[argc++] = keys[0];
+    for (int i = 0; i < NONE; i++) {
+        key_build(keys[1 + i], KEY_MAX, s->tag, one[i], NULL, NULL);
+        argv[argc++] = keys[1 + i];
+    }
+    argv[argc++] = n;
+    size_t lens[sizeof(argv) / sizeof(argv[0])];
+    for (int i = 0; i < argc; i++)
+        lens[i] = i == 1 ? sc.len : strlen(argv[i]);
+    int r = s->cluster ? cluster_cmdargv(s, on_partitions, s, NULL, argc, argv, lens)
+                       : raw_cmdargv(s, on_partitions, s, argc, argv, lens);
+    if (r != 0 && s->cluster == NULL)
+        fail_handshake(s, "partition check not sent");
+    else if (r != 0) {
+        struct timeval tv = {1, 0};
+        evtimer_add(s->check_ev, &tv);
+    }
+}
+
 static void on_checks_done(void *arg, const char *err, redisReply *r)
 {
     struct store *s = arg;
     if (err == store_err_disconnected)
         return;
-    set_state(s, ST_READY);
+    check_partitions(s);
 }
 
 /* Persistence: AOF off and no RDB save points means a Redis restart loses everything. */
@@ -551,12 +644,19 @@ struct store *store_new(struct event_base *base, const struct store_opts *o)
     s->cmd_timeout_ms = o->cmd_timeout_ms > 0 ? o->cmd_timeout_ms : 5000;
     s->fatal_checks = o->fatal_checks;
     snprintf(s->tag, sizeof(s->tag), "{%s}", o->prefix);
+    s->nparts = o->partitions > 1 ? (unsigned)o->partitions : 1;
+    if (s->nparts > KEY_MAX_PARTITIONS)
+        s->nparts = KEY_MAX_PARTITIONS; /* config refuses more */
+    s->ptags = xcalloc(s->nparts, sizeof(*s->ptags));
+    for (unsigned k = 0; k < s->nparts; k++)
+        key_part_tag(s->ptags[k], sizeof(s->ptags[k]), o->prefix, k, s->nparts);
+    s->check_ev = evtimer_new(base, on_check_retry, s);
     if (strncmp(o->url, "redis-cluster://", 16) == 0) {
         struct cluster_opts co = {.url = o->url, .cmd_timeout_ms = s->cmd_timeout_ms,
                                   .fatal_checks = o->fatal_checks, .on_state = on_cluster_state,
                                   .on_error = on_cluster_error, .arg = s};
         if ((s->cluster = cluster_new(base, &co)) == NULL) {
-            free(s);
+            store_free(s);
             return NULL;
         }
         return s;
@@ -591,6 +691,9 @@ void store_free(struct store *s)
         event_free(s->retry_ev);
     if (s->watchdog_ev)
         event_free(s->watchdog_ev);
+    if (s->check_ev)
+        event_free(s->check_ev);
+    free(s->ptags);
     for (struct listener *l = s->listeners, *n; l; l = n) {
         n = l->next;
         free(l);
@@ -631,6 +734,16 @@ int store_ready(const struct store *s)
 const char *store_tag(const struct store *s)
 {
     return s->tag;
+}
+
+unsigned store_partitions(const struct store *s)
+{
+    return s->nparts;
+}
+
+const char *store_part_tag(const struct store *s, unsigned k)
+{
+    return s->ptags[k < s->nparts ? k : 0];
 }
 
 void store_stats_get(const struct store *s, struct store_stats *out)

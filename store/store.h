@@ -33,6 +33,9 @@ struct store_opts {
     const char *prefix;   /* key prefix; keys are "{prefix}:..." */
     int64_t cmd_timeout_ms; /* default 5000 */
     int fatal_checks;     /* 1: an allkeys-* eviction policy makes store_start fail */
+    int partitions;       /* STATUSRELAY_PARTITIONS (0 = 1): checked against the count the
+                           * deployment's Redis recorded before the store is ready
+                           * (store/partitions.lua); a difference is fatal */
 };
 
 /* Parse the URL and prepare; connects in store_start. NULL with a logged reason on a bad
@@ -56,8 +59,12 @@ int store_ready(const struct store *s);
 #define STORE_REFUSAL_MEMORY_MS 5000
 const char *store_write_refused(const struct store *s);
 void store_write_ok(struct store *s);
-/* Prefix with hash tag, e.g. "{statusrelay}". */
+/* Prefix with hash tag, e.g. "{statusrelay}": the deployment tag (docs/partitions.md). */
 const char *store_tag(const struct store *s);
+/* The partition count N, and the hash tag of partition k < N (store_tag when N = 1, else
+ * "{prefix:p<k>}"; borrowed for the store's life). */
+unsigned store_partitions(const struct store *s);
+const char *store_part_tag(const struct store *s, unsigned k);
 
 /* Send a command (printf-like hiredis format: values via %s / %b, never in the format).
  * Returns 0 (cb will be called exactly once) or -1 when not ready (cb not called). */
