@@ -82,12 +82,39 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 }
 
 /* Queue depths and requests by status for /metrics: one pipelined round of ZCARDs every 2 s
- * (cheap: O(1) each), so rendering /metrics never waits for Redis. */
+ * (cheap: O(1) each), so rendering /metrics never waits for Redis. With partitions each
+ * gauge is the sum over the partitions' keys; a gauge one of whose answers failed keeps its
+ * last value. */
+#define DEPTH_GAUGES (7 + METRICS_STATUSES)
+struct depth_round {
+    int pending;
+    int64_t *dst[DEPTH_GAUGES];
+    int64_t sum[DEPTH_GAUGES];
+    int failed[DEPTH_GAUGES];
+    struct depth_item {
+        struct depth_round *r;
+        int i;
+    } items[DEPTH_GAUGES];
+};
+
+static void depth_done(struct depth_round *d)
+{
+    if (--d->pending > 0)
+        return;
+    for (int i = 0; i < DEPTH_GAUGES; i++)
+        if (!d->failed[i])
+            *d->dst[i] = d->sum[i];
+    free(d);
+}
+
 static void on_zcard(void *arg, const char *err, redisReply *r)
 {
-    int64_t *dst = arg;
+    struct depth_item *it = arg;
     if (err == NULL && r->type == REDIS_REPLY_INTEGER)
-        *dst = r->integer;
+        it->r->sum[it->i] += r->integer;
+    else
+        it->r->failed[it->i] = 1;
+    depth_done(it->r);
 }
 
 static void on_depths(evutil_socket_t fd, short what, void *arg)
@@ -96,7 +123,6 @@ static void on_depths(evutil_socket_t fd, short what, void *arg)
     if (!store_ready(c->store))
         return;
     struct metrics *m = &c->metrics;
-    const char *tag = store_tag(c->store);
     char k[KEY_MAX];
     const struct {
         const char *kind;
@@ -104,14 +130,26 @@ static void on_depths(evutil_socket_t fd, short what, void *arg)
     } q[] = {{"due", &m->q_due}, {"inflight", &m->q_inflight}, {"dead", &m->q_dead},
              {"poll", &m->tracked_polled}, {"pollu", &m->poll_urgent},
              {"polls", &m->watch_settled}, {"polln", &m->watch_anon}};
-    for (size_t i = 0; i < ARRAY_LEN(q); i++) {
-        key_build(k, sizeof(k), tag, q[i].kind, NULL, NULL);
-        store_cmd(c->store, on_zcard, q[i].dst, "ZCARD %s", k);
+    struct depth_round *d = xcalloc(1, sizeof(*d));
+    for (int i = 0; i < DEPTH_GAUGES; i++) {
+        d->items[i] = (struct depth_item){d, i};
+        d->dst[i] = i < (int)ARRAY_LEN(q) ? q[i].dst : &m->requests_by_status[i - ARRAY_LEN(q)];
     }
-    for (int i = 0; i < METRICS_STATUSES; i++) {
-        key_build(k, sizeof(k), tag, "st", metrics_statuses[i], NULL);
-        store_cmd(c->store, on_zcard, &m->requests_by_status[i], "ZCARD %s", k);
+    d->pending = 1; /* this loop's own share: no answer frees the round before the end */
+    for (unsigned p = 0; p < store_partitions(c->store); p++) {
+        const char *tag = store_part_tag(c->store, p);
+        for (int i = 0; i < DEPTH_GAUGES; i++) {
+            if (i < (int)ARRAY_LEN(q))
+                key_build(k, sizeof(k), tag, q[i].kind, NULL, NULL);
+            else
+                key_build(k, sizeof(k), tag, "st", metrics_statuses[i - ARRAY_LEN(q)], NULL);
+            if (store_cmd(c->store, on_zcard, &d->items[i], "ZCARD %s", k) == 0)
+                d->pending++;
+            else
+                d->failed[i] = 1;
+        }
     }
+    depth_done(d); /* the loop's share */
 }
 
 static void on_refund_failure(void *arg, const char *reason)

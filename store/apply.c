@@ -132,7 +132,8 @@ static void on_read(void *arg, const char *err, redisReply *r);
 static int read_state(struct apply_op *op)
 {
     char k_req[KEY_MAX];
-    key_build(k_req, sizeof(k_req), store_tag(op->a->s), "req", op->obs.request_id, NULL);
+    key_build(k_req, sizeof(k_req), store_tag_of(op->a->s, op->obs.request_id), "req",
+              op->obs.request_id, NULL);
     return store_cmd(op->a->s, on_read, op, "HGET %s rec", k_req);
 }
 
@@ -182,7 +183,7 @@ static void decide_and_write(struct apply_op *op, const struct status_event *las
     const char *old_status = last ? last->status : ev->status;
     char k_req[KEY_MAX], k_ev[KEY_MAX], k_all[KEY_MAX], k_st[KEY_MAX], k_old[KEY_MAX],
         k_tl[KEY_MAX], k_poll[KEY_MAX];
-    const char *tag = store_tag(a->s);
+    const char *tag = store_tag_of(a->s, id); /* the request's partition */
     key_build(k_req, sizeof(k_req), tag, "req", id, NULL);
     key_build(k_ev, sizeof(k_ev), tag, "events", NULL, NULL);
     key_build(k_all, sizeof(k_all), tag, "all", NULL, NULL);

@@ -81,8 +81,14 @@ int store_event_decode(const struct store_event_entry *e, struct status_event *o
 int store_events_range(struct store *s, const char *start, const char *end, int count,
                        store_cb *cb, void *arg)
 {
+    return store_events_range_in(s, store_tag(s), start, end, count, cb, arg);
+}
+
+int store_events_range_in(struct store *s, const char *tag, const char *start, const char *end,
+                          int count, store_cb *cb, void *arg)
+{
     char key[KEY_MAX], cnt[16];
-    key_build(key, sizeof(key), store_tag(s), "events", NULL, NULL);
+    key_build(key, sizeof(key), tag, "events", NULL, NULL);
     if (count <= 0)
         return store_cmd(s, cb, arg, "XRANGE %s %s %s", key, start, end);
     snprintf(cnt, sizeof(cnt), "%d", count);

@@ -70,6 +70,11 @@ int store_event_decode(const struct store_event_entry *e, struct status_event *o
  * exactly once; -1: the store is not ready and cb is not called). */
 int store_events_range(struct store *s, const char *start, const char *end, int count,
                        store_cb *cb, void *arg);
+/* The same on the event stream of the partition whose tag is given (store_tag_of: a
+ * request's own events, docs/partitions.md); store_events_range is this on partition 0 of a
+ * 1-partition deployment. */
+int store_events_range_in(struct store *s, const char *tag, const char *start, const char *end,
+                          int count, store_cb *cb, void *arg);
 /* XREVRANGE {P}:events + - COUNT 1: the newest entry (an empty reply when the log is empty).
  * Returns as store_events_range. */
 int store_events_last(struct store *s, store_cb *cb, void *arg);

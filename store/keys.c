@@ -3,6 +3,7 @@
 #include "store/cluster_slot.h"
 
 #include <stdio.h>
+#include <string.h>
 
 size_t key_build(char *buf, size_t n, const char *tag, const char *kind, const char *a,
                  const char *b)
@@ -33,4 +34,14 @@ size_t key_part_tag(char *buf, size_t n, const char *prefix, unsigned part, unsi
     if (r < 0)
         return 0;
     return (size_t)r < n ? (size_t)r : n - 1;
+}
+
+size_t key_ids_in(unsigned part, unsigned nparts, const char *const *ids, size_t n,
+                  const char **out)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (key_partition(ids[i], strlen(ids[i]), nparts) == part)
+            out[m++] = ids[i];
+    return m;
 }

@@ -110,5 +110,9 @@ unsigned key_partition(const char *id, size_t len, unsigned nparts);
  * tag: a 1-partition deployment keeps every key name), else "{<prefix>:p<part>}". Returns
  * the length (truncated to n - 1 like snprintf). */
 size_t key_part_tag(char *buf, size_t n, const char *prefix, unsigned part, unsigned nparts);
+/* The ids of ids[0..n) in partition part, in their order, into out (room for n). Returns
+ * how many. For the calls that take many ids (one call per partition). */
+size_t key_ids_in(unsigned part, unsigned nparts, const char *const *ids, size_t n,
+                  const char **out);
 
 #endif

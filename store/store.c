@@ -746,6 +746,11 @@ const char *store_part_tag(const struct store *s, unsigned k)
     return s->ptags[k < s->nparts ? k : 0];
 }
 
+const char *store_tag_of(const struct store *s, const char *id)
+{
+    return s->ptags[key_partition(id, strlen(id), s->nparts)];
+}
+
 void store_stats_get(const struct store *s, struct store_stats *out)
 {
     if (s->cluster) {

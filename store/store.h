@@ -65,6 +65,9 @@ const char *store_tag(const struct store *s);
  * "{prefix:p<k>}"; borrowed for the store's life). */
 unsigned store_partitions(const struct store *s);
 const char *store_part_tag(const struct store *s, unsigned k);
+/* The tag of request id's partition (key_partition): every key of the request, its events,
+ * watch, polls and deliveries carry it. store_tag when N = 1. */
+const char *store_tag_of(const struct store *s, const char *id);
 
 /* Send a command (printf-like hiredis format: values via %s / %b, never in the format).
  * Returns 0 (cb will be called exactly once) or -1 when not ready (cb not called). */

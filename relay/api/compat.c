@@ -181,7 +181,7 @@ void api_h_status_v3(struct ctx *x)
     peer_key(x);
     struct core *c = x->api->c;
     char k[KEY_MAX];
-    key_build(k, sizeof(k), store_tag(c->store), "req", x->id, NULL);
+    key_build(k, sizeof(k), store_tag_of(c->store, x->id), "req", x->id, NULL);
     if (store_cmd(c->store, on_v3_cached, x, "HMGET %s rec trk", k) != 0)
         api_reply_unavailable(x, "cannot read");
 }

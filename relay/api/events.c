@@ -196,6 +196,7 @@ void api_h_events(struct ctx *x)
         rc = store_events_last(c->store, on_events_last, x);
     } else if (rid != NULL) {
         char k_tl[KEY_MAX], k_ev[KEY_MAX], cnt[16], a_ms[24] = "", a_seq[24] = "0";
+        tag = store_tag_of(c->store, x->id); /* the request's partition */
         key_build(k_tl, sizeof(k_tl), tag, "tl", x->id, NULL);
         key_build(k_ev, sizeof(k_ev), tag, "events", NULL, NULL);
         snprintf(cnt, sizeof(cnt), "%d", x->limit);

@@ -346,7 +346,7 @@ void api_h_get(struct ctx *x)
         return;
     struct core *c = x->api->c;
     char k[KEY_MAX];
-    key_build(k, sizeof(k), store_tag(c->store), "req", x->id, NULL);
+    key_build(k, sizeof(k), store_tag_of(c->store, x->id), "req", x->id, NULL);
     if (store_cmd(c->store, on_get, x, "HMGET %s rec seq status meta first trk src watch wu", k) != 0)
         api_reply_unavailable(x, "cannot read");
 }

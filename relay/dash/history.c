@@ -83,7 +83,7 @@ void dash_snapshot_one(struct hub *h, struct hsess *x, struct hsub *u, const cha
                        int track)
 {
     char k[KEY_MAX];
-    key_build(k, sizeof(k), store_tag(h->c->store), "req", id, NULL);
+    key_build(k, sizeof(k), store_tag_of(h->c->store, id), "req", id, NULL);
     struct op *op = dash_op_new(h, x->id, u->no, id);
     op->track = track;
     h->pending++;
@@ -304,7 +304,8 @@ static void on_hist_list(void *arg, const char *err, redisReply *r)
         it->hs = hs;
         it->i = i;
         h->pending++;
-        if (store_events_range(h->c->store, sid, sid, 0, on_hist_entry, it) != 0) {
+        if (store_events_range_in(h->c->store, store_tag_of(h->c->store, hs->op.id), sid, sid, 0,
+                                  on_hist_entry, it) != 0) {
             h->pending--;
             free(it);
             continue;
@@ -321,7 +322,7 @@ static void on_hist_list(void *arg, const char *err, redisReply *r)
 void dash_history(struct hub *h, struct hsess *x, const char *id, int trusted)
 {
     char k[KEY_MAX], lim[16];
-    key_build(k, sizeof(k), store_tag(h->c->store), "tl", id, NULL);
+    key_build(k, sizeof(k), store_tag_of(h->c->store, id), "tl", id, NULL);
     snprintf(lim, sizeof(lim), "-%d", trusted ? HUB_HISTORY_MAX : HUB_HISTORY_ANON_MAX);
     struct hist *hs = xcalloc(1, sizeof(*hs));
     hs->max_bytes = trusted ? HUB_HISTORY_BYTES : HUB_HISTORY_ANON_BYTES;

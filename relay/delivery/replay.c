@@ -246,7 +246,7 @@ static void events_next(struct replay *rp)
     }
     int r;
     if (rp->s.request_id[0]) {
-        const char *tag = store_tag(c->store);
+        const char *tag = store_tag_of(c->store, rp->s.request_id);
         char ktl[KEY_MAX], kev[KEY_MAX];
         key_build(ktl, sizeof(ktl), tag, "tl", rp->s.request_id, NULL);
         key_build(kev, sizeof(kev), tag, "events", NULL, NULL);

@@ -64,12 +64,12 @@ static void on_held(void *arg, const char *err, redisReply *r)
             a->gone_cb(a->gone_arg, r->element[i]->str);
 }
 
-/* Hold ids[0..n) (start: a request nobody watches starts an anonymous watch). */
-static void hold_ids(struct anon *a, const char *const *ids, size_t n, int start)
+/* anon_hold.lua on one partition (tag) for its ids[0..n). */
+static void hold_part(struct anon *a, const char *tag, const char *const *ids, size_t n,
+                      int start)
 {
-    if (n == 0 || !store_ready(a->c->store))
+    if (n == 0)
         return;
-    const char *tag = store_tag(a->c->store);
     char k[KEY_MAX], now[24], lease[24];
     struct watch_args wa;
     watch_args_get(a->c, &wa);
@@ -90,6 +90,24 @@ static void hold_ids(struct anon *a, const char *const *ids, size_t n, int start
         argv[j++] = ids[i];
     store_eval(a->c->store, &a->hold_sc, on_held, a, 1, (int)j, argv, NULL);
     free(argv);
+}
+
+/* Hold ids[0..n) (start: a request nobody watches starts an anonymous watch): one call per
+ * partition holding some of them. */
+static void hold_ids(struct anon *a, const char *const *ids, size_t n, int start)
+{
+    if (n == 0 || !store_ready(a->c->store))
+        return;
+    unsigned np = store_partitions(a->c->store);
+    if (np <= 1) {
+        hold_part(a, store_tag(a->c->store), ids, n, start);
+        return;
+    }
+    const char **part = xcalloc(n, sizeof(*part));
+    for (unsigned k = 0; k < np; k++)
+        hold_part(a, store_part_tag(a->c->store, k), part, key_ids_in(k, np, ids, n, part),
+                  start);
+    free(part);
 }
 
 struct collect {
@@ -137,12 +155,11 @@ static void on_released(void *arg, const char *err, redisReply *r)
     }
 }
 
-/* Release ids[0..n) held by this process. */
-static void release_ids(struct anon *a, const char *const *ids, size_t n)
+/* anon_release.lua on one partition (tag) for its ids[0..n). */
+static void release_part(struct anon *a, const char *tag, const char *const *ids, size_t n)
 {
-    if (n == 0 || !store_ready(a->c->store))
-        return; /* the lease expires instead */
-    const char *tag = store_tag(a->c->store);
+    if (n == 0)
+        return;
     char k[KEY_MAX], now[24];
     key_build(k, sizeof(k), tag, "anonh", NULL, NULL);
     snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
@@ -156,6 +173,22 @@ static void release_ids(struct anon *a, const char *const *ids, size_t n)
         argv[j++] = ids[i];
     store_eval(a->c->store, &a->release_sc, on_released, a, 1, (int)j, argv, NULL);
     free(argv);
+}
+
+/* Release ids[0..n) held by this process (one call per partition holding some). */
+static void release_ids(struct anon *a, const char *const *ids, size_t n)
+{
+    if (n == 0 || !store_ready(a->c->store))
+        return; /* the lease expires instead */
+    unsigned np = store_partitions(a->c->store);
+    if (np <= 1) {
+        release_part(a, store_tag(a->c->store), ids, n);
+        return;
+    }
+    const char **part = xcalloc(n, sizeof(*part));
+    for (unsigned k = 0; k < np; k++)
+        release_part(a, store_part_tag(a->c->store, k), part, key_ids_in(k, np, ids, n, part));
+    free(part);
 }
 
 void anon_release(struct anon *a, const char *id)
@@ -221,7 +254,7 @@ void anon_upstream_404(struct anon *a, const char *id)
 {
     if (a == NULL || !store_ready(a->c->store))
         return;
-    const char *tag = store_tag(a->c->store);
+    const char *tag = store_tag_of(a->c->store, id);
     char k[KEY_MAX], now[24], tries[8], ttl[24], cap[24];
     key_build(k, sizeof(k), tag, "req", id, NULL);
     snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
@@ -241,7 +274,7 @@ void anon_upstream_404(struct anon *a, const char *id)
 static void on_expired(void *arg, const char *err, redisReply *r)
 {
     struct anon *a = arg;
-    a->expiring = 0;
+    a->expiring--; /* one call per partition */
     if (err == NULL && r->type == REDIS_REPLY_INTEGER && r->integer > 0) {
         a->expired += (uint64_t)r->integer;
         watch_kick(a->c->watch);
@@ -260,13 +293,15 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     }
     if (now >= a->next_expire && !a->expiring) {
         a->next_expire = now + ANON_EXPIRE_MS;
-        const char *tag = store_tag(a->c->store);
         char k[KEY_MAX], wall[24];
-        key_build(k, sizeof(k), tag, "anonx", NULL, NULL);
         snprintf(wall, sizeof(wall), "%lld", (long long)wall_ms());
-        const char *argv[] = {k, wall, ANON_EXPIRE_BATCH, tag};
-        if (store_eval(a->c->store, &a->expire_sc, on_expired, a, 1, 4, argv, NULL) == 0)
-            a->expiring = 1;
+        for (unsigned p = 0; p < store_partitions(a->c->store); p++) {
+            const char *tag = store_part_tag(a->c->store, p);
+            key_build(k, sizeof(k), tag, "anonx", NULL, NULL);
+            const char *argv[] = {k, wall, ANON_EXPIRE_BATCH, tag};
+            if (store_eval(a->c->store, &a->expire_sc, on_expired, a, 1, 4, argv, NULL) == 0)
+                a->expiring++;
+        }
     }
     if (now >= a->next_log) {
         a->next_log = now + ANON_LOG_MS;

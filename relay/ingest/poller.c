@@ -111,9 +111,10 @@ static void note_result(struct poller *p, const struct httpc_resp *r)
 static void reschedule(struct poller *p, const char *id, char tier, int64_t at)
 {
     char k[KEY_MAX], atbuf[24], t[2] = {tier, 0};
-    key_build(k, sizeof(k), store_tag(p->c->store), "req", id, NULL);
+    const char *tag = store_tag_of(p->c->store, id);
+    key_build(k, sizeof(k), tag, "req", id, NULL);
     snprintf(atbuf, sizeof(atbuf), "%lld", (long long)at);
-    const char *argv[] = {k, id, t, atbuf, store_tag(p->c->store)};
+    const char *argv[] = {k, id, t, atbuf, tag};
     store_eval(p->c->store, &p->set_sc, NULL, NULL, 1, 5, argv, NULL);
 }
 
@@ -356,11 +357,14 @@ static void fetch_page(struct poller *p, enum page_kind kind)
 static void gap_fallback_all(struct poller *p)
 {
     char k1[KEY_MAX], k2[KEY_MAX], now[24];
-    key_build(k1, sizeof(k1), store_tag(p->c->store), "poll", NULL, NULL);
-    key_build(k2, sizeof(k2), store_tag(p->c->store), "pollu", NULL, NULL);
     snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
-    const char *argv[] = {k1, k2, now};
-    store_eval(p->c->store, &p->due_sc, NULL, NULL, 2, 3, argv, NULL);
+    for (unsigned k = 0; k < store_partitions(p->c->store); k++) { /* each partition's tiers */
+        const char *tag = store_part_tag(p->c->store, k);
+        key_build(k1, sizeof(k1), tag, "poll", NULL, NULL);
+        key_build(k2, sizeof(k2), tag, "pollu", NULL, NULL);
+        const char *argv[] = {k1, k2, now};
+        store_eval(p->c->store, &p->due_sc, NULL, NULL, 2, 3, argv, NULL);
+    }
 }
 
 void poller_gap(void *poller, int64_t since_wall_ms)

@@ -271,14 +271,21 @@ void upstream_track(struct upstream *u, const char *id)
     send_frame(u, "subscribe", id);
 }
 
+struct stale_mark {
+    unsigned part, nparts;
+};
+
 static void mark_stale(void *arg, const char *id, uint32_t *value)
 {
-    *value |= SUB_STALE;
+    const struct stale_mark *m = arg;
+    if (key_partition(id, strlen(id), m->nparts) == m->part)
+        *value |= SUB_STALE;
 }
 
-void upstream_sync_begin(struct upstream *u)
+void upstream_sync_begin(struct upstream *u, unsigned part, unsigned nparts)
 {
-    idmap_each(u->subs, mark_stale, u);
+    struct stale_mark m = {part, nparts};
+    idmap_each(u->subs, mark_stale, &m);
 }
 
 struct stale_list {

@@ -34,9 +34,10 @@ void upstream_on_msg(struct upstream *u, const struct xmsg *m);
  * lease holder sends frames). */
 void upstream_track(struct upstream *u, const char *id);
 void upstream_untrack(struct upstream *u, const char *id);
-/* A full copy of the watched set follows: upstream_sync_begin, upstream_track for each id
- * of the set, upstream_sync_end unsubscribes every id that was not named in between. */
-void upstream_sync_begin(struct upstream *u);
+/* A full copy of the watched set of partition part (of nparts: store/keys.h) follows:
+ * upstream_sync_begin, upstream_track for each id of it, upstream_sync_end unsubscribes every
+ * id of that partition that was not named in between (ids of other partitions stay). */
+void upstream_sync_begin(struct upstream *u, unsigned part, unsigned nparts);
 void upstream_sync_end(struct upstream *u);
 /* 1 when the websocket is ready and the subscription of id is acknowledged. */
 int upstream_confirmed(const struct upstream *u, const char *id);

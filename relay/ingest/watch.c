@@ -26,13 +26,26 @@
 #define WATCH_STATS_CAP "10000"
 #define MIGRATE_BATCH "1000"
 
+/* One partition's sync state (docs/partitions.md: each partition has its own watch set and
+ * version counter); the callback argument of its calls. */
+struct wpart {
+    struct watch *w;
+    unsigned k;
+    long long version; /* last change version applied; -1 = none (full sync next) */
+    int syncing;
+};
+
 struct watch {
     struct core *c;
     struct event *tick_ev;
     struct store_script sync_sc, expire_sc, stats_sc, migrate_sc;
-    long long version; /* last change version applied; -1 = none (full sync next) */
-    int syncing, expiring, stats_busy, migrated, migrating;
+    unsigned np;          /* partitions */
+    struct wpart *parts;  /* np of them */
+    int expiring, stats_busy, migrated, migrating; /* expiring, stats_busy: calls in flight */
+    int expire_full;      /* an expiry batch came back full: expire again at once */
     int64_t next_expire, next_stats; /* mono ms */
+    /* the gauges being summed over the partitions' watch_stats.lua answers */
+    int64_t acc_oldest, acc_stuck, acc_by_status[METRICS_STATUSES + 1];
 };
 
 void watch_args_get(const struct core *c, struct watch_args *out)
@@ -46,15 +59,16 @@ void watch_args_get(const struct core *c, struct watch_args *out)
 
 static void on_sync(void *arg, const char *err, redisReply *r)
 {
-    struct watch *w = arg;
-    w->syncing = 0;
+    struct wpart *wp = arg;
+    struct watch *w = wp->w;
+    wp->syncing = 0;
     if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
         r->element[0]->type != REDIS_REPLY_INTEGER || r->element[1]->type != REDIS_REPLY_INTEGER)
         return; /* try again next tick */
     struct upstream *u = w->c->upstream;
     int full = r->element[1]->integer == 1;
     if (full)
-        upstream_sync_begin(u);
+        upstream_sync_begin(u, wp->k, w->np);
     for (size_t i = 2; i + 1 < r->elements; i += 2) {
         const redisReply *id = r->element[i], *on = r->element[i + 1];
         if (id->type != REDIS_REPLY_STRING || on->type != REDIS_REPLY_INTEGER)
@@ -66,29 +80,42 @@ static void on_sync(void *arg, const char *err, redisReply *r)
     }
     if (full) {
         upstream_sync_end(u);
-        log_info("watched requests loaded", "count=%llu version=%lld",
-                 (unsigned long long)upstream_subscriptions(u), r->element[0]->integer);
+        if (w->np <= 1)
+            log_info("watched requests loaded", "count=%llu version=%lld",
+                     (unsigned long long)upstream_subscriptions(u), r->element[0]->integer);
+        else
+            log_info("watched requests loaded", "count=%llu version=%lld partition=%u",
+                     (unsigned long long)upstream_subscriptions(u), r->element[0]->integer,
+                     wp->k);
     }
-    long long prev = w->version;
-    w->version = r->element[0]->integer;
-    if (!full && w->version > prev && r->elements > 2)
+    long long prev = wp->version;
+    wp->version = r->element[0]->integer;
+    if (!full && wp->version > prev && r->elements > 2)
         watch_kick(w); /* a batch may have been cut: read on at once */
 }
 
-static void sync_now(struct watch *w)
+static void sync_part(struct wpart *wp)
 {
-    if (w->syncing || !store_ready(w->c->store) || w->c->upstream == NULL)
-        return;
-    const char *tag = store_tag(w->c->store);
+    struct watch *w = wp->w;
+    const char *tag = store_part_tag(w->c->store, wp->k);
     char k1[KEY_MAX], k2[KEY_MAX], k3[KEY_MAX], k4[KEY_MAX], ver[24];
     key_build(k1, sizeof(k1), tag, "watch", NULL, NULL);
     key_build(k2, sizeof(k2), tag, "unwatch", NULL, NULL);
     key_build(k3, sizeof(k3), tag, "wver", NULL, NULL);
     key_build(k4, sizeof(k4), tag, "wlow", NULL, NULL);
-    snprintf(ver, sizeof(ver), "%lld", w->version);
+    snprintf(ver, sizeof(ver), "%lld", wp->version);
     const char *argv[] = {k1, k2, k3, k4, ver, WATCH_SYNC_BATCH};
-    if (store_eval(w->c->store, &w->sync_sc, on_sync, w, 4, 6, argv, NULL) == 0)
-        w->syncing = 1;
+    if (store_eval(w->c->store, &w->sync_sc, on_sync, wp, 4, 6, argv, NULL) == 0)
+        wp->syncing = 1;
+}
+
+static void sync_now(struct watch *w)
+{
+    if (!store_ready(w->c->store) || w->c->upstream == NULL)
+        return;
+    for (unsigned k = 0; k < w->np; k++)
+        if (!w->parts[k].syncing)
+            sync_part(&w->parts[k]);
 }
 
 void watch_kick(struct watch *w)
@@ -102,27 +129,33 @@ void watch_kick(struct watch *w)
 static void on_expired(void *arg, const char *err, redisReply *r)
 {
     struct watch *w = arg;
-    w->expiring = 0;
-    if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements == 0)
-        return;
-    for (size_t i = 0; i < r->elements; i++)
-        if (r->element[i]->type == REDIS_REPLY_STRING)
-            log_info("watch ended", "request=%s", r->element[i]->str);
-    w->next_expire = 0; /* a full batch: there may be more */
-    sync_now(w);
+    w->expiring--; /* one call per partition */
+    if (err == NULL && r->type == REDIS_REPLY_ARRAY && r->elements > 0) {
+        for (size_t i = 0; i < r->elements; i++)
+            if (r->element[i]->type == REDIS_REPLY_STRING)
+                log_info("watch ended", "request=%s", r->element[i]->str);
+        w->expire_full = 1;
+    }
+    if (w->expiring == 0 && w->expire_full) {
+        w->expire_full = 0;
+        w->next_expire = 0; /* a full batch: there may be more */
+        sync_now(w);
+    }
 }
 
 static void expire_now(struct watch *w)
 {
-    const char *tag = store_tag(w->c->store);
     char k[KEY_MAX], now[24];
     struct watch_args wa;
     watch_args_get(w->c, &wa);
-    key_build(k, sizeof(k), tag, "wend", NULL, NULL);
     snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
-    const char *argv[] = {k, now, WATCH_EXPIRE_BATCH, tag, wa.wttl, wa.settled, wa.ftail};
-    if (store_eval(w->c->store, &w->expire_sc, on_expired, w, 1, 7, argv, NULL) == 0)
-        w->expiring = 1;
+    for (unsigned p = 0; p < w->np; p++) {
+        const char *tag = store_part_tag(w->c->store, p);
+        key_build(k, sizeof(k), tag, "wend", NULL, NULL);
+        const char *argv[] = {k, now, WATCH_EXPIRE_BATCH, tag, wa.wttl, wa.settled, wa.ftail};
+        if (store_eval(w->c->store, &w->expire_sc, on_expired, w, 1, 7, argv, NULL) == 0)
+            w->expiring++;
+    }
 }
 
 /* ---- gauges -------------------------------------------------------------------------------- */
@@ -135,33 +168,52 @@ static int status_index(const char *st)
     return METRICS_STATUSES;
 }
 
+/* One partition's answer, summed into acc_*; the gauges change once every partition
+ * answered (a round with a failed answer keeps the previous gauges). */
 static void on_stats(void *arg, const char *err, redisReply *r)
 {
     struct watch *w = arg;
-    w->stats_busy = 0;
-    if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 2)
+    w->stats_busy--;
+    if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 2) {
+        w->acc_stuck = -1; /* this round is incomplete */
+    } else if (w->acc_stuck >= 0) {
+        long long oldest = r->element[0]->integer;
+        if (oldest >= 0 && (w->acc_oldest < 0 || oldest < w->acc_oldest))
+            w->acc_oldest = oldest;
+        w->acc_stuck += r->element[1]->integer;
+        for (size_t i = 2; i + 1 < r->elements; i += 2)
+            if (r->element[i]->type == REDIS_REPLY_STRING &&
+                r->element[i + 1]->type == REDIS_REPLY_INTEGER)
+                w->acc_by_status[status_index(r->element[i]->str)] +=
+                    r->element[i + 1]->integer;
+    }
+    if (w->stats_busy > 0 || w->acc_stuck < 0)
         return;
     struct metrics *m = &w->c->metrics;
-    m->oldest_unsettled_ms = r->element[0]->integer;
-    m->requests_stuck = r->element[1]->integer;
+    m->oldest_unsettled_ms = w->acc_oldest;
+    m->requests_stuck = w->acc_stuck;
     for (int i = 0; i <= METRICS_STATUSES; i++)
-        m->stuck_by_status[i] = 0;
-    for (size_t i = 2; i + 1 < r->elements; i += 2)
-        if (r->element[i]->type == REDIS_REPLY_STRING &&
-            r->element[i + 1]->type == REDIS_REPLY_INTEGER)
-            m->stuck_by_status[status_index(r->element[i]->str)] += r->element[i + 1]->integer;
+        m->stuck_by_status[i] = w->acc_by_status[i];
 }
 
 static void stats_now(struct watch *w)
 {
-    const char *tag = store_tag(w->c->store);
     char k1[KEY_MAX], k2[KEY_MAX], cutoff[24];
-    key_build(k1, sizeof(k1), tag, "act", NULL, NULL);
-    key_build(k2, sizeof(k2), tag, "unset", NULL, NULL);
     snprintf(cutoff, sizeof(cutoff), "%lld", (long long)(wall_ms() - w->c->cfg->stuck_after_ms));
-    const char *argv[] = {k1, k2, cutoff, tag, WATCH_STATS_CAP};
-    if (store_eval(w->c->store, &w->stats_sc, on_stats, w, 2, 5, argv, NULL) == 0)
-        w->stats_busy = 1;
+    w->acc_oldest = -1;
+    w->acc_stuck = 0;
+    for (int i = 0; i <= METRICS_STATUSES; i++)
+        w->acc_by_status[i] = 0;
+    for (unsigned p = 0; p < w->np; p++) {
+        const char *tag = store_part_tag(w->c->store, p);
+        key_build(k1, sizeof(k1), tag, "act", NULL, NULL);
+        key_build(k2, sizeof(k2), tag, "unset", NULL, NULL);
+        const char *argv[] = {k1, k2, cutoff, tag, WATCH_STATS_CAP};
+        if (store_eval(w->c->store, &w->stats_sc, on_stats, w, 2, 5, argv, NULL) == 0)
+            w->stats_busy++;
+        else
+            w->acc_stuck = -1; /* not every partition asked: keep the gauges */
+    }
 }
 
 /* ---- migration of requests tracked before watches existed ------------------------------------ */
@@ -206,6 +258,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     struct watch *w = arg;
     if (!store_ready(w->c->store) || w->c->shutting_down)
         return;
+    if (!w->migrated && w->np > 1)
+        w->migrated = 1; /* a version without watches had one partition: nothing to give */
     if (!w->migrated) {
         if (!w->migrating)
             migrate_step(w, 0);
@@ -228,7 +282,8 @@ static void on_store_state(void *arg, int up)
 {
     struct watch *w = arg;
     if (up) {
-        w->version = -1;
+        for (unsigned k = 0; k < w->np; k++)
+            w->parts[k].version = -1;
         w->next_stats = 0;
     }
 }
@@ -237,7 +292,10 @@ struct watch *watch_new(struct core *c)
 {
     struct watch *w = xcalloc(1, sizeof(*w));
     w->c = c;
-    w->version = -1;
+    w->np = store_partitions(c->store);
+    w->parts = xcalloc(w->np, sizeof(*w->parts));
+    for (unsigned k = 0; k < w->np; k++)
+        w->parts[k] = (struct wpart){.w = w, .k = k, .version = -1};
     store_script_init(&w->sync_sc, "watch_sync");
     store_script_init(&w->expire_sc, "watch_expire");
     store_script_init(&w->stats_sc, "watch_stats");
@@ -260,5 +318,6 @@ void watch_free(struct watch *w)
         return;
     if (w->tick_ev)
         event_free(w->tick_ev);
+    free(w->parts);
     free(w);
 }
