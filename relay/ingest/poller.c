@@ -38,6 +38,8 @@ struct poller {
     struct core *c;
     struct event *tick_ev;
     struct store_script claim_sc, due_sc, set_sc;
+    struct store_script btake_sc, bgive_sc, ptake_sc; /* several partitions: poll_round */
+    unsigned rot;              /* the partition a poll round starts at, turning */
     char *api;                 /* base URL without trailing slash */
     char *key_header;          /* "x-api-key: ..." or NULL */
     int inflight;
@@ -515,8 +517,123 @@ static void on_claimed(void *arg, const char *err, redisReply *r)
     free(op);
 }
 
+/* ---- polls of a deployment with several partitions (docs/partitions.md) ----------------------
+ * The budget bucket is a deployment key and the poll tiers are partition keys: a round takes
+ * the calls first (store/budget_take.lua), then claims due polls partition by partition
+ * (store/poll_take.lua: the tracked tiers of every partition, then the anonymous tier of
+ * every partition with at most half of what is left), starting at a partition that turns
+ * each round, and gives back what it did not use (store/budget_give.lua). */
+struct poll_round {
+    struct poller *p;
+    int granted, avail, taken; /* calls taken from the budget, tokens there were, polls claimed */
+    int pass;                  /* 0: tracked tiers, 1: the anonymous tier */
+    unsigned start, i;         /* partition start + i is asked next */
+};
+
+static void round_end(struct poll_round *rd)
+{
+    struct poller *p = rd->p;
+    p->claiming = 0;
+    int unused = rd->granted - rd->taken;
+    if (unused > 0) {
+        char k[KEY_MAX], now[24], n[16], budget[24];
+        key_build(k, sizeof(k), store_tag(p->c->store), "budget", NULL, NULL);
+        snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
+        snprintf(n, sizeof(n), "%d", unused);
+        snprintf(budget, sizeof(budget), "%lld", (long long)p->c->cfg->upstream_budget);
+        const char *argv[] = {k, now, n, budget};
+        store_eval(p->c->store, &p->bgive_sc, NULL, NULL, 1, 4, argv, NULL);
+    }
+    free(rd);
+}
+
+static void round_next(struct poll_round *rd);
+
+static void on_taken(void *arg, const char *err, redisReply *r)
+{
+    struct poll_round *rd = arg;
+    if (err != NULL || r->type != REDIS_REPLY_ARRAY) {
+        round_end(rd);
+        return;
+    }
+    for (size_t i = 0; i < r->elements; i++)
+        if (r->element[i]->type == REDIS_REPLY_STRING) {
+            poll_one(rd->p, r->element[i]->str, NULL, NULL);
+            rd->taken++;
+        }
+    rd->i++;
+    round_next(rd);
+}
+
+static void round_next(struct poll_round *rd)
+{
+    struct poller *p = rd->p;
+    unsigned np = store_partitions(p->c->store);
+    if (rd->i == np && rd->pass == 0)
+        rd->pass = 1, rd->i = 0;
+    int left = rd->granted - rd->taken;
+    int anon = (rd->avail - rd->taken) / 2;
+    if (anon > left)
+        anon = left;
+    if (rd->i == np || left <= 0 || (rd->pass == 1 && anon <= 0)) {
+        round_end(rd);
+        return;
+    }
+    const char *tag = store_part_tag(p->c->store, (rd->start + rd->i) % np);
+    char ku[KEY_MAX], ka[KEY_MAX], ks[KEY_MAX], kn[KEY_MAX], now[24], nt[16], lease[16], na[16];
+    key_build(ku, sizeof(ku), tag, "pollu", NULL, NULL);
+    key_build(ka, sizeof(ka), tag, "poll", NULL, NULL);
+    key_build(ks, sizeof(ks), tag, "polls", NULL, NULL);
+    key_build(kn, sizeof(kn), tag, "polln", NULL, NULL);
+    snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
+    snprintf(nt, sizeof(nt), "%d", rd->pass == 0 ? left : 0);
+    snprintf(lease, sizeof(lease), "%d", CLAIM_LEASE_MS);
+    snprintf(na, sizeof(na), "%d", rd->pass == 1 ? anon : 0);
+    const char *argv[] = {ku, ka, ks, kn, now, nt, lease, na};
+    if (store_eval(p->c->store, &p->ptake_sc, on_taken, rd, 4, 8, argv, NULL) != 0)
+        round_end(rd);
+}
+
+static void on_budget_taken(void *arg, const char *err, redisReply *r)
+{
+    struct poll_round *rd = arg;
+    if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+        round_end(rd); /* nothing was granted */
+        return;
+    }
+    rd->granted = (int)r->element[0]->integer;
+    rd->avail = (int)r->element[1]->integer;
+    round_next(rd);
+}
+
+/* Start a round for up to max polls; p->claiming stays set until it ends. */
+static int round_start(struct poller *p, int max)
+{
+    char k[KEY_MAX], now[24], n[16], budget[24];
+    key_build(k, sizeof(k), store_tag(p->c->store), "budget", NULL, NULL);
+    snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
+    snprintf(n, sizeof(n), "%d", max);
+    snprintf(budget, sizeof(budget), "%lld", (long long)p->c->cfg->upstream_budget);
+    const char *argv[] = {k, now, n, budget};
+    struct poll_round *rd = xcalloc(1, sizeof(*rd));
+    rd->p = p;
+    rd->start = p->rot++ % store_partitions(p->c->store);
+    if (store_eval(p->c->store, &p->btake_sc, on_budget_taken, rd, 1, 4, argv, NULL) != 0) {
+        free(rd);
+        return -1;
+    }
+    return 0;
+}
+
+/* Reserve extra calls and/or claim up to max_polls due polls (store/poll_claim.lua). With
+ * several partitions a claim of polls is a poll_round; a reservation only touches the budget,
+ * so it names the tiers under the deployment tag too (never read then: one slot). */
 static int claim(struct poller *p, struct claim_op *op, int max_polls, int extra)
 {
+    if (max_polls > 0 && store_partitions(p->c->store) > 1) {
+        free(op);
+        return round_start(p, max_polls);
+    }
     char k_poll[KEY_MAX], k_budget[KEY_MAX], k_pollu[KEY_MAX], k_polls[KEY_MAX],
         k_polln[KEY_MAX], now[24],
         maxs[16], lease[16], budget[24], extras[8];
@@ -617,6 +734,9 @@ struct poller *poller_new(struct core *c)
     store_script_init(&p->claim_sc, "poll_claim");
     store_script_init(&p->due_sc, "poll_due");
     store_script_init(&p->set_sc, "poll_set");
+    store_script_init(&p->btake_sc, "budget_take");
+    store_script_init(&p->bgive_sc, "budget_give");
+    store_script_init(&p->ptake_sc, "poll_take");
     p->disc_since_s = wall_ms() / 1000 - 60;
     p->tick_ev = event_new(c->base, -1, EV_PERSIST, on_tick, p);
     ingest_on_event(c->ingest, on_event, p);

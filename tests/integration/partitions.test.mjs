@@ -94,3 +94,70 @@ test('on a 3-master Redis Cluster the record lives on the deployment slot\'s mas
   await refused(cl.url(other.port), 'pd', 3, 1);
   assert.equal(await cl.cmd((await cl.ownerOf(await cl.slotOf('pd'))).port, 'EXISTS', '{pd}:config'), 0);
 });
+
+/** The partition of a request id: CRC16-XMODEM of its bytes mod n (store/keys.c). */
+function partitionOf(id, n) {
+  let c = 0;
+  for (const b of Buffer.from(id)) {
+    c ^= b << 8;
+    for (let i = 0; i < 8; i++) c = (c & 0x8000 ? (c << 1) ^ 0x1021 : c << 1) & 0xffff;
+  }
+  return c % n;
+}
+
+/** Sim requests until every one of n partitions has at least per of them. */
+async function idsOverPartitions(sim, n, per) {
+  const by = Array.from({ length: n }, () => []);
+  for (let i = 0; i < 200 && by.some((x) => x.length < per); i++) {
+    const r = await sim.control('/requests', { path: ['waiting', 'pending', 'success'], stepMs: 0, autoHashes: true });
+    const k = partitionOf(r.id, n);
+    if (by[k].length < per) by[k].push(r.id);
+  }
+  assert.ok(by.every((x) => x.length === per), 'ids in every partition');
+  return by.flat();
+}
+
+for (const mode of ['websocket', 'polls only']) {
+  test(`3 partitions on one Redis (${mode}): requests tracked, followed and read in their own partition`, async () => {
+    const { startSim } = await import('./lib/sim.mjs');
+    const { until } = await import('./lib/proc.mjs');
+    const sim = await startSim({ apiKey: 'part-key', seed: 5, rateLimit: 0 });
+    cleanup.push(() => sim.stop());
+    const prefix = mode === 'websocket' ? 'pw' : 'pp';
+    const d = await daemon(redis.url, prefix, 3, {
+      apiUrl: sim.url, wsUrl: mode === 'websocket' ? sim.wsUrl : 'ws://127.0.0.1:9/', apiKey: 'part-key',
+    });
+    const ids = await idsOverPartitions(sim, 3, 2);
+    const t = await d.post('/v1/requests', { requestIds: ids });
+    assert.equal(t.status, 201, t.text);
+    assert.equal(t.body.tracked, 6, t.text);
+    for (const step of ['waiting', 'pending', 'success']) {
+      if (step !== 'waiting') for (const id of ids) await sim.control(`/requests/${id}/advance`, {});
+      for (const id of ids)
+        await until(async () => (await d.get(`/v1/requests/${id}`)).body?.status === step,
+          { msg: `${id} reaches ${step} (${mode})`, timeoutMs: 20000 });
+    }
+    for (const id of ids) {
+      const k = partitionOf(id, 3);
+      assert.equal(await redis.cmd('EXISTS', `{${prefix}:p${k}}:req:${id}`), 1, `${id} in partition ${k}`);
+      assert.equal(await redis.cmd('EXISTS', `{${prefix}}:req:${id}`), 0, 'not under the deployment tag');
+      const ev = await d.get(`/v1/events?requestId=${id}`);
+      assert.equal(ev.status, 200, ev.text);
+      assert.deepEqual(ev.body.events.map((e) => e.status), ['waiting', 'pending', 'success'], `${id} timeline`);
+    }
+    for (let k = 0; k < 3; k++) {
+      assert.equal(await redis.cmd('XLEN', `{${prefix}:p${k}}:events`), 6, `partition ${k}: 2 requests x 3 events`);
+      assert.equal(await redis.cmd('ZCARD', `{${prefix}:p${k}}:all`), 2);
+    }
+    // (the fan-out, not partitioned yet, creates its consumer group's empty stream there)
+    assert.equal(await redis.cmd('XLEN', `{${prefix}}:events`), 0, 'no event under the deployment tag');
+    assert.equal(await redis.cmd('EXISTS', `{${prefix}}:all`), 0);
+    if (mode === 'websocket') // the holder subscribed the watch sets of all three partitions
+      await until(async () => /\nstatusrelay_upstream_ws_subscriptions 6\n/.test((await d.get('/metrics')).text),
+        { msg: '6 upstream subscriptions' });
+    // gauges summed over the partitions
+    await until(async () => /\nstatusrelay_requests_by_status\{status="success"\} 6\n/.test((await d.get('/metrics')).text),
+      { msg: '6 successes in /metrics', timeoutMs: 5000 });
+    assert.doesNotMatch(d.proc.log(), /level=error/);
+  });
+}

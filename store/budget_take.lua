@@ -1,0 +1,13 @@
+-- budget_take.lua - take up to ARGV[2] calls from the shared upstream budget (budget_lib.lua),
+-- for the polls of a deployment with several partitions: the poller then claims that many
+-- due polls partition by partition (store/poll_take.lua) and gives back what it did not use
+-- (store/budget_give.lua).
+-- KEYS: 1 budget bucket {P}:budget. ARGV: 1 now ms, 2 calls wanted, 3 budget per minute
+-- Returns {calls granted, calls that were available (whole tokens, before taking)}.
+-- #include budget_lib.lua
+local now = tonumber(ARGV[1])
+local b = bucket_read(KEYS[1], now, tonumber(ARGV[3]))
+local avail = math.floor(b.tokens)
+local g = math.max(0, math.min(tonumber(ARGV[2]), avail))
+bucket_write(KEYS[1], now, b, g)
+return {g, avail}
