@@ -51,6 +51,7 @@ struct store {
     char tag[KEY_TAG_MAX];
     unsigned nparts;
     char (*ptags)[KEY_TAG_MAX]; /* nparts tags (ptags[0] = tag when nparts = 1) */
+    char (*wtags)[2 * KEY_TAG_MAX]; /* store_wh_tag */
     struct event *check_ev;     /* cluster: the partition check again after a failure */
     char fatal_buf[200];
     int64_t cmd_timeout_ms;
@@ -648,8 +649,14 @@ struct store *store_new(struct event_base *base, const struct store_opts *o)
     if (s->nparts > KEY_MAX_PARTITIONS)
         s->nparts = KEY_MAX_PARTITIONS; /* config refuses more */
     s->ptags = xcalloc(s->nparts, sizeof(*s->ptags));
-    for (unsigned k = 0; k < s->nparts; k++)
+    s->wtags = xcalloc(s->nparts, sizeof(*s->wtags));
+    for (unsigned k = 0; k < s->nparts; k++) {
         key_part_tag(s->ptags[k], sizeof(s->ptags[k]), o->prefix, k, s->nparts);
+        if (s->nparts > 1)
+            snprintf(s->wtags[k], sizeof(s->wtags[k]), "%s %s", s->ptags[k], s->tag);
+        else
+            snprintf(s->wtags[k], sizeof(s->wtags[k]), "%s", s->tag);
+    }
     s->check_ev = evtimer_new(base, on_check_retry, s);
     if (strncmp(o->url, "redis-cluster://", 16) == 0) {
         struct cluster_opts co = {.url = o->url, .cmd_timeout_ms = s->cmd_timeout_ms,
@@ -694,6 +701,7 @@ void store_free(struct store *s)
     if (s->check_ev)
         event_free(s->check_ev);
     free(s->ptags);
+    free(s->wtags);
     for (struct listener *l = s->listeners, *n; l; l = n) {
         n = l->next;
         free(l);
@@ -744,6 +752,11 @@ unsigned store_partitions(const struct store *s)
 const char *store_part_tag(const struct store *s, unsigned k)
 {
     return s->ptags[k < s->nparts ? k : 0];
+}
+
+const char *store_wh_tag(const struct store *s, unsigned k)
+{
+    return s->wtags[k < s->nparts ? k : 0];
 }
 
 const char *store_tag_of(const struct store *s, const char *id)

@@ -68,6 +68,9 @@ const char *store_part_tag(const struct store *s, unsigned k);
 /* The tag of request id's partition (key_partition): every key of the request, its events,
  * watch, polls and deliveries carry it. store_tag when N = 1. */
 const char *store_tag_of(const struct store *s, const char *id);
+/* The tag argument of the delivery scripts (store/wh_*.lua) for partition k: its tag, and
+ * with N > 1 "<partition tag> <deployment tag>" (endpoint hashes are deployment keys). */
+const char *store_wh_tag(const struct store *s, unsigned k);
 
 /* Send a command (printf-like hiredis format: values via %s / %b, never in the format).
  * Returns 0 (cb will be called exactly once) or -1 when not ready (cb not called). */

@@ -9,7 +9,12 @@
 -- body key expired | "x" nothing: the event is gone), body/index/record/""}.
 -- Deliveries of a deleted endpoint are dropped; those of a disabled endpoint are recorded
 -- as skipped (replayable once it is enabled again).
-local tag = ARGV[1]
+-- ARGV[1] is the partition's tag, or "<partition tag> <deployment tag>" in a deployment with
+-- several partitions (docs/partitions.md): endpoint hashes live under the deployment tag
+local tag, dtag = string.match(ARGV[1], '^(%S+) (%S+)$')
+if not tag then
+  tag, dtag = ARGV[1], ARGV[1]
+end
 local now = tonumber(ARGV[2])
 local ttl = ARGV[6]
 local lease = tonumber(ARGV[3])
@@ -32,7 +37,7 @@ for _, wh in ipairs(whs) do
     break
   end
   local dq = tag .. ':dq:' .. wh
-  local en = redis.call('HGET', tag .. ':wh:' .. wh, 'enabled')
+  local en = redis.call('HGET', dtag .. ':wh:' .. wh, 'enabled')
   if not en then
     local ids = redis.call('ZRANGE', dq, 0, -1)
     for _, did in ipairs(ids) do

@@ -9,7 +9,12 @@
 -- An outcome for a delivery whose lease this process lost (the reaper gave it back, another
 -- process has it) is still logged; "ok" still finishes it, "retry" leaves it to the new
 -- holder. Returns a flat list of (endpoint id, reason) pairs of endpoints disabled now.
-local tag = ARGV[1]
+-- ARGV[1] is the partition's tag, or "<partition tag> <deployment tag>" in a deployment with
+-- several partitions (docs/partitions.md): endpoint hashes live under the deployment tag
+local tag, dtag = string.match(ARGV[1], '^(%S+) (%S+)$')
+if not tag then
+  tag, dtag = ARGV[1], ARGV[1]
+end
 local now = tonumber(ARGV[2])
 local disable_after = tonumber(ARGV[3])
 local ttl = ARGV[4]
@@ -77,7 +82,7 @@ for i = 5, #ARGV, 5 do
   end
 end
 for wh in pairs(healthy) do
-  redis.call('HDEL', tag .. ':wh:' .. wh, 'failSince')
+  redis.call('HDEL', dtag .. ':wh:' .. wh, 'failSince')
 end
 fix_touched(KEYS[1])
 return disabled

@@ -24,7 +24,12 @@
 -- and matches again; version "*" skips the check: the live fan-out matched against a
 -- version wh_held.lua checked before the first attempts), {-2} when this process lost the
 -- fanout lease.
-local tag = ARGV[1]
+-- ARGV[1] is the partition's tag, or "<partition tag> <deployment tag>" in a deployment with
+-- several partitions (docs/partitions.md): endpoint hashes live under the deployment tag
+local tag, dtag = string.match(ARGV[1], '^(%S+) (%S+)$')
+if not tag then
+  tag, dtag = ARGV[1], ARGV[1]
+end
 local ver = redis.call('GET', KEYS[2]) or '0'
 if ARGV[2] ~= '*' and ver ~= ARGV[2] then
   return {-1, ver}
@@ -161,7 +166,7 @@ while i <= #ARGV do
   i = i + 4 * n
 end
 for wh in pairs(healthy) do
-  redis.call('HDEL', tag .. ':wh:' .. wh, 'failSince')
+  redis.call('HDEL', dtag .. ':wh:' .. wh, 'failSince')
 end
 fix_touched(tag .. ':due')
 if not replay and #sids > 0 then

@@ -8,7 +8,12 @@
 --       request id)
 -- Returns {-1, version} when the endpoint set changed, else {1, flags}: one character per
 -- pair, "1" held, "0" free.
-local tag = ARGV[1]
+-- ARGV[1] is the partition's tag, or "<partition tag> <deployment tag>" in a deployment with
+-- several partitions (docs/partitions.md): endpoint hashes live under the deployment tag
+local tag, dtag = string.match(ARGV[1], '^(%S+) (%S+)$')
+if not tag then
+  tag, dtag = ARGV[1], ARGV[1]
+end
 local ver = redis.call('GET', KEYS[1]) or '0'
 if ver ~= ARGV[2] then
   return {-1, ver}

@@ -1,7 +1,8 @@
 -- wh_lib.lua - the delivery-queue steps shared by wh_fanout.lua, wh_claim.lua and
 -- wh_done.lua. relay/common/embed.pl pastes this file where a script has the line
--- "-- #include wh_lib.lua"; the script defines the locals tag (key prefix), now (ms) and
--- ttl (retention ms of finished deliveries) before that line.
+-- "-- #include wh_lib.lua"; the script defines the locals tag (key prefix: the partition's
+-- tag), dtag (the deployment's tag: endpoint hashes; the same as tag with one partition), now
+-- (ms) and ttl (retention ms of finished deliveries) before that line.
 -- Invariant kept here: of the unfinished deliveries of one request to one endpoint (the
 -- order set {P}:order:<wh>:<rid>, by seq), exactly one is queued at a time (q = "1": in the
 -- endpoint's queue {P}:dq:<wh> or in flight).
@@ -27,7 +28,7 @@ end
 -- delivery mode "latest" of an endpoint (read once per script run)
 local function is_latest(wh)
   if modes[wh] == nil then
-    modes[wh] = redis.call('HGET', tag .. ':wh:' .. wh, 'mode') or 'all'
+    modes[wh] = redis.call('HGET', dtag .. ':wh:' .. wh, 'mode') or 'all'
   end
   return modes[wh] == 'latest'
 end
@@ -76,7 +77,7 @@ end
 -- (whv = the endpoints version key, bumped so every process reloads); a success ends it.
 -- Disabled endpoints are appended to the caller's list as (endpoint id, reason) pairs.
 local function note_outcome(wh, outcome, whv, disable_after, disabled)
-  local whk = tag .. ':wh:' .. wh
+  local whk = dtag .. ':wh:' .. wh
   if outcome == 'ok' then
     return true -- the caller clears failSince once per endpoint
   end

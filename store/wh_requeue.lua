@@ -5,7 +5,12 @@
 -- ARGV: 1 tag, 2 now ms, 3 endpoint id or "", 4 request id or "", 5 since ms or "",
 --       6 until ms or "", 7 dry run "1"|"0", 8 max deliveries
 -- Returns the number of deliveries replayed (or that would be).
-local tag = ARGV[1]
+-- ARGV[1] is the partition's tag, or "<partition tag> <deployment tag>" in a deployment with
+-- several partitions (docs/partitions.md): endpoint hashes live under the deployment tag
+local tag, dtag = string.match(ARGV[1], '^(%S+) (%S+)$')
+if not tag then
+  tag, dtag = ARGV[1], ARGV[1]
+end
 local now = tonumber(ARGV[2])
 local fwh, frid = ARGV[3], ARGV[4]
 local since, untl = tonumber(ARGV[5]), tonumber(ARGV[6])
@@ -21,7 +26,7 @@ for _, did in ipairs(ids) do
     end
   elseif (fwh == '' or h[1] == fwh) and (frid == '' or h[2] == frid)
       and (not since or tonumber(h[3]) >= since) and (not untl or tonumber(h[3]) <= untl)
-      and redis.call('HGET', tag .. ':wh:' .. h[1], 'enabled') == '1' then
+      and redis.call('HGET', dtag .. ':wh:' .. h[1], 'enabled') == '1' then
     n = n + 1
     if not dry then
       redis.call('ZREM', KEYS[1], did)

@@ -135,8 +135,17 @@ void dsp_flush(struct dispatch *d)
     if (d->closing || d->flushing || d->res_head == NULL || !store_ready(d->c->store))
         return;
     const struct config *cfg = d->c->cfg;
-    const char *tag = store_tag(d->c->store);
-    size_t n = d->nres < DISPATCH_DONE_MAX ? d->nres : DISPATCH_DONE_MAX;
+    /* one batch = one partition's outcomes (the head's), in their order; the others wait */
+    unsigned part = d->res_head->part;
+    const char *tag = store_wh_tag(d->c->store, part), *ptag = store_part_tag(d->c->store, part);
+    char k_due[KEY_MAX], k_inflight[KEY_MAX], k_dead[KEY_MAX];
+    key_build(k_due, sizeof(k_due), ptag, "due", NULL, NULL);
+    key_build(k_inflight, sizeof(k_inflight), ptag, "inflight", NULL, NULL);
+    key_build(k_dead, sizeof(k_dead), ptag, "dead", NULL, NULL);
+    size_t n = 0;
+    for (struct dispatch_attempt *x = d->res_head; x != NULL && n < DISPATCH_DONE_MAX;
+         x = x->next)
+        n += x->part == part;
     int argc = 8 + 5 * (int)n;
     const char **argv = xmalloc(sizeof(char *) * (size_t)argc);
     char now[24], dis[24], ret[24];
@@ -144,25 +153,40 @@ void dsp_flush(struct dispatch *d)
     snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
     snprintf(dis, sizeof(dis), "%lld", (long long)cfg->disable_after_ms);
     snprintf(ret, sizeof(ret), "%lld", (long long)WH_RETENTION_MS);
-    argv[0] = d->k_due, argv[1] = d->k_inflight, argv[2] = d->k_whv, argv[3] = d->k_dead;
+    argv[0] = k_due, argv[1] = k_inflight, argv[2] = d->k_whv, argv[3] = k_dead;
     argv[4] = tag, argv[5] = now, argv[6] = dis, argv[7] = ret;
-    struct dispatch_attempt *a = d->res_head, *last = NULL;
-    for (size_t i = 0; i < n; i++, last = a, a = a->next) {
+    size_t i = 0;
+    for (struct dispatch_attempt *a = d->res_head; i < n; a = a->next) {
+        if (a->part != part)
+            continue;
         snprintf(nx[i], 24, "%lld", (long long)a->next_ms);
         argv[8 + 5 * i] = a->did;
         argv[9 + 5 * i] = a->whid;
         argv[10 + 5 * i] = a->outcome;
         argv[11 + 5 * i] = a->json;
         argv[12 + 5 * i] = nx[i];
+        i++;
     }
     d->pending++;
     if (store_eval(d->c->store, &d->sc_done, on_done, d, 4, argc, argv, NULL) == 0) {
-        /* detach the first n results as the batch in flight */
-        d->flushing = d->res_head;
-        d->res_head = a;
-        last->next = NULL;
-        if (a == NULL)
-            d->res_tail = NULL;
+        /* detach those n results as the batch in flight; the rest stay in order */
+        struct dispatch_attempt **pp = &d->res_head, **bt = &d->flushing, *last = NULL;
+        size_t moved = 0;
+        while (*pp != NULL && moved < n) {
+            struct dispatch_attempt *a = *pp;
+            if (a->part != part) {
+                last = a;
+                pp = &a->next;
+                continue;
+            }
+            *pp = a->next;
+            a->next = NULL;
+            *bt = a;
+            bt = &a->next;
+            moved++;
+        }
+        if (*pp == NULL)
+            d->res_tail = last;
         d->nres -= n;
     } else {
         d->pending--;

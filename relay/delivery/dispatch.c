@@ -266,6 +266,8 @@ static void on_held_reloaded(void *arg, const char *err)
     dispatch_kick(d);
 }
 
+static void claim(struct dispatch *d, int force);
+
 static void on_claim(void *arg, const char *err, redisReply *r)
 {
     struct dispatch *d = arg;
@@ -286,6 +288,7 @@ static void on_claim(void *arg, const char *err, redisReply *r)
         struct dispatch_attempt *a = xcalloc(1, sizeof(*a));
         a->d = d;
         a->claimed_ms = now;
+        a->part = d->claim_part;
         a->did = xstrdup(e[0]->str ? e[0]->str : "");
         snprintf(a->whid, sizeof(a->whid), "%s", e[1]->str ? e[1]->str : "");
         snprintf(a->ev, sizeof(a->ev), "%s", e[2]->str ? e[2]->str : "");
@@ -311,6 +314,8 @@ static void on_claim(void *arg, const char *err, redisReply *r)
     free(byidx);
     *tail = d->held;
     d->held = head;
+    d->cpart = (d->claim_part + 1) % d->np; /* the next claim asks the next partition */
+    d->claim_got += n;
     const char *ver = r->element[0]->str ? r->element[0]->str : "0";
     if (strcmp(ver, webhooks_version(d->w)) != 0) {
         webhooks_reload(d->w, on_held_reloaded, d); /* claiming stays set until then */
@@ -318,7 +323,11 @@ static void on_claim(void *arg, const char *err, redisReply *r)
     }
     d->claiming = 0;
     start_held(d);
-    if (n > 0 || d->kick_again) {
+    if (d->cpart != 0) { /* the sweep goes on through the other partitions */
+        claim(d, d->claim_force);
+        return;
+    }
+    if (d->claim_got > 0 || d->kick_again) {
         d->kick_again = 0;
         dispatch_kick(d);
     }
@@ -343,7 +352,12 @@ static void claim(struct dispatch *d, int force)
     if (room > DISPATCH_CLAIM_MAX)
         room = DISPATCH_CLAIM_MAX;
     const struct config *cfg = d->c->cfg;
-    const char *tag = store_tag(d->c->store);
+    unsigned part = d->cpart;
+    const char *tag = store_wh_tag(d->c->store, part);
+    char k_due[KEY_MAX], k_inflight[KEY_MAX];
+    key_build(k_due, sizeof(k_due), store_part_tag(d->c->store, part), "due", NULL, NULL);
+    key_build(k_inflight, sizeof(k_inflight), store_part_tag(d->c->store, part), "inflight",
+              NULL, NULL);
     size_t nwh = webhooks_count(d->w);
     long def = d->ahead * (long)cfg->endpoint_concurrency;
     int argc = 9 + 2 * (int)nwh;
@@ -355,7 +369,7 @@ static void claim(struct dispatch *d, int force)
     snprintf(max, sizeof(max), "%zu", room);
     snprintf(defs, sizeof(defs), "%ld", def);
     snprintf(ret, sizeof(ret), "%lld", (long long)WH_RETENTION_MS);
-    argv[0] = d->k_due, argv[1] = d->k_inflight, argv[2] = d->k_whv;
+    argv[0] = k_due, argv[1] = k_inflight, argv[2] = d->k_whv;
     argv[3] = tag, argv[4] = now, argv[5] = lease, argv[6] = max, argv[7] = defs, argv[8] = ret;
     int k = 9, room_somewhere = 0;
     for (size_t i = 0; i < nwh; i++) {
@@ -377,6 +391,11 @@ static void claim(struct dispatch *d, int force)
     }
     if (room_somewhere || force) {
         d->claiming = 1;
+        d->claim_part = part;
+        if (part == 0) { /* a sweep over the partitions starts */
+            d->claim_force = force;
+            d->claim_got = 0;
+        }
         d->pending++;
         if (store_eval(d->c->store, &d->sc_claim, on_claim, d, 3, k, argv, NULL) != 0) {
             d->pending--;
@@ -405,7 +424,7 @@ static void on_reap_reply(void *arg, const char *err, redisReply *r)
     struct dispatch *d = arg;
     if (dsp_callback_enter(d))
         return;
-    d->reaping = 0;
+    d->reaping--; /* one call per partition */
     if (err == NULL && r->type == REDIS_REPLY_INTEGER && r->integer > 0) {
         d->c->metrics.wh_leases_reaped += (uint64_t)r->integer;
         log_info("webhook deliveries returned to the queue (lease expired)", "count=%lld",
@@ -419,14 +438,18 @@ static void on_reap(evutil_socket_t fd, short what, void *arg)
     struct dispatch *d = arg;
     if (d->reaping || !store_ready(d->c->store))
         return;
-    char now[24];
+    char now[24], k_due[KEY_MAX], k_inflight[KEY_MAX];
     snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
-    const char *argv[] = {d->k_due, d->k_inflight, store_tag(d->c->store), now, "1000"};
-    d->reaping = 1;
-    d->pending++;
-    if (store_eval(d->c->store, &d->sc_reap, on_reap_reply, d, 2, 5, argv, NULL) != 0) {
-        d->pending--;
-        d->reaping = 0;
+    for (unsigned p = 0; p < d->np; p++) {
+        const char *tag = store_part_tag(d->c->store, p);
+        key_build(k_due, sizeof(k_due), tag, "due", NULL, NULL);
+        key_build(k_inflight, sizeof(k_inflight), tag, "inflight", NULL, NULL);
+        const char *argv[] = {k_due, k_inflight, store_wh_tag(d->c->store, p), now, "1000"};
+        d->pending++;
+        if (store_eval(d->c->store, &d->sc_reap, on_reap_reply, d, 2, 5, argv, NULL) == 0)
+            d->reaping++;
+        else
+            d->pending--;
     }
 }
 
@@ -442,7 +465,7 @@ int dispatch_first_ok(struct dispatch *d, struct webhook *wh)
 
 struct dispatch_attempt *dispatch_first(struct dispatch *d, struct webhook *wh, const char *did,
                                         const char *event_id, struct dispatch_body *b,
-                                        dispatch_first_cb *cb, void *arg)
+                                        unsigned part, dispatch_first_cb *cb, void *arg)
 {
     if (d->closing)
         return NULL;
@@ -454,6 +477,7 @@ struct dispatch_attempt *dispatch_first(struct dispatch *d, struct webhook *wh, 
     a->did = xstrdup(did);
     snprintf(a->ev, sizeof(a->ev), "%s", event_id);
     a->att = 1;
+    a->part = part;
     a->b = b;
     b->refs++;
     a->kind = "b";
@@ -548,11 +572,8 @@ struct dispatch *dispatch_new(struct core *c, struct webhooks *w)
     store_script_init(&d->sc_claim, "wh_claim");
     store_script_init(&d->sc_done, "wh_done");
     store_script_init(&d->sc_reap, "wh_reap");
-    const char *tag = store_tag(c->store);
-    key_build(d->k_due, KEY_MAX, tag, "due", NULL, NULL);
-    key_build(d->k_inflight, KEY_MAX, tag, "inflight", NULL, NULL);
-    key_build(d->k_whv, KEY_MAX, tag, "whv", NULL, NULL);
-    key_build(d->k_dead, KEY_MAX, tag, "dead", NULL, NULL);
+    d->np = store_partitions(c->store);
+    key_build(d->k_whv, KEY_MAX, store_tag(c->store), "whv", NULL, NULL);
     d->tick_ev = event_new(c->base, -1, EV_PERSIST, on_tick, d);
     d->reap_ev = event_new(c->base, -1, EV_PERSIST, on_reap, d);
     d->kick_ev = event_new(c->base, -1, 0, on_kick, d);

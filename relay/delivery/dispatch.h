@@ -61,7 +61,7 @@ typedef void dispatch_first_cb(void *arg, const char *outcome, const char *json,
 int dispatch_first_ok(struct dispatch *d, struct webhook *wh);
 struct dispatch_attempt *dispatch_first(struct dispatch *d, struct webhook *wh, const char *did,
                                         const char *event_id, struct dispatch_body *b,
-                                        dispatch_first_cb *cb, void *arg);
+                                        unsigned part, dispatch_first_cb *cb, void *arg);
 void dispatch_first_detach(struct dispatch *d, struct dispatch_attempt *a);
 void dispatch_first_forget(struct dispatch *d, struct dispatch_attempt *a);
 

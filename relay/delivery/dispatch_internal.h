@@ -37,6 +37,7 @@ struct dispatch_attempt {
     char *did;
     char ev[PROTO_EVENT_ID_MAX + 16];
     int att, replay;
+    unsigned part;              /* the partition of its request (its delivery keys) */
     struct dispatch_body *b;    /* reference; dropped when the HTTP exchange completes */
     int64_t claimed_ms; /* monotonic: the lease runs from here */
     const char *kind;   /* 'b', 'r', 'x' from the claim */
@@ -75,7 +76,14 @@ struct dispatch {
     size_t nres;
     struct dispatch_attempt *flushing; /* batch being written */
     struct dispatch_attempt *held;     /* claimed, waiting for an endpoint reload */
-    char k_due[KEY_MAX], k_inflight[KEY_MAX], k_whv[KEY_MAX], k_dead[KEY_MAX];
+    char k_whv[KEY_MAX]; /* the endpoint set's version: a deployment key */
+    /* partitions (docs/partitions.md): a claim asks one partition, the next claim the next
+     * one, and a tick's claim goes on through every partition (claim_part: the one asked,
+     * claim_force / claim_got: the tick's force flag and what the sweep claimed so far);
+     * outcomes are written in batches of one partition; every partition is reaped */
+    unsigned np, cpart, claim_part;
+    int claim_force;
+    size_t claim_got;
     int local_streak;         /* attempts failed locally in a row (attempt.c: backoff) */
     int64_t local_log_ms;     /* mono ms of the last "failed locally" line; 0 = never */
     uint64_t local_suppressed; /* such failures not logged since */

@@ -116,7 +116,13 @@ static void on_lease(void *arg, const char *err, redisReply *r)
     if (err != NULL || r->type != REDIS_REPLY_INTEGER)
         return;
     if (r->integer == 1 && !fo->leader) {
-        log_info("webhook fan-out lease taken", "instance=%s", fo->c->instance_id);
+        if (fo->share == NULL)
+            log_info("webhook fan-out lease taken", "instance=%s", fo->c->instance_id);
+        else
+            log_info("webhook fan-out lease taken", "instance=%s partition=%u",
+                     fo->c->instance_id, fo->part);
+        if (fo->share != NULL)
+            fo->share->held++;
         fo->leader = 1;
         fo->group_ready = 0;
         fo->need_claim = 1;
@@ -124,10 +130,39 @@ static void on_lease(void *arg, const char *err, redisReply *r)
         snprintf(fo->claim_cursor, sizeof(fo->claim_cursor), "0-0");
         fo_step(fo);
     } else if (r->integer == 0 && fo->leader) {
-        log_warn("webhook fan-out lease lost", "instance=%s", fo->c->instance_id);
+        if (fo->share == NULL)
+            log_warn("webhook fan-out lease lost", "instance=%s", fo->c->instance_id);
+        else
+            log_warn("webhook fan-out lease lost", "instance=%s partition=%u",
+                     fo->c->instance_id, fo->part);
         fo->leader = 0;
+        if (fo->share != NULL)
+            fo->share->held--;
         pre_clear(fo);
     }
+}
+
+int fanout_leader(const struct fanout *fo)
+{
+    return fo != NULL && fo->leader;
+}
+
+/* Several partitions: 1 when this fan-out should not take or renew its lease now - the
+ * process holds its share already (not leader), or more than its share and this is the
+ * highest partition it holds (leader: given up, another process takes it within a lease). */
+static int over_share(struct fanout *fo)
+{
+    struct fanout_share *sh = fo->share;
+    unsigned live = sh->live ? sh->live : 1;
+    unsigned target = (sh->n + live - 1) / live;
+    if (!fo->leader)
+        return sh->held >= target;
+    if (sh->held <= target)
+        return 0;
+    for (unsigned k = fo->part + 1; k < sh->n; k++)
+        if (sh->all[k] != NULL && sh->all[k]->leader)
+            return 0; /* a higher one goes first */
+    return 1;
 }
 
 static void on_lease_tick(evutil_socket_t fd, short what, void *arg)
@@ -135,6 +170,17 @@ static void on_lease_tick(evutil_socket_t fd, short what, void *arg)
     struct fanout *fo = arg;
     if (!store_ready(fo->c->store))
         return;
+    if (fo->share != NULL && over_share(fo)) {
+        if (fo->leader) { /* not renewed: it expires and another process takes it */
+            log_info("webhook fan-out lease given up (spreading)", "instance=%s partition=%u "
+                     "held=%u live=%u", fo->c->instance_id, fo->part, fo->share->held,
+                     fo->share->live);
+            fo->leader = 0;
+            fo->share->held--;
+            pre_clear(fo);
+        }
+        return;
+    }
     char ms[24];
     snprintf(ms, sizeof(ms), "%d", FANOUT_LEASE_MS);
     const char *argv[] = {fo->k_lease, fo->c->instance_id, ms};
@@ -300,6 +346,9 @@ static void on_ingest_event(void *arg, enum proto_verdict v, const struct status
     struct fanout *fo = arg;
     if (v != PROTO_ACCEPT || fo->closing)
         return;
+    if (fo->share != NULL && ev != NULL &&
+        key_partition(ev->request_id, strlen(ev->request_id), fo->share->n) != fo->part)
+        return; /* another partition's event */
     if (fo->leader && ev != NULL && stream_id != NULL && fo->npre < FANOUT_PRE_MAX &&
         strlen(stream_id) < sizeof(fo->pre_head->sid)) {
         struct fo_pre *p = xcalloc(1, sizeof(*p));
@@ -331,20 +380,23 @@ static void on_store_state(void *arg, int up)
     }
 }
 
-struct fanout *fanout_new(struct core *c, struct webhooks *w, struct dispatch *dp)
+struct fanout *fanout_new(struct core *c, struct webhooks *w, struct dispatch *dp,
+                          unsigned part, struct fanout_share *share)
 {
     struct fanout *fo = xcalloc(1, sizeof(*fo));
     fo->c = c;
     fo->w = w;
     fo->dp = dp;
+    fo->part = part;
+    fo->share = share;
     store_script_init(&fo->sc_lease, "wh_lease");
     store_script_init(&fo->sc_held, "wh_held");
     fo->pairs = idmap_new();
     fo->sc_fanout = webhooks_script(w, WH_SC_FANOUT);
-    const char *tag = store_tag(c->store);
+    const char *tag = store_part_tag(c->store, part);
     key_build(fo->k_events, KEY_MAX, tag, "events", NULL, NULL);
     key_build(fo->k_lease, KEY_MAX, tag, "fanout", NULL, NULL);
-    key_build(fo->k_whv, KEY_MAX, tag, "whv", NULL, NULL);
+    key_build(fo->k_whv, KEY_MAX, store_tag(c->store), "whv", NULL, NULL);
     fo->lease_ev = event_new(c->base, -1, EV_PERSIST, on_lease_tick, fo);
     fo->poll_ev = event_new(c->base, -1, EV_PERSIST, on_poll, fo);
     fo->kick_ev = event_new(c->base, -1, 0, on_kick, fo);

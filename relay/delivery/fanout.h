@@ -48,7 +48,9 @@ typedef char fanout_match_cb(void *arg, const struct webhook *wh, const struct s
 #define FANOUT_ARGS_NKEYS 5      /* KEYS of wh_fanout.lua at the front of v */
 #define FANOUT_ARGS_KEEP_EMPTY 1 /* add an event that matches no endpoint (it is XACKed) */
 #define FANOUT_ARGS_NO_BODY 2    /* leave bodies empty (a dry run counts pairs only) */
-void fanout_args_begin(struct fanout_args *a, struct core *c, struct webhooks *w, int replay);
+/* part: the partition whose stream, lease and delivery keys the script uses (store/keys.h). */
+void fanout_args_begin(struct fanout_args *a, struct core *c, struct webhooks *w, int replay,
+                       unsigned part);
 /* Add stream entry sid with event ev (NULL: an unreadable entry, acknowledged with nothing to
  * deliver) and its pairs of w's endpoints. Returns the number of pairs added. */
 long long fanout_args_event(struct fanout_args *a, struct webhooks *w, const char *sid,
@@ -69,7 +71,24 @@ void fanout_args_set_count(struct fanout_args *a, size_t n_at, long long n);
 void fanout_args_empty_event(struct fanout_args *a, const char *sid);
 void fanout_args_own(struct fanout_args *a, char *s);
 
-struct fanout *fanout_new(struct core *c, struct webhooks *w, struct dispatch *dp);
+/* Partitions (docs/partitions.md): one fan-out per partition, each with its own stream,
+ * consumer group and lease {P:p<k>}:fanout. The fan-outs of a process share this record so
+ * that the leases spread over the processes: a process takes a partition's lease only while
+ * it holds fewer than ceil(partitions / live processes), and gives its highest one up while
+ * it holds more (the live count comes from store/members.lua, relay/delivery/delivery.c). */
+struct fanout_share {
+    unsigned held;       /* leases held by this process */
+    unsigned live;       /* live processes of the deployment (at least 1) */
+    struct fanout **all; /* the process's fan-outs, one per partition */
+    unsigned n;
+};
+
+/* part: the partition to fan out; share: NULL with one partition (the lease is always
+ * tried). */
+struct fanout *fanout_new(struct core *c, struct webhooks *w, struct dispatch *dp,
+                          unsigned part, struct fanout_share *share);
+/* 1 while this fan-out holds its partition's lease. */
+int fanout_leader(const struct fanout *fo);
 /* Stop; a read or script in flight completes into nothing (the object lives until then). */
 void fanout_free(struct fanout *fo);
 /* 1 while batches read from the stream are not committed yet. */

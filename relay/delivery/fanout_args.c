@@ -55,16 +55,17 @@ static void av_key(struct fanout_args *a, const char *tag, const char *kind)
     av_push(a, k, strlen(k), 1);
 }
 
-void fanout_args_begin(struct fanout_args *a, struct core *c, struct webhooks *w, int replay)
+void fanout_args_begin(struct fanout_args *a, struct core *c, struct webhooks *w, int replay,
+                       unsigned part)
 {
-    const char *tag = store_tag(c->store);
+    const char *tag = store_part_tag(c->store, part);
     memset(a, 0, sizeof(*a));
     av_key(a, tag, "events");
-    av_key(a, tag, "whv");
+    av_key(a, store_tag(c->store), "whv"); /* the endpoint set: a deployment key */
     av_key(a, tag, "fanout");
     av_key(a, tag, "inflight");
     av_key(a, tag, "dead");
-    av_str(a, tag);
+    av_str(a, store_wh_tag(c->store, part));
     /* the live fan-out checked the version with wh_held.lua before its first attempts */
     av_str(a, replay ? webhooks_version(w) : "*");
     av_str(a, c->instance_id);

@@ -141,7 +141,8 @@ static void send_first(struct fanout *fo, struct fo_dl *dl)
     char did[PROTO_EVENT_ID_MAX + WH_ID_MAX + 2];
     snprintf(did, sizeof(did), "%s.%s", fe->ev.event_id, dl->wh->id);
     dl->kind = 'a';
-    dl->h = dispatch_first(fo->dp, dl->wh, did, fe->ev.event_id, fe->body, on_first, dl);
+    dl->h = dispatch_first(fo->dp, dl->wh, did, fe->ev.event_id, fe->body, fo->part,
+                           on_first, dl);
     if (dl->h == NULL && dl->out == 0) { /* not started: recorded as pending instead */
         dl->kind = 'p';
         dl->b->open--;
@@ -240,7 +241,7 @@ void fo_process_batch(struct fanout *fo)
             ncand += kind == 'a';
         }
     }
-    const char *tag = store_tag(fo->c->store);
+    const char *tag = store_wh_tag(fo->c->store, fo->part); /* order sets: the partition's */
     int argc = 3 + 2 * (int)ncand;
     const char **argv = xmalloc(sizeof(char *) * (size_t)argc);
     argv[0] = fo->k_whv, argv[1] = tag, argv[2] = webhooks_version(w);
@@ -361,7 +362,7 @@ void fo_try_commit(struct fanout *fo)
         }
     }
     struct fanout_args a;
-    fanout_args_begin(&a, fo->c, fo->w, 0);
+    fanout_args_begin(&a, fo->c, fo->w, 0, fo->part);
     long long created = 0;
     size_t d = 0;
     for (size_t i = 0; i < b->n; i++) {
@@ -434,6 +435,8 @@ static void on_commit(void *arg, const char *err, redisReply *r)
         fo->q_tail = NULL;
     fo->nq--;
     if (code == -2) { /* the lease went to another process: it sends these entries again */
+        if (fo->leader && fo->share != NULL)
+            fo->share->held--;
         fo->leader = 0;
         fo_batch_free(fo, b);
         while (fo->q_head) {

@@ -194,7 +194,12 @@ static void events_fanout(struct replay *rp)
     struct core *c = rp->c;
     struct webhooks *w = rp->w;
     struct fanout_args a;
-    fanout_args_begin(&a, c, w, 1);
+    /* TODO(partitions): replays by time or endpoint read partition 0's stream only */
+    fanout_args_begin(&a, c, w, 1,
+                      rp->s.request_id[0] ? key_partition(rp->s.request_id,
+                                                          strlen(rp->s.request_id),
+                                                          store_partitions(c->store))
+                                          : 0);
     long long pairs = 0;
     for (size_t i = 0; i < rp->nevs; i++)
         pairs += fanout_args_event(&a, w, rp->sids[i], &rp->evs[i], replay_match, rp,

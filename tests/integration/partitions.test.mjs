@@ -161,3 +161,94 @@ for (const mode of ['websocket', 'polls only']) {
     assert.doesNotMatch(d.proc.log(), /level=error/);
   });
 }
+
+/** n request ids per partition of 3 (rid(), picked by partitionOf). */
+function ridsOverPartitions(tag, per) {
+  const by = [[], [], []];
+  for (let i = 0; by.some((x) => x.length < per); i++) {
+    const id = rid(`${tag}${i}`);
+    if (by[partitionOf(id, 3)].length < per) by[partitionOf(id, 3)].push(id);
+  }
+  return by.flat();
+}
+
+/** Ingest waiting, pending, success for each id (retried until 200). */
+async function ingestLifecycles(d, key, ids) {
+  const { ingest, upstreamPayload } = await import('./lib/hooks.mjs');
+  const t0 = Date.now();
+  for (const [i, id] of ids.entries())
+    for (const [k, st] of ['waiting', 'pending', 'success'].entries()) {
+      let code = 0;
+      for (let tries = 0; tries < 100 && code !== 200; tries++) {
+        code = await ingest(d, key, upstreamPayload({ rid: id, status: st, updatedAt: t0 + i * 10 + k })).catch(() => 0);
+        if (code !== 200) await new Promise((r) => setTimeout(r, 50));
+      }
+      assert.equal(code, 200, `${id} ${st} accepted`);
+    }
+}
+
+/** Every id's three events reached rx, in order per request. */
+async function allInOrder(rx, ids, until) {
+  await until(() => rx.records().length >= 3 * ids.length, { msg: `${3 * ids.length} deliveries`, timeoutMs: 30000 });
+  const got = new Map();
+  for (const x of rx.records()) {
+    const b = JSON.parse(x.body);
+    got.set(b.data.requestId, [...(got.get(b.data.requestId) ?? []), b.data.status]);
+  }
+  for (const id of ids) assert.deepEqual(got.get(id), ['waiting', 'pending', 'success'], `${id} delivered once each, in order`);
+}
+
+const instanceOf = (d) => /msg="statusrelay started" [^\n]*instance=([0-9a-f]+)/.exec(d.proc.log())[1];
+
+test('3 partitions, one daemon: webhooks fanned out from every partition, in order per request', async () => {
+  const { startReceiver } = await import('./lib/hooks.mjs');
+  const { until } = await import('./lib/proc.mjs');
+  const rx = await startReceiver();
+  cleanup.push(() => rx.stop());
+  const d = await daemon(redis.url, 'pf', 3, { apiKey: 'pf-key', env: { STATUSRELAY_REDIS_PREFIX: 'pf', STATUSRELAY_PARTITIONS: '3', STATUSRELAY_RETRY_SCHEDULE: '0s,200ms,500ms' } });
+  const wh = await d.post('/v1/webhooks', { url: rx.url('/pf') });
+  assert.equal(wh.status, 201, wh.text);
+  const ids = ridsOverPartitions('pf', 3);
+  await ingestLifecycles(d, 'pf-key', ids);
+  await allInOrder(rx, ids, until);
+  const me = instanceOf(d);
+  for (let k = 0; k < 3; k++) {
+    assert.equal(await redis.cmd('GET', `{pf:p${k}}:fanout`), me, `partition ${k}'s fan-out lease held by the only daemon`);
+    assert.equal(await redis.cmd('XLEN', `{pf:p${k}}:events`), 9);
+  }
+  assert.equal(await redis.cmd('EXISTS', '{pf}:fanout'), 0, 'no deployment-wide fan-out lease');
+  assert.doesNotMatch(d.proc.log(), /level=error/);
+});
+
+test('3 partitions, three daemons: the fan-out leases spread, a killed daemon\'s partition is taken over', async () => {
+  const { startReceiver } = await import('./lib/hooks.mjs');
+  const { until } = await import('./lib/proc.mjs');
+  const rx = await startReceiver();
+  cleanup.push(() => rx.stop());
+  const env = { STATUSRELAY_REDIS_PREFIX: 'ps', STATUSRELAY_PARTITIONS: '3', STATUSRELAY_RETRY_SCHEDULE: '0s,200ms,500ms', STATUSRELAY_DELIVERY_LEASE: '3s', STATUSRELAY_DELIVERY_TIMEOUT: '2s', STATUSRELAY_CONNECT_TIMEOUT: '1s' };
+  const ds = [];
+  for (let i = 0; i < 3; i++) ds.push(await daemon(redis.url, 'ps', 3, { apiKey: 'ps-key', env }));
+  const holders = async () => Promise.all([0, 1, 2].map((k) => redis.cmd('GET', `{ps:p${k}}:fanout`)));
+  const spread = await until(async () => { const h = await holders(); return new Set(h).size === 3 && !h.includes(null) && h; },
+    { msg: 'each daemon holds one partition', timeoutMs: 15000 });
+  assert.deepEqual(new Set(spread), new Set(ds.map(instanceOf)));
+  const wh = await ds[0].post('/v1/webhooks', { url: rx.url('/ps') });
+  assert.equal(wh.status, 201, wh.text);
+  const first = ridsOverPartitions('psa', 2);
+  await ingestLifecycles(ds[1], 'ps-key', first);
+  await allInOrder(rx, first, until);
+  // kill -9 the holder of partition 0: the other two take it over
+  const victim = ds.find((x) => instanceOf(x) === spread[0]);
+  await victim.stop('SIGKILL');
+  const t0 = Date.now();
+  const alive = ds.filter((x) => x !== victim);
+  await until(async () => { const h = await holders(); return h.every((x) => x !== null && x !== spread[0]); },
+    { msg: 'partition 0 taken over', timeoutMs: 15000 });
+  const took = Date.now() - t0;
+  const second = ridsOverPartitions('psb', 2);
+  await ingestLifecycles(alive[0], 'ps-key', second);
+  await allInOrder(rx, [...first, ...second], until);
+  console.log(`# partitions: a killed daemon's fan-out partition taken over in ${took} ms`);
+  assert.ok(took < 6000, `takeover in ${took} ms`);
+  for (const x of alive) assert.doesNotMatch(x.proc.log(), /level=error/);
+});
