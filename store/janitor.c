@@ -10,9 +10,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Several partitions: a deleted endpoint leaves {P}:whgone once every partition reported
+ * that nothing of it is left there (bit k of mask: partition k did). */
+struct gone_mark {
+    char id[128];
+    uint64_t mask;
+};
+
 struct janitor {
     struct event_base *base;
     struct store *s;
+    unsigned np, part, probe_i; /* partitions; the one swept next; the probe's turn */
+    struct gone_mark *gone;
+    size_t ngone;
     struct janitor_opts o;
     struct store_script sc;
     struct event *tick_ev, *probe_ev;
@@ -43,14 +53,42 @@ static uint64_t int_at(const redisReply *r, size_t i)
     return (uint64_t)r->element[i]->integer;
 }
 
+/* Partition part reported endpoint id purged there; once every partition did, it leaves
+ * {P}:whgone (idempotent: every process's janitor may do it). */
+static void gone_mark(struct janitor *j, const char *id, unsigned part)
+{
+    size_t i = 0;
+    while (i < j->ngone && strcmp(j->gone[i].id, id) != 0)
+        i++;
+    if (i == j->ngone) {
+        if (strlen(id) >= sizeof(j->gone[0].id))
+            return;
+        j->gone = xrealloc(j->gone, (j->ngone + 1) * sizeof(*j->gone));
+        snprintf(j->gone[i].id, sizeof(j->gone[i].id), "%s", id);
+        j->gone[i].mask = 0;
+        j->ngone++;
+    }
+    j->gone[i].mask |= 1ULL << part;
+    uint64_t all = j->np >= 64 ? ~0ULL : (1ULL << j->np) - 1;
+    if (j->gone[i].mask != all)
+        return;
+    char k[KEY_MAX];
+    key_build(k, sizeof(k), store_tag(j->s), "whgone", NULL, NULL);
+    if (store_cmd(j->s, NULL, NULL, "ZREM %s %s", k, id) == 0)
+        log_info("deleted endpoint purged", "endpoint=%s", id);
+    j->gone[i] = j->gone[--j->ngone];
+}
+
 static void on_step(void *arg, const char *err, redisReply *r)
 {
     struct step *st = arg;
     struct janitor *j = st->j;
+    unsigned part = j != NULL ? j->part : 0;
     free(st);
     if (j == NULL)
         return;
     j->busy = NULL;
+    j->part = (j->part + 1) % j->np; /* the next step sweeps the next partition */
     int more = 0;
     if (err == NULL && r->type == REDIS_REPLY_ARRAY && r->elements >= 4) {
         more = int_at(r, 0) != 0;
@@ -58,12 +96,17 @@ static void on_step(void *arg, const char *err, redisReply *r)
         j->stats.gone_deleted += int_at(r, 2);
         j->stats.events_trimmed += int_at(r, 3);
         for (size_t i = 4; i < r->elements; i++)
-            if (r->element[i]->type == REDIS_REPLY_STRING)
-                log_info("deleted endpoint purged", "endpoint=%s", r->element[i]->str);
+            if (r->element[i]->type == REDIS_REPLY_STRING) {
+                if (j->np <= 1)
+                    log_info("deleted endpoint purged", "endpoint=%s", r->element[i]->str);
+                else
+                    gone_mark(j, r->element[i]->str, part);
+            }
     } else if (err == store_err_server && r != NULL) {
         log_warn("retention sweep failed", "err=\"%.*s\"", (int)strcspn(r->str, "\r\n"), r->str);
     }
-    arm(j->tick_ev, more ? 10 : j->tick_ms);
+    /* a full batch, or partitions left in this round: the next step at once */
+    arm(j->tick_ev, more || j->part != 0 ? 10 : j->tick_ms);
 }
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)
@@ -75,11 +118,11 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         arm(j->tick_ev, j->tick_ms);
         return;
     }
-    const char *tag = store_tag(j->s);
+    const char *tag = store_part_tag(j->s, j->part);
     char k[5][KEY_MAX], now_s[24], cut[24], batch[16], evcut[24] = "", grace[24];
     key_build(k[0], KEY_MAX, tag, "dead", NULL, NULL);
     key_build(k[1], KEY_MAX, tag, "skipped", NULL, NULL);
-    key_build(k[2], KEY_MAX, tag, "whgone", NULL, NULL);
+    key_build(k[2], KEY_MAX, store_tag(j->s), "whgone", NULL, NULL); /* a deployment key */
     key_build(k[3], KEY_MAX, tag, "inflight", NULL, NULL);
     key_build(k[4], KEY_MAX, tag, "events", NULL, NULL);
     int64_t now = wall_ms();
@@ -89,7 +132,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     if (j->o.event_age_ms > 0)
         snprintf(evcut, sizeof(evcut), "%lld", (long long)(now - j->o.event_age_ms));
     snprintf(grace, sizeof(grace), "%d", JANITOR_GONE_GRACE_MS);
-    const char *argv[] = {k[0], k[1], k[2], k[3], k[4], tag, now_s, cut, batch, evcut, grace};
+    const char *argv[] = {k[0], k[1], k[2], k[3], k[4], store_wh_tag(j->s, j->part),
+                          now_s, cut, batch, evcut, grace};
     struct step *st = xcalloc(1, sizeof(*st));
     st->j = j;
     if (store_eval(j->s, &j->sc, on_step, st, 5, 11, argv, NULL) != 0) {
@@ -116,8 +160,12 @@ static void on_probe_tick(evutil_socket_t fd, short what, void *arg)
 {
     struct janitor *j = arg;
     if (j->probe == NULL && store_ready(j->s)) {
+        /* several partitions: the deployment's tag and each partition's in turn, so a master
+         * refusing writes shows whichever partition it serves */
+        unsigned t = j->np > 1 ? j->probe_i++ % (j->np + 1) : 0;
         char k[KEY_MAX];
-        key_build(k, sizeof(k), store_tag(j->s), "probe", NULL, NULL);
+        key_build(k, sizeof(k), t == 0 ? store_tag(j->s) : store_part_tag(j->s, t - 1), "probe",
+                  NULL, NULL);
         struct probe *p = xcalloc(1, sizeof(*p));
         p->j = j;
         if (store_cmd(j->s, on_probe, p, "SET %s 1 PX 10000", k) != 0)
@@ -135,6 +183,7 @@ struct janitor *janitor_new(struct event_base *base, struct store *s,
     j->base = base;
     j->s = s;
     j->o = *o;
+    j->np = store_partitions(s);
     store_script_init(&j->sc, "wh_gc");
     /* a short retention is swept often enough to hold it within ~10% */
     j->tick_ms = JANITOR_TICK_MAX_MS;
@@ -161,6 +210,7 @@ void janitor_free(struct janitor *j)
         j->probe->j = NULL;
     event_free(j->tick_ev);
     event_free(j->probe_ev);
+    free(j->gone);
     free(j);
 }
 

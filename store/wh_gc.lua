@@ -10,12 +10,18 @@
 --  3. events older than the event cutoff are trimmed from the event stream (exactly, oldest
 --     first, at most one batch: XRANGE then XTRIM MAXLEN, which Redis < 6.2 has too).
 -- KEYS: 1 dead, 2 skipped, 3 whgone, 4 inflight, 5 events stream
--- ARGV: 1 tag, 2 now ms, 3 delivery cutoff ms (dead/skipped since before it are deleted),
+-- ARGV: 1 tag (with several partitions "<partition tag> <deployment tag>": this partition's
+--       deliveries and stream; an endpoint with nothing left here is only reported, and the
+--       janitor takes it out of {P}:whgone once every partition reported it), 2 now ms, 3 delivery cutoff ms (dead/skipped since before it are deleted),
 --       4 batch (records deleted per step at most), 5 event cutoff ms or "" (no age bound),
 --       6 grace ms of a deleted endpoint
 -- Returns {1 if a batch was full (call again soon) else 0, dead/skipped deleted, deliveries
 -- of deleted endpoints deleted, events trimmed, then the ids of endpoints fully purged now}.
-local tag, now = ARGV[1], tonumber(ARGV[2])
+local tag, dtag = string.match(ARGV[1], '^(%S+) (%S+)$')
+if not tag then
+  tag, dtag = ARGV[1], ARGV[1]
+end
+local now = tonumber(ARGV[2])
 local cutoff, batch = tonumber(ARGV[3]), tonumber(ARGV[4])
 local grace = tonumber(ARGV[6])
 local budget = batch
@@ -112,7 +118,9 @@ for g = 1, #gone, 2 do
   if left > 0 then
     more = 1
   elseif now - at >= grace then
-    redis.call('ZREM', KEYS[3], wh)
+    if dtag == tag then
+      redis.call('ZREM', KEYS[3], wh)
+    end
     purged[#purged + 1] = wh
   end
 end

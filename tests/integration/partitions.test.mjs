@@ -252,3 +252,26 @@ test('3 partitions, three daemons: the fan-out leases spread, a killed daemon\'s
   assert.ok(took < 6000, `takeover in ${took} ms`);
   for (const x of alive) assert.doesNotMatch(x.proc.log(), /level=error/);
 });
+
+test('3 partitions: the retention sweep runs in every partition (event age, a deleted endpoint\'s deliveries)', async () => {
+  const { startReceiver } = await import('./lib/hooks.mjs');
+  const { until } = await import('./lib/proc.mjs');
+  const rx = await startReceiver();
+  cleanup.push(() => rx.stop());
+  const d = await daemon(redis.url, 'pr', 3, { apiKey: 'pr-key', env: { STATUSRELAY_REDIS_PREFIX: 'pr', STATUSRELAY_PARTITIONS: '3', STATUSRELAY_EVENT_RETENTION_AGE: '3s' } });
+  const wh = await d.post('/v1/webhooks', { url: rx.url('/pr') });
+  assert.equal(wh.status, 201, wh.text);
+  const ids = ridsOverPartitions('pr', 2);
+  await ingestLifecycles(d, 'pr-key', ids);
+  await allInOrder(rx, ids, until);
+  const perPart = async (kind) => Promise.all([0, 1, 2].map((k) => redis.cmd('EXISTS', `{pr:p${k}}:${kind}:${wh.body.id}`)));
+  assert.deepEqual(await perPart('dls'), [1, 1, 1], 'each partition lists its deliveries');
+  assert.equal((await d.del(`/v1/webhooks/${wh.body.id}`)).status, 204);
+  await until(async () => (await perPart('dls')).every((x) => x === 0) && (await perPart('dlh')).every((x) => x === 0),
+    { msg: 'the deleted endpoint\'s listing and delivered log gone from every partition', timeoutMs: 20000 });
+  await until(async () => {
+    const lens = await Promise.all([0, 1, 2].map((k) => redis.cmd('XLEN', `{pr:p${k}}:events`)));
+    return lens.every((x) => x === 0);
+  }, { msg: 'events past the age bound trimmed in every partition', timeoutMs: 20000 });
+  assert.equal(await redis.cmd('ZCARD', '{pr}:whgone'), 1, 'remembered until the grace is over');
+});
