@@ -109,20 +109,16 @@ static void on_step(void *arg, const char *err, redisReply *r)
     arm(j->tick_ev, more || j->part != 0 ? 10 : j->tick_ms);
 }
 
-static void on_tick(evutil_socket_t fd, short what, void *arg)
+/* One wh_gc.lua step on partition j->part. gone: with several partitions, the reply of
+ * ZRANGE {P}:whgone 0 9 WITHSCORES (a deployment key the script cannot read), else NULL. */
+static void sweep_step(struct janitor *j, const redisReply *gone)
 {
-    struct janitor *j = arg;
-    if (j->busy != NULL)
-        return;
-    if (!store_ready(j->s)) {
-        arm(j->tick_ev, j->tick_ms);
-        return;
-    }
     const char *tag = store_part_tag(j->s, j->part);
     char k[5][KEY_MAX], now_s[24], cut[24], batch[16], evcut[24] = "", grace[24];
     key_build(k[0], KEY_MAX, tag, "dead", NULL, NULL);
     key_build(k[1], KEY_MAX, tag, "skipped", NULL, NULL);
-    key_build(k[2], KEY_MAX, store_tag(j->s), "whgone", NULL, NULL); /* a deployment key */
+    /* several partitions: an unused key of the partition (one slot per script) */
+    key_build(k[2], KEY_MAX, j->np > 1 ? tag : store_tag(j->s), "whgone", NULL, NULL);
     key_build(k[3], KEY_MAX, tag, "inflight", NULL, NULL);
     key_build(k[4], KEY_MAX, tag, "events", NULL, NULL);
     int64_t now = wall_ms();
@@ -132,11 +128,58 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     if (j->o.event_age_ms > 0)
         snprintf(evcut, sizeof(evcut), "%lld", (long long)(now - j->o.event_age_ms));
     snprintf(grace, sizeof(grace), "%d", JANITOR_GONE_GRACE_MS);
-    const char *argv[] = {k[0], k[1], k[2], k[3], k[4], store_wh_tag(j->s, j->part),
-                          now_s, cut, batch, evcut, grace};
+    size_t ng = gone != NULL && gone->type == REDIS_REPLY_ARRAY ? gone->elements : 0;
+    const char **argv = xcalloc(11 + ng, sizeof(*argv));
+    const char *fixed[] = {k[0], k[1], k[2], k[3], k[4], store_wh_tag(j->s, j->part),
+                           now_s, cut, batch, evcut, grace};
+    for (int i = 0; i < 11; i++)
+        argv[i] = fixed[i];
+    for (size_t i = 0; i < ng; i++)
+        argv[11 + i] = gone->element[i]->str ? gone->element[i]->str : "0";
     struct step *st = xcalloc(1, sizeof(*st));
     st->j = j;
-    if (store_eval(j->s, &j->sc, on_step, st, 5, 11, argv, NULL) != 0) {
+    if (store_eval(j->s, &j->sc, on_step, st, 5, (int)(11 + ng), argv, NULL) != 0) {
+        free(st);
+        arm(j->tick_ev, j->tick_ms);
+    } else {
+        j->busy = st;
+    }
+    free(argv);
+}
+
+static void on_gone(void *arg, const char *err, redisReply *r)
+{
+    struct step *st = arg;
+    struct janitor *j = st->j;
+    free(st);
+    if (j == NULL)
+        return;
+    j->busy = NULL;
+    if (err != NULL || r->type != REDIS_REPLY_ARRAY) {
+        arm(j->tick_ev, j->tick_ms);
+        return;
+    }
+    sweep_step(j, r);
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct janitor *j = arg;
+    if (j->busy != NULL)
+        return;
+    if (!store_ready(j->s)) {
+        arm(j->tick_ev, j->tick_ms);
+        return;
+    }
+    if (j->np <= 1) {
+        sweep_step(j, NULL);
+        return;
+    }
+    char k[KEY_MAX];
+    key_build(k, sizeof(k), store_tag(j->s), "whgone", NULL, NULL);
+    struct step *st = xcalloc(1, sizeof(*st));
+    st->j = j;
+    if (store_cmd(j->s, on_gone, st, "ZRANGE %s 0 9 WITHSCORES", k) != 0) {
         free(st);
         arm(j->tick_ev, j->tick_ms);
         return;

@@ -9,11 +9,11 @@
 -- An outcome for a delivery whose lease this process lost (the reaper gave it back, another
 -- process has it) is still logged; "ok" still finishes it, "retry" leaves it to the new
 -- holder. Returns a flat list of (endpoint id, reason) pairs of endpoints disabled now.
--- ARGV[1] is the partition's tag, or "<partition tag> <deployment tag>" in a deployment with
--- several partitions (docs/partitions.md): endpoint hashes live under the deployment tag
-local tag, dtag = string.match(ARGV[1], '^(%S+) (%S+)$')
+-- ARGV[1] is the partition's tag, or "<partition tag> <deployment tag> <endpoint view>" in a
+-- deployment with several partitions (docs/partitions.md; the view: wh_lib.lua)
+local tag, dtag, vs = string.match(ARGV[1], '^(%S+) (%S+) ?(.*)$')
 if not tag then
-  tag, dtag = ARGV[1], ARGV[1]
+  tag, dtag, vs = ARGV[1], ARGV[1], ''
 end
 local now = tonumber(ARGV[2])
 local disable_after = tonumber(ARGV[3])
@@ -82,7 +82,10 @@ for i = 5, #ARGV, 5 do
   end
 end
 for wh in pairs(healthy) do
-  redis.call('HDEL', dtag .. ':wh:' .. wh, 'failSince')
+  note_healthy(wh)
 end
 fix_touched(KEYS[1])
+if view then
+  return health
+end
 return disabled

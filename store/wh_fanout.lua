@@ -24,11 +24,11 @@
 -- and matches again; version "*" skips the check: the live fan-out matched against a
 -- version wh_held.lua checked before the first attempts), {-2} when this process lost the
 -- fanout lease.
--- ARGV[1] is the partition's tag, or "<partition tag> <deployment tag>" in a deployment with
--- several partitions (docs/partitions.md): endpoint hashes live under the deployment tag
-local tag, dtag = string.match(ARGV[1], '^(%S+) (%S+)$')
+-- ARGV[1] is the partition's tag, or "<partition tag> <deployment tag> <endpoint view>" in a
+-- deployment with several partitions (docs/partitions.md; the view: wh_lib.lua)
+local tag, dtag, vs = string.match(ARGV[1], '^(%S+) (%S+) ?(.*)$')
 if not tag then
-  tag, dtag = ARGV[1], ARGV[1]
+  tag, dtag, vs = ARGV[1], ARGV[1], ''
 end
 local ver = redis.call('GET', KEYS[2]) or '0'
 if ARGV[2] ~= '*' and ver ~= ARGV[2] then
@@ -166,14 +166,14 @@ while i <= #ARGV do
   i = i + 4 * n
 end
 for wh in pairs(healthy) do
-  redis.call('HDEL', dtag .. ':wh:' .. wh, 'failSince')
+  note_healthy(wh)
 end
 fix_touched(tag .. ':due')
 if not replay and #sids > 0 then
   redis.call('XACK', KEYS[1], ARGV[5], unpack(sids))
 end
 local out = {1, count}
-for _, v in ipairs(disabled) do
+for _, v in ipairs(view and health or disabled) do
   out[#out + 1] = v
 end
 return out

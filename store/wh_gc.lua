@@ -14,10 +14,11 @@
 --       deliveries and stream; an endpoint with nothing left here is only reported, and the
 --       janitor takes it out of {P}:whgone once every partition reported it), 2 now ms, 3 delivery cutoff ms (dead/skipped since before it are deleted),
 --       4 batch (records deleted per step at most), 5 event cutoff ms or "" (no age bound),
---       6 grace ms of a deleted endpoint
+--       6 grace ms of a deleted endpoint, then (several partitions) pairs (endpoint id,
+--       delete ms) of {P}:whgone
 -- Returns {1 if a batch was full (call again soon) else 0, dead/skipped deleted, deliveries
 -- of deleted endpoints deleted, events trimmed, then the ids of endpoints fully purged now}.
-local tag, dtag = string.match(ARGV[1], '^(%S+) (%S+)$')
+local tag, dtag = string.match(ARGV[1], '^(%S+) (%S+)')
 if not tag then
   tag, dtag = ARGV[1], ARGV[1]
 end
@@ -81,7 +82,17 @@ local function drop_all(wh, ids)
 end
 
 -- 2. deleted endpoints
-local gone = redis.call('ZRANGE', KEYS[3], 0, 9, 'WITHSCORES')
+-- (several partitions: {P}:whgone is a deployment key: the janitor read it and passes its
+-- first entries as ARGV[7..] pairs (endpoint id, delete ms); KEYS[3] is not touched)
+local gone
+if dtag == tag then
+  gone = redis.call('ZRANGE', KEYS[3], 0, 9, 'WITHSCORES')
+else
+  gone = {}
+  for g = 7, #ARGV do
+    gone[#gone + 1] = ARGV[g]
+  end
+end
 for g = 1, #gone, 2 do
   if budget <= 0 then
     more = 1

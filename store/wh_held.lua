@@ -3,20 +3,22 @@
 -- back because an earlier delivery of the request to that endpoint is unfinished (its order
 -- set exists: retrying, queued, or in flight). A held pair is recorded as pending by
 -- wh_fanout.lua instead, so per-request order per endpoint holds.
--- KEYS: 1 endpoints version
--- ARGV: 1 tag, 2 endpoints version the caller matched against, then pairs (endpoint id,
---       request id)
+-- KEYS: 1 endpoints version (several partitions: a key of the partition, not read)
+-- ARGV: 1 tag, 2 endpoints version the caller matched against ("*": not checked here),
+--       then pairs (endpoint id, request id)
 -- Returns {-1, version} when the endpoint set changed, else {1, flags}: one character per
 -- pair, "1" held, "0" free.
--- ARGV[1] is the partition's tag, or "<partition tag> <deployment tag>" in a deployment with
--- several partitions (docs/partitions.md): endpoint hashes live under the deployment tag
-local tag, dtag = string.match(ARGV[1], '^(%S+) (%S+)$')
+-- ARGV[1] is the partition's tag, or "<partition tag> <deployment tag> <endpoint view>" in a
+-- deployment with several partitions (docs/partitions.md; the view: wh_lib.lua)
+local tag, dtag, vs = string.match(ARGV[1], '^(%S+) (%S+) ?(.*)$')
 if not tag then
-  tag, dtag = ARGV[1], ARGV[1]
+  tag, dtag, vs = ARGV[1], ARGV[1], ''
 end
-local ver = redis.call('GET', KEYS[1]) or '0'
-if ver ~= ARGV[2] then
-  return {-1, ver}
+if ARGV[2] ~= '*' then -- "*": several partitions, the caller read the version itself
+  local ver = redis.call('GET', KEYS[1]) or '0'
+  if ver ~= ARGV[2] then
+    return {-1, ver}
+  end
 end
 local flags = {}
 for i = 3, #ARGV, 2 do

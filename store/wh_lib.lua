@@ -9,6 +9,43 @@
 local touched = {} -- endpoints whose queue head may have moved: fix_touched() at the end
 local modes = {}
 
+-- With several partitions (dtag ~= tag) a script touches its partition's keys only (one
+-- Redis Cluster slot): the endpoints come from the caller's copy of the endpoint set, vs =
+-- "id[:flags],..." (flags: l = latest mode, d = disabled; an id absent is not known to the
+-- caller: its deliveries are left alone), and the health outcomes are handed back in
+-- `health` (endpoint id, outcome pairs: retry, dead, gone, then ok) for store/wh_health.lua
+-- to apply to the deployment's endpoint hashes.
+local view = nil
+local health = {}
+if dtag ~= tag then
+  view = {}
+  for id, f in string.gmatch(vs or '', '([^,:]+):?([ld]*)') do
+    view[id] = f
+  end
+end
+
+-- "1" enabled, "0" disabled, false unknown (deleted: its hash is gone)
+local function wh_enabled(wh)
+  if view then
+    local f = view[wh]
+    if not f then
+      return false
+    end
+    return string.find(f, 'd', 1, true) and '0' or '1'
+  end
+  return redis.call('HGET', dtag .. ':wh:' .. wh, 'enabled') or false
+end
+
+-- an endpoint that answered ok in this run: its failing period ends
+local function note_healthy(wh)
+  if view then
+    health[#health + 1] = wh
+    health[#health + 1] = 'ok'
+  else
+    redis.call('HDEL', dtag .. ':wh:' .. wh, 'failSince')
+  end
+end
+
 -- {P}:due holds every endpoint with a queue at the due time of the queue's head.
 local function fix_due(due, wh)
   local f = redis.call('ZRANGE', tag .. ':dq:' .. wh, 0, 0, 'WITHSCORES')
@@ -28,7 +65,11 @@ end
 -- delivery mode "latest" of an endpoint (read once per script run)
 local function is_latest(wh)
   if modes[wh] == nil then
-    modes[wh] = redis.call('HGET', dtag .. ':wh:' .. wh, 'mode') or 'all'
+    if view then
+      modes[wh] = string.find(view[wh] or '', 'l', 1, true) and 'latest' or 'all'
+    else
+      modes[wh] = redis.call('HGET', dtag .. ':wh:' .. wh, 'mode') or 'all'
+    end
   end
   return modes[wh] == 'latest'
 end
@@ -80,6 +121,11 @@ local function note_outcome(wh, outcome, whv, disable_after, disabled)
   local whk = dtag .. ':wh:' .. wh
   if outcome == 'ok' then
     return true -- the caller clears failSince once per endpoint
+  end
+  if view then -- several partitions: applied by store/wh_health.lua
+    health[#health + 1] = wh
+    health[#health + 1] = outcome
+    return false
   end
   if redis.call('EXISTS', whk) == 0 then
     return false

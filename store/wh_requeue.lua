@@ -5,11 +5,24 @@
 -- ARGV: 1 tag, 2 now ms, 3 endpoint id or "", 4 request id or "", 5 since ms or "",
 --       6 until ms or "", 7 dry run "1"|"0", 8 max deliveries
 -- Returns the number of deliveries replayed (or that would be).
--- ARGV[1] is the partition's tag, or "<partition tag> <deployment tag>" in a deployment with
--- several partitions (docs/partitions.md): endpoint hashes live under the deployment tag
-local tag, dtag = string.match(ARGV[1], '^(%S+) (%S+)$')
+-- ARGV[1] is the partition's tag, or "<partition tag> <deployment tag> <endpoint view>" in a
+-- deployment with several partitions (docs/partitions.md; the view: wh_lib.lua)
+local tag, dtag, vs = string.match(ARGV[1], '^(%S+) (%S+) ?(.*)$')
 if not tag then
-  tag, dtag = ARGV[1], ARGV[1]
+  tag, dtag, vs = ARGV[1], ARGV[1], ''
+end
+-- an endpoint is enabled: its hash says so, or with several partitions the caller's copy
+-- (vs = "id[:flags],...", wh_lib.lua) lists it without "d"
+local function enabled(wh)
+  if dtag == tag then
+    return redis.call('HGET', dtag .. ':wh:' .. wh, 'enabled') == '1'
+  end
+  for id, f in string.gmatch(vs, '([^,:]+):?([ld]*)') do
+    if id == wh then
+      return not string.find(f, 'd', 1, true)
+    end
+  end
+  return false
 end
 local now = tonumber(ARGV[2])
 local fwh, frid = ARGV[3], ARGV[4]
@@ -26,7 +39,7 @@ for _, did in ipairs(ids) do
     end
   elseif (fwh == '' or h[1] == fwh) and (frid == '' or h[2] == frid)
       and (not since or tonumber(h[3]) >= since) and (not untl or tonumber(h[3]) <= untl)
-      and redis.call('HGET', dtag .. ':wh:' .. h[1], 'enabled') == '1' then
+      and enabled(h[1]) then
     n = n + 1
     if not dry then
       redis.call('ZREM', KEYS[1], did)

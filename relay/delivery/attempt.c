@@ -12,6 +12,7 @@
 #include "relay/common/log.h"
 #include "relay/common/util.h"
 #include "relay/delivery/endpoints.h"
+#include "relay/delivery/wh_view.h"
 #include "store/store.h"
 
 #include <event2/event.h>
@@ -117,7 +118,9 @@ static void on_done(void *arg, const char *err, redisReply *r)
     }
     dsp_list_free(batch);
     int reload = 0;
-    if (r->type == REDIS_REPLY_ARRAY)
+    if (d->np > 1) /* health outcomes, for the deployment's endpoint hashes */
+        wh_view_health(d->c, r, 0);
+    else if (r->type == REDIS_REPLY_ARRAY)
         for (size_t i = 0; i + 1 < r->elements; i += 2) {
             log_warn("webhook endpoint disabled", "webhook=%s reason=%s",
                      r->element[i]->str, r->element[i + 1]->str);
@@ -137,8 +140,13 @@ void dsp_flush(struct dispatch *d)
     const struct config *cfg = d->c->cfg;
     /* one batch = one partition's outcomes (the head's), in their order; the others wait */
     unsigned part = d->res_head->part;
-    const char *tag = store_wh_tag(d->c->store, part), *ptag = store_part_tag(d->c->store, part);
-    char k_due[KEY_MAX], k_inflight[KEY_MAX], k_dead[KEY_MAX];
+    const char *ptag = store_part_tag(d->c->store, part);
+    char *tag = wh_view_tag(d->c, d->w, part);
+    char k_due[KEY_MAX], k_inflight[KEY_MAX], k_dead[KEY_MAX], k_ver[KEY_MAX];
+    /* several partitions: health goes back through store/wh_health.lua, and KEYS[3] is an
+     * unused key of the partition (one slot per script) */
+    key_build(k_ver, sizeof(k_ver), d->np > 1 ? ptag : store_tag(d->c->store), "whv", NULL,
+              NULL);
     key_build(k_due, sizeof(k_due), ptag, "due", NULL, NULL);
     key_build(k_inflight, sizeof(k_inflight), ptag, "inflight", NULL, NULL);
     key_build(k_dead, sizeof(k_dead), ptag, "dead", NULL, NULL);
@@ -153,7 +161,7 @@ void dsp_flush(struct dispatch *d)
     snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
     snprintf(dis, sizeof(dis), "%lld", (long long)cfg->disable_after_ms);
     snprintf(ret, sizeof(ret), "%lld", (long long)WH_RETENTION_MS);
-    argv[0] = k_due, argv[1] = k_inflight, argv[2] = d->k_whv, argv[3] = k_dead;
+    argv[0] = k_due, argv[1] = k_inflight, argv[2] = k_ver, argv[3] = k_dead;
     argv[4] = tag, argv[5] = now, argv[6] = dis, argv[7] = ret;
     size_t i = 0;
     for (struct dispatch_attempt *a = d->res_head; i < n; a = a->next) {
@@ -193,6 +201,7 @@ void dsp_flush(struct dispatch *d)
     }
     free(argv);
     free(nx);
+    free(tag);
 }
 
 void dsp_on_flush(evutil_socket_t fd, short what, void *arg)

@@ -19,6 +19,7 @@
 #include "relay/common/log.h"
 #include "relay/common/util.h"
 #include "relay/delivery/endpoints.h"
+#include "relay/delivery/wh_view.h"
 #include "store/keys.h"
 #include "store/store.h"
 
@@ -317,7 +318,7 @@ static void on_claim(void *arg, const char *err, redisReply *r)
     d->cpart = (d->claim_part + 1) % d->np; /* the next claim asks the next partition */
     d->claim_got += n;
     const char *ver = r->element[0]->str ? r->element[0]->str : "0";
-    if (strcmp(ver, webhooks_version(d->w)) != 0) {
+    if (strcmp(ver, "*") != 0 && strcmp(ver, webhooks_version(d->w)) != 0) {
         webhooks_reload(d->w, on_held_reloaded, d); /* claiming stays set until then */
         return;
     }
@@ -353,11 +354,15 @@ static void claim(struct dispatch *d, int force)
         room = DISPATCH_CLAIM_MAX;
     const struct config *cfg = d->c->cfg;
     unsigned part = d->cpart;
-    const char *tag = store_wh_tag(d->c->store, part);
-    char k_due[KEY_MAX], k_inflight[KEY_MAX];
-    key_build(k_due, sizeof(k_due), store_part_tag(d->c->store, part), "due", NULL, NULL);
-    key_build(k_inflight, sizeof(k_inflight), store_part_tag(d->c->store, part), "inflight",
-              NULL, NULL);
+    char *tag = wh_view_tag(d->c, d->w, part);
+    const char *ptag = store_part_tag(d->c->store, part);
+    char k_due[KEY_MAX], k_inflight[KEY_MAX], k_ver[KEY_MAX];
+    key_build(k_due, sizeof(k_due), ptag, "due", NULL, NULL);
+    key_build(k_inflight, sizeof(k_inflight), ptag, "inflight", NULL, NULL);
+    /* several partitions: the version is a deployment key, checked by version_probe; the
+     * script gets an unused key of its partition */
+    key_build(k_ver, sizeof(k_ver), d->np > 1 ? ptag : store_tag(d->c->store), "whv", NULL,
+              NULL);
     size_t nwh = webhooks_count(d->w);
     long def = d->ahead * (long)cfg->endpoint_concurrency;
     int argc = 9 + 2 * (int)nwh;
@@ -369,7 +374,7 @@ static void claim(struct dispatch *d, int force)
     snprintf(max, sizeof(max), "%zu", room);
     snprintf(defs, sizeof(defs), "%ld", def);
     snprintf(ret, sizeof(ret), "%lld", (long long)WH_RETENTION_MS);
-    argv[0] = k_due, argv[1] = k_inflight, argv[2] = d->k_whv;
+    argv[0] = k_due, argv[1] = k_inflight, argv[2] = k_ver;
     argv[3] = tag, argv[4] = now, argv[5] = lease, argv[6] = max, argv[7] = defs, argv[8] = ret;
     int k = 9, room_somewhere = 0;
     for (size_t i = 0; i < nwh; i++) {
@@ -404,6 +409,7 @@ static void claim(struct dispatch *d, int force)
     }
     free(argv);
     free(free_s);
+    free(tag);
 }
 
 static void on_kick(evutil_socket_t fd, short what, void *arg)
@@ -411,9 +417,38 @@ static void on_kick(evutil_socket_t fd, short what, void *arg)
     claim(arg, 0);
 }
 
+/* Several partitions: the claim script cannot read the endpoint set's version (a deployment
+ * key): it is read here, every tick, and a change reloads the set as a claim's answer does
+ * with one partition. Meanwhile claims leave the queues of endpoints the copy does not know
+ * alone (store/wh_claim.lua). */
+static void on_version(void *arg, const char *err, redisReply *r)
+{
+    struct dispatch *d = arg;
+    if (dsp_callback_enter(d))
+        return;
+    d->probing = 0;
+    if (err != NULL || (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_NIL))
+        return;
+    const char *ver = r->type == REDIS_REPLY_STRING ? r->str : "0";
+    if (strcmp(ver, webhooks_version(d->w)) != 0)
+        webhooks_reload(d->w, NULL, NULL);
+}
+
+static void version_probe(struct dispatch *d)
+{
+    if (d->np <= 1 || d->probing || d->closing || !store_ready(d->c->store))
+        return;
+    d->pending++;
+    if (store_cmd(d->c->store, on_version, d, "GET %s", d->k_whv) == 0)
+        d->probing = 1;
+    else
+        d->pending--;
+}
+
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
     struct dispatch *d = arg;
+    version_probe(d);
     sweep(d);
     claim(d, 1);
     dsp_flush(d);
@@ -444,7 +479,7 @@ static void on_reap(evutil_socket_t fd, short what, void *arg)
         const char *tag = store_part_tag(d->c->store, p);
         key_build(k_due, sizeof(k_due), tag, "due", NULL, NULL);
         key_build(k_inflight, sizeof(k_inflight), tag, "inflight", NULL, NULL);
-        const char *argv[] = {k_due, k_inflight, store_wh_tag(d->c->store, p), now, "1000"};
+        const char *argv[] = {k_due, k_inflight, tag, now, "1000"};
         d->pending++;
         if (store_eval(d->c->store, &d->sc_reap, on_reap_reply, d, 2, 5, argv, NULL) == 0)
             d->reaping++;

@@ -82,7 +82,7 @@ struct dispatch {
      * claim_force / claim_got: the tick's force flag and what the sweep claimed so far);
      * outcomes are written in batches of one partition; every partition is reaped */
     unsigned np, cpart, claim_part;
-    int claim_force;
+    int claim_force, probing; /* probing: version_probe's GET in flight */
     size_t claim_got;
     int local_streak;         /* attempts failed locally in a row (attempt.c: backoff) */
     int64_t local_log_ms;     /* mono ms of the last "failed locally" line; 0 = never */

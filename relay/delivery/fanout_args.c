@@ -8,6 +8,7 @@
 #include "relay/common/log.h"
 #include "relay/common/util.h"
 #include "relay/delivery/endpoints.h"
+#include "relay/delivery/wh_view.h"
 #include "store/keys.h"
 #include "store/store.h"
 
@@ -59,15 +60,20 @@ void fanout_args_begin(struct fanout_args *a, struct core *c, struct webhooks *w
                        unsigned part)
 {
     const char *tag = store_part_tag(c->store, part);
+    int several = store_partitions(c->store) > 1;
     memset(a, 0, sizeof(*a));
     av_key(a, tag, "events");
-    av_key(a, store_tag(c->store), "whv"); /* the endpoint set: a deployment key */
+    /* the endpoint set's version is a deployment key: with several partitions the script
+     * cannot read it (one slot per script), the caller checks it, and KEYS[2] names an
+     * unused key of the partition */
+    av_key(a, several ? tag : store_tag(c->store), "whv");
     av_key(a, tag, "fanout");
     av_key(a, tag, "inflight");
     av_key(a, tag, "dead");
-    av_str(a, store_wh_tag(c->store, part));
+    char *vt = wh_view_tag(c, w, part);
+    av_push(a, vt, strlen(vt), 1);
     /* the live fan-out checked the version with wh_held.lua before its first attempts */
-    av_str(a, replay ? webhooks_version(w) : "*");
+    av_str(a, replay && !several ? webhooks_version(w) : "*");
     av_str(a, c->instance_id);
     av_num(a, wall_ms());
     av_str(a, FANOUT_GROUP);

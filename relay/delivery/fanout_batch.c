@@ -12,6 +12,7 @@
 #include "relay/common/log.h"
 #include "relay/common/util.h"
 #include "relay/delivery/endpoints.h"
+#include "relay/delivery/wh_view.h"
 
 #include <event2/event.h>
 #include <stdio.h>
@@ -197,6 +198,17 @@ static void on_first(void *arg, const char *outcome, const char *json, int64_t n
 /* ---- matching a batch ------------------------------------------------------------------ */
 
 static void on_held(void *arg, const char *err, redisReply *r);
+static void on_whv(void *arg, const char *err, redisReply *r);
+static void send_held(struct fanout *fo, size_t ncand);
+
+/* The check before the first attempts could not be made: the batch is read again later. */
+static void held_failed(struct fanout *fo)
+{
+    fo_batch_free(fo, fo->batch);
+    fo->batch = NULL;
+    fo->need_pending = 1;
+    fo_idle(fo);
+}
 
 static void on_reloaded(void *arg, const char *err)
 {
@@ -241,10 +253,31 @@ void fo_process_batch(struct fanout *fo)
             ncand += kind == 'a';
         }
     }
-    const char *tag = store_wh_tag(fo->c->store, fo->part); /* order sets: the partition's */
+    if (store_partitions(fo->c->store) > 1) {
+        /* several partitions: the version (a deployment key) is read first, then wh_held.lua
+         * runs on the partition alone (one slot per script) */
+        fo->pending++;
+        if (store_cmd(fo->c->store, on_whv, fo, "GET %s", fo->k_whv) != 0) {
+            fo->pending--;
+            held_failed(fo);
+        }
+        return;
+    }
+    send_held(fo, ncand);
+}
+
+/* wh_held.lua for the ncand first-attempt candidates of fo->batch. */
+static void send_held(struct fanout *fo, size_t ncand)
+{
+    struct webhooks *w = fo->w;
+    struct fo_batch *b = fo->batch;
+    int several = store_partitions(fo->c->store) > 1;
     int argc = 3 + 2 * (int)ncand;
     const char **argv = xmalloc(sizeof(char *) * (size_t)argc);
-    argv[0] = fo->k_whv, argv[1] = tag, argv[2] = webhooks_version(w);
+    /* several partitions: KEYS[1] is a key of the partition (the version was checked) */
+    argv[0] = several ? fo->k_events : fo->k_whv;
+    argv[1] = store_part_tag(fo->c->store, fo->part); /* order sets: the partition's */
+    argv[2] = several ? "*" : webhooks_version(w);
     int k = 3;
     for (size_t i = 0; i < b->ndl; i++)
         if (b->dls[i]->kind == 'a') {
@@ -254,12 +287,31 @@ void fo_process_batch(struct fanout *fo)
     fo->pending++;
     if (store_eval(fo->c->store, &fo->sc_held, on_held, fo, 1, argc, argv, NULL) != 0) {
         fo->pending--;
-        fo_batch_free(fo, fo->batch);
-        fo->batch = NULL;
-        fo->need_pending = 1;
-        fo_idle(fo);
+        held_failed(fo);
     }
     free(argv);
+}
+
+static void on_whv(void *arg, const char *err, redisReply *r)
+{
+    struct fanout *fo = arg;
+    if (fo_callback_enter(fo))
+        return;
+    if (err != NULL || (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_NIL)) {
+        log_warn("webhook fan-out check failed", "err=\"%s\"",
+                 r && r->str ? r->str : err ? err : "reply");
+        held_failed(fo);
+        return;
+    }
+    const char *ver = r->type == REDIS_REPLY_STRING ? r->str : "0";
+    if (strcmp(ver, webhooks_version(fo->w)) != 0) {
+        webhooks_reload(fo->w, on_reloaded, fo); /* the endpoint set changed: match again */
+        return;
+    }
+    size_t ncand = 0;
+    for (size_t i = 0; i < fo->batch->ndl; i++)
+        ncand += fo->batch->dls[i]->kind == 'a';
+    send_held(fo, ncand);
 }
 
 static void on_held(void *arg, const char *err, redisReply *r)
@@ -451,7 +503,9 @@ static void on_commit(void *arg, const char *err, redisReply *r)
     long long created = r->elements > 1 ? r->element[1]->integer : 0;
     fo->c->metrics.wh_deliveries_created += (uint64_t)created;
     int reload = 0;
-    for (size_t i = 2; i + 1 < r->elements; i += 2) {
+    if (store_partitions(fo->c->store) > 1) /* health outcomes, for the deployment's hashes */
+        wh_view_health(fo->c, r, 2);
+    for (size_t i = 2; store_partitions(fo->c->store) <= 1 && i + 1 < r->elements; i += 2) {
         log_warn("webhook endpoint disabled", "webhook=%s reason=%s", r->element[i]->str,
                  r->element[i + 1]->str);
         fo->c->metrics.wh_endpoints_disabled++;

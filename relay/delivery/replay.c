@@ -5,6 +5,8 @@
  * events_by_request.lua for one request), decode and filter a page, and queue its
  * (event, endpoint) pairs with wh_fanout.lua in replay mode; a refusal because the endpoint
  * set moved on (-1) reloads it and queues the same page again. One Redis step at a time.
+ * Partitions (docs/partitions.md): each stage walks the partitions in turn (rp->part: the
+ * dead/skipped sets and the event stream of each); a replay of one request only its own.
  * Ownership: struct replay (with the decoded page) is owned here from replay_start until
  * finish() has called the completion. Every callback first checks that the service still
  * runs (webhooks_of), as the set and the dispatcher go away at shutdown. */
@@ -16,6 +18,7 @@
 #include "relay/delivery/dispatch.h"
 #include "relay/delivery/endpoints.h"
 #include "relay/delivery/fanout.h"
+#include "relay/delivery/wh_view.h"
 #include "store/events.h"
 #include "store/keys.h"
 #include "store/store.h"
@@ -36,6 +39,7 @@ struct replay {
     long long count;
     long scanned;
     int stage; /* replay of dead/skipped: 0 dead, 1 skipped, 2 done */
+    unsigned part; /* the partition being replayed */
     char next_start[64];
     struct status_event *evs; /* the page being queued, with its stream ids */
     char **sids;
@@ -70,6 +74,17 @@ static void finish(struct replay *rp, const char *err)
 
 static void requeue_next(struct replay *rp);
 
+/* n replayed in this (stage, partition): on to the next partition, then the next stage. */
+static void requeued(struct replay *rp, long long n)
+{
+    rp->count += n;
+    if (++rp->part >= store_partitions(rp->c->store)) {
+        rp->part = 0;
+        rp->stage++;
+    }
+    requeue_next(rp);
+}
+
 static void on_requeued(void *arg, const char *err, redisReply *r)
 {
     struct replay *rp = arg;
@@ -77,9 +92,7 @@ static void on_requeued(void *arg, const char *err, redisReply *r)
         finish(rp, replay_err_unavailable);
         return;
     }
-    rp->count += r->integer;
-    rp->stage++;
-    requeue_next(rp);
+    requeued(rp, r->integer);
 }
 
 static void requeue_next(struct replay *rp)
@@ -97,10 +110,17 @@ static void requeue_next(struct replay *rp)
         return;
     }
     struct core *c = rp->c;
-    const char *tag = store_tag(c->store);
+    unsigned np = store_partitions(c->store);
+    if (rp->s.request_id[0] && np > 1 &&
+        key_partition(rp->s.request_id, strlen(rp->s.request_id), np) != rp->part) {
+        requeued(rp, 0); /* not the request's partition */
+        return;
+    }
+    const char *ptag = store_part_tag(c->store, rp->part);
+    char *tag = wh_view_tag(c, rp->w, rp->part);
     char kset[KEY_MAX], kdue[KEY_MAX], now[24], since[24] = "", until[24] = "";
-    key_build(kset, sizeof(kset), tag, rp->stage == 0 ? "dead" : "skipped", NULL, NULL);
-    key_build(kdue, sizeof(kdue), tag, "due", NULL, NULL);
+    key_build(kset, sizeof(kset), ptag, rp->stage == 0 ? "dead" : "skipped", NULL, NULL);
+    key_build(kdue, sizeof(kdue), ptag, "due", NULL, NULL);
     snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
     if (rp->s.has_since)
         snprintf(since, sizeof(since), "%lld", (long long)rp->s.since);
@@ -108,8 +128,10 @@ static void requeue_next(struct replay *rp)
         snprintf(until, sizeof(until), "%lld", (long long)rp->s.until);
     const char *argv[] = {kset,  kdue,  tag, now, rp->s.webhook_id, rp->s.request_id,
                           since, until, rp->s.dry ? "1" : "0", REPLAY_MAX_REQUEUE};
-    if (store_eval(c->store, webhooks_script(rp->w, WH_SC_REQUEUE), on_requeued, rp, 2, 10,
-                   argv, NULL) != 0)
+    int r = store_eval(c->store, webhooks_script(rp->w, WH_SC_REQUEUE), on_requeued, rp, 2, 10,
+                       argv, NULL);
+    free(tag);
+    if (r != 0)
         finish(rp, replay_err_unavailable);
 }
 
@@ -194,12 +216,11 @@ static void events_fanout(struct replay *rp)
     struct core *c = rp->c;
     struct webhooks *w = rp->w;
     struct fanout_args a;
-    /* TODO(partitions): replays by time or endpoint read partition 0's stream only */
     fanout_args_begin(&a, c, w, 1,
                       rp->s.request_id[0] ? key_partition(rp->s.request_id,
                                                           strlen(rp->s.request_id),
                                                           store_partitions(c->store))
-                                          : 0);
+                                          : rp->part);
     long long pairs = 0;
     for (size_t i = 0; i < rp->nevs; i++)
         pairs += fanout_args_event(&a, w, rp->sids[i], &rp->evs[i], replay_match, rp,
@@ -242,6 +263,15 @@ static void events_next(struct replay *rp)
         finish(rp, replay_err_unavailable);
         return;
     }
+    if (rp->last_page && !rp->s.request_id[0] && rp->scanned < REPLAY_MAX_EVENTS &&
+        rp->part + 1 < store_partitions(c->store)) { /* the next partition's stream */
+        rp->part++;
+        rp->last_page = 0;
+        if (rp->s.has_since)
+            snprintf(rp->next_start, sizeof(rp->next_start), "%lld", (long long)rp->s.since);
+        else
+            snprintf(rp->next_start, sizeof(rp->next_start), "-");
+    }
     if (rp->last_page || rp->scanned >= REPLAY_MAX_EVENTS) {
         page_clear(rp);
         if (!rp->s.dry && rp->count > 0)
@@ -261,8 +291,8 @@ static void events_next(struct replay *rp)
     } else {
         char end[32];
         snprintf(end, sizeof(end), "%lld", rp->s.has_until ? (long long)rp->s.until : 0LL);
-        r = store_events_range(c->store, rp->next_start, rp->s.has_until ? end : "+",
-                               REPLAY_PAGE, on_events_page, rp);
+        r = store_events_range_in(c->store, store_part_tag(c->store, rp->part), rp->next_start,
+                                  rp->s.has_until ? end : "+", REPLAY_PAGE, on_events_page, rp);
     }
     if (r != 0)
         finish(rp, replay_err_unavailable);

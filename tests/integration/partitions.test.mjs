@@ -275,3 +275,57 @@ test('3 partitions: the retention sweep runs in every partition (event age, a de
   }, { msg: 'events past the age bound trimmed in every partition', timeoutMs: 20000 });
   assert.equal(await redis.cmd('ZCARD', '{pr}:whgone'), 1, 'remembered until the grace is over');
 });
+
+test('3 partitions on a 3-master Redis Cluster: each partition on its own master, webhooks delivered in order', async () => {
+  const { startReceiver } = await import('./lib/hooks.mjs');
+  const { until } = await import('./lib/proc.mjs');
+  const cl = await startCluster({ masters: 3, replicas: 0 });
+  cleanup.push(() => cl.stop());
+  // a prefix whose three partition tags hash to slots of three different masters
+  let prefix, owners;
+  for (let i = 0; i < 500 && !prefix; i++) {
+    const p = `pk${i}`;
+    const o = [];
+    for (let k = 0; k < 3; k++) o.push(await cl.ownerOf(await cl.slotOf(`{${p}:p${k}}`)));
+    if (new Set(o.map((x) => x.id)).size === 3) [prefix, owners] = [p, o];
+  }
+  assert.ok(prefix, 'a prefix spreading its partitions over the masters');
+  const rx = await startReceiver();
+  cleanup.push(() => rx.stop());
+  const d = await daemon(cl.url(owners[0].port), prefix, 3, {
+    apiKey: 'pk-key', env: { STATUSRELAY_REDIS_PREFIX: prefix, STATUSRELAY_PARTITIONS: '3', STATUSRELAY_RETRY_SCHEDULE: '0s,200ms,500ms' },
+  });
+  const wh = await d.post('/v1/webhooks', { url: rx.url('/pk') });
+  assert.equal(wh.status, 201, wh.text);
+  // a second endpoint whose first answers fail: retries go through the claim and outcome
+  // scripts of each partition, and the endpoint's health through the deployment's hash
+  const rx2 = await startReceiver({ script: ['/retry=500,500,500,500,500,500'] });
+  cleanup.push(() => rx2.stop());
+  const wh2 = await d.post('/v1/webhooks', { url: rx2.url('/retry') });
+  assert.equal(wh2.status, 201, wh2.text);
+  const ids = ridsOverPartitions(prefix, 3);
+  await ingestLifecycles(d, 'pk-key', ids);
+  await allInOrder(rx, ids, until);
+  const delivered2 = () => rx2.records().filter((x) => x.status < 300);
+  await until(() => delivered2().length >= 27, { msg: '27 deliveries on the failing endpoint', timeoutMs: 30000 });
+  assert.equal(rx2.records().filter((x) => x.status === 500).length, 6, 'its first six answers failed');
+  const got2 = new Map();
+  for (const x of delivered2()) {
+    const b = JSON.parse(x.body);
+    got2.set(b.data.requestId, [...(got2.get(b.data.requestId) ?? []), b.data.status]);
+  }
+  for (const id of ids)
+    assert.deepEqual(got2.get(id), ['waiting', 'pending', 'success'], `${id}: delivered once each to the failing endpoint, in order`);
+  const ep = await d.get(`/v1/webhooks/${wh2.body.id}`);
+  assert.equal(ep.status, 200, ep.text);
+  assert.equal(ep.body.enabled, true);
+  for (let k = 0; k < 3; k++) {
+    assert.equal(await cl.cmd(owners[k].port, 'XLEN', `{${prefix}:p${k}}:events`), 9, `partition ${k}'s events on its master`);
+    const counted = await cl.cmd(owners[k].port, 'CLUSTER', 'COUNTKEYSINSLOT', String(await cl.slotOf(`{${prefix}:p${k}}`)));
+    assert.ok(counted >= 9 + 1, `partition ${k}'s keys (requests, timelines, stream...) on master ${owners[k].port}: ${counted}`);
+    for (const other of owners.filter((_, j) => j !== k))
+      assert.equal(await cl.cmd(other.port, 'CLUSTER', 'COUNTKEYSINSLOT', String(await cl.slotOf(`{${prefix}:p${k}}`))), 0, 'none on another master');
+  }
+  assert.equal(await cl.cmd((await cl.ownerOf(await cl.slotOf(`{${prefix}}`))).port, 'HGET', `{${prefix}}:config`, 'partitions'), '3');
+  assert.doesNotMatch(d.proc.log(), /level=error|CROSSSLOT|non local key|fan-out check failed|script failed/);
+});
