@@ -38,6 +38,7 @@ struct config {
     int64_t event_retention_age_ms;
     /* listeners and auth */
     char *http_listen;
+    int64_t http_request_timeout_ms; /* REST: a request must arrive whole within this */
     char *ws_listen;
     char *admin_token;
     char *stream_token;
