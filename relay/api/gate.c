@@ -47,6 +47,7 @@ enum gate_state {
     G_HEAD,    /* reading a head (held in g->in until its empty line) */
     G_BODY,    /* passing body_left more bytes of a Content-Length body */
     G_CHUNKED, /* decoding a chunked body into g->body, up to cap */
+    G_SKIP,    /* refused on its headers: body_left bytes of its body are read and dropped */
     G_DROP,    /* refused: every further byte is dropped, the connection closes */
 };
 
@@ -74,9 +75,23 @@ static void gate_close_soon(struct gate *g, const char *why)
     evtimer_add(g->timer, &now);
 }
 
+/* 1 while evhttp still has the connection: bufferevent_free clears the callbacks, and the
+ * bufferevent (with us) lives on until its finalizer runs. Poking it then (an incref/decref)
+ * would destroy it a second time. */
+static int conn_alive(struct gate *g)
+{
+    bufferevent_data_cb rcb, wcb;
+    bufferevent_event_cb ecb;
+    void *cbarg;
+    bufferevent_getcb(g->bev, &rcb, &wcb, &ecb, &cbarg);
+    return ecb != NULL;
+}
+
 static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
     struct gate *g = arg;
+    if (!conn_alive(g))
+        return;
     if (g->state != G_DROP)
         log_debug("REST request cut: not received whole within the request timeout", "");
     /* evhttp_error_cb frees the connection, the bufferevent and so this gate: return after */
@@ -90,17 +105,18 @@ static void arm_deadline(struct gate *g)
     evtimer_add(g->timer, &tv);
 }
 
-/* Append head[0..len) to out without the body headers and our marker, plus extra lines. */
+/* Append head[0..len) to out without the body headers and our marker (and without the
+ * connection headers when close is set: extra then says "Connection: close"), plus extra. */
 static void rewrite_head(struct evbuffer *out, const char *buf, const struct proto_rest_head *h,
-                         const char *extra)
+                         const char *extra, int close)
 {
     evbuffer_add(out, buf, h->line_len);
     for (size_t i = 0; i < h->nhdr; i++) {
         const struct proto_rest_hdr *x = &h->hdr[i];
         static const char *const drop[] = {"Content-Length", "Transfer-Encoding", "Expect",
-                                           "Connection", "Keep-Alive", API_GATE_HEADER};
+                                           API_GATE_HEADER, "Connection", "Keep-Alive"};
         int keep = 1;
-        for (size_t k = 0; k < ARRAY_LEN(drop) && keep; k++)
+        for (size_t k = 0; k < ARRAY_LEN(drop) - (close ? 0 : 2) && keep; k++)
             keep = !(strlen(drop[k]) == x->name_len &&
                      strncasecmp(drop[k], x->name, x->name_len) == 0);
         if (keep)
@@ -125,7 +141,7 @@ static void take_head(struct gate *g, const char *buf, size_t len, struct evbuff
             char cl[48] = "";
             if (h.content_length > 0)
                 snprintf(cl, sizeof(cl), "Content-Length: %lld\r\n", (long long)h.content_length);
-            rewrite_head(dst, buf, &h, cl);
+            rewrite_head(dst, buf, &h, cl, 0);
         } else {
             evbuffer_add(dst, buf, len);
         }
@@ -145,11 +161,26 @@ static void take_head(struct gate *g, const char *buf, size_t len, struct evbuff
         g->state = G_CHUNKED;
         return;
     }
-    rewrite_head(dst, buf, &h,
-                 cap >= 0 ? "Connection: close\r\n" API_GATE_HEADER ": too-large\r\n"
-                          : "Connection: close\r\n");
-    g->state = G_DROP;
-    evtimer_del(g->timer);
+    /* Refused on its headers, or too large: answered without its body. A declared body up to
+     * API_BODY_HARD_MAX is then read and dropped (a client that sends it before reading the
+     * answer gets the answer, not a reset), within the same deadline; the connection closes
+     * instead after a larger one, a chunked one, or Expect: 100-continue (the client may not
+     * send the body at all) and for HTTP/1.0. */
+    int too_large = h.content_length > API_BODY_MAX || (cap >= 0 && has_body);
+    int skip = !h.chunked && !h.expect_continue && h.minor >= 1 &&
+               h.content_length <= API_BODY_HARD_MAX;
+    const char *extra = too_large ? (skip ? API_GATE_HEADER ": too-large\r\n"
+                                          : "Connection: close\r\n" API_GATE_HEADER
+                                            ": too-large\r\n")
+                                  : (skip ? "" : "Connection: close\r\n");
+    rewrite_head(dst, buf, &h, extra, !skip);
+    if (skip) {
+        g->body_left = (uint64_t)h.content_length;
+        g->state = G_SKIP;
+    } else {
+        g->state = G_DROP;
+        evtimer_del(g->timer);
+    }
 }
 
 /* G_CHUNKED: the body ended (ok) or outgrew the cap: pass the rewritten head (and body). */
@@ -161,12 +192,13 @@ static void chunked_end(struct gate *g, int ok, struct evbuffer *dst)
     } else if (ok) {
         char cl[48];
         snprintf(cl, sizeof(cl), "Content-Length: %zu\r\n", evbuffer_get_length(g->body));
-        rewrite_head(dst, g->head, &h, cl);
+        rewrite_head(dst, g->head, &h, cl, 0);
         evbuffer_add_buffer(dst, g->body);
         g->state = G_HEAD;
         evtimer_del(g->timer);
     } else {
-        rewrite_head(dst, g->head, &h, "Connection: close\r\n" API_GATE_HEADER ": too-large\r\n");
+        rewrite_head(dst, g->head, &h, "Connection: close\r\n" API_GATE_HEADER ": too-large\r\n",
+                     1);
         g->state = G_DROP;
         evtimer_del(g->timer);
     }
@@ -204,6 +236,18 @@ static int step(struct gate *g, struct evbuffer *dst)
             return 0;
         size_t n = avail < g->body_left ? avail : (size_t)g->body_left;
         evbuffer_remove_buffer(g->in, dst, n);
+        g->body_left -= n;
+        if (g->body_left == 0) {
+            g->state = G_HEAD;
+            evtimer_del(g->timer);
+        }
+        return 1;
+    }
+    case G_SKIP: {
+        if (avail == 0)
+            return 0;
+        size_t n = avail < g->body_left ? avail : (size_t)g->body_left;
+        evbuffer_drain(g->in, n);
         g->body_left -= n;
         if (g->body_left == 0) {
             g->state = G_HEAD;
@@ -254,11 +298,7 @@ static int step(struct gate *g, struct evbuffer *dst)
 static void on_kick(evutil_socket_t fd, short what, void *arg)
 {
     struct gate *g = arg;
-    bufferevent_data_cb rcb, wcb;
-    bufferevent_event_cb ecb;
-    void *cbarg;
-    bufferevent_getcb(g->bev, &rcb, &wcb, &ecb, &cbarg);
-    if (ecb == NULL) /* evhttp freed the connection: its bufferevent is going */
+    if (!conn_alive(g)) /* evhttp freed the connection: its bufferevent is going */
         return;
     bufferevent_flush(g->bev, EV_WRITE, BEV_NORMAL); /* may free the connection and g */
 }

@@ -413,7 +413,7 @@ static int64_t body_cap(struct api *a, enum evhttp_cmd_type m, const char *path,
     if (m == EVHTTP_REQ_HEAD)
         m = EVHTTP_REQ_GET;
     for (size_t i = 0; nsegs >= 0 && i < api_routes_len; i++) {
-        if (!proto_rest_route_match(api_routes[i].pattern, segs, nsegs, NULL, 0))
+        if (!proto_rest_route_match(api_routes[i].pattern, segs, nsegs, NULL, ROUTE_MAX_PARAMS))
             continue;
         allow |= api_routes[i].method;
         read_path |= api_routes[i].auth == AUTH_READ;
@@ -499,7 +499,7 @@ static void on_request(struct evhttp_request *req, void *arg)
     int read_path = 0; /* an upstream-compatible status read (AUTH_READ) */
     if (nsegs >= 0)
         for (size_t i = 0; i < api_routes_len; i++) {
-            if (!proto_rest_route_match(api_routes[i].pattern, segs, nsegs, NULL, 0))
+            if (!proto_rest_route_match(api_routes[i].pattern, segs, nsegs, NULL, ROUTE_MAX_PARAMS))
                 continue;
             allow |= api_routes[i].method;
             read_path |= api_routes[i].auth == AUTH_READ;
