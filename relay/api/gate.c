@@ -48,6 +48,7 @@ enum gate_state {
     G_BODY,    /* passing body_left more bytes of a Content-Length body */
     G_CHUNKED, /* decoding a chunked body into g->body, up to cap */
     G_SKIP,    /* refused on its headers: body_left bytes of its body are read and dropped */
+    G_SKIP_CHUNKED, /* the same for a chunked body, up to API_BODY_HARD_MAX decoded bytes */
     G_DROP,    /* refused: every further byte is dropped, the connection closes */
 };
 
@@ -126,6 +127,34 @@ static void rewrite_head(struct evbuffer *out, const char *buf, const struct pro
     evbuffer_add(out, "\r\n", 2);
 }
 
+/* Pass the head of a request answered without its body (refused on its headers, or too_large).
+ * Its body (declared up to API_BODY_HARD_MAX, or chunked) is then read and dropped within the
+ * same deadline, on a connection kept open (the client's Connection header is dropped), so
+ * that a client sending its body before reading the answer gets the answer, not a reset. With
+ * Expect: 100-continue (the client may never send the body), HTTP/1.0 or a larger body, the
+ * connection closes after the answer instead. */
+static void refuse(struct gate *g, const char *buf, const struct proto_rest_head *h,
+                   int too_large, struct evbuffer *dst)
+{
+    int skip = !h->expect_continue && h->minor >= 1 &&
+               (h->chunked || h->content_length <= API_BODY_HARD_MAX);
+    const char *extra = too_large ? (skip ? API_GATE_HEADER ": too-large\r\n"
+                                          : "Connection: close\r\n" API_GATE_HEADER
+                                            ": too-large\r\n")
+                                  : (skip ? "" : "Connection: close\r\n");
+    rewrite_head(dst, buf, h, extra, 1);
+    if (skip && h->chunked) {
+        g->state = G_SKIP_CHUNKED;
+        g->body_left = API_BODY_HARD_MAX;
+    } else if (skip && h->content_length > 0) {
+        g->body_left = (uint64_t)h->content_length;
+        g->state = G_SKIP;
+    } else {
+        g->state = skip ? G_HEAD : G_DROP;
+        evtimer_del(g->timer);
+    }
+}
+
 /* The head buf[0..len) is whole: judge it and pass it (or its refusal) to dst. */
 static void take_head(struct gate *g, const char *buf, size_t len, struct evbuffer *dst)
 {
@@ -151,36 +180,18 @@ static void take_head(struct gate *g, const char *buf, size_t len, struct evbuff
             evtimer_del(g->timer);
         return;
     }
+    if (h.chunked)
+        memset(&g->ch, 0, sizeof(g->ch));
     if (cap >= 0 && h.chunked) { /* decode here, up to cap */
         g->head = xmalloc(len);
         memcpy(g->head, buf, len);
         g->head_len = len;
         g->cap = cap;
-        memset(&g->ch, 0, sizeof(g->ch));
         g->body = evbuffer_new();
         g->state = G_CHUNKED;
         return;
     }
-    /* Refused on its headers, or too large: answered without its body. A declared body up to
-     * API_BODY_HARD_MAX is then read and dropped (a client that sends it before reading the
-     * answer gets the answer, not a reset), within the same deadline; the connection closes
-     * instead after a larger one, a chunked one, or Expect: 100-continue (the client may not
-     * send the body at all) and for HTTP/1.0. */
-    int too_large = h.content_length > API_BODY_MAX || (cap >= 0 && has_body);
-    int skip = !h.chunked && !h.expect_continue && h.minor >= 1 &&
-               h.content_length <= API_BODY_HARD_MAX;
-    const char *extra = too_large ? (skip ? API_GATE_HEADER ": too-large\r\n"
-                                          : "Connection: close\r\n" API_GATE_HEADER
-                                            ": too-large\r\n")
-                                  : (skip ? "" : "Connection: close\r\n");
-    rewrite_head(dst, buf, &h, extra, !skip);
-    if (skip) {
-        g->body_left = (uint64_t)h.content_length;
-        g->state = G_SKIP;
-    } else {
-        g->state = G_DROP;
-        evtimer_del(g->timer);
-    }
+    refuse(g, buf, &h, h.content_length > API_BODY_MAX || cap >= 0, dst);
 }
 
 /* G_CHUNKED: the body ended (ok) or outgrew the cap: pass the rewritten head (and body). */
@@ -196,11 +207,11 @@ static void chunked_end(struct gate *g, int ok, struct evbuffer *dst)
         evbuffer_add_buffer(dst, g->body);
         g->state = G_HEAD;
         evtimer_del(g->timer);
-    } else {
-        rewrite_head(dst, g->head, &h, "Connection: close\r\n" API_GATE_HEADER ": too-large\r\n",
-                     1);
-        g->state = G_DROP;
-        evtimer_del(g->timer);
+    } else { /* the decoder goes on, dropping the rest */
+        refuse(g, g->head, &h, 1, dst);
+        g->body_left = API_BODY_HARD_MAX > evbuffer_get_length(g->body)
+                           ? API_BODY_HARD_MAX - evbuffer_get_length(g->body)
+                           : 0;
     }
     free(g->head);
     g->head = NULL;
@@ -255,6 +266,25 @@ static int step(struct gate *g, struct evbuffer *dst)
         }
         return 1;
     }
+    case G_SKIP_CHUNKED: {
+        if (avail == 0)
+            return 0;
+        const char *p = (const char *)evbuffer_pullup(g->in, -1);
+        size_t used = 0, dlen = 0;
+        const char *data = NULL;
+        int rc = proto_rest_chunked_step(&g->ch, p, avail, &used, &data, &dlen);
+        if (rc < 0 || dlen > g->body_left) {
+            gate_close_soon(g, rc < 0 ? "malformed_chunked_body" : "refused_body_too_large");
+            return 0;
+        }
+        g->body_left -= dlen;
+        evbuffer_drain(g->in, used);
+        if (rc == 1) {
+            g->state = G_HEAD;
+            evtimer_del(g->timer);
+        }
+        return 1;
+    }
     case G_CHUNKED: {
         if (avail == 0)
             return 0;
@@ -267,9 +297,9 @@ static int step(struct gate *g, struct evbuffer *dst)
             return 0;
         }
         if (dlen > 0 && evbuffer_get_length(g->body) + dlen > (size_t)g->cap) {
+            evbuffer_drain(g->in, used); /* this span is dropped with the rest */
             chunked_end(g, 0, dst);
-            evbuffer_drain(g->in, evbuffer_get_length(g->in));
-            return 0;
+            return g->state != G_DROP;
         }
         if (dlen > 0)
             evbuffer_add(g->body, data, dlen);

@@ -9,7 +9,8 @@
  * ctx->api is NULL. A callback that starts more work checks both first, and if either is gone
  * calls api_ctx_free instead of answering.
  *
- * Files: server.c (evhttp setup, auth, limits, dispatch, replies), routes.c (the table),
+ * Files: server.c (evhttp setup, auth, limits, dispatch, replies), gate.c (each connection's
+ * request heads, judged before evhttp reads a body; the request deadline), routes.c (the table),
  * health.c (/healthz /readyz /metrics), requests.c (/v1/requests), events.c (/v1/events and
  * the record -> JSON helpers), compat.c (/intents/status/v3), ingest.c (/v1/ingest/upstream),
  * chains.c (/v1/chains),
