@@ -316,7 +316,7 @@ static int step(struct gate *g, struct evbuffer *dst)
 }
 
 /* ---- output ---------------------------------------------------------------------------------
- * Two gaps of libevent 2.1.12's filter bufferevent, filled here:
+ * Three gaps of libevent 2.1.12's filter bufferevent, filled here:
  *   - evhttp adds its answer to the output while writing is disabled, then enables writing;
  *     enabling does not move what is queued (be_filter_enable), so the answer would wait for an
  *     unrelated event. An output-buffer callback schedules a kick that flushes it;
@@ -324,13 +324,21 @@ static int step(struct gate *g, struct evbuffer *dst)
  *     evhttp then frees a "Connection: close" connection - with its unsent bytes. The output
  *     filter writes to the socket at once and, while bytes remain unsent, keeps the last byte
  *     back (BEV_NEED_MORE: evhttp is not told); when the socket drained, the filter runs again
- *     (be_filter_writecb), passes that byte and evhttp hears "written" only then. */
+ *     (be_filter_writecb) and kicks;
+ *   - evhttp may free the connection from the "written" callback; be_filter_writecb holds no
+ *     reference and re-arms a timeout on the freed bufferevent afterwards (a dangling timer).
+ *     So evhttp is told "written" only from the kick, inside bufferevent_flush, which holds a
+ *     reference: the filter says BEV_OK only while `kicking` is its gate. */
+static struct gate *kicking; /* the gate whose kick is flushing (core thread only) */
+
 static void on_kick(evutil_socket_t fd, short what, void *arg)
 {
     struct gate *g = arg;
     if (!conn_alive(g)) /* evhttp freed the connection: its bufferevent is going */
         return;
-    bufferevent_flush(g->bev, EV_WRITE, BEV_NORMAL); /* may free the connection and g */
+    kicking = g;
+    bufferevent_flush(g->bev, EV_WRITE, BEV_NORMAL); /* may free the connection (not g yet) */
+    kicking = NULL;
 }
 
 static void on_output_added(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
@@ -350,9 +358,14 @@ static enum bufferevent_filter_result on_output(struct evbuffer *src, struct evb
         evbuffer_add_buffer(dst, src);
         return BEV_OK;
     }
-    evutil_socket_t fd = bufferevent_getfd(bufferevent_get_underlying(g->bev));
-    if (evbuffer_get_length(dst) == 0 && fd >= 0) {
-        evbuffer_write(src, fd); /* in order: nothing older is waiting; one write, no Nagle gap */
+    if (evbuffer_get_length(dst) == 0) {
+        if (kicking != g) { /* the socket drained (or a plain write): tell evhttp from a kick */
+            event_active(g->kick, EV_WRITE, 0);
+            return BEV_NEED_MORE;
+        }
+        evutil_socket_t fd = bufferevent_getfd(bufferevent_get_underlying(g->bev));
+        if (fd >= 0)
+            evbuffer_write(src, fd); /* in order: nothing older waits; one write, no Nagle gap */
         if (evbuffer_get_length(src) == 0)
             return BEV_OK; /* all sent: evhttp may go on (and close) */
     }

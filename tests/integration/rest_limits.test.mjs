@@ -156,6 +156,11 @@ test('a client trickling its request is cut by the total deadline (2s), however 
     assert.ok(r.ms >= 1500 && r.ms < 8000, `${what}: closed after ${r.ms} ms`);
     assert.equal(r.text, '', 'no answer for a request that never arrived');
   }
+  // an idle keep-alive connection is closed after the same time
+  const idle = raw(d.httpPort, `GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
+  assert.equal(parse(await within(idle.answer, 5000, 'healthz answer')).status, 200);
+  const ir = await within(idle.closed, 10000, 'idle keep-alive closed');
+  assert.ok(ir.ms >= 1500 && ir.ms < 8000, `idle connection closed after ${ir.ms} ms`);
   // a forged gate header from a client changes nothing
   const r = await fetch(`${d.url}/v1/webhooks`, { headers: { ...auth, 'x-statusrelay-gate': 'too-large' } });
   assert.equal(r.status, 200);
