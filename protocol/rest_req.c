@@ -117,13 +117,12 @@ int proto_rest_head_parse(const char *buf, size_t len, struct proto_rest_head *h
         if (n == 0)
             return next == len ? (h->chunked && h->content_length >= 0 ? PROTO_EVALUE : 0)
                                : PROTO_EVALUE; /* bytes after the head */
-        if (h->nhdr == PROTO_REST_HDR_MAX)
-            return PROTO_ETOOLONG;
         const char *p = buf + off;
         const char *colon = memchr(p, ':', (size_t)n);
         if (colon == NULL || colon == p)
             return PROTO_EVALUE; /* no name; obs-fold lines start with a space: not a token */
-        struct proto_rest_hdr *x = &h->hdr[h->nhdr];
+        struct proto_rest_hdr spare;
+        struct proto_rest_hdr *x = h->nhdr < PROTO_REST_HDR_MAX ? &h->hdr[h->nhdr] : &spare;
         x->name = p;
         x->name_len = (size_t)(colon - p);
         for (size_t i = 0; i < x->name_len; i++)
@@ -143,7 +142,10 @@ int proto_rest_head_parse(const char *buf, size_t len, struct proto_rest_head *h
         x->len = next - off;
         if (take_header(h, x) != 0)
             return PROTO_EVALUE;
-        h->nhdr++;
+        if (x == &spare)
+            h->more = 1; /* checked, not kept */
+        else
+            h->nhdr++;
     }
     return PROTO_EVALUE; /* no empty line */
 }

@@ -35,7 +35,8 @@ struct proto_rest_head {
     int chunked;             /* Transfer-Encoding: chunked */
     int expect_continue;     /* Expect: 100-continue */
     size_t nhdr;
-    struct proto_rest_hdr hdr[PROTO_REST_HDR_MAX];
+    struct proto_rest_hdr hdr[PROTO_REST_HDR_MAX]; /* the first ones */
+    int more;                /* more header lines than hdr holds (checked, not kept) */
 };
 
 /* Length of the head at the start of buf[0..len) (through its empty line), 0 when no empty
@@ -43,8 +44,8 @@ struct proto_rest_head {
 long proto_rest_head_end(const char *buf, size_t len, size_t max);
 
 /* Parse a whole head (buf[0..len), as proto_rest_head_end measured it) into h, whose pointers
- * point into buf. Returns 0, PROTO_EVALUE (malformed, see the rules above) or PROTO_ETOOLONG
- * (more than PROTO_REST_HDR_MAX header lines). */
+ * point into buf. Every header line is checked; the first PROTO_REST_HDR_MAX are kept (h->more
+ * says there were more). Returns 0 or PROTO_EVALUE (malformed, see the rules above). */
 int proto_rest_head_parse(const char *buf, size_t len, struct proto_rest_head *h);
 
 /* The first header named name (any case), or NULL. */

@@ -12,11 +12,14 @@
  *     (api_gate_body_cap) how much body this request may send, from its method, path and
  *     headers alone (route, Host, Origin, token, Content-Type);
  *   - a request refused on its headers, or declaring more than its cap, reaches evhttp with
- *     its body headers removed (Content-Length, Transfer-Encoding, Expect), "Connection:
- *     close" and, when too large, "X-Statusrelay-Gate: too-large"; server.c answers it with
- *     the usual JSON error (401/403/404/405/415, or 413), evhttp closes the connection after
- *     the answer and the gate drops every byte after the head. A client never sets that
- *     header itself: the gate removes it from every head;
+ *     its body and connection headers removed (Content-Length, Transfer-Encoding, Expect,
+ *     Connection) and, when too large, "X-Statusrelay-Gate: too-large"; server.c answers it
+ *     with the usual JSON error (401/403/404/405/415, or 413). Its body (declared up to
+ *     API_BODY_HARD_MAX, or chunked up to that much) is then read and dropped by the gate on
+ *     a connection kept open, so that a client that sends its body before reading gets the
+ *     answer, not a reset; otherwise (more, Expect: 100-continue, HTTP/1.0) the answer says
+ *     "Connection: close". A client never sets the gate's header itself: the gate removes it
+ *     from every head;
  *   - a chunked body is decoded here, up to the cap (an oversized one ends in the same JSON
  *     413), and handed to evhttp with a Content-Length (Expect is dropped: the client sends
  *     the body after its own expect timeout);
@@ -106,22 +109,24 @@ static void arm_deadline(struct gate *g)
     evtimer_add(g->timer, &tv);
 }
 
-/* Append head[0..len) to out without the body headers and our marker (and without the
- * connection headers when close is set: extra then says "Connection: close"), plus extra. */
+/* Append the head buf (parsed as h) to out without its body headers and our marker, and
+ * without its connection headers when drop_conn is set, then the lines of extra. */
 static void rewrite_head(struct evbuffer *out, const char *buf, const struct proto_rest_head *h,
-                         const char *extra, int close)
+                         const char *extra, int drop_conn)
 {
+    static const char *const drop[] = {"Content-Length", "Transfer-Encoding", "Expect",
+                                       API_GATE_HEADER, "Connection", "Keep-Alive"};
+    const char *p = buf + h->line_len, *end;
     evbuffer_add(out, buf, h->line_len);
-    for (size_t i = 0; i < h->nhdr; i++) {
-        const struct proto_rest_hdr *x = &h->hdr[i];
-        static const char *const drop[] = {"Content-Length", "Transfer-Encoding", "Expect",
-                                           API_GATE_HEADER, "Connection", "Keep-Alive"};
+    /* every header line, kept in h->hdr or not (h->more). strchr stays inside the head: the
+     * parser checked that each line ends in LF and holds no NUL, up to the empty line */
+    for (; (end = strchr(p, '\n')) != NULL && *p != '\r' && *p != '\n'; p = end + 1) {
+        size_t name_len = strcspn(p, ":");
         int keep = 1;
-        for (size_t k = 0; k < ARRAY_LEN(drop) - (close ? 0 : 2) && keep; k++)
-            keep = !(strlen(drop[k]) == x->name_len &&
-                     strncasecmp(drop[k], x->name, x->name_len) == 0);
+        for (size_t k = 0; k < ARRAY_LEN(drop) - (drop_conn ? 0 : 2) && keep; k++)
+            keep = !(strlen(drop[k]) == name_len && strncasecmp(drop[k], p, name_len) == 0);
         if (keep)
-            evbuffer_add(out, buf + x->off, x->len);
+            evbuffer_add(out, p, (size_t)(end + 1 - p));
     }
     evbuffer_add(out, extra, strlen(extra));
     evbuffer_add(out, "\r\n", 2);
@@ -164,7 +169,9 @@ static void take_head(struct gate *g, const char *buf, size_t len, struct evbuff
         return;
     }
     int has_body = h.chunked || h.content_length > 0;
-    int64_t cap = api_gate_body_cap(g->api, &h);
+    /* a head with more lines than h keeps: judged refused (its body is not needed for the
+     * answer it gets: 431 on pass-through paths) */
+    int64_t cap = h.more ? -1 : api_gate_body_cap(g->api, &h);
     if (!has_body || (cap >= 0 && !h.chunked && h.content_length <= cap)) {
         if (proto_rest_head_find(&h, API_GATE_HEADER) != NULL) { /* forged: remove it */
             char cl[48] = "";

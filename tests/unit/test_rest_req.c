@@ -82,6 +82,16 @@ static void test_head_parse(void **state)
     assert_int_equal(a->value_len, 10); /* trailing space trimmed */
     assert_memory_equal(in + a->off, "Authorization:", 14);
     assert_null(proto_rest_head_find(&h, "Origin"));
+
+    /* more header lines than kept: all checked, the first PROTO_REST_HDR_MAX kept */
+    char many[8192] = "GET / HTTP/1.1\r\n";
+    for (int i = 0; i < 150; i++)
+        snprintf(many + strlen(many), sizeof(many) - strlen(many), "X-H%d: %d\r\n", i, i);
+    strcat(many, "Content-Length: 5\r\n\r\n");
+    assert_int_equal(proto_rest_head_parse(many, strlen(many), &h), 0);
+    assert_int_equal(h.nhdr, PROTO_REST_HDR_MAX);
+    assert_int_equal(h.more, 1);
+    assert_int_equal(h.content_length, 5); /* seen although not kept */
 }
 
 /* Decode in, fed in pieces of step bytes; returns the step's final code and the body. */
