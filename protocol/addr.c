@@ -476,6 +476,20 @@ int proto_url_format(const struct proto_url *u, char *out, size_t outsz)
     return n < 0 || (size_t)n >= outsz ? PROTO_ETOOLONG : 0;
 }
 
+int proto_host_is_localhost(const char *host)
+{
+    static const char lh[] = "localhost";
+    const size_t k = sizeof(lh) - 1;
+    if (host == NULL)
+        return 0;
+    size_t n = strlen(host);
+    while (n > 0 && host[n - 1] == '.')
+        n--;
+    if (n < k || strncasecmp(host + n - k, lh, k) != 0)
+        return 0;
+    return n == k || host[n - k - 1] == '.';
+}
+
 int proto_listen_is_loopback(const char *hostport)
 {
     char host[PROTO_HOST_MAX + 3];
@@ -501,7 +515,7 @@ int proto_listen_is_loopback(const char *hostport)
         return 0;
     memcpy(host, hostport, n);
     host[n] = '\0';
-    if (strcmp(host, "localhost") == 0)
+    if (strcasecmp(host, "localhost") == 0 || strcasecmp(host, "localhost.") == 0)
         return 1;
     struct sockaddr_storage ss;
     if (!proto_host_literal(host, &ss))
