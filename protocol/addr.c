@@ -6,6 +6,7 @@
  * compares it with the C library's inet_aton on a large generated set.
  * runs on: any thread (no state). */
 #include "protocol/addr.h"
+#include "protocol/proto.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -157,13 +158,7 @@ static int is_digit(char c)
 
 static int hex_digit(char c)
 {
-    if (is_digit(c))
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
+    return proto_hex_digit((unsigned char)c);
 }
 
 /* One number as strtoul(s, &end, 0) reads it, given that *s is a digit: 0x/0X hex (at least

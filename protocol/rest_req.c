@@ -165,10 +165,7 @@ enum { CH_SIZE, CH_EXT, CH_DATA, CH_DATA_CR, CH_DATA_LF, CH_TRAILER, CH_DONE };
 
 static int hexval(unsigned char c)
 {
-    return c >= '0' && c <= '9'   ? c - '0'
-           : c >= 'a' && c <= 'f' ? c - 'a' + 10
-           : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                  : -1;
+    return proto_hex_digit(c);
 }
 
 int proto_rest_chunked_step(struct proto_rest_chunked *c, const char *in, size_t len,
