@@ -6,6 +6,7 @@
  * compares it with the C library's inet_aton on a large generated set.
  * runs on: any thread (no state). */
 #include "protocol/addr.h"
+#include "protocol/proto.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -157,13 +158,7 @@ static int is_digit(char c)
 
 static int hex_digit(char c)
 {
-    if (is_digit(c))
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
+    return proto_hex_digit((unsigned char)c);
 }
 
 /* One number as strtoul(s, &end, 0) reads it, given that *s is a digit: 0x/0X hex (at least
@@ -476,6 +471,20 @@ int proto_url_format(const struct proto_url *u, char *out, size_t outsz)
     return n < 0 || (size_t)n >= outsz ? PROTO_ETOOLONG : 0;
 }
 
+int proto_host_is_localhost(const char *host)
+{
+    static const char lh[] = "localhost";
+    const size_t k = sizeof(lh) - 1;
+    if (host == NULL)
+        return 0;
+    size_t n = strlen(host);
+    while (n > 0 && host[n - 1] == '.')
+        n--;
+    if (n < k || strncasecmp(host + n - k, lh, k) != 0)
+        return 0;
+    return n == k || host[n - k - 1] == '.';
+}
+
 int proto_listen_is_loopback(const char *hostport)
 {
     char host[PROTO_HOST_MAX + 3];
@@ -501,7 +510,7 @@ int proto_listen_is_loopback(const char *hostport)
         return 0;
     memcpy(host, hostport, n);
     host[n] = '\0';
-    if (strcmp(host, "localhost") == 0)
+    if (strcasecmp(host, "localhost") == 0 || strcasecmp(host, "localhost.") == 0)
         return 1;
     struct sockaddr_storage ss;
     if (!proto_host_literal(host, &ss))

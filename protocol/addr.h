@@ -79,6 +79,10 @@ int proto_listen_is_loopback(const char *hostport);
  * none). 0 for anything else, NULL and "" included. The one DNS-rebinding rule of both
  * listeners (REST without an admin token, the dashboard port without a stream token). */
 int proto_host_names_relay(const char *host, const char *allowed);
+/* 1 when host (a name, not bracketed) is "localhost" or a name under it ("a.localhost"), in any
+ * case, with or without trailing dots: names RFC 6761 reserves for the loopback interface,
+ * whatever a resolver answers for them. */
+int proto_host_is_localhost(const char *host);
 
 #define PROTO_URL_MAX 2048          /* longest accepted webhook URL */
 #define PROTO_HOST_MAX 254          /* a DNS name of 253 chars plus an optional final dot */

@@ -1,6 +1,7 @@
 /* dash_msg.c - see dash_msg.h: reading and validating one dashboard client message, in the
  * order the core has always answered faults. runs on: any thread (pure). */
 #include "protocol/dash_msg.h"
+#include "protocol/proto.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -45,21 +46,6 @@ int dash_msg_filter(const json_t *filters, struct proto_filter *out, const char 
         return DASH_MSG_BAD_FILTER;
     }
     return 0;
-}
-
-int dash_msg_stream_id(const char *s, uint64_t *ms, uint64_t *seq)
-{
-    char *end;
-    if (s == NULL || *s < '0' || *s > '9')
-        return -1;
-    *ms = strtoull(s, &end, 10);
-    *seq = 0;
-    if (*end == '\0')
-        return 0;
-    if (*end != '-' || end[1] < '0' || end[1] > '9')
-        return -1;
-    *seq = strtoull(end + 1, &end, 10);
-    return *end == '\0' ? 0 : -1;
 }
 
 static enum dash_msg_error fault(struct dash_msg *m, enum dash_msg_error e,
@@ -137,7 +123,7 @@ static enum dash_msg_error parse_subscribe(struct dash_msg *m)
     if (jfrom != NULL && !json_is_null(jfrom)) {
         uint64_t ms, seq;
         if (!json_is_string(jfrom) || json_string_length(jfrom) >= DASH_MSG_SID_MAX ||
-            dash_msg_stream_id(json_string_value(jfrom), &ms, &seq) != 0)
+            proto_stream_id_parse(json_string_value(jfrom), &ms, &seq) != 0)
             return fault(m, DASH_MSG_BAD_CURSOR, DASH_STAGE_FIELDS, type, "bad_cursor",
                          "lastEventId must be a statusrelay.streamId such as "
                          "\"1712345678901-0\"");

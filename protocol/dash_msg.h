@@ -100,8 +100,5 @@ void dash_msg_cleanup(struct dash_msg *m);
  * DASH_MSG_BAD_FILTER with *why (static) set, or DASH_MSG_ENOMEM; *out is empty unless 0. */
 int dash_msg_filter(const json_t *filters, struct proto_filter *out, const char **why);
 
-/* 0 when s is a stream id "<ms>" or "<ms>-<seq>" (decimal digits), filling *ms and *seq
- * (numbers beyond 64 bits saturate, as strtoull); -1 otherwise. */
-int dash_msg_stream_id(const char *s, uint64_t *ms, uint64_t *seq);
 
 #endif

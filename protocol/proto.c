@@ -5,6 +5,7 @@
 #include "protocol/proto.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const char *proto_strerror(int code)
@@ -58,4 +59,30 @@ int proto_hash_valid(const char *s, size_t len)
             return 0;
     }
     return 1;
+}
+
+int proto_hex_digit(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+int proto_stream_id_parse(const char *s, uint64_t *ms, uint64_t *seq)
+{
+    char *end;
+    if (s == NULL || *s < '0' || *s > '9')
+        return -1;
+    *ms = strtoull(s, &end, 10);
+    *seq = 0;
+    if (*end == '\0')
+        return 0;
+    if (*end != '-' || end[1] < '0' || end[1] > '9')
+        return -1;
+    *seq = strtoull(end + 1, &end, 10);
+    return *end == '\0' ? 0 : -1;
 }

@@ -61,4 +61,11 @@ int proto_utf8_valid(const char *s, size_t len);
 /* A tx hash: 1..PROTO_MAX_HASH printable ASCII chars without space, quote or backslash. */
 int proto_hash_valid(const char *s, size_t len);
 
+/* The value of one hex digit (either case), or -1. */
+int proto_hex_digit(int c);
+
+/* A Redis stream id "<ms>" or "<ms>-<seq>" (decimal digits only): 0 and *ms, *seq set
+ * (seq 0 when absent), or -1. The one reader of stream ids: cursors, lastEventId, after. */
+int proto_stream_id_parse(const char *s, uint64_t *ms, uint64_t *seq);
+
 #endif

@@ -11,6 +11,7 @@
  * of libcrypto (libcurl's TLS) on the same thread.
  * runs on: any thread (a struct proto_hmac is owned by one thread at a time). */
 #include "protocol/sign.h"
+#include "protocol/proto.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -496,13 +497,7 @@ int proto_upstream_sign(struct proto_hmac *key, const char *ts_header, const cha
 
 static int hex_value(unsigned char c)
 {
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
+    return proto_hex_digit(c);
 }
 
 int proto_upstream_verify(struct proto_hmac *key, const char *ts_header, const char *sig_hex,

@@ -70,6 +70,9 @@ const struct setting config_settings[] = {
      "dead and skipped deliveries stay listed and replayable this long, then are deleted"},
     {"http-listen", SET_HOSTPORT, F(http_listen), "127.0.0.1:8080", 0, 0,
      "REST API, metrics and health"},
+    {"http-request-timeout", SET_DURATION, F(http_request_timeout_ms), "30s", 0, 100,
+     "REST port: a request must arrive whole (headers and body) within this long of its first "
+     "byte, and an idle keep-alive connection is closed after it"},
     {"ws-listen", SET_HOSTPORT, F(ws_listen), "127.0.0.1:8081", 0, 0,
      "dashboard websocket and live page"},
     {"http-max-connections", SET_INT, F(http_max_connections), "0", 0, 0,

@@ -40,6 +40,7 @@ struct config {
     int64_t dead_retention_ms;     /* dead and skipped deliveries are deleted after this */
     /* listeners and auth */
     char *http_listen;
+    int64_t http_request_timeout_ms; /* REST: a request must arrive whole within this */
     char *ws_listen;
     char *admin_token;
     char *stream_token;

@@ -1,5 +1,6 @@
 /* redis_url.c - see redis_url.h. runs on: any thread. */
 #include "store/redis_url.h"
+#include "protocol/proto.h"
 #include "relay/common/util.h"
 
 #include <stdio.h>
@@ -8,13 +9,7 @@
 
 static int hexval(int c)
 {
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
+    return proto_hex_digit(c);
 }
 
 /* Heap copy of s[0..n) with valid %XX sequences decoded (others kept as they are). */

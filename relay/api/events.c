@@ -10,6 +10,7 @@
 #include "relay/api/internal.h"
 #include "protocol/event.h"
 #include "protocol/proto.h"
+#include "protocol/rest_req.h"
 #include "relay/common/log.h"
 #include "relay/core.h"
 #include "store/events.h"
@@ -102,31 +103,6 @@ static json_t *event_json(const struct store_event_entry *e)
 /* ---- GET /v1/events?after=&requestId=&limit= ------------------------------------------------- */
 
 /* Stream id "ms-seq" or "ms" into parts (each up to 20 digits, fitting uint64). */
-static int parse_stream_id(const char *s, uint64_t *ms, uint64_t *seq, int *has_seq)
-{
-    char *end;
-    if (s[0] < '0' || s[0] > '9' || strlen(s) > 41)
-        return -1;
-    errno = 0;
-    unsigned long long a = strtoull(s, &end, 10);
-    if (errno != 0)
-        return -1;
-    *ms = a;
-    *has_seq = 0;
-    *seq = 0;
-    if (*end == '\0')
-        return 0;
-    if (*end != '-' || end[1] < '0' || end[1] > '9')
-        return -1;
-    const char *t = end + 1;
-    unsigned long long b = strtoull(t, &end, 10);
-    if (errno != 0 || *end != '\0')
-        return -1;
-    *seq = b;
-    *has_seq = 1;
-    return 0;
-}
-
 static void on_events(void *arg, const char *err, redisReply *r)
 {
     struct ctx *x = arg;
@@ -178,7 +154,7 @@ void api_h_events(struct ctx *x)
     uint64_t ms = 0, seq = 0;
     int has_seq = 0, tail = after != NULL && strcmp(after, "$") == 0;
     if (after != NULL && after[0] != '\0' && !tail) {
-        if (parse_stream_id(after, &ms, &seq, &has_seq) != 0) {
+        if (proto_rest_stream_id(after, &ms, &seq, &has_seq) != 0) {
             api_reply_error(x, 400, "invalid_parameter", "after",
                             "after must be a streamId (\"<ms>-<seq>\"), a unix ms "
                             "timestamp or \"$\"");
@@ -188,6 +164,10 @@ void api_h_events(struct ctx *x)
             seq = UINT64_MAX;
         snprintf(x->after, sizeof(x->after), "%llu-%llu", (unsigned long long)ms,
                  (unsigned long long)seq);
+        if (ms == UINT64_MAX && seq == UINT64_MAX) { /* the largest id: nothing comes after */
+            api_reply_json(x, 200, json_pack("{s:[],s:s}", "events", "cursor", x->after));
+            return;
+        }
     }
     struct core *c = x->api->c;
     const char *tag = store_tag(c->store);

@@ -9,7 +9,8 @@
  * ctx->api is NULL. A callback that starts more work checks both first, and if either is gone
  * calls api_ctx_free instead of answering.
  *
- * Files: server.c (evhttp setup, auth, limits, dispatch, replies), routes.c (the table),
+ * Files: server.c (evhttp setup, auth, limits, dispatch, replies), gate.c (each connection's
+ * request heads, judged before evhttp reads a body; the request deadline), routes.c (the table),
  * health.c (/healthz /readyz /metrics), requests.c (/v1/requests), events.c (/v1/events and
  * the record -> JSON helpers), compat.c (/intents/status/v3), ingest.c (/v1/ingest/upstream),
  * chains.c (/v1/chains),
@@ -27,8 +28,11 @@
 #include <event2/keyvalq_struct.h>
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define ROUTE_MAX_PARAMS 2
+#define API_BODY_ANON_MAX (64 * 1024) /* bodies of requests not authenticated by the token */
+#define API_GATE_HEADER "X-Statusrelay-Gate" /* gate.c -> on_request; never from a client */
 
 #define CT_JSON "application/json"
 
@@ -39,6 +43,9 @@ struct status_event;
 struct route;
 struct rate_table;
 struct api_listen;
+struct proto_rest_head;
+struct bufferevent;
+struct event_base;
 
 struct api {
     struct core *c;
@@ -183,5 +190,16 @@ int api_decode_record(const char *buf, size_t len, struct status_event *ev, cons
 /* The upstream-shaped "data" of ev (and, when sr is not NULL, its "statusrelay" object) as the
  * webhook body has them. New references or NULL (allocation failure). */
 json_t *api_event_parts(const struct status_event *ev, json_t **sr);
+
+/* gate.c: the evhttp bevcb (arg: the api) - a filtering bufferevent that reads each request
+ * head before evhttp does (see gate.c). Never NULL (allocation aborts). */
+struct bufferevent *api_gate_bev_new(struct event_base *base, void *arg);
+
+/* server.c, for the gate: how many body bytes the request of head h may
+ * send, decided on its method, path and headers as on_request would: API_BODY_MAX for a
+ * request that passes the token checks (or a pass-through path), API_BODY_ANON_MAX for the
+ * routes without the token (signed ingest, status reads, health), -1 for a request answered
+ * on its headers alone (401, 403, 404, 405, 415, OPTIONS). */
+int64_t api_gate_body_cap(struct api *a, const struct proto_rest_head *h);
 
 #endif

@@ -10,7 +10,7 @@
  *     returns to a socket that stays readable: a spin and a flood under EMFILE. The guard
  *     disables the listener and re-enables it on a timer or when a connection closes.
  *   - counting: evhttp asks the bufferevent callback (evhttp_set_bevcb) for each accepted
- *     connection's bufferevent, before any request is read, so a connection that never sends
+ *     connection's bufferevent (the request gate's filter, gate.c), before any request is read, so a connection that never sends
  *     a byte is counted too. We create it, hold one extra reference and, from a zero-delay
  *     event right after, read its callback argument (the evhttp_connection evhttp set) and
  *     install the connection close callback (api_on_conn_close in server.c, which
@@ -113,11 +113,7 @@ static void on_attach(evutil_socket_t fd, short what, void *arg)
 static struct bufferevent *on_new_bev(struct event_base *base, void *arg)
 {
     struct api_listen *l = arg;
-    struct bufferevent *bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
-    if (bev == NULL) {
-        log_err("out of memory", "what=bufferevent");
-        abort();
-    }
+    struct bufferevent *bev = api_gate_bev_new(base, l->a); /* gate.c: heads judged first */
     if (l->nfresh == l->capfresh) {
         l->capfresh = l->capfresh ? 2 * l->capfresh : 16;
         l->fresh = xrealloc(l->fresh, l->capfresh * sizeof(*l->fresh));

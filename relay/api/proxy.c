@@ -134,6 +134,12 @@ static void pt_free(struct pt *p)
 static void copy_response_headers(struct ctx *x, const char *h, size_t len)
 {
     struct evkeyvalq *out = evhttp_request_get_output_headers(x->req);
+    /* A forwarded answer is the upstream's, CORS included: the headers on_request added for
+     * STATUSRELAY_ADMIN_CORS_ORIGINS go, or a browser would see two Allow-Origin values. */
+    while (evhttp_remove_header(out, "Access-Control-Allow-Origin") == 0 ||
+           evhttp_remove_header(out, "Access-Control-Expose-Headers") == 0 ||
+           evhttp_remove_header(out, "Vary") == 0)
+        ;
     const char *end = h + len;
     /* Connection tokens of the answer name more hop-by-hop fields: collect them first. */
     struct evkeyvalq conn;

@@ -15,6 +15,7 @@
 #include "relay/api/internal.h"
 #include "protocol/addr.h"
 #include "protocol/proto.h"
+#include "protocol/rest_req.h"
 #include "protocol/sign.h"
 #include "relay/common/cors.h"
 #include "relay/common/log.h"
@@ -37,9 +38,6 @@
 #include <string.h>
 #include <strings.h>
 
-#define ROUTE_MAX_SEGS 8
-#define HTTP_TIMEOUT_S 30
-#define HTTP_MAX_HEADERS 16384
 #define CORS_MAX_AGE "7200"    /* preflight cache, seconds (Chromium's own cap) */
 #define ANON_MISS_SLOTS 4096   /* client addresses remembered by the anonymous miss limit */
 
@@ -223,15 +221,11 @@ int api_parse_limit(struct ctx *x, int def, int max)
     x->limit = def;
     if (s == NULL || s[0] == '\0')
         return 0;
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (s[0] < '0' || s[0] > '9' || errno != 0 || *end != '\0' || v < 1) {
+    if (proto_rest_limit(s, def, max, &x->limit) != 0) {
         api_reply_error(x, 400, "invalid_parameter", "limit",
                         "limit must be a positive integer (at most %d)", max);
         return -1;
     }
-    x->limit = v > max ? max : (int)v;
     return 0;
 }
 
@@ -279,12 +273,12 @@ json_t *api_parse_body(struct ctx *x)
 
 /* ---- dispatch -------------------------------------------------------------------------------- */
 
-static int authorized(struct api *a, struct evhttp_request *req)
+static int authorized_in(struct api *a, struct evkeyvalq *in)
 {
     const char *tok = a->c->cfg->admin_token;
     if (tok == NULL || tok[0] == '\0')
         return 1;
-    const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+    const char *h = evhttp_find_header(in, "Authorization");
     if (h == NULL || strncasecmp(h, "Bearer ", 7) != 0)
         return 0;
     h += 7;
@@ -294,6 +288,11 @@ static int authorized(struct api *a, struct evhttp_request *req)
     while (n > 0 && (h[n - 1] == ' ' || h[n - 1] == '\t'))
         n--;
     return n == m && CRYPTO_memcmp(h, tok, m) == 0;
+}
+
+static int authorized(struct api *a, struct evhttp_request *req)
+{
+    return authorized_in(a, evhttp_request_get_input_headers(req));
 }
 
 /* The methods of allow as an Allow header value ("GET, HEAD, POST"); HEAD comes with GET, and
@@ -342,81 +341,6 @@ static void answer_options(struct ctx *x, unsigned allow, const char *origin, co
     api_reply_empty(x, 204);
 }
 
-/* Split and percent-decode path segments ("/v1/requests/x" -> "v1", "requests", "x"; one trailing
- * slash is ignored). Returns the count, or -1 for a path no route can match (too many segments, not
- * absolute). segs[i] are malloc'd (caller frees), lens their decoded sizes (a decoded segment may
- * hold NUL bytes: lens is the truth). */
-static int split_path(const char *path, char **segs, size_t *lens)
-{
-    if (path == NULL || path[0] == '\0')
-        path = "/";
-    if (path[0] != '/')
-        return -1;
-    size_t plen = strlen(path);
-    if (plen > 1 && path[plen - 1] == '/')
-        plen--;
-    if (plen == 1)
-        return 0;
-    int n = 0;
-    const char *p = path + 1, *end = path + plen;
-    for (;;) {
-        const char *q = memchr(p, '/', (size_t)(end - p));
-        if (q == NULL)
-            q = end;
-        if (n == ROUTE_MAX_SEGS) {
-            for (int i = 0; i < n; i++)
-                free(segs[i]);
-            return -1;
-        }
-        char *raw = xstrndup(p, (size_t)(q - p));
-        size_t dl = 0;
-        char *dec = evhttp_uridecode(raw, 0, &dl);
-        free(raw);
-        if (dec == NULL) {
-            log_err("out of memory", "what=uridecode");
-            abort();
-        }
-        segs[n] = dec;
-        lens[n] = dl;
-        n++;
-        if (q == end)
-            return n;
-        p = q + 1;
-    }
-}
-
-/* Does pattern match the segments? With x != NULL, the "{}" segments are handed over to x->param
- * (taken out of segs). */
-static int route_match(const char *pattern, char **segs, size_t *lens, int nsegs, struct ctx *x)
-{
-    int i = 0, np = 0;
-    const char *p = pattern;
-    if (strcmp(pattern, "/") == 0)
-        return nsegs == 0;
-    while (*p == '/') {
-        p++;
-        const char *q = strchr(p, '/');
-        size_t pl = q != NULL ? (size_t)(q - p) : strlen(p);
-        if (i >= nsegs)
-            return 0;
-        if (pl == 2 && p[0] == '{' && p[1] == '}') {
-            if (lens[i] == 0 || np >= ROUTE_MAX_PARAMS)
-                return 0;
-            if (x != NULL) {
-                x->param[np] = segs[i];
-                x->param_len[np] = lens[i];
-                segs[i] = NULL;
-            }
-            np++;
-        } else if (lens[i] != pl || memcmp(segs[i], p, pl) != 0) {
-            return 0;
-        }
-        i++;
-        p += pl;
-    }
-    return i == nsegs;
-}
-
 /* DNS rebinding: a page of a name that resolves to 127.0.0.1 is "same-origin" with us and
  * could read every answer. Without an admin token (the API is open on loopback), a request
  * must name us: a loopback Host (any spelling proto_listen_is_loopback takes, any port) or a
@@ -444,6 +368,80 @@ static int json_media_type(const char *ct)
     return *ct == '\0' || *ct == ';';
 }
 
+static enum evhttp_cmd_type method_of(const char *m, size_t n)
+{
+    for (size_t i = 0; i < ARRAY_LEN(method_names); i++)
+        if (strlen(method_names[i].name) == n && memcmp(method_names[i].name, m, n) == 0)
+            return method_names[i].m;
+    return 0;
+}
+
+/* The checks of on_request that need no body, in its order, on a head the gate parsed. */
+static int64_t body_cap(struct api *a, enum evhttp_cmd_type m, const char *path,
+                        struct evkeyvalq *in)
+{
+    const struct config *cfg = a->c->cfg;
+    struct proto_rest_seg segs[PROTO_REST_SEGS_MAX];
+    size_t plen = path != NULL ? strlen(path) : 0;
+    char *segbuf = xmalloc(plen + 1);
+    int nsegs = proto_rest_path_split(path != NULL ? path : "", plen, segbuf, plen + 1, segs,
+                                      PROTO_REST_SEGS_MAX);
+    const struct route *r = NULL;
+    unsigned allow = 0;
+    int read_path = 0;
+    if (m == EVHTTP_REQ_HEAD)
+        m = EVHTTP_REQ_GET;
+    for (size_t i = 0; nsegs >= 0 && i < api_routes_len; i++) {
+        if (!proto_rest_route_match(api_routes[i].pattern, segs, nsegs, NULL, ROUTE_MAX_PARAMS))
+            continue;
+        allow |= api_routes[i].method;
+        read_path |= api_routes[i].auth == AUTH_READ;
+        if (r == NULL && api_routes[i].method == m)
+            r = &api_routes[i];
+    }
+    free(segbuf);
+    if (nsegs < 0 || allow == 0)
+        return path != NULL && api_proxy_wants(a, path) ? API_BODY_MAX : -1;
+    if (r == NULL || !host_allowed(cfg, evhttp_find_header(in, "Host")))
+        return -1;
+    const char *origin = evhttp_find_header(in, "Origin");
+    const char *cors = read_path ? cfg->cors_origins : cfg->admin_cors_origins;
+    if (r->auth == AUTH_TOKEN && m != EVHTTP_REQ_GET && origin != NULL &&
+        cors_allow_origin(cors, origin) == NULL)
+        return -1;
+    if ((r->auth == AUTH_TOKEN || (r->auth == AUTH_READ && cfg->status_require_token)) &&
+        !authorized_in(a, in))
+        return -1;
+    if (r->auth == AUTH_TOKEN &&
+        (m == EVHTTP_REQ_POST || m == EVHTTP_REQ_PUT || m == EVHTTP_REQ_PATCH) &&
+        !json_media_type(evhttp_find_header(in, "Content-Type")))
+        return -1;
+    return r->auth == AUTH_TOKEN ? API_BODY_MAX : API_BODY_ANON_MAX;
+}
+
+int64_t api_gate_body_cap(struct api *a, const struct proto_rest_head *h)
+{
+    struct evkeyvalq in;
+    TAILQ_INIT(&in);
+    char *target = xstrndup(h->target, h->target_len);
+    struct evhttp_uri *uri = evhttp_uri_parse_with_flags(target, EVHTTP_URI_NONCONFORMANT);
+    int64_t cap = -1;
+    for (size_t i = 0; i < h->nhdr; i++) {
+        char *k = xstrndup(h->hdr[i].name, h->hdr[i].name_len);
+        char *v = xstrndup(h->hdr[i].value, h->hdr[i].value_len);
+        evhttp_add_header(&in, k, v); /* copies; refuses what evhttp would refuse */
+        free(k);
+        free(v);
+    }
+    if (uri != NULL)
+        cap = body_cap(a, method_of(h->method, h->method_len), evhttp_uri_get_path(uri), &in);
+    if (uri != NULL)
+        evhttp_uri_free(uri);
+    evhttp_clear_headers(&in);
+    free(target);
+    return cap;
+}
+
 static void on_request(struct evhttp_request *req, void *arg)
 {
     struct api *a = arg;
@@ -467,9 +465,12 @@ static void on_request(struct evhttp_request *req, void *arg)
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
     const char *path = uri != NULL ? evhttp_uri_get_path(uri) : NULL;
     const char *query = uri != NULL ? evhttp_uri_get_query(uri) : NULL;
-    char *segs[ROUTE_MAX_SEGS] = {0};
-    size_t lens[ROUTE_MAX_SEGS] = {0};
-    int nsegs = uri != NULL ? split_path(path, segs, lens) : -1;
+    struct proto_rest_seg segs[PROTO_REST_SEGS_MAX];
+    size_t plen = path != NULL ? strlen(path) : 0;
+    char *segbuf = xmalloc(plen + 1);
+    int nsegs = uri != NULL ? proto_rest_path_split(path != NULL ? path : "", plen, segbuf,
+                                                    plen + 1, segs, PROTO_REST_SEGS_MAX)
+                            : -1;
 
     const struct route *r = NULL;
     unsigned allow = 0;
@@ -477,7 +478,7 @@ static void on_request(struct evhttp_request *req, void *arg)
     int read_path = 0; /* an upstream-compatible status read (AUTH_READ) */
     if (nsegs >= 0)
         for (size_t i = 0; i < api_routes_len; i++) {
-            if (!route_match(api_routes[i].pattern, segs, lens, nsegs, NULL))
+            if (!proto_rest_route_match(api_routes[i].pattern, segs, nsegs, NULL, ROUTE_MAX_PARAMS))
                 continue;
             allow |= api_routes[i].method;
             read_path |= api_routes[i].auth == AUTH_READ;
@@ -489,10 +490,17 @@ static void on_request(struct evhttp_request *req, void *arg)
     if (r != NULL) {
         x->route = r;
         auth = r->auth;
-        route_match(r->pattern, segs, lens, nsegs, x);
+        int pi[ROUTE_MAX_PARAMS] = {-1, -1};
+        proto_rest_route_match(r->pattern, segs, nsegs, pi, ROUTE_MAX_PARAMS);
+        for (int i = 0; i < ROUTE_MAX_PARAMS; i++)
+            if (pi[i] >= 0) { /* the decoded bytes, NULs included (param_len is the truth) */
+                x->param[i] = xmalloc(segs[pi[i]].len + 1);
+                memcpy(x->param[i], segs[pi[i]].s, segs[pi[i]].len);
+                x->param[i][segs[pi[i]].len] = '\0';
+                x->param_len[i] = segs[pi[i]].len;
+            }
     }
-    for (int i = 0; i < nsegs; i++)
-        free(segs[i]);
+    free(segbuf);
 
     /* CORS: the status reads follow STATUSRELAY_CORS_ORIGINS (default "*"), every other path
      * STATUSRELAY_ADMIN_CORS_ORIGINS (default none). The header goes on every answer, errors
@@ -514,6 +522,12 @@ static void on_request(struct evhttp_request *req, void *arg)
 
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
     size_t blen = evbuffer_get_length(in);
+    if (evhttp_find_header(evhttp_request_get_input_headers(req), API_GATE_HEADER) != NULL) {
+        api_reply_error(x, 413, "body_too_large", NULL, /* gate.c: declared or chunked */
+                        "request bodies are limited to %d bytes (%d without the admin token)",
+                        API_BODY_MAX, API_BODY_ANON_MAX);
+        return;
+    }
     if (blen > API_BODY_MAX) {
         api_reply_error(x, 413, "body_too_large", NULL, "request bodies are limited to %d bytes",
                         API_BODY_MAX);
@@ -603,9 +617,13 @@ struct api *api_new(struct core *c)
     evhttp_set_allowed_methods(a->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
                                             EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE |
                                             EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
-    evhttp_set_max_body_size(a->http, API_BODY_HARD_MAX);
-    evhttp_set_max_headers_size(a->http, HTTP_MAX_HEADERS);
-    evhttp_set_timeout(a->http, HTTP_TIMEOUT_S);
+    evhttp_set_max_body_size(a->http, API_BODY_MAX);  /* gate.c answers first, in JSON */
+    evhttp_set_max_headers_size(a->http, PROTO_REST_HEAD_MAX);
+    struct timeval idle = {(time_t)(c->cfg->http_request_timeout_ms / 1000),
+                           (suseconds_t)(c->cfg->http_request_timeout_ms % 1000) * 1000};
+    evhttp_set_timeout_tv(a->http, &idle); /* per read: bounds idle keep-alive connections */
+    /* each connection's bufferevent is the request gate's filter (gate.c), made by the
+     * listener's bufferevent callback (listen.c), which also counts the connection */
     evhttp_set_gencb(a->http, on_request, a);
     const char *key = c->cfg->upstream_api_key;
     if (key != NULL && key[0] != '\0') {

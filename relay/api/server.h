@@ -3,10 +3,12 @@
  * Routes live in one table in routes.c ({method, path pattern, handler, auth}); a pattern segment
  * "{}" matches one path segment (percent-decoded) and hands it to the handler. Cross-cutting
  * rules, applied before any handler runs:
- *   - request bodies over API_BODY_MAX (1 MiB) -> 413 with the JSON error shape. evhttp itself
- *     is given a larger hard limit (API_BODY_HARD_MAX) so that it never answers with its own
- *     HTML page for a body we still buffer; only a body over the hard limit gets evhttp's bare
- *     413 (and is never buffered).
+ *   - every request is judged on its head first (gate.c, before evhttp reads a body): one that
+ *     is refused anyway is answered without its body; bodies over API_BODY_MAX (1 MiB; 64 KiB,
+ *     API_BODY_ANON_MAX, on the routes without the token) -> 413 with the JSON error shape,
+ *     from Content-Length or the decoded chunked size; a request must arrive whole within
+ *     STATUSRELAY_HTTP_REQUEST_TIMEOUT. evhttp's own limit is API_BODY_MAX too: the gate
+ *     answers before it would.
  *   - with an admin token configured, every route except GET /healthz and GET /readyz needs
  *     "Authorization: Bearer <token>" (constant-time compare) -> else 401 "unauthorized".
  *     POST /v1/ingest/upstream is authenticated by its X-Signature-SHA256 instead (the upstream
@@ -30,7 +32,7 @@
 #define RELAY_API_H
 
 #define API_BODY_MAX (1024 * 1024)          /* larger bodies: 413 with our JSON error */
-#define API_BODY_HARD_MAX (8 * 1024 * 1024) /* evhttp's own limit: bare 413, not buffered */
+#define API_BODY_HARD_MAX (8 * 1024 * 1024) /* refused bodies up to this are read and dropped */
 
 struct core;
 struct api;

@@ -1,5 +1,6 @@
 /* util.c - see util.h. runs on: any thread. */
 #include "relay/common/util.h"
+#include "protocol/proto.h"
 #include "relay/common/log.h"
 
 #include <errno.h>
@@ -206,17 +207,7 @@ char *url_escape(const char *s)
 
 int stream_id_parse(const char *s, uint64_t *ms, uint64_t *seq)
 {
-    char *end;
-    if (s == NULL || *s < '0' || *s > '9')
-        return -1;
-    *ms = strtoull(s, &end, 10);
-    *seq = 0;
-    if (*end == '\0')
-        return 0;
-    if (*end != '-' || end[1] < '0' || end[1] > '9')
-        return -1;
-    *seq = strtoull(end + 1, &end, 10);
-    return *end == '\0' ? 0 : -1;
+    return proto_stream_id_parse(s, ms, seq);
 }
 
 int stream_id_cmp(const char *a, const char *b)

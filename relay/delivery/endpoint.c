@@ -381,6 +381,11 @@ int webhook_url_check(const char *url, int allow_private, int *needs_dns, char *
         }
         return 0;
     }
+    if (proto_host_is_localhost(pu.host)) { /* "a.localhost", "LOCALHOST.": loopback names */
+        snprintf(err, errn, "url targets a loopback name");
+        *code = "forbidden_target";
+        return -1;
+    }
     *needs_dns = 1;
     return 0;
 }

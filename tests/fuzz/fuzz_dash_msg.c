@@ -51,7 +51,7 @@ static void check_ok(const struct dash_msg *m)
         if (m->from != NULL) {
             uint64_t ms, seq;
             FUZZ_CHECK(strlen(m->from) < DASH_MSG_SID_MAX);
-            FUZZ_CHECK(dash_msg_stream_id(m->from, &ms, &seq) == 0);
+            FUZZ_CHECK(proto_stream_id_parse(m->from, &ms, &seq) == 0);
         }
         if (m->event == DASH_EVENT_STATUS)
             FUZZ_CHECK(m->target == DASH_TARGET_ID || m->target == DASH_TARGET_BROAD);

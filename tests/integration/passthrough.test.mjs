@@ -157,6 +157,25 @@ test('the client\'s own Authorization (not the admin token) is forwarded; nothin
   assertNoRelaySecrets(r);
 });
 
+test('a forwarded answer carries the upstream\'s CORS headers only, even with admin CORS origins set', async () => {
+  const d = await startDaemon({
+    redisUrl: redis.url, apiUrl: rec.url, apiKey: RELAY_KEY, name: 'passthrough-cors',
+    env: { STATUSRELAY_PASSTHROUGH: 'true', STATUSRELAY_REDIS_PREFIX: 'ptcors',
+      STATUSRELAY_ADMIN_CORS_ORIGINS: 'https://app.example' },
+  });
+  try {
+    rec.setReply(() => ({ status: 200, body: '{}',
+      headers: { 'content-type': 'application/json', 'access-control-allow-origin': '*', vary: 'Accept-Encoding' } }));
+    const r = await request(`${d.url}/quote?x=1`, { headers: { origin: 'https://app.example' } });
+    assert.equal(r.status, 200);
+    assert.equal(r.headers['access-control-allow-origin'], '*', 'one value: the upstream\'s');
+    assert.equal(r.headers.vary, 'Accept-Encoding');
+    // our own paths keep our CORS answer
+    const own = await request(`${d.url}/v1/requests/0xnothing`, { headers: { origin: 'https://app.example' } });
+    assert.equal(own.headers['access-control-allow-origin'], 'https://app.example');
+  } finally { await d.stop(); }
+});
+
 test('every method goes through; HEAD keeps the upstream\'s Content-Length', async () => {
   rec.setReply((r) => ({
     status: r.method === 'DELETE' ? 204 : 200,

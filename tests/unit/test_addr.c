@@ -556,7 +556,7 @@ static void test_host_names_relay(void **state)
         {"127.1", NULL, 1},                  {"0x7f000001:80", NULL, 1},
         {"2130706433", NULL, 1},             {"[::ffff:127.0.0.1]:1", NULL, 1},
         {"rebind.attacker.example:8080", NULL, 0},
-        {"127.0.0.1.example.com", NULL, 0},  {"localhost.", NULL, 0},
+        {"127.0.0.1.example.com", NULL, 0},  {"localhost.", NULL, 1},
         {"a.localhost", NULL, 0},            {"10.0.0.1:80", NULL, 0},
         {"", NULL, 0},                       {":80", NULL, 0},
         {"relay.example.com", ALLOWED, 1},   {"relay.example.com:443", ALLOWED, 1},

@@ -234,13 +234,13 @@ static void test_stream_id(void **state)
     };
     for (size_t i = 0; i < N_ROWS(rows); i++) {
         uint64_t ms = 77, seq = 77;
-        int rc = dash_msg_stream_id(rows[i].s, &ms, &seq);
+        int rc = proto_stream_id_parse(rows[i].s, &ms, &seq);
         if (rc != rows[i].rc || (rc == 0 && (ms != rows[i].ms || seq != rows[i].seq)))
             fail_msg("%s: rc %d ms %llu seq %llu", rows[i].s, rc, (unsigned long long)ms,
                      (unsigned long long)seq);
     }
     uint64_t ms, seq;
-    assert_int_equal(dash_msg_stream_id(NULL, &ms, &seq), -1);
+    assert_int_equal(proto_stream_id_parse(NULL, &ms, &seq), -1);
 }
 
 /* Every allocation of the filter reader failing in turn: DASH_MSG_ENOMEM, nothing leaked.
