@@ -450,6 +450,200 @@ static int status_name_valid(const char *s)
     return 1;
 }
 
+/* ---- the same list with several partitions (docs/partitions.md) ----------------------------
+ * Each partition's index is paged from the same cursor, the pages are merged in the order of
+ * one zset - score, then id bytes - which is the order across partitions too, so the cursor
+ * keeps its meaning; then the states are read partition by partition and put back in order. */
+struct list_merge {
+    struct ctx *x;
+    unsigned np, pending;
+    int failed;
+    size_t n, cap;
+    struct lm_entry {
+        char *id, *score;
+        json_t *obj; /* after the read: its REST shape, NULL when it vanished */
+    } *e;
+};
+
+static void lm_free(struct list_merge *m)
+{
+    for (size_t i = 0; i < m->n; i++) {
+        free(m->e[i].id);
+        free(m->e[i].score);
+        if (m->e[i].obj != NULL)
+            json_decref(m->e[i].obj);
+    }
+    free(m->e);
+    free(m);
+}
+
+static int lm_cmp(const void *a, const void *b)
+{
+    const struct lm_entry *x = a, *y = b;
+    long long sx = strtoll(x->score, NULL, 10), sy = strtoll(y->score, NULL, 10);
+    if (sx != sy)
+        return sx < sy ? -1 : 1;
+    return strcmp(x->id, y->id);
+}
+
+/* The last answer is in: reply, or free everything when the client left. */
+static void lm_reply(struct list_merge *m)
+{
+    struct ctx *x = m->x;
+    if (x->req == NULL || x->api == NULL) {
+        api_ctx_free(x);
+    } else if (m->failed) {
+        api_reply_unavailable(x, "cannot list");
+    } else {
+        json_t *list = json_array();
+        for (size_t i = 0; i < m->n; i++) {
+            json_t *o = m->e[i].obj;
+            const char *st = o != NULL ? json_string_value(json_object_get(o, "status")) : NULL;
+            if (o == NULL || (x->only_status[0] != '\0' &&
+                              (st == NULL || strcmp(st, x->only_status) != 0)))
+                continue;
+            json_array_append(list, o);
+        }
+        json_t *cur = x->next_cursor != NULL ? json_string(x->next_cursor) : json_null();
+        api_reply_json(x, 200, json_pack("{s:o,s:o}", "requests", list, "cursor", cur));
+    }
+    lm_free(m);
+}
+
+/* One partition's requests_read.lua answer: arg is the list_merge, the entries of that
+ * partition are found again by partition (their order is kept within it). */
+struct lm_read {
+    struct list_merge *m;
+    unsigned part;
+};
+
+static void on_lm_read(void *arg, const char *err, redisReply *r)
+{
+    struct lm_read *rd = arg;
+    struct list_merge *m = rd->m;
+    if (err != NULL || r->type != REDIS_REPLY_ARRAY) {
+        m->failed = 1;
+    } else {
+        size_t j = 0;
+        for (size_t i = 0; i < m->n && j < r->elements; i++)
+            if (key_partition(m->e[i].id, strlen(m->e[i].id), m->np) == rd->part)
+                m->e[i].obj = request_json(m->e[i].id, r->element[j++]);
+    }
+    free(rd);
+    if (--m->pending == 0)
+        lm_reply(m);
+}
+
+static void lm_read(struct list_merge *m)
+{
+    struct ctx *x = m->x;
+    struct store *s = x->api->c->store;
+    m->pending = 1; /* this loop's own share */
+    const char **ids = xcalloc(m->n, sizeof(*ids)), **sel = xcalloc(m->n, sizeof(*sel));
+    char **keys = xcalloc(m->n, sizeof(*keys));
+    for (size_t i = 0; i < m->n; i++)
+        ids[i] = m->e[i].id;
+    for (unsigned p = 0; p < m->np; p++) {
+        size_t k = key_ids_in(p, m->np, ids, m->n, sel);
+        if (k == 0)
+            continue;
+        for (size_t i = 0; i < k; i++) {
+            keys[i] = xmalloc(KEY_MAX);
+            key_build(keys[i], KEY_MAX, store_part_tag(s, p), "req", sel[i], NULL);
+        }
+        struct lm_read *rd = xcalloc(1, sizeof(*rd));
+        rd->m = m;
+        rd->part = p;
+        m->pending++;
+        if (store_eval(s, &x->api->read_sc, on_lm_read, rd, (int)k, (int)k,
+                       (const char **)keys, NULL) != 0) {
+            m->pending--;
+            m->failed = 1;
+            free(rd);
+        }
+        for (size_t i = 0; i < k; i++)
+            free(keys[i]);
+    }
+    free(keys);
+    free(ids);
+    free(sel);
+    if (--m->pending == 0)
+        lm_reply(m);
+}
+
+static void lm_paged(struct list_merge *m);
+
+static void on_lm_page(void *arg, const char *err, redisReply *r)
+{
+    struct list_merge *m = arg;
+    if (err != NULL || r->type != REDIS_REPLY_ARRAY) {
+        m->failed = 1;
+    } else {
+        for (size_t i = 0; i + 1 < r->elements; i += 2) {
+            const redisReply *id = r->element[i], *sc = r->element[i + 1];
+            if (id->type != REDIS_REPLY_STRING || sc->type != REDIS_REPLY_STRING)
+                continue;
+            if (m->n == m->cap) {
+                m->cap = m->cap ? 2 * m->cap : 64;
+                m->e = xrealloc(m->e, m->cap * sizeof(*m->e));
+            }
+            m->e[m->n++] = (struct lm_entry){xstrndup(id->str, id->len),
+                                             xstrndup(sc->str, sc->len), NULL};
+        }
+    }
+    lm_paged(m);
+}
+
+/* One page answer (or the asking loop) is done: once all are, merge and read. */
+static void lm_paged(struct list_merge *m)
+{
+    if (--m->pending > 0)
+        return;
+    struct ctx *x = m->x;
+    if (m->failed || x->req == NULL || x->api == NULL || !store_ready(x->api->c->store)) {
+        m->failed = 1;
+        lm_reply(m);
+        return;
+    }
+    if (m->n > 1)
+        qsort(m->e, m->n, sizeof(*m->e), lm_cmp);
+    if (m->n > (size_t)x->limit) { /* a next page: the cursor is its last entry shown */
+        x->next_cursor = cursor_encode(m->e[x->limit - 1].score, m->e[x->limit - 1].id);
+        while (m->n > (size_t)x->limit) {
+            m->n--;
+            free(m->e[m->n].id);
+            free(m->e[m->n].score);
+        }
+    }
+    if (m->n == 0) {
+        lm_reply(m);
+        return;
+    }
+    lm_read(m);
+}
+
+/* requests_page.lua on every partition's index of kind (and status). */
+static void list_parts(struct ctx *x, const char *kind, const char *status, const char *score,
+                       const char *cid, const char *want, const char *max)
+{
+    struct store *s = x->api->c->store;
+    struct list_merge *m = xcalloc(1, sizeof(*m));
+    m->x = x;
+    m->np = store_partitions(s);
+    m->pending = 1; /* this loop's own share */
+    char k[KEY_MAX];
+    for (unsigned p = 0; p < m->np; p++) {
+        key_build(k, sizeof(k), store_part_tag(s, p), kind, status, NULL);
+        const char *argv[] = {k, score, cid, want, max};
+        m->pending++;
+        if (store_eval(s, &x->api->page_sc, on_lm_page, m, 1, 5, argv, NULL) != 0) {
+            m->pending--;
+            m->failed = 1;
+        }
+    }
+    lm_paged(m); /* the loop's share */
+}
+
 void api_h_list(struct ctx *x)
 {
     if (api_parse_limit(x, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX) != 0)
@@ -485,6 +679,12 @@ void api_h_list(struct ctx *x)
         key_build(k, sizeof(k), store_tag(c->store), "all", NULL, NULL);
     }
     snprintf(want, sizeof(want), "%d", x->limit + 1);
+    if (store_partitions(c->store) > 1) { /* every partition's index, merged */
+        int st = status != NULL && status[0] != '\0' && max[0] == '\0';
+        list_parts(x, max[0] != '\0' ? "act" : st ? "st" : "all", st ? status : NULL, score, cid,
+                   want, max);
+        return;
+    }
     const char *argv[] = {k, score, cid, want, max};
     if (store_eval(c->store, &x->api->page_sc, on_list_page, x, 1, 5, argv, NULL) != 0)
         api_reply_unavailable(x, "cannot list");

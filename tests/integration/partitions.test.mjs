@@ -329,3 +329,31 @@ test('3 partitions on a 3-master Redis Cluster: each partition on its own master
   assert.equal(await cl.cmd((await cl.ownerOf(await cl.slotOf(`{${prefix}}`))).port, 'HGET', `{${prefix}}:config`, 'partitions'), '3');
   assert.doesNotMatch(d.proc.log(), /level=error|CROSSSLOT|non local key|fan-out check failed|script failed/);
 });
+
+test('3 partitions: GET /v1/requests pages through every partition in first-seen order, cursor as before', async () => {
+  const d = await daemon(redis.url, 'pl', 3);
+  const ids = ridsOverPartitions('pl', 4);
+  for (const [i, id] of ids.entries()) { // in three calls: several first-seen times
+    if (i % 4 === 0) await new Promise((r) => setTimeout(r, 5));
+    assert.ok([200, 201].includes((await d.post('/v1/requests', { requestId: id })).status));
+  }
+  const seen = [];
+  let cursor = '';
+  for (let page = 0; page < 10; page++) {
+    const r = await d.get(`/v1/requests?limit=5${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+    assert.equal(r.status, 200, r.text);
+    assert.ok(r.body.requests.length <= 5);
+    seen.push(...r.body.requests);
+    if (r.body.cursor === null) break;
+    cursor = r.body.cursor;
+  }
+  assert.deepEqual(seen.map((x) => x.requestId).sort(), [...ids].sort(), 'every request once, from all partitions');
+  for (let i = 1; i < seen.length; i++) {
+    const a = seen[i - 1], b = seen[i];
+    assert.ok(a.firstSeenAt < b.firstSeenAt || (a.firstSeenAt === b.firstSeenAt && a.requestId < b.requestId),
+      `order by (first seen, id) at ${i}`);
+  }
+  const none = await d.get('/v1/requests?status=success');
+  assert.equal(none.status, 200, none.text);
+  assert.deepEqual(none.body, { requests: [], cursor: null });
+});
