@@ -97,7 +97,12 @@ int store_events_range_in(struct store *s, const char *tag, const char *start, c
 
 int store_events_last(struct store *s, store_cb *cb, void *arg)
 {
+    return store_events_last_in(s, store_tag(s), cb, arg);
+}
+
+int store_events_last_in(struct store *s, const char *tag, store_cb *cb, void *arg)
+{
     char key[KEY_MAX];
-    key_build(key, sizeof(key), store_tag(s), "events", NULL, NULL);
+    key_build(key, sizeof(key), tag, "events", NULL, NULL);
     return store_cmd(s, cb, arg, "XREVRANGE %s + - COUNT 1", key);
 }

@@ -78,5 +78,7 @@ int store_events_range_in(struct store *s, const char *tag, const char *start, c
 /* XREVRANGE {P}:events + - COUNT 1: the newest entry (an empty reply when the log is empty).
  * Returns as store_events_range. */
 int store_events_last(struct store *s, store_cb *cb, void *arg);
+/* The same on the stream of the partition whose tag is given. */
+int store_events_last_in(struct store *s, const char *tag, store_cb *cb, void *arg);
 
 #endif

@@ -357,3 +357,42 @@ test('3 partitions: GET /v1/requests pages through every partition in first-seen
   assert.equal(none.status, 200, none.text);
   assert.deepEqual(none.body, { requests: [], cursor: null });
 });
+
+test('3 partitions: GET /v1/events merges every partition\'s stream, the cursor is one position per partition', async () => {
+  const d = await daemon(redis.url, 'pv', 3, { apiKey: 'pv-key', env: { STATUSRELAY_REDIS_PREFIX: 'pv', STATUSRELAY_PARTITIONS: '3' } });
+  const empty = await d.get('/v1/events');
+  assert.deepEqual(empty.body, { events: [], cursor: null });
+  const ids = ridsOverPartitions('pv', 3);
+  await ingestLifecycles(d, 'pv-key', ids);
+  const seen = [];
+  let cursor = '';
+  for (let page = 0; page < 20; page++) {
+    const r = await d.get(`/v1/events?limit=4${cursor ? `&after=${encodeURIComponent(cursor)}` : ''}`);
+    assert.equal(r.status, 200, r.text);
+    assert.match(r.body.cursor, /^\d+-\d+,\d+-\d+,\d+-\d+$/);
+    cursor = r.body.cursor;
+    if (r.body.events.length === 0) break;
+    assert.ok(r.body.events.length <= 4);
+    seen.push(...r.body.events);
+  }
+  assert.equal(seen.length, 27, 'every event once');
+  assert.equal(new Set(seen.map((e) => e.eventId)).size, 27);
+  for (const e of seen) assert.equal(e.partition, partitionOf(e.requestId, 3));
+  for (const id of ids) // per request: exact order
+    assert.deepEqual(seen.filter((e) => e.requestId === id).map((e) => e.status), ['waiting', 'pending', 'success']);
+  // tailing: "$" gives the newest positions, then only what comes after
+  const tail = await d.get('/v1/events?after=$');
+  assert.equal(tail.status, 200, tail.text);
+  assert.deepEqual(tail.body.events, []);
+  const more = ridsOverPartitions('pvz', 1);
+  await ingestLifecycles(d, 'pv-key', more);
+  const next = await d.get(`/v1/events?after=${encodeURIComponent(tail.body.cursor)}`);
+  assert.deepEqual(next.body.events.map((e) => e.requestId).sort(), [...more, ...more, ...more].sort());
+  // a single stream id is not a cursor of a 3-partition deployment
+  const bad = await d.get(`/v1/events?after=${encodeURIComponent(seen[0].streamId)}`);
+  assert.equal(bad.status, 400, bad.text);
+  assert.equal(bad.body.error.code, 'invalid_parameter');
+  // a request's own events: its partition's stream, as with one partition
+  const one = await d.get(`/v1/events?requestId=${ids[0]}`);
+  assert.deepEqual(one.body.events.map((e) => e.status), ['waiting', 'pending', 'success']);
+});
