@@ -57,6 +57,10 @@ while scanned < 5000 do
       if want == '' or st == want then
         h[#h + 1] = 'id'
         h[#h + 1] = did
+        -- the offset just after this entry (several partitions: the listing is merged, and
+        -- each partition's cursor stops after the last of its entries shown)
+        h[#h + 1] = 'off'
+        h[#h + 1] = tostring(off + k - removed)
         out[#out + 1] = h
         if #out - 1 >= limit then
           out[1] = off + k - removed

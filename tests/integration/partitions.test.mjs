@@ -396,3 +396,38 @@ test('3 partitions: GET /v1/events merges every partition\'s stream, the cursor 
   const one = await d.get(`/v1/events?requestId=${ids[0]}`);
   assert.deepEqual(one.body.events.map((e) => e.status), ['waiting', 'pending', 'success']);
 });
+
+test('3 partitions: an endpoint\'s deliveries are listed from every partition, newest first, cursor one offset per partition', async () => {
+  const { startReceiver } = await import('./lib/hooks.mjs');
+  const { until } = await import('./lib/proc.mjs');
+  const rx = await startReceiver();
+  cleanup.push(() => rx.stop());
+  const d = await daemon(redis.url, 'pd3', 3, { apiKey: 'pd3-key', env: { STATUSRELAY_REDIS_PREFIX: 'pd3', STATUSRELAY_PARTITIONS: '3' } });
+  const wh = await d.post('/v1/webhooks', { url: rx.url('/pd3') });
+  assert.equal(wh.status, 201, wh.text);
+  const ids = ridsOverPartitions('pd3', 3);
+  await ingestLifecycles(d, 'pd3-key', ids);
+  await allInOrder(rx, ids, until);
+  const list = async (state) => {
+    const out = [];
+    let cursor = '';
+    for (let page = 0; page < 30; page++) {
+      const r = await d.get(`/v1/webhooks/${wh.body.id}/deliveries?limit=4${state ? `&state=${state}` : ''}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      assert.equal(r.status, 200, r.text);
+      assert.ok(r.body.deliveries.length <= 4);
+      out.push(...r.body.deliveries);
+      if (r.body.cursor === null) break;
+      assert.match(r.body.cursor, /^\d+,\d+,\d+$/);
+      cursor = r.body.cursor;
+    }
+    return out;
+  };
+  const all = await until(async () => { const l = await list(); return l.length === 27 && l; }, { msg: '27 listed' });
+  assert.equal(new Set(all.map((x) => x.id)).size, 27, 'each once');
+  assert.deepEqual(new Set(all.map((x) => x.eventId)), new Set(rx.records().map((x) => x.headers['webhook-id'])));
+  for (let i = 1; i < all.length; i++) assert.ok(all[i - 1].createdAt >= all[i].createdAt, 'newest first');
+  assert.equal((await list('delivered')).length, 27);
+  assert.equal((await list('dead')).length, 0);
+  const bad = await d.get(`/v1/webhooks/${wh.body.id}/deliveries?cursor=5`);
+  assert.equal(bad.status, 400, bad.text);
+});
