@@ -316,8 +316,12 @@ int config_load(struct config *c, int argc, char **argv, const char **rest, int 
 
 int config_fit_descriptors(struct config *c, int64_t limit)
 {
-    int64_t reserve = CONFIG_FD_RESERVE_BASE + limit / 8;
-    int64_t share = (limit - reserve) / 2, most = limit - CONFIG_FD_RESERVE_BASE;
+    /* The REST port serves operators, backends and status reads: a quarter of what the
+     * reserve leaves (at least 256 when that fits in half); the dashboard port, where
+     * thousands of browsers each hold a socket, gets the rest. */
+    int64_t reserve = CONFIG_FD_RESERVE_BASE + limit / 8, avail = limit - reserve;
+    int64_t http = avail / 4 >= 256 ? avail / 4 : (avail / 2 < 256 ? avail / 2 : 256);
+    int64_t derived[2] = {http, avail - http}, most = limit - CONFIG_FD_RESERVE_BASE;
     char why[160];
     const struct {
         int64_t *cap;
@@ -326,7 +330,7 @@ int config_fit_descriptors(struct config *c, int64_t limit)
                 {&c->ws_max_connections, "STATUSRELAY_WS_MAX_CONNECTIONS"}};
     for (size_t i = 0; i < ARRAY_LEN(caps); i++) {
         if (*caps[i].cap == 0) { /* derived: always accepted, at least 1 */
-            *caps[i].cap = share < 1 ? 1 : share;
+            *caps[i].cap = derived[i] < 1 ? 1 : derived[i];
         } else if (*caps[i].cap > most) {
             snprintf(why, sizeof(why), "%lld does not fit the descriptor limit %lld (at most %lld)",
                      (long long)*caps[i].cap, (long long)limit, (long long)most);
