@@ -5,6 +5,7 @@
  * reload the process's endpoint set, so an answer never shows a stale copy. POST /v1/replay
  * validates here and runs relay/delivery/replay.c, which answers through on_replayed. */
 #include "relay/api/webhooks.h"
+#include "relay/api/deliveries_merge.h"
 #include "protocol/addr.h"
 #include "protocol/event.h"
 #include "relay/core.h"
@@ -534,154 +535,20 @@ static void on_list(void *arg, const char *err, redisReply *r)
     answer_json(op, 200, o);
 }
 
-/* ---- the listing with several partitions (docs/partitions.md) -----------------------------
- * Each partition lists its own deliveries of the endpoint (newest first): every partition is
- * asked for a page from its own offset, the pages are merged newest first (creation time,
- * then id), and the cursor is one offset per partition, "<o0>,<o1>,...", each just after the
- * last of that partition's entries shown. */
-struct dl_merge {
-    struct op *op;
-    unsigned np, pending;
-    int failed;
-    long *next;  /* per partition: the script's next offset (-1: nothing more) */
-    size_t n, cap;
-    struct dl_item {
-        long long ct;
-        char id[160];
-        unsigned part;
-        long off;
-        json_t *obj;
-    } *e;
-};
-
-static int dm_cmp(const void *a, const void *b)
+static void on_parts_listed(void *arg, json_t *body)
 {
-    const struct dl_item *x = a, *y = b;
-    if (x->ct != y->ct)
-        return x->ct > y->ct ? -1 : 1;
-    return -strcmp(x->id, y->id);
-}
-
-static void dm_done(struct dl_merge *m)
-{
-    if (--m->pending > 0)
-        return;
-    struct op *op = m->op;
-    if (m->failed) {
-        answer_unavailable(op);
-    } else {
-        if (m->n > 1)
-            qsort(m->e, m->n, sizeof(*m->e), dm_cmp);
-        size_t take = m->n < (size_t)op->limit ? m->n : (size_t)op->limit;
-        json_t *arr = json_array();
-        size_t *taken = xcalloc(m->np, sizeof(*taken)), *got = xcalloc(m->np, sizeof(*got));
-        for (size_t i = 0; i < m->n; i++)
-            got[m->e[i].part]++;
-        for (size_t i = 0; i < take; i++) {
-            json_array_append(arr, m->e[i].obj);
-            op->offsets[m->e[i].part] = m->e[i].off;
-            taken[m->e[i].part]++;
-        }
-        int more = 0; /* a partition with entries not shown, or not scanned to its end */
-        for (unsigned p = 0; p < m->np; p++) {
-            if (taken[p] < got[p])
-                more = 1;
-            else if (m->next[p] >= 0) /* all shown, more to scan from the script's offset */
-                more = 1, op->offsets[p] = m->next[p];
-        }
-        free(taken);
-        free(got);
-        json_t *o = json_object();
-        json_object_set_new(o, "deliveries", arr);
-        if (more) {
-            size_t cap = (size_t)m->np * 24 + 1, len = 0;
-            char *s = xmalloc(cap);
-            s[0] = '\0';
-            for (unsigned p = 0; p < m->np; p++)
-                len += (size_t)snprintf(s + len, cap - len, "%s%ld", p ? "," : "",
-                                        op->offsets[p]);
-            json_object_set_new(o, "cursor", json_string(s));
-            free(s);
-        } else {
-            json_object_set_new(o, "cursor", json_null());
-        }
-        answer_json(op, 200, o);
-    }
-    for (size_t i = 0; i < m->n; i++)
-        json_decref(m->e[i].obj);
-    free(m->e);
-    free(m->next);
-    free(m);
-}
-
-struct dm_read {
-    struct dl_merge *m;
-    unsigned part;
-};
-
-static void on_dm_list(void *arg, const char *err, redisReply *r)
-{
-    struct dm_read *rd = arg;
-    struct dl_merge *m = rd->m;
-    if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 1) {
-        m->failed = 1;
-    } else {
-        m->next[rd->part] = (long)r->element[0]->integer;
-        for (size_t i = 1; i < r->elements; i++) {
-            const redisReply *h = r->element[i];
-            if (h->type != REDIS_REPLY_ARRAY)
-                continue;
-            if (m->n == m->cap) {
-                m->cap = m->cap ? 2 * m->cap : 64;
-                m->e = xrealloc(m->e, m->cap * sizeof(*m->e));
-            }
-            struct dl_item *it = &m->e[m->n++];
-            const char *s;
-            it->ct = (s = hfield(h, "ct")) ? strtoll(s, NULL, 10) : 0;
-            snprintf(it->id, sizeof(it->id), "%s", (s = hfield(h, "id")) ? s : "");
-            it->part = rd->part;
-            it->off = (s = hfield(h, "off")) ? strtol(s, NULL, 10) : 0;
-            it->obj = delivery_json(h);
-        }
-    }
-    free(rd);
-    dm_done(m);
-}
-
-static void deliveries_parts(struct op *op, struct webhook *wh)
-{
-    struct store *s = op->r.c->store;
-    struct dl_merge *m = xcalloc(1, sizeof(*m));
-    m->op = op;
-    m->np = store_partitions(s);
-    m->next = xcalloc(m->np, sizeof(*m->next));
-    m->pending = 1; /* this loop's own share */
-    char k[KEY_MAX], off[24], lim[24];
-    snprintf(lim, sizeof(lim), "%d", op->limit);
-    for (unsigned p = 0; p < m->np; p++) {
-        const char *tag = store_part_tag(s, p);
-        key_build(k, sizeof(k), tag, "dls", wh->id, NULL);
-        snprintf(off, sizeof(off), "%ld", op->offsets[p]);
-        const char *argv[] = {k, tag, op->state, off, lim};
-        struct dm_read *rd = xcalloc(1, sizeof(*rd));
-        rd->m = m;
-        rd->part = p;
-        m->pending++;
-        if (store_eval(s, webhooks_script(op->w, WH_SC_LIST), on_dm_list, rd, 1, 5, argv,
-                       NULL) != 0) {
-            m->pending--;
-            m->failed = 1;
-            free(rd);
-        }
-    }
-    dm_done(m);
+    if (body != NULL)
+        answer_json(arg, 200, body);
+    else
+        answer_unavailable(arg);
 }
 
 static void h_deliveries_read(struct op *op, struct webhook *wh)
 {
     struct core *c = op->r.c;
-    if (op->offsets != NULL) { /* several partitions */
-        deliveries_parts(op, wh);
+    if (op->offsets != NULL) { /* several partitions: relay/api/deliveries_merge.c */
+        dlm_start(c->store, webhooks_script(op->w, WH_SC_LIST), wh->id, op->state, op->offsets,
+                  op->limit, delivery_json, on_parts_listed, op);
         return;
     }
     const char *tag = store_tag(c->store);
