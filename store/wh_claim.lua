@@ -41,14 +41,31 @@ for _, wh in ipairs(whs) do
   local en = wh_enabled(wh)
   if not en and view then
     -- not in the caller's copy (created since its last reload, or deleted: the retention
-    -- sweep purges a deleted endpoint's queue): left for a claim that knows it
-  elseif not en then
-    local ids = redis.call('ZRANGE', dq, 0, -1)
-    for _, did in ipairs(ids) do
-      redis.call('DEL', tag .. ':dl:' .. did)
+    -- sweep purges a deleted endpoint's queue): left for a claim that knows it; an entry
+    -- whose queue is gone (purged) leaves the due set
+    if redis.call('EXISTS', dq) == 0 then
+      redis.call('ZREM', KEYS[1], wh)
     end
-    redis.call('DEL', dq)
-    redis.call('ZREM', KEYS[1], wh)
+  elseif not en then
+    -- everything of each delivery goes with its record: once the record is gone nothing
+    -- names its request, and the order set would be left behind (store/wh_gc.lua finds
+    -- order sets through the records)
+    -- (at most 500 a claim: the rest on the next ones)
+    local ids = redis.call('ZRANGE', dq, 0, 499)
+    for _, did in ipairs(ids) do
+      local dl = tag .. ':dl:' .. did
+      local rid = redis.call('HGET', dl, 'rid')
+      if rid then
+        redis.call('DEL', tag .. ':order:' .. wh .. ':' .. rid)
+      end
+      redis.call('DEL', dl)
+      redis.call('ZREM', tag .. ':dls:' .. wh, did)
+      redis.call('HDEL', tag .. ':dlh:' .. wh, did)
+    end
+    if #ids > 0 then
+      redis.call('ZREM', dq, unpack(ids))
+    end
+    fix_due(KEYS[1], wh)
   elseif en ~= '1' then
     local ids = redis.call('ZRANGE', dq, 0, 199)
     for _, did in ipairs(ids) do

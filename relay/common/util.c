@@ -205,16 +205,11 @@ char *url_escape(const char *s)
     return out;
 }
 
-int stream_id_parse(const char *s, uint64_t *ms, uint64_t *seq)
-{
-    return proto_stream_id_parse(s, ms, seq);
-}
-
 int stream_id_cmp(const char *a, const char *b)
 {
     uint64_t am = 0, as = 0, bm = 0, bs = 0;
-    stream_id_parse(a, &am, &as);
-    stream_id_parse(b, &bm, &bs);
+    proto_stream_id_parse(a, &am, &as);
+    proto_stream_id_parse(b, &bm, &bs);
     if (am != bm)
         return am < bm ? -1 : 1;
     return as < bs ? -1 : as > bs ? 1 : 0;

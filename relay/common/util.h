@@ -34,9 +34,8 @@ int parse_duration_ms(const char *s, int64_t *out);
 /* Format ms back into the shortest exact duration string ("1500ms", "5m"). */
 void format_duration_ms(int64_t ms, char *buf, size_t n);
 
-/* Redis stream ids: parse "ms-seq" (or "ms") into two numbers (0, or -1 when malformed);
- * compare two ids in stream order (a malformed id counts as 0-0). */
-int stream_id_parse(const char *s, uint64_t *ms, uint64_t *seq);
+/* Compare two Redis stream ids in stream order (read by protocol/proto.h
+ * proto_stream_id_parse; a malformed id counts as what it read before the fault, else 0-0). */
 int stream_id_cmp(const char *a, const char *b);
 
 /* Percent-encode everything but RFC 3986 unreserved characters. Caller free()s. */

@@ -23,6 +23,9 @@
 #include <string.h>
 
 #define ANON_TICK_MS 250
+/* The refresh of every held id is spread over the ticks of one refresh period, at least
+ * ANON_BATCH ids a tick: all at once, 10,000 held ids were 20 back-to-back script calls that
+ * kept Redis busy for tens of ms, and every event waited behind them. */
 #define ANON_EXPIRE_MS 1000
 #define ANON_EXPIRE_BATCH "500"
 #define ANON_BATCH 500 /* ids per refresh script call */
@@ -35,6 +38,8 @@ struct anon {
     struct event *tick_ev;
     struct store_script hold_sc, release_sc, expire_sc, miss_sc;
     int64_t next_refresh, next_expire, next_log; /* mono ms */
+    char **round;            /* the refresh round under way: copies of the held ids */
+    size_t round_n, round_i; /* its size, and how many were sent */
     int expiring, stopped;
     anon_gone_cb *gone_cb;
     void *gone_arg;
@@ -121,16 +126,56 @@ static void collect_one(void *arg, const char *id, uint32_t *value)
     cl->ids[cl->n++] = id; /* borrowed from the map: used before it changes */
 }
 
-static void refresh_all(struct anon *a)
+static void round_end(struct anon *a)
 {
+    for (size_t i = 0; i < a->round_n; i++)
+        free(a->round[i]);
+    free(a->round);
+    a->round = NULL;
+    a->round_n = a->round_i = 0;
+}
+
+/* A new refresh round: every id held now (copied: the map changes between ticks; an id
+ * released meanwhile is skipped when its turn comes). */
+static void round_start(struct anon *a)
+{
+    round_end(a);
     size_t n = idmap_count(a->held);
     if (n == 0)
         return;
     struct collect cl = {xcalloc(n, sizeof(char *)), 0};
     idmap_each(a->held, collect_one, &cl);
-    for (size_t i = 0; i < cl.n; i += ANON_BATCH)
-        hold_ids(a, cl.ids + i, cl.n - i < ANON_BATCH ? cl.n - i : ANON_BATCH, 0);
+    a->round = xcalloc(cl.n, sizeof(char *));
+    for (size_t i = 0; i < cl.n; i++)
+        a->round[i] = xstrdup(cl.ids[i]);
+    a->round_n = cl.n;
     free(cl.ids);
+}
+
+/* This tick's share of the round: enough that the round ends within its period. */
+static void round_step(struct anon *a)
+{
+    if (a->round_i >= a->round_n)
+        return;
+    int64_t period = a->c->cfg->ws_anon_lease_ms / 3, ticks = period / (2 * ANON_TICK_MS);
+    size_t share = ticks > 1 ? (size_t)((int64_t)a->round_n / ticks) + 1 : a->round_n;
+    if (share < ANON_BATCH)
+        share = ANON_BATCH;
+    size_t end = a->round_i + share < a->round_n ? a->round_i + share : a->round_n;
+    const char *batch[ANON_BATCH];
+    size_t nb = 0;
+    for (; a->round_i < end; a->round_i++) {
+        if (!idmap_get(a->held, a->round[a->round_i], NULL))
+            continue; /* released since the round started */
+        batch[nb++] = a->round[a->round_i];
+        if (nb == ANON_BATCH) {
+            hold_ids(a, batch, nb, 0);
+            nb = 0;
+        }
+    }
+    hold_ids(a, batch, nb, 0); /* nothing when nb is 0 */
+    if (a->round_i >= a->round_n)
+        round_end(a);
 }
 
 void anon_hold(struct anon *a, const char *id)
@@ -289,8 +334,9 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     int64_t now = mono_ms();
     if (now >= a->next_refresh) {
         a->next_refresh = now + a->c->cfg->ws_anon_lease_ms / 3;
-        refresh_all(a);
+        round_start(a);
     }
+    round_step(a);
     if (now >= a->next_expire && !a->expiring) {
         a->next_expire = now + ANON_EXPIRE_MS;
         char k[KEY_MAX], wall[24];
@@ -391,6 +437,7 @@ void anon_free(struct anon *a)
     if (a == NULL)
         return;
     event_free(a->tick_ev);
+    round_end(a);
     idmap_free(a->held);
     idmap_free(a->addrs);
     free(a);

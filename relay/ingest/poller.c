@@ -27,6 +27,7 @@
 #define MAX_INFLIGHT 32
 #define CLAIM_LEASE_MS 30000
 #define MAX_GAP_PAGES 20
+#define POLL_MAX_RESPONSE (4 * 1024 * 1024) /* status and /requests/v3 answers kept */
 #define BACKOFF_MAX_MS 60000
 
 enum { PATH_STATUS = 0, PATH_REQUESTS, PATH_OTHER };
@@ -203,7 +204,9 @@ static void on_poll_done(void *arg, const struct httpc_resp *r)
     free(op);
 }
 
-static int start_get(struct poller *p, const char *url, httpc_done_cb *cb, void *arg)
+/* One upstream GET within the budget (counted here). */
+static int start_get(struct poller *p, const char *url, size_t max_response, httpc_done_cb *cb,
+                     void *arg)
 {
     const char *headers[] = {"accept: application/json", p->key_header, NULL};
     struct httpc_req req = {
@@ -212,7 +215,7 @@ static int start_get(struct poller *p, const char *url, httpc_done_cb *cb, void 
         .headers = headers,
         .connect_timeout_ms = 5000,
         .total_timeout_ms = 10000,
-        .max_response = 4 * 1024 * 1024,
+        .max_response = max_response,
     };
     p->c->metrics.budget_used++;
     return httpc_request(p->c->httpc, &req, cb, arg);
@@ -229,7 +232,7 @@ static void poll_one(struct poller *p, const char *id, poller_fetch_cb *cb, void
     char url[2048];
     snprintf(url, sizeof(url), "%s/intents/status/v3?requestId=%s", p->api, id);
     p->inflight++;
-    if (start_get(p, url, on_poll_done, op) != 0) {
+    if (start_get(p, url, POLL_MAX_RESPONSE, on_poll_done, op) != 0) {
         p->inflight--;
         if (cb)
             cb(arg, 0, "", 0);
@@ -350,7 +353,7 @@ static void fetch_page(struct poller *p, enum page_kind kind)
         free(esc);
     }
     p->page_inflight = 1;
-    if (start_get(p, url, on_page_done, op) != 0) {
+    if (start_get(p, url, POLL_MAX_RESPONSE, on_page_done, op) != 0) {
         p->page_inflight = 0;
         free(op);
     }
@@ -395,7 +398,7 @@ static void read_request(struct poller *p, const char *id)
     char url[2048];
     snprintf(url, sizeof(url), "%s/requests/v3?id=%s&limit=1", p->api, esc);
     free(esc);
-    if (start_get(p, url, on_page_done, op) != 0)
+    if (start_get(p, url, POLL_MAX_RESPONSE, on_page_done, op) != 0)
         free(op);
 }
 
@@ -454,17 +457,7 @@ static void get_one(struct claim_op *op)
 {
     struct poller *p = op->p;
     char *url = xasprintf("%s%s", p->api, op->path);
-    const char *headers[] = {"accept: application/json", p->key_header, NULL};
-    struct httpc_req req = {
-        .method = "GET",
-        .url = url,
-        .headers = headers,
-        .connect_timeout_ms = 5000,
-        .total_timeout_ms = 10000,
-        .max_response = op->max_response,
-    };
-    p->c->metrics.budget_used++;
-    int rc = httpc_request(p->c->httpc, &req, on_get_done, op);
+    int rc = start_get(p, url, op->max_response, on_get_done, op);
     free(url);
     if (rc != 0) {
         get_not_sent(op);

@@ -31,7 +31,10 @@ after(async () => {
 async function daemon(prefix, env = {}) {
   const slot = await cl.slotOf(prefix);
   const owner = await cl.ownerOf(slot);
-  const other = (await cl.nodes()).find((x) => x.flags.includes('master') && x.id !== owner.id);
+  // a live master: an earlier test may have killed one that CLUSTER NODES still lists
+  const alive = cl.alive();
+  const other = (await cl.nodes()).find((x) => x.flags.includes('master') && x.id !== owner.id &&
+    !x.flags.some((f) => f.startsWith('fail')) && alive.includes(x.port));
   const d = await startDaemon({
     redisUrl: cl.url(other.port), apiUrl: sim.url, wsUrl: sim.wsUrl, apiKey: KEY,
     env: {

@@ -122,6 +122,10 @@ test('endpoint purge survives a restart half-way', async () => {
   d.proc.child.kill('SIGKILL'); // the sweep may not even have started
   await d.proc.exited;
   assert.equal(await redis.cmd('ZSCORE', '{statusrelay}:whgone', gone.id) !== null, true, 'the purge is remembered in Redis');
+  // the endpoint's queue due again, as the reaper makes it when it returns the dead process's
+  // leases: the new process's first claim (25 ms after start) then meets the deleted endpoint
+  // before the sweep (5 s) does, and must leave nothing of it behind either (its order sets)
+  await redis.cmd('ZADD', '{statusrelay}:due', '0', gone.id);
   const d2 = await startDaemon({ redisUrl: redis.url, apiKey: KEY });
   cleanup.push(() => d2.stop());
   await until(async () => (await scanKeys(redis, `*${gone.id}*`)).length === 0, { timeoutMs: 30000, msg: 'purged after the restart' });
