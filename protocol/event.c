@@ -111,6 +111,7 @@ int status_event_copy(struct status_event *dst, const struct status_event *src)
     dst->event_id[sizeof(dst->event_id) - 1] = '\0';
     dst->seq = src->seq;
     dst->created_at = src->created_at;
+    dst->gen = src->gen;
     if (sdup_opt(&dst->request_id, src->request_id) != 0 ||
         sdup_opt(&dst->status, src->status) != 0 ||
         strv_copy(&dst->in_tx_hashes, &src->in_tx_hashes) != 0 ||
@@ -175,7 +176,8 @@ int status_event_equal(const struct status_event *a, const struct status_event *
            a->source == b->source && a->observed_at == b->observed_at &&
            a->published_at == b->published_at &&
            strncmp(a->event_id, b->event_id, sizeof(a->event_id)) == 0 && a->seq == b->seq &&
-           str_eq(a->prev_status, b->prev_status) && a->created_at == b->created_at;
+           str_eq(a->prev_status, b->prev_status) && a->created_at == b->created_at &&
+           a->gen == b->gen;
 }
 
 /* ---- names ------------------------------------------------------------------------------- */
@@ -314,14 +316,18 @@ const char *proto_flag_name(unsigned flag)
 
 /* ---- event id ---------------------------------------------------------------------------- */
 
-void proto_event_id(const char *request_id, uint64_t seq, char *out)
+void proto_event_id(const char *request_id, uint64_t seq, int64_t gen, char *out)
 {
     static const char hex[] = "0123456789abcdef";
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int mdlen = 0;
-    char num[21];
+    char num[44];
     num[0] = ':';
     size_t numlen = 1 + pjson_fmt_u64(num + 1, seq);
+    if (gen > 0) {
+        num[numlen++] = '@';
+        numlen += pjson_fmt_u64(num + numlen, (uint64_t)gen);
+    }
     const char *id = request_id != NULL ? request_id : "";
     EVP_MD_CTX *ctx = EVP_MD_CTX_new();
     int ok = ctx != NULL && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1 &&
@@ -585,6 +591,10 @@ char *proto_event_record(const struct status_event *ev, size_t *len)
     pjson_put_str(&b, ev->prev_status);
     PJSON_PUT_LIT(&b, ",\"createdAt\":");
     pjson_put_i64(&b, ev->created_at);
+    if (ev->gen != 0) { /* none in records of versions before generations */
+        PJSON_PUT_LIT(&b, ",\"gen\":");
+        pjson_put_i64(&b, ev->gen);
+    }
     if (ev->reorg != NULL) {
         PJSON_PUT_LIT(&b, ",\"reorg\":");
         pjson_put_raw(&b, ev->reorg, strlen(ev->reorg));

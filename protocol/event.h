@@ -119,10 +119,15 @@ struct status_event {
     int64_t published_at; /* ms, upstream publishedAt / webhook timestamp; 0 = none */
 
     /* --- relay additions, set by proto_lifecycle_decide on accept --- */
-    char event_id[PROTO_EVENT_ID_MAX]; /* "evt_" + 32 hex, deterministic from (id, seq) */
+    char event_id[PROTO_EVENT_ID_MAX]; /* "evt_" + 32 hex, deterministic from (id, seq, gen) */
     uint64_t seq;                      /* 1 for the first event of a request */
     char *prev_status;                 /* NULL for the first event */
     int64_t created_at;                /* ms, event creation: the webhook body "timestamp" */
+    /* the request's generation: created_at of the first event of its record (ms), kept by
+     * every later event; 0 in records of versions before generations. It goes into the event
+     * id, so a request whose record the retention sweep deleted starts again at seq 1 with
+     * ids it never had (STATUSRELAY_REQUEST_RETENTION). Storage only: no body or frame. */
+    int64_t gen;
     /* the request's tracking metadata when the event was written: compact JSON object text
      * (proto_metadata_parse), NULL = none. Set by the apply step (store/apply.lua), never
      * by the normalisers or the lifecycle; "statusrelay.metadata" in bodies and frames. */
@@ -158,10 +163,13 @@ const char *proto_fail_reason_out(const struct status_event *ev);
  * for bits that are not PROTO_F_* flags. */
 const char *proto_flag_name(unsigned flag);
 
-/* Deterministic event id for (request id, seq): "evt_" + 32 lowercase hex of
- * SHA-256("<request_id>:<seq>"). out must hold PROTO_EVENT_ID_MAX bytes. If libcrypto fails
- * (allocation), out is "" (proto_lifecycle_decide turns that into PROTO_ENOMEM). */
-void proto_event_id(const char *request_id, uint64_t seq, char *out);
+/* Deterministic event id for (request id, seq, generation): "evt_" + 32 lowercase hex of
+ * SHA-256("<request_id>:<seq>@<gen>"), or of SHA-256("<request_id>:<seq>") when gen is 0 (a
+ * record written before generations: its ids stay what they were). The two forms cannot
+ * meet: the text after the last ':' is all digits in one, never in the other. out must hold
+ * PROTO_EVENT_ID_MAX bytes. If libcrypto fails (allocation), out is "" (proto_lifecycle_decide
+ * turns that into PROTO_ENOMEM). */
+void proto_event_id(const char *request_id, uint64_t seq, int64_t gen, char *out);
 
 /* --- encodings. Each returns a new malloc'd NUL-terminated compact JSON text (caller
  * free()s) and its length in *len, or NULL on allocation failure. Output is deterministic:

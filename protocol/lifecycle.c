@@ -305,7 +305,9 @@ int proto_lifecycle_decide(const struct status_event *last, const struct status_
     next->prev_status = NULL;
     if (last != NULL && (next->prev_status = dup_str(last->status)) == NULL)
         goto nomem;
-    proto_event_id(next->request_id, next->seq, next->event_id);
+    /* a new record starts a generation; a record of an older version (gen 0) keeps 0 */
+    next->gen = last != NULL ? last->gen : now_ms;
+    proto_event_id(next->request_id, next->seq, next->gen, next->event_id);
     if (next->event_id[0] == '\0')
         goto nomem;
     *verdict = PROTO_ACCEPT;

@@ -34,7 +34,8 @@ const char *proto_verdict_name(enum proto_verdict v); /* "accepted", "duplicate"
  * status: a status change takes obs's or none), failReason by the rule above, PROTO_F_*
  * flags recomputed (PROTO_F_UNCONFIRMED_DEPOSIT from obs while pending, PROTO_F_REVERSAL
  * for this event only), seq = last->seq + 1 (or 1), prev_status = last->status (or NULL),
- * created_at = now_ms, event_id = proto_event_id(...), source/observed_at/published_at from
+ * created_at = now_ms, gen = last->gen (or now_ms: a new record starts a generation),
+ * event_id = proto_event_id(...), source/observed_at/published_at from
  * obs. The first observation is copied as is, but for failReason and the flags. *next is
  * initialised by the callee in every case (empty unless accepted). Returns 0 with *verdict
  * set, or PROTO_ENOMEM (also when libcrypto fails), or PROTO_EVALUE when obs has no request

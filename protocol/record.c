@@ -126,6 +126,10 @@ int proto_event_from_record(const char *buf, size_t len, struct status_event *ou
         (rc = rd_event_id(&c, root, out)) != 0)
         goto out;
     out->seq = (uint64_t)v;
+    /* "gen": optional (records of versions before generations have none: 0) */
+    if ((rc = norm_rd_int(&c, root, "gen", 0, 0, PROTO_MAX_TS, &v, &p)) != 0)
+        goto out;
+    out->gen = p ? v : 0;
     if ((rc = norm_need_key(&c, root, "previousStatus")) != 0 ||
         (rc = norm_rd_str(&c, root, "previousStatus", 0, &s, &p)) != 0)
         goto out;

@@ -68,6 +68,9 @@ const struct setting config_settings[] = {
      "events older than this are trimmed from the event stream (swept every few seconds)"},
     {"dead-retention", SET_DURATION, F(dead_retention_ms), "30d", 0, 1000,
      "dead and skipped deliveries stay listed and replayable this long, then are deleted"},
+    {"request-retention", SET_DURATION, F(request_retention_ms), "90d", 0, 1000,
+     "a request whose watch has ended and that has had no event this long is forgotten: its "
+     "state and timeline are deleted (seen again, it starts anew with new event ids)"},
     {"http-listen", SET_HOSTPORT, F(http_listen), "127.0.0.1:8080", 0, 0,
      "REST API, metrics and health"},
     {"http-request-timeout", SET_DURATION, F(http_request_timeout_ms), "30s", 0, 100,

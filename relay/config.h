@@ -38,6 +38,7 @@ struct config {
     int64_t event_retention;       /* events kept in the stream (count) */
     int64_t event_retention_age_ms;
     int64_t dead_retention_ms;     /* dead and skipped deliveries are deleted after this */
+    int64_t request_retention_ms;  /* idle requests whose watch ended are deleted after this */
     /* listeners and auth */
     char *http_listen;
     int64_t http_request_timeout_ms; /* REST: a request must arrive whole within this */

@@ -30,6 +30,13 @@ struct janitor {
     struct janitor_stats stats;
     struct step *busy; /* the sweep step in flight, or NULL */
     struct probe *probe; /* the probe in flight, or NULL */
+    /* the request retention sweep (store/req_gc.lua): its own pace, one partition a step */
+    struct store_script sc_req;
+    struct event *req_ev;
+    int64_t req_tick_ms;
+    unsigned req_part;
+    char req_cursor[32]; /* first-seen score to resume at in req_part ("" = the oldest) */
+    struct step *req_busy;
 };
 
 /* A request in flight; detached (j = NULL) when the janitor is freed before its reply. */
@@ -187,6 +194,55 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     j->busy = st;
 }
 
+static void on_req_step(void *arg, const char *err, redisReply *r)
+{
+    struct step *st = arg;
+    struct janitor *j = st->j;
+    free(st);
+    if (j == NULL)
+        return;
+    j->req_busy = NULL;
+    int more = 0;
+    if (err == NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+        r->element[1]->type == REDIS_REPLY_STRING) {
+        j->stats.requests_deleted += int_at(r, 0);
+        snprintf(j->req_cursor, sizeof(j->req_cursor), "%s", r->element[1]->str);
+        more = j->req_cursor[0] != '\0';
+    } else if (err == store_err_server && r != NULL) {
+        log_warn("request retention sweep failed", "err=\"%.*s\"",
+                 (int)strcspn(r->str, "\r\n"), r->str);
+        j->req_cursor[0] = '\0';
+    }
+    if (!more) /* this partition's scan reached the cutoff: the next partition */
+        j->req_part = (j->req_part + 1) % j->np;
+    arm(j->req_ev, more || j->req_part != 0 ? 10 : j->req_tick_ms);
+}
+
+static void on_req_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct janitor *j = arg;
+    if (j->req_busy != NULL)
+        return;
+    if (!store_ready(j->s)) {
+        arm(j->req_ev, j->req_tick_ms);
+        return;
+    }
+    const char *tag = store_part_tag(j->s, j->req_part);
+    char k_all[KEY_MAX], cut[24], batch[16];
+    key_build(k_all, sizeof(k_all), tag, "all", NULL, NULL);
+    snprintf(cut, sizeof(cut), "%lld", (long long)(wall_ms() - j->o.request_retention_ms));
+    snprintf(batch, sizeof(batch), "%d", JANITOR_BATCH);
+    const char *argv[] = {k_all, tag, cut, batch, j->req_cursor};
+    struct step *st = xcalloc(1, sizeof(*st));
+    st->j = j;
+    if (store_eval(j->s, &j->sc_req, on_req_step, st, 1, 5, argv, NULL) != 0) {
+        free(st);
+        arm(j->req_ev, j->req_tick_ms);
+        return;
+    }
+    j->req_busy = st;
+}
+
 static void on_probe(void *arg, const char *err, redisReply *r)
 {
     struct probe *p = arg;
@@ -239,6 +295,16 @@ struct janitor *janitor_new(struct event_base *base, struct store *s,
     j->tick_ev = evtimer_new(base, on_tick, j);
     j->probe_ev = evtimer_new(base, on_probe_tick, j);
     arm(j->tick_ev, j->tick_ms);
+    if (o->request_retention_ms > 0) {
+        store_script_init(&j->sc_req, "req_gc");
+        j->req_tick_ms = JANITOR_TICK_MAX_MS;
+        if (o->request_retention_ms / 10 < j->req_tick_ms)
+            j->req_tick_ms = o->request_retention_ms / 10;
+        if (j->req_tick_ms < 100)
+            j->req_tick_ms = 100;
+        j->req_ev = evtimer_new(base, on_req_tick, j);
+        arm(j->req_ev, j->req_tick_ms);
+    }
     arm(j->probe_ev, JANITOR_PROBE_MS);
     return j;
 }
@@ -251,6 +317,10 @@ void janitor_free(struct janitor *j)
         j->busy->j = NULL;
     if (j->probe)
         j->probe->j = NULL;
+    if (j->req_busy)
+        j->req_busy->j = NULL;
+    if (j->req_ev != NULL)
+        event_free(j->req_ev);
     event_free(j->tick_ev);
     event_free(j->probe_ev);
     free(j->gone);

@@ -5,7 +5,9 @@
  * than the dead retention with their index entries, purges the deliveries of deleted
  * endpoints in batches, and trims events older than the event retention age from the event
  * stream; while a step finds a full batch the next follows at once, otherwise one runs every
- * JANITOR_TICK_MAX_MS at most (sooner for short retentions). The probe writes one small key
+ * JANITOR_TICK_MAX_MS at most (sooner for short retentions). The request retention sweep
+ * (store/req_gc.lua) deletes the records of requests idle past the request retention whose
+ * watch ended, partition by partition, at the same pace but on its own timer. The probe writes one small key
  * ({P}:probe, PX) every JANITOR_PROBE_MS so a Redis that refuses writes is noticed even
  * without traffic (store_write_refused); a successful probe clears the refusal.
  * runs on: core thread. */
@@ -26,12 +28,15 @@ struct janitor;
 struct janitor_opts {
     int64_t dead_retention_ms; /* dead and skipped deliveries are deleted after this (> 0) */
     int64_t event_age_ms;      /* events older are trimmed from the stream; 0: no age bound */
+    int64_t request_retention_ms; /* requests idle this long lose their record (req_gc.lua);
+                                   * 0: kept */
 };
 
 struct janitor_stats {
     uint64_t dead_deleted;     /* dead or skipped deliveries past retention */
     uint64_t gone_deleted;     /* deliveries of deleted endpoints */
     uint64_t events_trimmed;   /* events past the age bound */
+    uint64_t requests_deleted; /* request records past the request retention */
 };
 
 /* Timers start at once; steps run only while the store is ready. */

@@ -253,12 +253,13 @@ test('3 partitions, three daemons: the fan-out leases spread, a killed daemon\'s
   for (const x of alive) assert.doesNotMatch(x.proc.log(), /level=error/);
 });
 
-test('3 partitions: the retention sweep runs in every partition (event age, a deleted endpoint\'s deliveries)', async () => {
+test('3 partitions: the retention sweep runs in every partition (event age, a deleted endpoint\'s deliveries, idle requests)', async () => {
   const { startReceiver } = await import('./lib/hooks.mjs');
   const { until } = await import('./lib/proc.mjs');
   const rx = await startReceiver();
   cleanup.push(() => rx.stop());
-  const d = await daemon(redis.url, 'pr', 3, { apiKey: 'pr-key', env: { STATUSRELAY_REDIS_PREFIX: 'pr', STATUSRELAY_PARTITIONS: '3', STATUSRELAY_EVENT_RETENTION_AGE: '3s' } });
+  const d = await daemon(redis.url, 'pr', 3, { apiKey: 'pr-key', env: { STATUSRELAY_REDIS_PREFIX: 'pr', STATUSRELAY_PARTITIONS: '3', STATUSRELAY_EVENT_RETENTION_AGE: '3s',
+    STATUSRELAY_SETTLED_WATCH: '1s', STATUSRELAY_REQUEST_RETENTION: '4s' } });
   const wh = await d.post('/v1/webhooks', { url: rx.url('/pr') });
   assert.equal(wh.status, 201, wh.text);
   const ids = ridsOverPartitions('pr', 2);
@@ -274,6 +275,11 @@ test('3 partitions: the retention sweep runs in every partition (event age, a de
     return lens.every((x) => x === 0);
   }, { msg: 'events past the age bound trimmed in every partition', timeoutMs: 20000 });
   assert.equal(await redis.cmd('ZCARD', '{pr}:whgone'), 1, 'remembered until the grace is over');
+  await until(async () => {
+    const n = await Promise.all([0, 1, 2].map((k) => redis.cmd('ZCARD', `{pr:p${k}}:all`)));
+    return n.every((x) => x === 0);
+  }, { msg: 'idle settled requests forgotten in every partition', timeoutMs: 20000 });
+  for (const id of ids) assert.equal((await d.get(`/v1/requests/${id}`)).status, 404, id);
 });
 
 test('3 partitions on a 3-master Redis Cluster: each partition on its own master, webhooks delivered in order', async () => {

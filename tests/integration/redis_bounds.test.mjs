@@ -215,3 +215,35 @@ test('a Redis 6 ACL user in the URL connects (AUTH user password); a wrong passw
   assert.equal((await bad.get('/readyz')).status, 503);
   assert.doesNotMatch(bad.proc.log(), /wrong@|relay:wrong/, 'no password in the log');
 });
+
+test('STATUSRELAY_REQUEST_RETENTION forgets idle requests whose watch ended; one seen again starts anew with event ids it never had', async () => {
+  const { redis, d } = await stack({ args: ['--request-retention', '3s', '--settled-watch', '1s'] });
+  const rx = await receiver({ def: 200 });
+  await d.post('/v1/webhooks', { url: rx.url('/rr') });
+  const old = rid('rr-old'); // settled: its watch ends after 1 s
+  const kept = rid('rr-kept'); // active (pending): watched, so kept however idle
+  await send(d, { rid: old, status: 'pending' });
+  await send(d, { rid: old, status: 'success' });
+  await send(d, { rid: kept, status: 'pending' });
+  const hooksOf = (id) => rx.records().filter((x) => JSON.parse(x.body).data.requestId === id);
+  await until(() => hooksOf(old).length === 2, { msg: 'the first life delivered' });
+  const firstIds = hooksOf(old).map((x) => x.headers['webhook-id']);
+  const t0 = Date.now();
+  await until(async () => (await d.get(`/v1/requests/${old}`)).status === 404, { timeoutMs: 30000, msg: 'the idle request forgotten' });
+  assert.ok(Date.now() - t0 >= 1500, 'kept for about the retention');
+  assert.deepEqual(await scanKeys(redis, `*${old}*`), [], 'no key names it');
+  assert.equal(await redis.cmd('ZSCORE', '{statusrelay}:all', old), null);
+  assert.equal(await redis.cmd('ZSCORE', '{statusrelay}:st:success', old), null);
+  assert.equal((await d.get(`/v1/requests/${kept}`)).status, 200, 'the watched request is kept');
+  assert.equal((await d.get('/v1/requests')).body.requests.some((r) => r.requestId === old), false, 'not listed');
+  // the upstream reverses it: a new record, seq 1 again, and a webhook the receiver cannot
+  // mistake for one it already has
+  await send(d, { rid: old, status: 'refund' });
+  const st = (await d.get(`/v1/requests/${old}`)).body;
+  assert.equal(st.status, 'refund');
+  assert.equal(st.seq, 1);
+  await until(() => hooksOf(old).length === 3, { msg: 'the reversal delivered' });
+  const again = hooksOf(old)[2];
+  assert.equal(JSON.parse(again.body).data.status, 'refund');
+  assert.ok(!firstIds.includes(again.headers['webhook-id']), `a new webhook-id (${again.headers['webhook-id']} vs ${firstIds})`);
+});

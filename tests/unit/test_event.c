@@ -56,7 +56,7 @@ static void full_event(struct status_event *ev)
     ev->source = PROTO_SRC_WEBHOOK;
     ev->observed_at = 1787054250400;
     ev->published_at = 1787054250318;
-    proto_event_id(RID, 2, ev->event_id);
+    proto_event_id(RID, 2, 0, ev->event_id);
     ev->seq = 2;
     ev->prev_status = strdup("failure");
     ev->created_at = 1787054250401;
@@ -204,14 +204,20 @@ static void test_event_id(void **state)
 {
     char id[PROTO_EVENT_ID_MAX];
     (void)state;
-    /* vectors: Python hashlib.sha256(b"<id>:<seq>").hexdigest()[:32] */
-    proto_event_id(RID, 1, id);
+    /* vectors: Python hashlib.sha256(b"<id>:<seq>").hexdigest()[:32] (generation 0: records
+     * of versions before generations keep these ids) */
+    proto_event_id(RID, 1, 0, id);
     assert_string_equal(id, "evt_a1998e4cf8b42dcd4d66c062a124e3ea");
-    proto_event_id(RID, 2, id);
+    proto_event_id(RID, 2, 0, id);
     assert_string_equal(id, "evt_cafc9f1bd288a1a0bc56b761f5fdfad6");
-    proto_event_id("r", UINT64_MAX, id);
+    proto_event_id("r", UINT64_MAX, 0, id);
     assert_string_equal(id, "evt_b1c920c3baacdb81b4e2f1d3dc79ee3b");
     assert_int_equal(strlen(id), 36);
+    /* with a generation: hashlib.sha256(b"<id>:<seq>@<gen>") - other ids for the same seq */
+    proto_event_id(RID, 1, 1732320000000, id);
+    assert_string_equal(id, "evt_de54898163704508b61999fbe76e55cb");
+    proto_event_id(RID, 2, 1732320000000, id);
+    assert_string_equal(id, "evt_1c6fd249416b3f5e63d1dc5c0b9795d8");
 }
 
 /* ---- encodings --------------------------------------------------------------------------- */
@@ -524,6 +530,8 @@ static void test_record_roundtrip(void **state)
     ev.flags = 0xffffffffu & ~(unsigned)PROTO_HAS_DETAILS_JSON;
     ev.origin_chain_id = PROTO_MAX_CHAIN_ID;
     ev.deposit->address = (free(ev.deposit->address), NULL);
+    roundtrip(&ev);
+    ev.gen = 1732320000000; /* a generation survives the record */
     roundtrip(&ev);
     status_event_cleanup(&ev);
     for (size_t i = 0; i < 3; i++) {

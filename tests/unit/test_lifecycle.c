@@ -280,7 +280,9 @@ static void test_rules(void **state)
             else
                 assert_null(next.prev_status);
             char id[PROTO_EVENT_ID_MAX];
-            proto_event_id(RID, next.seq, id);
+            /* a new record starts its generation at now; a known one keeps last's */
+            assert_int_equal(next.gen, r->last ? last.gen : 5000);
+            proto_event_id(RID, next.seq, next.gen, id);
             assert_string_equal(next.event_id, id);
             assert_int_equal(next.created_at, 5000);
             assert_int_equal(next.source, PROTO_SRC_POLL);
