@@ -523,20 +523,26 @@ struct poll_round {
     unsigned start, i;         /* partition start + i is asked next */
 };
 
+/* budget_take.lua / budget_give.lua on the deployment's bucket: n calls. */
+static int budget_call(struct poller *p, struct store_script *sc, store_cb *cb, void *arg,
+                       int n)
+{
+    char k[KEY_MAX], now[24], ns[16], budget[24];
+    key_build(k, sizeof(k), store_tag(p->c->store), "budget", NULL, NULL);
+    snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
+    snprintf(ns, sizeof(ns), "%d", n);
+    snprintf(budget, sizeof(budget), "%lld", (long long)p->c->cfg->upstream_budget);
+    const char *argv[] = {k, now, ns, budget};
+    return store_eval(p->c->store, sc, cb, arg, 1, 4, argv, NULL);
+}
+
 static void round_end(struct poll_round *rd)
 {
     struct poller *p = rd->p;
     p->claiming = 0;
     int unused = rd->granted - rd->taken;
-    if (unused > 0) {
-        char k[KEY_MAX], now[24], n[16], budget[24];
-        key_build(k, sizeof(k), store_tag(p->c->store), "budget", NULL, NULL);
-        snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
-        snprintf(n, sizeof(n), "%d", unused);
-        snprintf(budget, sizeof(budget), "%lld", (long long)p->c->cfg->upstream_budget);
-        const char *argv[] = {k, now, n, budget};
-        store_eval(p->c->store, &p->bgive_sc, NULL, NULL, 1, 4, argv, NULL);
-    }
+    if (unused > 0)
+        budget_call(p, &p->bgive_sc, NULL, NULL, unused);
     free(rd);
 }
 
@@ -602,16 +608,10 @@ static void on_budget_taken(void *arg, const char *err, redisReply *r)
 /* Start a round for up to max polls; p->claiming stays set until it ends. */
 static int round_start(struct poller *p, int max)
 {
-    char k[KEY_MAX], now[24], n[16], budget[24];
-    key_build(k, sizeof(k), store_tag(p->c->store), "budget", NULL, NULL);
-    snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
-    snprintf(n, sizeof(n), "%d", max);
-    snprintf(budget, sizeof(budget), "%lld", (long long)p->c->cfg->upstream_budget);
-    const char *argv[] = {k, now, n, budget};
     struct poll_round *rd = xcalloc(1, sizeof(*rd));
     rd->p = p;
     rd->start = p->rot++ % store_partitions(p->c->store);
-    if (store_eval(p->c->store, &p->btake_sc, on_budget_taken, rd, 1, 4, argv, NULL) != 0) {
+    if (budget_call(p, &p->btake_sc, on_budget_taken, rd, max) != 0) {
         free(rd);
         return -1;
     }
