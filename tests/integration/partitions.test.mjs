@@ -437,3 +437,45 @@ test('3 partitions: an endpoint\'s deliveries are listed from every partition, n
   const bad = await d.get(`/v1/webhooks/${wh.body.id}/deliveries?cursor=5`);
   assert.equal(bad.status, 400, bad.text);
 });
+
+test('3 partitions: replays find their events in every partition (by time, by endpoint, by request, dead)', async () => {
+  const { startReceiver } = await import('./lib/hooks.mjs');
+  const { until } = await import('./lib/proc.mjs');
+  const ok = await startReceiver();
+  const bad = await startReceiver({ def: 500 });
+  cleanup.push(() => ok.stop(), () => bad.stop());
+  const d = await daemon(redis.url, 'prp', 3, { apiKey: 'prp-key', env: { STATUSRELAY_PARTITIONS: '3', STATUSRELAY_RETRY_SCHEDULE: '0s' } });
+  const A = (await d.post('/v1/webhooks', { url: ok.url('/a') })).body;
+  const B = (await d.post('/v1/webhooks', { url: bad.url('/b') })).body;
+  const ids = ridsOverPartitions('prp', 3);
+  const t0 = Date.now();
+  await ingestLifecycles(d, 'prp-key', ids);
+  await allInOrder(ok, ids, until);
+  await until(async () => (await d.get(`/v1/webhooks/${B.id}/deliveries?state=dead&limit=100`)).body.deliveries.length === 27,
+    { msg: 'every delivery to the failing endpoint dead', timeoutMs: 30000 });
+  const replayed = (rx, path) => rx.records().filter((x) => x.headers['statusrelay-replay'] === '1' && x.path === path);
+  // by time and endpoint: the 27 events of the three partitions, once each
+  const dry = await d.post('/v1/replay', { since: t0, webhookId: A.id, dryRun: true });
+  assert.equal(dry.status, 200, dry.text);
+  assert.equal(dry.body.count, 27, 'counted over the partitions');
+  const byTime = await d.post('/v1/replay', { since: t0, webhookId: A.id });
+  assert.equal(byTime.status, 202, byTime.text);
+  assert.equal(byTime.body.count, 27);
+  await until(() => replayed(ok, '/a').length === 27, { msg: '27 replayed to A', timeoutMs: 30000 });
+  const ev = (x) => JSON.parse(x.body).data;
+  for (const id of ids)
+    assert.deepEqual(replayed(ok, '/a').filter((x) => ev(x).requestId === id).map((x) => ev(x).status), ['waiting', 'pending', 'success'], `${id} replayed in order`);
+  // by request: its partition only, to every endpoint that matches (A; B's are dead, sent again)
+  const one = ids[7];
+  const byReq = await d.post('/v1/replay', { requestId: one, webhookId: A.id });
+  assert.equal(byReq.body.count, 3);
+  await until(() => replayed(ok, '/a').length === 30, { msg: 'one request replayed' });
+  assert.ok(replayed(ok, '/a').slice(27).every((x) => ev(x).requestId === one));
+  // dead: from every partition, once the receiver is healthy
+  await bad.setScript(`/b=${Array(40).fill(200).join(',')}`); // 200 for the next 40 answers
+  const dead = await d.post('/v1/replay', { dead: true });
+  assert.equal(dead.body.count, 27, 'dead deliveries of every partition');
+  await until(async () => (await d.get(`/v1/webhooks/${B.id}/deliveries?state=delivered&limit=100`)).body.deliveries.length === 27,
+    { msg: 'every dead delivery delivered', timeoutMs: 30000 });
+  assert.equal(bad.records().filter((x) => x.status === 200).length, 27, 'each once');
+});
