@@ -9,6 +9,7 @@
 #include "relay/sim/sim_control.h"
 #include "relay/sim/sim_map.h"
 #include "relay/sim/sim_model.h"
+#include "relay/sim/sim_rand.h"
 #include "relay/common/log.h"
 #include "relay/common/util.h"
 

@@ -5,7 +5,9 @@
  * thousands of requests in load mode each with its own sul would make every insert O(n).) */
 #include "relay/sim/sim_model.h"
 #include "relay/sim/sim_json.h"
+#include "relay/sim/sim_lifecycle.h"
 #include "relay/sim/sim_map.h"
+#include "relay/sim/sim_rand.h"
 #include "relay/common/log.h"
 #include "relay/common/util.h"
 
@@ -14,125 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- random ------------------------------------------------------------------------- */
-
-uint64_t sim_rng_next(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-uint64_t sim_rng_below(uint64_t *state, uint64_t n)
-{
-    return n ? sim_rng_next(state) % n : 0;
-}
-
-double sim_rng_unit(uint64_t *state)
-{
-    return (double)(sim_rng_next(state) >> 11) / 9007199254740992.0;
-}
-
-/* A stream for the n-th member of a family (generated requests, scripted requests, sockets). */
-static uint64_t stream_seed(uint64_t seed, uint64_t family, uint64_t n)
-{
-    uint64_t s = seed ^ (family * 0xd1b54a32d192ed03ULL);
-    uint64_t t = s + n * 0x9e3779b97f4a7c15ULL;
-    return sim_rng_next(&t) ^ sim_rng_next(&s);
-}
-
 enum { FAM_GEN = 1, FAM_CTL = 2, FAM_SOCK = 3 };
 
-/* ---- lifecycles ------------------------------------------------------------------------ */
-
-/* The reason a template step sets: none (keep the request's), a random refundable one, a
- * random final one (with refundFailReason and details), or a fixed one; RK_REORG also
- * reorgs the deposit. */
-enum reason_kind { RK_NONE, RK_REFUNDABLE, RK_FINAL, RK_REORG, RK_DOUBLE_SPEND, RK_CAPACITY };
-
-struct tmpl_step {
-    const char *status;
-    int pct; /* of --step before entering this step (first step: 0) */
-    enum reason_kind reason;
-};
-
-struct tmpl {
-    const char *name;
-    int deposit;     /* deposit-address request */
-    int64_t origin;  /* fixed origin chain, 0 = random */
-    int nsteps;
-    struct tmpl_step steps[8];
-};
-
-static const struct tmpl tmpls[] = {
-    {"success", 0, 0, 4, {{"waiting", 0, RK_NONE}, {"pending", 100, RK_NONE}, {"submitted", 100, RK_NONE}, {"success", 50, RK_NONE}}},
-    {"depositing", 0, 0, 4,
-     {{"depositing", 0, RK_NONE}, {"pending", 60, RK_NONE}, {"submitted", 100, RK_NONE}, {"success", 50, RK_NONE}}},
-    {"delayed", 0, 0, 5,
-     {{"waiting", 0, RK_NONE}, {"pending", 100, RK_NONE}, {"delayed", 150, RK_NONE}, {"submitted", 400, RK_NONE}, {"success", 50, RK_NONE}}},
-    {"refund", 0, 0, 5,
-     {{"waiting", 0, RK_NONE},
-      {"pending", 100, RK_NONE},
-      {"failure", 150, RK_REFUNDABLE},
-      {"pending", 40, RK_NONE},
-      {"refund", 120, RK_NONE}}},
-    {"failure", 0, 0, 3, {{"waiting", 0, RK_NONE}, {"pending", 100, RK_NONE}, {"failure", 150, RK_FINAL}}},
-    {"deposit-address", 1, 0, 4,
-     {{"waiting", 0, RK_NONE}, {"pending", 200, RK_NONE}, {"submitted", 100, RK_NONE}, {"success", 50, RK_NONE}}},
-    {"solana", 0, 792703809, 4,
-     {{"waiting", 0, RK_NONE}, {"pending", 60, RK_NONE}, {"submitted", 80, RK_NONE}, {"success", 40, RK_NONE}}},
-    /* Settled, then taken back: the deposit's block is reorganised away. */
-    {"reorg", 0, 0, 5,
-     {{"waiting", 0, RK_NONE},
-      {"pending", 100, RK_NONE},
-      {"submitted", 100, RK_NONE},
-      {"success", 50, RK_NONE},
-      {"failure", 300, RK_REORG}}},
-    /* Settled, then refunded: the deposit was spent twice. */
-    {"double-spend", 0, 0, 5,
-     {{"waiting", 0, RK_NONE},
-      {"pending", 100, RK_NONE},
-      {"submitted", 100, RK_NONE},
-      {"success", 50, RK_NONE},
-      {"refund", 300, RK_DOUBLE_SPEND}}},
-    /* Failed, refunded long after (10x --step). */
-    {"late-refund", 0, 0, 4,
-     {{"waiting", 0, RK_NONE},
-      {"pending", 100, RK_NONE},
-      {"failure", 150, RK_CAPACITY},
-      {"refund", 1000, RK_NONE}}},
-    /* The deposit never comes: waiting for good (the path ends at once). */
-    {"never-deposited", 0, 0, 1, {{"waiting", 0, RK_NONE}}},
-};
-#define NTMPL ((int)ARRAY_LEN(tmpls))
-
-const char *sim_model_lifecycles(void)
-{
-    return "success depositing delayed refund failure deposit-address solana reorg double-spend "
-           "late-refund never-deposited";
-}
-
-static const char *const refundable_reasons[] = {
-    "SOLVER_CAPACITY_EXCEEDED", "DEPOSITED_AMOUNT_TOO_LOW_TO_FILL", "ORDER_EXPIRED", "SLIPPAGE",
-    "TRANSACTION_REVERTED", "EXECUTION_REVERTED", "DOUBLE_SPEND", "TTL_EXPIRED",
-};
-static const char *const final_reasons[] = {"SLIPPAGE", "EXECUTION_REVERTED", "TOO_LITTLE_RECEIVED"};
-static const char *const final_details[] = {
-    "Fill simulation reverted: output below quoted minimum",
-    "execution reverted: TRANSFER_FROM_FAILED",
-    "Fill transaction reverted on destination",
-};
-#define REORG_REASON "DEPOSIT_REORGED"
 static const char *const referrers[] = {"relay.link", "example-app", "wallet-x", NULL, NULL};
-
-/* Weighted chain pick: origin and destination of generated requests. */
-static const struct {
-    int64_t id;
-    int weight;
-} chain_weights[] = {
-    {8453, 25}, {42161, 15}, {1, 15}, {10, 8}, {137, 7}, {792703809, 20}, {8253038, 5}, {1337, 5},
-};
 
 /* ---- model ------------------------------------------------------------------------------ */
 
@@ -153,7 +39,7 @@ struct sim_model {
     uint64_t seq, gen_n, ctl_n, sock_n, evicted;
     struct sim_req **heap;
     size_t heap_len, heap_cap;
-    int mix_weight[NTMPL];
+    int mix_weight[SIM_NTMPL];
     int mix_total;
 };
 
@@ -246,149 +132,12 @@ void sim_model_free(struct sim_model *m, int detached)
 
 int sim_model_set_mix(struct sim_model *m, const char *mix, char *err, size_t errn)
 {
-    int w[NTMPL] = {0}, total = 0;
-    char buf[512];
-    if (mix == NULL || strlen(mix) >= sizeof(buf)) {
-        snprintf(err, errn, "expected name:weight,... with names %s", sim_model_lifecycles());
+    int w[SIM_NTMPL] = {0}, total = 0;
+    if (sim_tmpl_mix_parse(mix, w, &total, err, errn) != 0)
         return -1;
-    }
-    strcpy(buf, mix);
-    char *save = NULL;
-    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        while (*t == ' ')
-            t++;
-        char *colon = strchr(t, ':');
-        long weight = 1;
-        if (colon != NULL) {
-            *colon = '\0';
-            char *end;
-            weight = strtol(colon + 1, &end, 10);
-            if (*end != '\0' || colon[1] == '\0' || weight < 0 || weight > 1000000) {
-                snprintf(err, errn, "bad weight for %s", t);
-                return -1;
-            }
-        }
-        int i;
-        for (i = 0; i < NTMPL; i++)
-            if (strcmp(tmpls[i].name, t) == 0)
-                break;
-        if (i == NTMPL) {
-            snprintf(err, errn, "unknown lifecycle \"%s\" (known: %s)", t,
-                     sim_model_lifecycles());
-            return -1;
-        }
-        w[i] += (int)weight;
-        total += (int)weight;
-    }
-    if (total <= 0) {
-        snprintf(err, errn, "the weights add up to zero");
-        return -1;
-    }
     memcpy(m->mix_weight, w, sizeof(w));
     m->mix_total = total;
     return 0;
-}
-
-/* ---- text generators ------------------------------------------------------------------- */
-
-static void rand_hex(uint64_t *rng, char *out, int n)
-{
-    static const char hex[] = "0123456789abcdef";
-    uint64_t v = 0;
-    for (int i = 0; i < n; i++) {
-        if (i % 16 == 0)
-            v = sim_rng_next(rng);
-        out[i] = hex[v & 15];
-        v >>= 4;
-    }
-    out[n] = '\0';
-}
-
-/* Base58 (Bitcoin alphabet) of n random bytes. out holds at least 2n bytes. */
-static void rand_base58(uint64_t *rng, char *out, int n)
-{
-    static const char alpha[] = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
-    unsigned char bytes[64] = {0};
-    for (int i = 0; i < n; i++)
-        bytes[i] = (unsigned char)sim_rng_next(rng);
-    bytes[0] |= 1; /* no leading zero bytes: a full-length signature, like real ones */
-    unsigned char digits[128];
-    int nd = 0;
-    for (int i = 0; i < n; i++) {
-        int carry = bytes[i];
-        for (int j = 0; j < nd; j++) {
-            carry += digits[j] << 8;
-            digits[j] = (unsigned char)(carry % 58);
-            carry /= 58;
-        }
-        while (carry > 0) {
-            digits[nd++] = (unsigned char)(carry % 58);
-            carry /= 58;
-        }
-    }
-    for (int i = 0; i < nd; i++)
-        out[i] = alpha[digits[nd - 1 - i]];
-    out[nd] = '\0';
-}
-
-static void rand_hash(uint64_t *rng, int64_t chain, char *out)
-{
-    const char *vm = sim_chain_vm(chain);
-    if (strcmp(vm, "svm") == 0) {
-        rand_base58(rng, out, 64);
-    } else if (strcmp(vm, "bvm") == 0) {
-        rand_hex(rng, out, 64);
-    } else {
-        out[0] = '0';
-        out[1] = 'x';
-        rand_hex(rng, out + 2, 64);
-    }
-}
-
-static void rand_address(uint64_t *rng, int64_t chain, char *out)
-{
-    const char *vm = sim_chain_vm(chain);
-    if (strcmp(vm, "svm") == 0) {
-        rand_base58(rng, out, 32);
-    } else if (strcmp(vm, "bvm") == 0) {
-        static const char b32[] = "qpzry9x8gf2tvdw0s3jn54khce6mua7l";
-        memcpy(out, "bc1q", 4);
-        for (int i = 0; i < 38; i++)
-            out[4 + i] = b32[sim_rng_below(rng, 32)];
-        out[42] = '\0';
-    } else {
-        out[0] = '0';
-        out[1] = 'x';
-        rand_hex(rng, out + 2, 40);
-    }
-}
-
-static int64_t pick_chain(uint64_t *rng, int64_t not)
-{
-    for (;;) {
-        int total = 0;
-        for (size_t i = 0; i < ARRAY_LEN(chain_weights); i++)
-            total += chain_weights[i].weight;
-        int64_t x = (int64_t)sim_rng_below(rng, (uint64_t)total);
-        for (size_t i = 0; i < ARRAY_LEN(chain_weights); i++) {
-            x -= chain_weights[i].weight;
-            if (x < 0) {
-                if (chain_weights[i].id != not)
-                    return chain_weights[i].id;
-                break;
-            }
-        }
-    }
-}
-
-static int64_t rand_block(uint64_t *rng, int64_t chain)
-{
-    const char *vm = sim_chain_vm(chain);
-    if (strcmp(vm, "svm") == 0)
-        return 330000000 + (int64_t)sim_rng_below(rng, 5000000);
-    if (strcmp(vm, "bvm") == 0)
-        return 905000 + (int64_t)sim_rng_below(rng, 5000);
-    return 20000000 + (int64_t)sim_rng_below(rng, 15000000);
 }
 
 /* ---- timers ----------------------------------------------------------------------------- */
@@ -516,7 +265,7 @@ static struct sim_tx *add_tx(struct sim_req *r, int out, const char *hash, int64
     t->hash = xstrdup(hash);
     t->chain_id = chain;
     t->at_ms = wall_ms();
-    t->block = rand_block(&r->rng, chain);
+    t->block = sim_rand_block(&r->rng, chain);
     t->fee = 20000000000LL + (int64_t)sim_rng_below(&r->rng, 900000000000LL);
     t->kind = kind;
     return t;
@@ -541,20 +290,20 @@ static void implied_hashes(struct sim_req *r)
                        is_status(s, "success") || is_status(s, "refund") ||
                        is_status(s, "failure");
     if (deposit_seen && r->dep != NULL && r->dep->tx_hash == NULL) {
-        rand_hash(&r->rng, r->origin, h);
+        sim_rand_hash(&r->rng, r->origin, h);
         r->dep->tx_hash = xstrdup(h);
         snprintf(r->dep->depositor, sizeof(r->dep->depositor), "%s", r->user);
     }
     if (deposit_seen && r->nin == 0) {
-        rand_hash(&r->rng, r->origin, h); /* for deposit addresses: the sweep */
+        sim_rand_hash(&r->rng, r->origin, h); /* for deposit addresses: the sweep */
         add_tx(r, 0, h, r->origin, SIM_TX_DEPOSIT);
     }
     if ((is_status(s, "submitted") || is_status(s, "success")) && !has_out_kind(r, SIM_TX_FILL)) {
-        rand_hash(&r->rng, r->dest, h);
+        sim_rand_hash(&r->rng, r->dest, h);
         add_tx(r, 1, h, r->dest, SIM_TX_FILL);
     }
     if (is_status(s, "refund") && !has_out_kind(r, SIM_TX_REFUND)) {
-        rand_hash(&r->rng, r->origin, h);
+        sim_rand_hash(&r->rng, r->origin, h);
         add_tx(r, 1, h, r->origin, SIM_TX_REFUND);
     }
 }
@@ -591,13 +340,13 @@ static void mark_reorg(struct sim_req *r)
         t->failed = 1;
         g->block = t->block;
     } else { /* no deposit seen (autoHashes off): a block of the origin chain */
-        g->block = rand_block(&r->rng, r->origin);
+        g->block = sim_rand_block(&r->rng, r->origin);
     }
     g->block_hash[0] = '0';
     g->block_hash[1] = 'x';
-    rand_hex(&r->rng, g->block_hash + 2, 64);
+    sim_rand_hex(&r->rng, g->block_hash + 2, 64);
     g->detected_ms = r->updated_ms;
-    g->fail_reason = r->kept_fail_reason ? r->kept_fail_reason : REORG_REASON;
+    g->fail_reason = r->kept_fail_reason ? r->kept_fail_reason : SIM_REORG_REASON;
 }
 
 /* Enter a status. fail/refund_fail: explicit reported values (NULL = the usual rules:
@@ -610,7 +359,7 @@ static void enter(struct sim_model *m, struct sim_req *r, const char *status, co
 {
     r->status = sim_model_intern(m, status);
     if (reorg)
-        r->kept_fail_reason = REORG_REASON;
+        r->kept_fail_reason = SIM_REORG_REASON;
     if (fail != NULL && strcmp(fail, "N/A") != 0)
         r->kept_fail_reason = sim_model_intern(m, fail);
     if (refund_fail != NULL && strcmp(refund_fail, "N/A") != 0)
@@ -692,14 +441,6 @@ void sim_model_set_status(struct sim_model *m, struct sim_req *r, const struct s
 
 /* ---- creation --------------------------------------------------------------------------- */
 
-static int find_tmpl(const char *name)
-{
-    for (int i = 0; i < NTMPL; i++)
-        if (strcmp(tmpls[i].name, name) == 0)
-            return i;
-    return -1;
-}
-
 static void evict(struct sim_model *m)
 {
     if (m->retain <= 0 || (int64_t)m->count <= m->retain)
@@ -741,7 +482,7 @@ struct sim_req *sim_model_create(struct sim_model *m, const struct sim_spec *spe
 {
     int ti = -1;
     if (spec->lifecycle != NULL) {
-        if ((ti = find_tmpl(spec->lifecycle)) < 0) {
+        if ((ti = sim_tmpl_find(spec->lifecycle)) < 0) {
             *err = "unknown lifecycle";
             return NULL;
         }
@@ -768,52 +509,52 @@ struct sim_req *sim_model_create(struct sim_model *m, const struct sim_spec *spe
     evict(m); /* before, never after: the caller uses the request it gets back */
     struct sim_req *r = xcalloc(1, sizeof(*r));
     r->heap_idx = -1;
-    r->rng = spec->generated ? stream_seed(m->seed, FAM_GEN, m->gen_n++)
-                             : stream_seed(m->seed, FAM_CTL, m->ctl_n++);
+    r->rng = spec->generated ? sim_rand_stream(m->seed, FAM_GEN, m->gen_n++)
+                             : sim_rand_stream(m->seed, FAM_CTL, m->ctl_n++);
     uint64_t *rng = &r->rng;
     if (ti < 0 && spec->nsteps == 0) { /* pick from the mix */
         int64_t x = (int64_t)sim_rng_below(rng, (uint64_t)m->mix_total);
-        for (ti = 0; ti < NTMPL; ti++) {
+        for (ti = 0; ti < SIM_NTMPL; ti++) {
             x -= m->mix_weight[ti];
             if (x < 0)
                 break;
         }
-        if (ti >= NTMPL)
+        if (ti >= SIM_NTMPL)
             ti = 0;
     }
-    const struct tmpl *t = ti >= 0 ? &tmpls[ti] : NULL;
-    r->lifecycle = t ? t->name : "scripted";
+    r->lifecycle = ti >= 0 ? sim_tmpl_name(ti) : "scripted";
 
     if (spec->id != NULL) {
         snprintf(r->id, sizeof(r->id), "%s", spec->id);
     } else {
         r->id[0] = '0';
         r->id[1] = 'x';
-        rand_hex(rng, r->id + 2, 64);
+        sim_rand_hex(rng, r->id + 2, 64);
         if (sim_map_get(m->by_id, r->id) != NULL) { /* same seed reused in one process */
             char suffix[9];
-            rand_hex(rng, suffix, 8);
+            sim_rand_hex(rng, suffix, 8);
             memcpy(r->id + 2, suffix, 8);
         }
     }
-    r->origin = spec->origin ? spec->origin : t && t->origin ? t->origin : pick_chain(rng, 0);
-    r->dest = spec->dest ? spec->dest : pick_chain(rng, r->origin);
-    rand_address(rng, r->origin, r->user);
+    int64_t t_origin = ti >= 0 ? sim_tmpl_origin(ti) : 0;
+    r->origin = spec->origin ? spec->origin : t_origin ? t_origin : sim_rand_chain(rng, 0);
+    r->dest = spec->dest ? spec->dest : sim_rand_chain(rng, r->origin);
+    sim_rand_address(rng, r->origin, r->user);
     if (spec->user != NULL)
         snprintf(r->user, sizeof(r->user), "%s", spec->user);
     if (sim_rng_below(rng, 4) == 0 && strcmp(sim_chain_vm(r->origin), sim_chain_vm(r->dest)) == 0)
         snprintf(r->recipient, sizeof(r->recipient), "%s", r->user);
     else
-        rand_address(rng, r->dest, r->recipient);
+        sim_rand_address(rng, r->dest, r->recipient);
     r->referrer = spec->referrer ? sim_model_intern(m, spec->referrer)
                                  : referrers[sim_rng_below(rng, ARRAY_LEN(referrers))];
     r->amount_wei = 1000000000000000LL + (int64_t)sim_rng_below(rng, 4000000000000000000LL);
     r->auto_hashes = !spec->no_auto_hashes;
 
-    int deposit = spec->deposit >= 0 ? spec->deposit : t ? t->deposit : 0;
+    int deposit = spec->deposit >= 0 ? spec->deposit : ti >= 0 ? sim_tmpl_deposit(ti) : 0;
     if (deposit) {
         r->dep = xcalloc(1, sizeof(*r->dep));
-        rand_address(rng, r->origin, r->dep->address);
+        sim_rand_address(rng, r->origin, r->dep->address);
         r->dep->type = spec->deposit_type ? sim_model_intern(m, spec->deposit_type)
                        : sim_rng_below(rng, 2)  ? "strict"
                                                 : "open";
@@ -821,34 +562,8 @@ struct sim_req *sim_model_create(struct sim_model *m, const struct sim_spec *spe
     }
 
     /* The path: each step with its concrete delay. */
-    if (t != NULL && spec->nsteps == 0) {
-        const char *reason = refundable_reasons[sim_rng_below(rng, ARRAY_LEN(refundable_reasons))];
-        r->nsteps = t->nsteps;
-        r->steps = xcalloc((size_t)r->nsteps, sizeof(*r->steps));
-        for (int i = 0; i < t->nsteps; i++) {
-            const struct tmpl_step *ts = &t->steps[i];
-            struct sim_step *s = &r->steps[i];
-            s->status = ts->status;
-            if (ts->reason == RK_REFUNDABLE) {
-                s->fail_reason = reason;
-            } else if (ts->reason == RK_FINAL) {
-                s->fail_reason = final_reasons[sim_rng_below(rng, ARRAY_LEN(final_reasons))];
-                s->refund_fail_reason = "AMOUNT_TOO_LOW_TO_REFUND";
-                s->details = final_details[sim_rng_below(rng, ARRAY_LEN(final_details))];
-            } else if (ts->reason == RK_REORG) {
-                s->fail_reason = REORG_REASON;
-                s->reorg = 1;
-            } else if (ts->reason == RK_DOUBLE_SPEND) {
-                s->fail_reason = "DOUBLE_SPEND";
-            } else if (ts->reason == RK_CAPACITY) {
-                s->fail_reason = "SOLVER_CAPACITY_EXCEEDED";
-            }
-            if (i == 0 || spec->step_ms <= 0)
-                s->delay_ms = i == 0 ? 0 : -1;
-            else /* pct of the step, with +-50% jitter */
-                s->delay_ms = (int64_t)((double)spec->step_ms * ts->pct / 100.0 *
-                                        (0.5 + sim_rng_unit(rng)));
-        }
+    if (ti >= 0 && spec->nsteps == 0) {
+        r->steps = sim_tmpl_path(ti, spec->step_ms, rng, &r->nsteps);
     } else {
         r->nsteps = spec->nsteps;
         r->steps = xcalloc((size_t)r->nsteps, sizeof(*r->steps));
@@ -971,7 +686,7 @@ void sim_model_reset_counts(struct sim_model *m)
 void sim_model_socket_id(struct sim_model *m, char *out)
 {
     static const char b36[] = "0123456789abcdefghijklmnopqrstuvwxyz";
-    uint64_t rng = stream_seed(m->seed, FAM_SOCK, m->sock_n++);
+    uint64_t rng = sim_rand_stream(m->seed, FAM_SOCK, m->sock_n++);
     for (int i = 0; i < 11; i++)
         out[i] = b36[sim_rng_below(&rng, 36)];
     out[11] = '\0';

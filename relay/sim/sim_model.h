@@ -197,11 +197,4 @@ void sim_model_reset_counts(struct sim_model *m);
  * from the model's seeded stream of connection ids. */
 void sim_model_socket_id(struct sim_model *m, char *out);
 
-/* Seeded generator helpers (splitmix64). */
-uint64_t sim_rng_next(uint64_t *state);
-/* Uniform in [0, n). */
-uint64_t sim_rng_below(uint64_t *state, uint64_t n);
-/* Uniform in [0, 1). */
-double sim_rng_unit(uint64_t *state);
-
 #endif
