@@ -13,6 +13,7 @@
  * sul_deadline (no pong/data within ping_timeout of the first unanswered ping). */
 #include "relay/edge/upstream_ws.h"
 #include "protocol/normalize.h"
+#include "protocol/ws_url.h"
 #include "relay/common/log.h"
 #include "relay/common/util.h"
 #include "relay/edge/xq.h"
@@ -109,97 +110,18 @@ static void count(_Atomic uint64_t *c)
 
 /* ---- settings ------------------------------------------------------------------------ */
 
-static char *urlencode(const char *s)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    char *out = xmalloc(strlen(s) * 3 + 1), *p = out;
-    for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-        if ((*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') ||
-            *c == '-' || *c == '.' || *c == '_' || *c == '~') {
-            *p++ = (char)*c;
-        } else {
-            *p++ = '%';
-            *p++ = hex[*c >> 4];
-            *p++ = hex[*c & 15];
-        }
-    }
-    *p = '\0';
-    return out;
-}
-
-/* ws[s]://host[:port][/path][?query][#fragment]; userinfo is refused. Returns 0 or -1. */
+/* The URL's parts into u (protocol/ws_url.h); u owns them. Returns 0 or -1. */
 static int parse_url(struct upstream_ws *u, const char *url, const char *api_key)
 {
-    const char *p;
-    if (strncasecmp(url, "ws://", 5) == 0) {
-        p = url + 5;
-    } else if (strncasecmp(url, "wss://", 6) == 0) {
-        u->tls = 1;
-        p = url + 6;
-    } else {
+    struct proto_ws_url w;
+    if (proto_ws_url_parse(url, api_key, &w) != 0)
         return -1;
-    }
-    size_t alen = strcspn(p, "/?#");
-    const char *rest = p + alen;
-    if (alen == 0 || memchr(p, '@', alen) != NULL)
-        return -1;
-    const char *host = p, *port_s = NULL;
-    size_t hlen;
-    int v6 = 0;
-    if (*p == '[') {
-        const char *rb = memchr(p, ']', alen);
-        if (rb == NULL)
-            return -1;
-        host = p + 1;
-        hlen = (size_t)(rb - host);
-        v6 = 1;
-        if (rb + 1 < rest) {
-            if (rb[1] != ':')
-                return -1;
-            port_s = rb + 2;
-        }
-    } else {
-        const char *colon = memchr(p, ':', alen);
-        hlen = colon ? (size_t)(colon - p) : alen;
-        port_s = colon ? colon + 1 : NULL;
-    }
-    if (hlen == 0 || hlen > 253)
-        return -1;
-    u->port = u->tls ? 443 : 80;
-    if (port_s != NULL) {
-        int port = 0;
-        if (port_s == rest)
-            return -1;
-        for (const char *c = port_s; c < rest; c++) {
-            if (*c < '0' || *c > '9' || port > 65535)
-                return -1;
-            port = port * 10 + (*c - '0');
-        }
-        if (port < 1 || port > 65535)
-            return -1;
-        u->port = port;
-    }
-    u->address = xstrndup(host, hlen);
-    int default_port = u->port == (u->tls ? 443 : 80);
-    if (default_port)
-        u->host_hdr = v6 ? xasprintf("[%s]", u->address) : xstrdup(u->address);
-    else
-        u->host_hdr = v6 ? xasprintf("[%s]:%d", u->address, u->port)
-                         : xasprintf("%s:%d", u->address, u->port);
-
-    size_t plen = strcspn(rest, "#");
-    char *path = *rest == '/' ? xstrndup(rest, plen) : xasprintf("/%.*s", (int)plen, rest);
-    size_t qpos = strcspn(path, "?");
-    u->log_url = xasprintf("%s://%s%.*s", u->tls ? "wss" : "ws", u->host_hdr, (int)qpos, path);
-    if (api_key != NULL && api_key[0] != '\0') {
-        char *enc = urlencode(api_key);
-        const char *sep = path[qpos] == '\0' ? "?" : path[qpos + 1] == '\0' ? "" : "&";
-        u->path = xasprintf("%s%sapiKey=%s", path, sep, enc);
-        free(enc);
-        free(path);
-    } else {
-        u->path = path;
-    }
+    u->tls = w.tls;
+    u->port = w.port;
+    u->address = w.address;
+    u->host_hdr = w.host_hdr;
+    u->path = w.target;
+    u->log_url = w.log_url;
     return 0;
 }
 

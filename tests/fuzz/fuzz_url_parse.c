@@ -1,12 +1,15 @@
 /* fuzz_url_parse.c - libFuzzer target for protocol/addr.c: proto_url_parse, proto_url_format,
- * proto_host_literal and proto_addr_forbidden.
+ * proto_host_literal and proto_addr_forbidden; and protocol/ws_url.c: proto_ws_url_parse.
  *
  * Properties: never crashes; a parsed URL satisfies its invariants and its canonical text
  * parses to the same target (a fixpoint); IPv4 literals agree with the C library's
  * inet_aton and IPv6 literals with inet_pton; an IPv4 address and its mapped / NAT64 forms
- * get the same verdict.
+ * get the same verdict; a parsed upstream websocket URL has a host, a port, a target that
+ * starts with '/' and carries the key last, a loggable URL without query or key, and that
+ * loggable URL parses to the same host, port and scheme.
  * runs on: the fuzzer's thread. */
 #include "protocol/addr.h"
+#include "protocol/ws_url.h"
 
 #include <arpa/inet.h>
 #include <stdint.h>
@@ -46,6 +49,27 @@ static void check_url(const char *s)
             u.family != u2.family || memcmp(&u.addr, &u2.addr, sizeof(u.addr)) != 0)
             abort();
     }
+}
+
+static void check_ws_url(const char *s)
+{
+    struct proto_ws_url w, w2;
+    int rc = proto_ws_url_parse(s, "k y", &w);
+    if (rc != 0) {
+        if (rc != PROTO_EVALUE || w.address != NULL || w.target != NULL)
+            abort();
+        return;
+    }
+    size_t tl = strlen(w.target);
+    if (w.address[0] == '\0' || w.port < 1 || w.port > 65535 || w.target[0] != '/' ||
+        tl < 12 || strcmp(w.target + tl - 12, "apiKey=k%20y") != 0 || strchr(w.target, '#') ||
+        strchr(w.log_url, '?') != NULL)
+        abort();
+    if (proto_ws_url_parse(w.log_url, NULL, &w2) != 0 || strcmp(w.address, w2.address) != 0 ||
+        w.port != w2.port || w.tls != w2.tls || strcmp(w.host_hdr, w2.host_hdr) != 0)
+        abort();
+    proto_ws_url_cleanup(&w2);
+    proto_ws_url_cleanup(&w);
 }
 
 static void check_literal(const char *s)
@@ -114,6 +138,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(s, data, size);
     s[size] = '\0';
     check_url(s);
+    check_ws_url(s);
     check_literal(s);
     check_policy(data, size);
     free(s);
