@@ -21,22 +21,20 @@
  * in httpc_probe). curl 7.88 looks up a reusable connection linearly among the connections
  * to that host, so thousands of parallel requests to one host get slow: cap per-host
  * concurrency (max_host_conns, or the caller's own per-endpoint limit) in the hundreds.
+ * The curl callbacks that fill a transfer are in httpc_cb.c (httpc_internal.h).
  * runs on: core thread only. */
 #include "relay/common/httpc.h"
+#include "relay/common/httpc_internal.h"
 #include "relay/common/log.h"
 #include "relay/common/util.h"
 
-#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <event2/event.h>
 #include <event2/event_struct.h>
-#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
-#include <time.h>
 
 #if LIBCURL_VERSION_NUM < 0x075000
 #error "httpc needs libcurl >= 7.80 (CURLOPT_PREREQFUNCTION)"
@@ -69,73 +67,6 @@ static const char *const outcome_err[HTTPC_OUTCOME_COUNT] = {
     [HTTPC_E_SHUTDOWN] = httpc_err_shutdown,
     [HTTPC_E_INTERNAL] = httpc_err_internal,
     [HTTPC_E_LOCAL] = httpc_err_local,
-};
-
-#define DEFAULT_CONNECT_MS 5000
-#define DEFAULT_TOTAL_MS 10000
-#define DEFAULT_MAX_RESPONSE (1024 * 1024)
-#define DEFAULT_MAX_IDLE 64
-#define MAX_IDLE_SOCKEVS 256
-#define BUF_INITIAL 4096
-#define BUF_POOL_MAX (64 * 1024) /* a pooled transfer keeps a body buffer up to this size */
-#define METHOD_MAX 16
-
-enum xfer_state { X_IDLE = 0, X_RUNNING, X_DONE, X_CALLING };
-
-struct xfer {
-    struct xfer *next, *prev; /* h->running or h->done (both), h->idle (next only) */
-    struct httpc *h;
-    CURL *easy;
-    struct event deadline;
-    enum xfer_state state;
-    struct curl_slist *hdrs;
-    httpc_done_cb *cb;
-    void *cb_arg;
-    httpc_addr_check_cb *addr_check;
-    void *addr_check_arg;
-    char *buf; /* kept body, NUL-terminated; pooled */
-    size_t len, cap;
-    char *hbuf; /* keep_headers: header fields of the current head; pooled */
-    size_t hlen, hcap;
-    int keep_headers;
-    int head_done; /* the blank line ending the current head was seen */
-    size_t keep;      /* max_response */
-    uint64_t limit;   /* max_response + max_drain: more is too_large */
-    uint64_t total;   /* body bytes read */
-    int64_t start_ms;
-    int64_t retry_after_ms;
-    CURLcode result;
-    const char *err;  /* decided by us: too_large, forbidden, timeout (deadline), shutdown */
-    int refused;      /* addresses addr_check refused */
-    int local_errno;  /* socket() failed for lack of a local resource (EMFILE, ...), else 0 */
-    int truncated;
-};
-
-struct xlist {
-    struct xfer *head, *tail;
-};
-
-struct sockev {
-    struct event ev;
-    struct sockev *next, *prev; /* h->socks (both), h->free_socks (next only) */
-    short kind;
-};
-
-struct httpc {
-    struct event_base *base;
-    CURLM *multi;
-    struct event timer;
-    struct xlist running, done;
-    struct xfer *idle;
-    unsigned n_idle, max_idle;
-    struct sockev *socks;       /* watched for curl */
-    struct sockev *free_socks;  /* pool */
-    unsigned n_free_socks;
-    char *user_agent;
-    struct httpc_stats st;
-    int closing;      /* httpc_free began: no new requests */
-    int dispatching;  /* callbacks are being called: a nested httpc_free defers the free */
-    int free_pending;
 };
 
 const char *httpc_outcome_name(int outcome)
@@ -179,145 +110,6 @@ static struct xfer *xlist_pop(struct xlist *l)
     if (x != NULL)
         xlist_unlink(l, x);
     return x;
-}
-
-/* ---- curl callbacks (inside curl: record only, never call out) ------------------------ */
-
-static size_t on_write(char *p, size_t size, size_t n, void *arg)
-{
-    struct xfer *x = arg;
-    size_t len = size * n;
-
-    x->total += len;
-    x->h->st.bytes_in += len;
-    if (x->len < x->keep) {
-        size_t take = x->keep - x->len < len ? x->keep - x->len : len;
-        if (x->len + take + 1 > x->cap) {
-            size_t cap = x->cap < BUF_INITIAL ? BUF_INITIAL : x->cap;
-            while (cap < x->len + take + 1)
-                cap *= 2;
-            if (cap > x->keep + 1)
-                cap = x->keep + 1;
-            x->buf = xrealloc(x->buf, cap);
-            x->cap = cap;
-        }
-        memcpy(x->buf + x->len, p, take);
-        x->len += take;
-        if (take < len)
-            x->truncated = 1;
-    } else if (len > 0) {
-        x->truncated = 1;
-    }
-    if (x->total > x->limit) {
-        x->err = httpc_err_too_large;
-        return 0; /* != len: curl stops with CURLE_WRITE_ERROR and closes the connection */
-    }
-    return len;
-}
-
-/* Retry-After: delay-seconds or an HTTP-date, as ms from now (>= 0), -1 if unparseable. */
-static int64_t parse_retry_after(const char *v, size_t n)
-{
-    char tmp[64];
-    while (n > 0 && (*v == ' ' || *v == '\t'))
-        v++, n--;
-    while (n > 0 && (v[n - 1] == '\r' || v[n - 1] == '\n' || v[n - 1] == ' ' || v[n - 1] == '\t'))
-        n--;
-    if (n == 0 || n >= sizeof(tmp))
-        return -1;
-    size_t i = 0;
-    int64_t secs = 0;
-    while (i < n && v[i] >= '0' && v[i] <= '9') {
-        if (secs < 100000000) /* cap at ~3 years; anything longer is "very long" anyway */
-            secs = secs * 10 + (v[i] - '0');
-        i++;
-    }
-    if (i == n)
-        return secs * 1000;
-    memcpy(tmp, v, n);
-    tmp[n] = '\0';
-    time_t t = curl_getdate(tmp, NULL);
-    if (t == -1)
-        return -1;
-    time_t now = time(NULL);
-    return t <= now ? 0 : (int64_t)(t - now) * 1000;
-}
-
-static size_t on_header(char *p, size_t size, size_t n, void *arg)
-{
-    struct xfer *x = arg;
-    size_t len = size * n;
-
-    if (len > 12 && (p[0] | 0x20) == 'r' && strncasecmp(p, "retry-after:", 12) == 0) {
-        x->retry_after_ms = parse_retry_after(p + 12, len - 12);
-    } else if (len > 5 && memcmp(p, "HTTP/", 5) == 0) {
-        x->retry_after_ms = -1; /* a new response head (after a 1xx): forget the last one */
-        x->hlen = 0;
-        x->head_done = 0;
-        return len;
-    }
-    if (!x->keep_headers || x->head_done)
-        return len; /* trailers after the head are not kept */
-    if (len <= 2 && (p[0] == '\r' || p[0] == '\n')) {
-        x->head_done = 1;
-        return len;
-    }
-    if (x->hlen + len + 1 > HTTPC_HEADERS_MAX) {
-        x->err = httpc_err_too_large;
-        return 0; /* != len: curl stops the transfer */
-    }
-    if (x->hlen + len + 1 > x->hcap) {
-        size_t cap = x->hcap < 1024 ? 1024 : x->hcap;
-        while (cap < x->hlen + len + 1)
-            cap *= 2;
-        x->hbuf = xrealloc(x->hbuf, cap);
-        x->hcap = cap;
-    }
-    memcpy(x->hbuf + x->hlen, p, len);
-    x->hlen += len;
-    x->hbuf[x->hlen] = '\0';
-    return len;
-}
-
-static curl_socket_t on_opensocket(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
-{
-    struct xfer *x = arg;
-    if (x->addr_check != NULL && x->addr_check(x->addr_check_arg, &a->addr, a->addrlen) != 0) {
-        x->refused++;
-        return CURL_SOCKET_BAD; /* curl tries the next address, else CURLE_COULDNT_CONNECT */
-    }
-    curl_socket_t fd = socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
-    if (fd == CURL_SOCKET_BAD &&
-        (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM))
-        x->local_errno = errno; /* curl reports CURLE_COULDNT_CONNECT: classify() knows */
-    return fd;
-}
-
-/* Runs once the connection (new or reused) is ready, before the request is sent. */
-static int on_prereq(void *arg, char *ip, char *local_ip, int port, int local_port)
-{
-    struct xfer *x = arg;
-    struct sockaddr_storage ss;
-    socklen_t len = 0;
-
-    memset(&ss, 0, sizeof(ss));
-    struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
-    struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
-    if (ip != NULL && inet_pton(AF_INET, ip, &s4->sin_addr) == 1) {
-        s4->sin_family = AF_INET;
-        s4->sin_port = htons((uint16_t)port);
-        len = sizeof(*s4);
-    } else if (ip != NULL && inet_pton(AF_INET6, ip, &s6->sin6_addr) == 1) {
-        s6->sin6_family = AF_INET6;
-        s6->sin6_port = htons((uint16_t)port);
-        len = sizeof(*s6);
-    }
-    /* An address we cannot parse (a zone id, a unix socket) fails closed. */
-    if (len == 0 || x->addr_check(x->addr_check_arg, (struct sockaddr *)&ss, len) != 0) {
-        x->refused++;
-        return CURL_PREREQFUNC_ABORT;
-    }
-    return CURL_PREREQFUNC_OK;
 }
 
 /* ---- transfers ------------------------------------------------------------------------ */
@@ -808,9 +600,9 @@ int httpc_request(struct httpc *h, const struct httpc_req *req, httpc_done_cb *c
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)total_ms);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(e, CURLOPT_USERAGENT, h->user_agent);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, httpc_on_write);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
-    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, httpc_on_header);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
     int is_head = strcmp(method, "HEAD") == 0;
     if (!is_head) /* a Content-Length over the limit fails before the body is read */
@@ -823,10 +615,10 @@ int httpc_request(struct httpc *h, const struct httpc_req *req, httpc_done_cb *c
     if (strncasecmp(req->url, "https:", 6) == 0)
         curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L); /* wait for ALPN: h2 multiplexes */
     /* always: a socket() failing for lack of descriptors is told apart (local_errno) */
-    curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, on_opensocket);
+    curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, httpc_on_opensocket);
     curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, x);
     if (req->addr_check != NULL) {
-        curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, on_prereq);
+        curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, httpc_on_prereq);
         curl_easy_setopt(e, CURLOPT_PREREQDATA, x);
     }
     if (x->hdrs != NULL)

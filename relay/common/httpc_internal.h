@@ -1,0 +1,88 @@
+/* httpc_internal.h - what httpc.c and httpc_cb.c share: the transfer and client structs
+ * and the curl callbacks that fill a transfer (httpc_cb.c). Not for use outside httpc.
+ * runs on: core thread only. */
+#ifndef RELAY_COMMON_HTTPC_INTERNAL_H
+#define RELAY_COMMON_HTTPC_INTERNAL_H
+
+#include "relay/common/httpc.h"
+
+#include <curl/curl.h>
+#include <event2/event.h>
+#include <event2/event_struct.h>
+#include <stdint.h>
+
+#define DEFAULT_CONNECT_MS 5000
+#define DEFAULT_TOTAL_MS 10000
+#define DEFAULT_MAX_RESPONSE (1024 * 1024)
+#define DEFAULT_MAX_IDLE 64
+#define MAX_IDLE_SOCKEVS 256
+#define BUF_INITIAL 4096
+#define BUF_POOL_MAX (64 * 1024) /* a pooled transfer keeps a body buffer up to this size */
+#define METHOD_MAX 16
+
+enum xfer_state { X_IDLE = 0, X_RUNNING, X_DONE, X_CALLING };
+
+struct xfer {
+    struct xfer *next, *prev; /* h->running or h->done (both), h->idle (next only) */
+    struct httpc *h;
+    CURL *easy;
+    struct event deadline;
+    enum xfer_state state;
+    struct curl_slist *hdrs;
+    httpc_done_cb *cb;
+    void *cb_arg;
+    httpc_addr_check_cb *addr_check;
+    void *addr_check_arg;
+    char *buf; /* kept body, NUL-terminated; pooled */
+    size_t len, cap;
+    char *hbuf; /* keep_headers: header fields of the current head; pooled */
+    size_t hlen, hcap;
+    int keep_headers;
+    int head_done; /* the blank line ending the current head was seen */
+    size_t keep;      /* max_response */
+    uint64_t limit;   /* max_response + max_drain: more is too_large */
+    uint64_t total;   /* body bytes read */
+    int64_t start_ms;
+    int64_t retry_after_ms;
+    CURLcode result;
+    const char *err;  /* decided by us: too_large, forbidden, timeout (deadline), shutdown */
+    int refused;      /* addresses addr_check refused */
+    int local_errno;  /* socket() failed for lack of a local resource (EMFILE, ...), else 0 */
+    int truncated;
+};
+
+struct xlist {
+    struct xfer *head, *tail;
+};
+
+struct sockev {
+    struct event ev;
+    struct sockev *next, *prev; /* h->socks (both), h->free_socks (next only) */
+    short kind;
+};
+
+struct httpc {
+    struct event_base *base;
+    CURLM *multi;
+    struct event timer;
+    struct xlist running, done;
+    struct xfer *idle;
+    unsigned n_idle, max_idle;
+    struct sockev *socks;       /* watched for curl */
+    struct sockev *free_socks;  /* pool */
+    unsigned n_free_socks;
+    char *user_agent;
+    struct httpc_stats st;
+    int closing;      /* httpc_free began: no new requests */
+    int dispatching;  /* callbacks are being called: a nested httpc_free defers the free */
+    int free_pending;
+};
+
+/* curl callbacks (inside curl: they record into the transfer, never call out). Each gets
+ * the struct xfer as its data pointer. */
+size_t httpc_on_write(char *p, size_t size, size_t n, void *arg);
+size_t httpc_on_header(char *p, size_t size, size_t n, void *arg);
+curl_socket_t httpc_on_opensocket(void *arg, curlsocktype purpose, struct curl_sockaddr *a);
+int httpc_on_prereq(void *arg, char *ip, char *local_ip, int port, int local_port);
+
+#endif
