@@ -201,6 +201,21 @@ static void take_head(struct gate *g, const char *buf, size_t len, struct evbuff
     refuse(g, buf, &h, h.content_length > API_BODY_MAX || cap >= 0, dst);
 }
 
+/* A request's body is through: the next bytes are a head, and the deadline is over. */
+static void body_done(struct gate *g)
+{
+    g->state = G_HEAD;
+    evtimer_del(g->timer);
+}
+
+/* One step of the chunked decoder over everything buffered (proto_rest_chunked_step). */
+static int chunked_step(struct gate *g, size_t avail, size_t *used, const char **data,
+                        size_t *dlen)
+{
+    const char *p = (const char *)evbuffer_pullup(g->in, -1);
+    return proto_rest_chunked_step(&g->ch, p, avail, used, data, dlen);
+}
+
 /* G_CHUNKED: the body ended (ok) or outgrew the cap: pass the rewritten head (and body). */
 static void chunked_end(struct gate *g, int ok, struct evbuffer *dst)
 {
@@ -212,8 +227,7 @@ static void chunked_end(struct gate *g, int ok, struct evbuffer *dst)
         snprintf(cl, sizeof(cl), "Content-Length: %zu\r\n", evbuffer_get_length(g->body));
         rewrite_head(dst, g->head, &h, cl, 0);
         evbuffer_add_buffer(dst, g->body);
-        g->state = G_HEAD;
-        evtimer_del(g->timer);
+        body_done(g);
     } else { /* the decoder goes on, dropping the rest */
         refuse(g, g->head, &h, 1, dst);
         g->body_left = API_BODY_HARD_MAX > evbuffer_get_length(g->body)
@@ -255,10 +269,8 @@ static int step(struct gate *g, struct evbuffer *dst)
         size_t n = avail < g->body_left ? avail : (size_t)g->body_left;
         evbuffer_remove_buffer(g->in, dst, n);
         g->body_left -= n;
-        if (g->body_left == 0) {
-            g->state = G_HEAD;
-            evtimer_del(g->timer);
-        }
+        if (g->body_left == 0)
+            body_done(g);
         return 1;
     }
     case G_SKIP: {
@@ -267,38 +279,32 @@ static int step(struct gate *g, struct evbuffer *dst)
         size_t n = avail < g->body_left ? avail : (size_t)g->body_left;
         evbuffer_drain(g->in, n);
         g->body_left -= n;
-        if (g->body_left == 0) {
-            g->state = G_HEAD;
-            evtimer_del(g->timer);
-        }
+        if (g->body_left == 0)
+            body_done(g);
         return 1;
     }
     case G_SKIP_CHUNKED: {
         if (avail == 0)
             return 0;
-        const char *p = (const char *)evbuffer_pullup(g->in, -1);
         size_t used = 0, dlen = 0;
         const char *data = NULL;
-        int rc = proto_rest_chunked_step(&g->ch, p, avail, &used, &data, &dlen);
+        int rc = chunked_step(g, avail, &used, &data, &dlen);
         if (rc < 0 || dlen > g->body_left) {
             gate_close_soon(g, rc < 0 ? "malformed_chunked_body" : "refused_body_too_large");
             return 0;
         }
         g->body_left -= dlen;
         evbuffer_drain(g->in, used);
-        if (rc == 1) {
-            g->state = G_HEAD;
-            evtimer_del(g->timer);
-        }
+        if (rc == 1)
+            body_done(g);
         return 1;
     }
     case G_CHUNKED: {
         if (avail == 0)
             return 0;
-        const char *p = (const char *)evbuffer_pullup(g->in, -1);
         size_t used = 0, dlen = 0;
         const char *data = NULL;
-        int rc = proto_rest_chunked_step(&g->ch, p, avail, &used, &data, &dlen);
+        int rc = chunked_step(g, avail, &used, &data, &dlen);
         if (rc < 0) {
             gate_close_soon(g, "malformed_chunked_body");
             return 0;
