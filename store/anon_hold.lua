@@ -28,16 +28,8 @@ for i = 9, #ARGV do
       local k = tag .. ':req:' .. id
       local o = watch_read(k, id)
       if o.trk ~= '1' and not watched(o.phase) and (start or not o.anon) then
-        local fields = {'anon', '1', 'miss', '0', 'wb', ARGV[1]}
-        local chg = o.chg
-        if not chg then
-          chg = now
-          fields[#fields + 1] = 'chg'
-          fields[#fields + 1] = ARGV[1]
-        end
-        local phase, u = watch_phase(o.st, now)
-        watch_move(id, o, {phase = phase, wu = u, st = o.st, chg = chg, first = o.first or now,
-                           tier = 'n', at = now, anon = true}, fields)
+        local fields = {'anon', '1', 'miss', '0'}
+        watch_start(id, o, now, ARGV[1], o.first or now, 'n', true, fields)
         redis.call('HSET', k, unpack(fields))
         out[1] = out[1] + 1
       end

@@ -34,17 +34,7 @@ for i = 3, #KEYS do
       fields[#fields + 1] = first
       redis.call('ZADD', KEYS[2], 'NX', first, id)
     end
-    fields[#fields + 1] = 'wb'
-    fields[#fields + 1] = ARGV[1]
-    local chg = o.chg
-    if not chg then
-      chg = now
-      fields[#fields + 1] = 'chg'
-      fields[#fields + 1] = ARGV[1]
-    end
-    local phase, u = watch_phase(o.st, now)
-    watch_move(id, o, {phase = phase, wu = u, st = o.st, chg = chg, first = first,
-                       tier = 'u', at = now}, fields)
+    watch_start(id, o, now, ARGV[1], first, 'u', nil, fields)
   end
   if ARGV[2] ~= '' then
     fields[#fields + 1] = 'meta'

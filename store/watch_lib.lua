@@ -123,6 +123,24 @@ local function watch_move(id, o, n, fields)
   return fields
 end
 
+-- Start the watch of request id, read as o (watch_read), at now (nows: the same ms as it
+-- is written): its window begins now, a request without a last change gets now, and it
+-- moves to the phase its status gives on poll tier tier, due at once; anon marks an
+-- anonymous watch. The hash fields to write are appended to fields.
+local function watch_start(id, o, now, nows, first, tier, anon, fields)
+  fields[#fields + 1] = 'wb'
+  fields[#fields + 1] = nows
+  local chg = o.chg
+  if not chg then
+    chg = now
+    fields[#fields + 1] = 'chg'
+    fields[#fields + 1] = nows
+  end
+  local phase, u = watch_phase(o.st, now)
+  watch_move(id, o, {phase = phase, wu = u, st = o.st, chg = chg, first = first, tier = tier,
+                     at = now, anon = anon}, fields)
+end
+
 -- The watch of request id as stored: {phase, wu, pt, st, wb, chg, first, trk, seq, anon,
 -- legacy} (anon: true when watched anonymously and not tracked through the API). A
 -- request written before watches existed has no phase: it counts as ended (so that the next
