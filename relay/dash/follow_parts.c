@@ -12,7 +12,8 @@
  * back moves a position back to a stream that is behind it.
  *
  * Resume. XINFO STREAM per partition: a client component newer than that stream's last id
- * ("unknown"), or events after it trimmed ("trimmed") in any partition -> dash_gap. Then
+ * ("unknown"), or events after it trimmed ("trimmed", follow.c's rule, skipped for a stream
+ * nothing was ever removed from) in any partition -> dash_gap. Then
  * replay rounds: one XRANGE page per partition after the subscription's replay vector,
  * merged, each entry up to h->pos sent with the replay vector after it. A partition is done
  * when its page reached past h->pos, or was short and covered h->pos: a short page covers
@@ -348,6 +349,7 @@ struct pinfo {
     struct pinfo_part {
         struct svec_pos last, maxdel, first;
         int has_maxdel, has_first;
+        int whole; /* nothing was ever removed (Redis 7: entries-added = length) */
     } *pp;
 };
 
@@ -390,9 +392,9 @@ static void info_done(struct pinfo *pi)
             unknown = 1; /* not a cursor of this stream (Redis was reset?) */
         /* as follow.c: older than the oldest entry left, older than an XDEL'd one, or an
          * emptied stream that had entries after it */
-        else if ((q->has_first && svec_pos_cmp(&from[p], &q->first) < 0) ||
-                 (q->has_maxdel && svec_pos_cmp(&from[p], &q->maxdel) < 0) ||
-                 (!q->has_first && svec_pos_cmp(&from[p], &q->last) < 0))
+        else if (!q->whole && ((q->has_first && svec_pos_cmp(&from[p], &q->first) < 0) ||
+                               (q->has_maxdel && svec_pos_cmp(&from[p], &q->maxdel) < 0) ||
+                               (!q->has_first && svec_pos_cmp(&from[p], &q->last) < 0)))
             trimmed = 1;
     }
     pinfo_free(pi);
@@ -426,6 +428,17 @@ static void on_info(void *arg, const char *err, redisReply *r)
     } else {
         read_pos(dash_reply_field(r, "last-generated-id", NULL), &q->last, NULL);
         read_pos(dash_reply_field(r, "max-deleted-entry-id", NULL), &q->maxdel, &q->has_maxdel);
+        /* a stream nothing was removed from has every entry after any cursor: a component
+         * "0-0" (nothing read from a partition that was empty when the follower started) is
+         * not a gap then */
+        const redisReply *added = NULL, *length = NULL;
+        for (size_t i = 0; i + 1 < r->elements; i += 2)
+            if (r->element[i]->str && strcmp(r->element[i]->str, "entries-added") == 0)
+                added = r->element[i + 1];
+            else if (r->element[i]->str && strcmp(r->element[i]->str, "length") == 0)
+                length = r->element[i + 1];
+        q->whole = added != NULL && length != NULL && added->type == REDIS_REPLY_INTEGER &&
+                   length->type == REDIS_REPLY_INTEGER && added->integer == length->integer;
         for (size_t i = 0; i + 1 < r->elements; i += 2)
             if (r->element[i]->str && strcmp(r->element[i]->str, "first-entry") == 0) {
                 const redisReply *fe = r->element[i + 1];
