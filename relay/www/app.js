@@ -155,7 +155,7 @@ function notice(text, ms = 5000) {
 function cmpSid(a, b) {
   if (a.includes(',') || b.includes(',')) { // partitions: one stream id per partition
     const av = a.split(','), bv = b.split(',');
-    if (av.length !== bv.length) return 1; // another deployment's cursor: take the newer frame's
+    if (av.length !== bv.length) return -1; // not a cursor of this deployment: keep ours
     let c = 0; // a later frame's vector is >= in every component
     for (let i = 0; i < av.length; i++) {
       const x = cmpSid(av[i], bv[i]);
