@@ -5,7 +5,10 @@
 // then "resumed", then live; a cursor whose component was trimmed is a gap, a single stream id
 // (a 1-partition cursor) is refused; a broad snapshot by status covers every partition; an
 // anonymous subscription of an id in partition 2 gets its snapshot and live events; the stats
-// frame counts the events of every partition; the page resumes after its websocket is cut.
+// frame counts the events of every partition; a cursor from one daemon resumes on another at
+// once (often ahead of that daemon's follower: the subscription waits, then replays again),
+// exactly once; on a 3-master cluster with one partition per master; the page resumes from
+// the newest vector it saw after its websocket is cut.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -16,6 +19,7 @@ import { client, sub, subscribed } from './lib/dash_client.mjs';
 import { partitionOf, ridsOverPartitions, ingestLifecycles } from './lib/partitions.mjs';
 import { haveChromium, openBrowser } from './lib/browser.mjs';
 import { startSim } from './lib/sim.mjs';
+import { startCluster } from './lib/cluster.mjs';
 
 const KEY = 'pdash-key';
 const TOK = 'pdash-stream-token-0123456789';
@@ -250,6 +254,101 @@ test('3 partitions: an anonymous subscription of an id in partition 2 gets its s
     c.close();
   } finally {
     await s.stop();
+  }
+});
+
+test('3 partitions, two daemons: a cursor from one resumes on the other at once (ahead of its follower or not), exactly once', async () => {
+  const redis = await startRedis();
+  const env = { STATUSRELAY_REDIS_PREFIX: 'pdw', STATUSRELAY_PARTITIONS: String(N), STATUSRELAY_STREAM_TOKEN: TOK };
+  const a = await startDaemon({ redisUrl: redis.url, apiKey: KEY, name: 'pdash-pdw-a', env });
+  const b = await startDaemon({ redisUrl: redis.url, apiKey: KEY, name: 'pdash-pdw-b', env });
+  try {
+    const ids = ridsOverPartitions('pdw', 1, N);
+    const ca = client(`${a.wsUrl}?token=${TOK}`);
+    await ca.ready;
+    await subscribed(ca, sub(null, { snapshotLimit: 0 }));
+    const flow = ['waiting', 'pending', 'submitted', 'success', 'refund', 'failure'];
+    for (let i = 0; i < 6; i++) {
+      // an event through A, seen by A's client; its streamId resumed on B right away (B's
+      // follower may not have read it yet: the subscription waits, then replays again),
+      // while the next event, of another partition, goes in through B
+      const n = ca.events().length;
+      assert.equal(await ingest(a, KEY, upstreamPayload({ rid: ids[i % N], status: flow[i] })), 200);
+      await until(() => ca.events().length > n, { msg: `A's event ${i}`, stepMs: 1 });
+      const v = ca.events().at(-1).statusrelay.streamId;
+      const cb = client(`${b.wsUrl}?token=${TOK}`);
+      await cb.ready;
+      cb.send(sub(null, { lastEventId: v }));
+      const next = ids[(i + 1) % N];
+      assert.equal(await ingest(b, KEY, upstreamPayload({ rid: next, status: flow[i] })), 200);
+      await cb.wait((f) => f.type === 'resumed', `resumed ${i}`);
+      await until(() => cb.events().length >= 1, { msg: `B's event ${i}` });
+      await sleep(200);
+      assert.deepEqual(cb.events().map((f) => [f.data.requestId, f.data.status]), [[next, flow[i]]], `round ${i}: exactly the event after the cursor`);
+      assertVectorWalk(cb.events(), v);
+      cb.close();
+    }
+    ca.close();
+  } finally {
+    for (const d of [a, b]) {
+      const r = await d.stop();
+      assert.doesNotMatch(d.proc.log(), /Sanitizer|runtime error|level=error/, d.proc.logPath);
+      assert.equal(r.code, 0);
+    }
+    await redis.stop();
+  }
+});
+
+test('3 partitions on a 3-master Redis Cluster, one partition per master: followed, resumed exactly', async () => {
+  const cl = await startCluster({ masters: 3, replicas: 0 });
+  let d;
+  try {
+    // a prefix whose three partition tags hash to slots of three different masters
+    let prefix, owners;
+    for (let i = 0; i < 500 && !prefix; i++) {
+      const p = `pdc${i}`;
+      const o = [];
+      for (let k = 0; k < N; k++) o.push(await cl.ownerOf(await cl.slotOf(`{${p}:p${k}}`)));
+      if (new Set(o.map((x) => x.id)).size === N) [prefix, owners] = [p, o];
+    }
+    assert.ok(prefix, 'a prefix spreading its partitions over the masters');
+    d = await startDaemon({
+      redisUrl: cl.url(owners[0].port), apiKey: KEY, name: `pdash-${prefix}`,
+      env: { STATUSRELAY_REDIS_PREFIX: prefix, STATUSRELAY_PARTITIONS: String(N), STATUSRELAY_STREAM_TOKEN: TOK },
+    });
+    const url = `${d.wsUrl}?token=${TOK}`;
+    const ids = ridsOverPartitions(prefix, 1, N);
+    const c1 = client(url);
+    await c1.ready;
+    await subscribed(c1, sub(null, { snapshotLimit: 0 }));
+    await ingestLifecycles(d, KEY, ids, ['waiting', 'pending']);
+    await until(() => c1.events().length >= 6, { msg: '6 live events', timeoutMs: 15000 });
+    assertVectorWalk(c1.events());
+    assertPerRequest(c1.events(), ids, ['waiting', 'pending']);
+    for (let k = 0; k < N; k++) // each partition's events on its own master
+      assert.equal(await cl.cmd(owners[k].port, 'XLEN', `{${prefix}:p${k}}:events`), 2);
+    const last = c1.events().at(-1).statusrelay.streamId;
+    c1.close();
+    await ingestLifecycles(d, KEY, ids, ['success']);
+    const c2 = client(url);
+    await c2.ready;
+    await subscribed(c2, sub(null, { lastEventId: last }));
+    const r = await c2.wait((f) => f.type === 'resumed', 'resumed', 15000);
+    assert.equal(r.data.replayed, 3);
+    assert.deepEqual(c2.events().map((f) => f.data.requestId).sort(), [...ids].sort());
+    assertVectorWalk(c2.events(), last);
+    assert.equal(await ingest(d, KEY, upstreamPayload({ rid: ids[2], status: 'refund' })), 200);
+    await until(() => c2.events().length >= 4, { msg: 'live after resume' });
+    await sleep(300);
+    assert.equal(c2.events().length, 4);
+    c2.close();
+  } finally {
+    if (d) {
+      const r = await d.stop();
+      assert.doesNotMatch(d.proc.log(), /Sanitizer|runtime error|level=error/, d.proc.logPath);
+      assert.equal(r.code, 0);
+    }
+    await cl.stop();
   }
 });
 
