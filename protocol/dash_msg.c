@@ -2,6 +2,7 @@
  * order the core has always answered faults. runs on: any thread (pure). */
 #include "protocol/dash_msg.h"
 #include "protocol/proto.h"
+#include "protocol/stream_vec.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -95,7 +96,7 @@ static enum dash_msg_error read_event(struct dash_msg *m, const char *type, cons
     return DASH_MSG_OK;
 }
 
-static enum dash_msg_error parse_subscribe(struct dash_msg *m)
+static enum dash_msg_error parse_subscribe(struct dash_msg *m, unsigned parts)
 {
     static const char type[] = "subscribe";
     const json_t *f = json_object_get(m->root, "filters"),
@@ -120,7 +121,23 @@ static enum dash_msg_error parse_subscribe(struct dash_msg *m)
     if (f != NULL && !json_is_object(f) && !json_is_null(f))
         return fault(m, DASH_MSG_FILTERS_TYPE, DASH_STAGE_FIELDS, type, "bad_request",
                      "filters must be an object");
-    if (jfrom != NULL && !json_is_null(jfrom)) {
+    if (jfrom != NULL && !json_is_null(jfrom) && parts > 1) {
+        /* the vector of one stream id per partition (protocol/stream_vec.h) */
+        struct svec_pos v[SVEC_MAX];
+        int n = json_is_string(jfrom) && json_string_length(jfrom) < SVEC_TEXT_MAX
+                    ? svec_parse(json_string_value(jfrom), v, SVEC_MAX)
+                    : -1;
+        if (n < 0)
+            return fault(m, DASH_MSG_BAD_CURSOR, DASH_STAGE_FIELDS, type, "bad_cursor",
+                         "lastEventId must be a statusrelay.streamId such as "
+                         "\"1712345678901-0,1712345678890-3\" (one stream id per partition)");
+        if ((unsigned)n != parts)
+            return fault(m, DASH_MSG_BAD_CURSOR, DASH_STAGE_FIELDS, type, "bad_cursor",
+                         "lastEventId is a cursor of another partition count: resume from a "
+                         "statusrelay.streamId this deployment sent (one stream id per "
+                         "partition, separated by commas)");
+        m->from = json_string_value(jfrom);
+    } else if (jfrom != NULL && !json_is_null(jfrom)) {
         uint64_t ms, seq;
         if (!json_is_string(jfrom) || json_string_length(jfrom) >= DASH_MSG_SID_MAX ||
             proto_stream_id_parse(json_string_value(jfrom), &ms, &seq) != 0)
@@ -183,6 +200,12 @@ static enum dash_msg_error parse_history(struct dash_msg *m)
 
 enum dash_msg_error dash_msg_parse(const void *data, size_t len, struct dash_msg *m)
 {
+    return dash_msg_parse_parts(data, len, 1, m);
+}
+
+enum dash_msg_error dash_msg_parse_parts(const void *data, size_t len, unsigned parts,
+                                         struct dash_msg *m)
+{
     memset(m, 0, sizeof(*m));
     json_error_t je;
     m->root = json_loadb(data, len, JSON_REJECT_DUPLICATES, &je);
@@ -195,7 +218,7 @@ enum dash_msg_error dash_msg_parse(const void *data, size_t len, struct dash_msg
                      "\"type\" is required");
     if (strcmp(type, "subscribe") == 0) {
         m->type = DASH_MSG_SUBSCRIBE;
-        return parse_subscribe(m);
+        return parse_subscribe(m, parts);
     }
     if (strcmp(type, "unsubscribe") == 0) {
         m->type = DASH_MSG_UNSUBSCRIBE;

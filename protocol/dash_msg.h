@@ -6,7 +6,8 @@
  * Messages: {"type": "subscribe" | "unsubscribe" | "history", ...}
  *   subscribe   "event" (required: "request.status.updated" or "statusrelay.stats"), "token"?,
  *               "filters"? ({"id"} alone, or the broad keys of dash_msg_filter), "lastEventId"?
- *               (a streamId "<ms>[-<seq>]"), "snapshotLimit"? (0..1000, default 100)
+ *               (a streamId "<ms>[-<seq>]"; with N > 1 partitions the vector of N of them,
+ *               protocol/stream_vec.h), "snapshotLimit"? (0..1000, default 100)
  *   unsubscribe "event" (required), "filters"? (as above; absent, null, {} or not an object:
  *               every subscription of the event)
  *   history     "filters": {"id"} (required)
@@ -82,7 +83,8 @@ struct dash_msg {
     enum dash_msg_target target;  /* subscribe (ID or BROAD), unsubscribe, history (ID) */
     const char *id;               /* DASH_TARGET_ID */
     struct proto_filter filter;   /* DASH_TARGET_BROAD (owned) */
-    const char *from;             /* subscribe: lastEventId, or NULL */
+    const char *from;             /* subscribe: lastEventId (a stream id, or with parts > 1 a
+                                     vector of exactly parts ids), or NULL */
     int limit;                    /* subscribe: snapshotLimit */
     struct dash_msg_fault fault;  /* when dash_msg_parse did not return DASH_MSG_OK */
 };
@@ -91,6 +93,12 @@ struct dash_msg {
  * (m->fault says which answer and at which stage; fields read before it stay filled), or
  * DASH_MSG_ENOMEM. *m is initialised in every case: call dash_msg_cleanup. */
 enum dash_msg_error dash_msg_parse(const void *data, size_t len, struct dash_msg *m);
+/* The same for a deployment of `parts` partitions (docs/partitions.md): with parts > 1 a
+ * lastEventId is the vector of exactly `parts` stream ids, and anything else (a single id, a
+ * vector of another length) is DASH_MSG_BAD_CURSOR ("a cursor of another partition count").
+ * parts 1 is dash_msg_parse. */
+enum dash_msg_error dash_msg_parse_parts(const void *data, size_t len, unsigned parts,
+                                         struct dash_msg *m);
 /* Release what m owns and leave it empty. NULL-safe. */
 void dash_msg_cleanup(struct dash_msg *m);
 

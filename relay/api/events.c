@@ -149,8 +149,9 @@ static void on_events_last(void *arg, const char *err, redisReply *r)
  * Each partition has its own stream. A page reads every stream after its own position and
  * merges by (ms, seq, partition); the order is exact within a partition (so per request) and
  * by stream-id time across partitions. The cursor is the vector of positions,
- * "<sid0>,<sid1>,..." (one per partition), given back as "after"; each event carries its own
- * partition's streamId and "partition". */
+ * "<sid0>,<sid1>,..." (one per partition), given back as "after"; each event carries as
+ * "streamId" the vector after it (so "after" = any event's streamId resumes right after that
+ * event) and its "partition". */
 struct ev_pos {
     uint64_t ms, seq;
 };
@@ -218,8 +219,10 @@ static void em_done(struct ev_merge *m)
     size_t take = m->tail || m->n < (size_t)x->limit ? m->n : (size_t)x->limit;
     for (size_t i = 0; i < take; i++) {
         m->pos[m->e[i].part] = m->e[i].at;
-        if (!m->tail && m->e[i].obj != NULL)
+        if (!m->tail && m->e[i].obj != NULL) { /* its streamId: the vector after it */
+            json_object_set_new(m->e[i].obj, "streamId", em_cursor(m));
             json_array_append(list, m->e[i].obj);
+        }
     }
     json_t *cur = take == 0 && !m->asked && !m->tail ? json_null() : em_cursor(m);
     api_reply_json(x, 200, json_pack("{s:o,s:o}", "events", list, "cursor", cur));

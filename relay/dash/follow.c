@@ -3,6 +3,7 @@
  * follows its request), going live (installing a subscription in the ws thread at the
  * cursor), and resume (XINFO STREAM gap check, XRANGE replay pages up to the cursor, waiters
  * for a client cursor ahead of ours). The hand-off is described in hub.h. State: internal.h.
+ * With N > 1 partitions the follower and resume are follow_parts.c's (h->np > 1).
  * runs on: core thread. */
 #include "relay/dash/internal.h"
 #include "protocol/event.h"
@@ -31,7 +32,7 @@ void dash_waiter_del(struct hub *h, uint64_t sess, uint32_t no)
 void dash_go_live(struct hub *h, struct hsess *x, struct hsub *u)
 {
     u->state = SS_LIVE;
-    snprintf(u->live_at, sizeof(u->live_at), "%s", h->cursor);
+    dash_str_set(&u->live_at, h->cursor);
     if (u->kind == SUB_ID) {
         uint32_t n = 0;
         idmap_get(h->live_ids, u->id, &n);
@@ -47,7 +48,7 @@ void dash_go_live(struct hub *h, struct hsess *x, struct hsub *u)
     }
 }
 
-static void resumed_notice(struct hub *h, struct hsess *x, struct hsub *u)
+void dash_resumed_notice(struct hub *h, struct hsess *x, struct hsub *u)
 {
     json_t *d = dash_sub_data(u);
     json_object_set_new(d, "lastEventId", json_string(u->from));
@@ -98,10 +99,10 @@ static void finish_resume(struct hub *h, struct hsess *x, struct hsub *u)
         return;
     }
     dash_go_live(h, x, u);
-    resumed_notice(h, x, u);
+    dash_resumed_notice(h, x, u);
 }
 
-static int sub_matches(const struct hsub *u, const char *rid, const struct status_event *ev)
+int dash_sub_matches(const struct hsub *u, const char *rid, const struct status_event *ev)
 {
     if (u->kind == SUB_ID)
         return strcmp(u->id, rid) == 0;
@@ -135,14 +136,14 @@ static void on_replay(void *arg, const char *err, redisReply *r)
             status_event_init(&ev);
             size_t len = 0;
             char *f = dash_encode_frame(h, e.rec, e.rec_len, 0, e.sid, &ev, &len);
-            if (f != NULL && sub_matches(u, e.rid, &ev)) {
+            if (f != NULL && dash_sub_matches(u, e.rid, &ev)) {
                 dash_send_text(h, x->id, e.rid, f, len);
                 u->replayed++;
             }
             free(f);
             status_event_cleanup(&ev);
         }
-        snprintf(u->cursor, sizeof(u->cursor), "%s", e.sid);
+        dash_str_set(&u->cursor, e.sid);
     }
     if (live || n < HUB_REPLAY_PAGE)
         finish_resume(h, x, u);
@@ -205,12 +206,14 @@ static void on_resume_info(void *arg, const char *err, redisReply *r)
         dash_gap(h, x, u, "trimmed", first);
         return;
     }
-    snprintf(u->cursor, sizeof(u->cursor), "%s", u->from);
+    dash_str_set(&u->cursor, u->from);
     replay_page(h, x, u);
 }
 
 int dash_start_resume(struct hub *h, struct hsess *x, struct hsub *u)
 {
+    if (h->np > 1)
+        return dash_parts_resume(h, x, u);
     struct op *op = dash_op_new(h, x->id, u->no, NULL);
     h->pending++;
     if (store_cmd(h->c->store, on_resume_info, op, "XINFO STREAM %s", h->k_events) != 0) {
@@ -238,26 +241,27 @@ static void wake_waiters(struct hub *h, const char *sid)
         h->waiters[i] = h->waiters[--h->nwaiters];
         if (u != NULL && u->state == SS_WAIT) {
             dash_go_live(h, x, u);
-            resumed_notice(h, x, u);
+            dash_resumed_notice(h, x, u);
         }
     }
 }
 
-static void route_entry(struct hub *h, const struct store_event_entry *e)
+void dash_route(struct hub *h, const char *rid, size_t rid_len, const char *rec, size_t rec_len,
+                const char *sid)
 {
     h->events_seen++;
-    if (e->rid == NULL || e->rec == NULL || e->rid_len > PROTO_MAX_ID)
+    if (rid == NULL || rec == NULL || rid_len > PROTO_MAX_ID)
         return;
-    if (h->broad_live == 0 && !idmap_get(h->live_ids, e->rid, NULL))
+    if (h->broad_live == 0 && !idmap_get(h->live_ids, rid, NULL))
         return; /* nobody here follows it: not even decoded */
     struct status_event ev;
     status_event_init(&ev);
     size_t len = 0;
-    char *f = dash_encode_frame(h, e->rec, e->rec_len, 0, e->sid, &ev, &len);
+    char *f = dash_encode_frame(h, rec, rec_len, 0, sid, &ev, &len);
     if (f != NULL) {
         struct xmsg *m = xmsg_new(XMSG_DASH_EVENT, 0, NULL, 0);
         m->shared = xbuf_new(f, len); /* one buffer for every recipient */
-        snprintf(m->key, sizeof(m->key), "%s", e->rid);
+        snprintf(m->key, sizeof(m->key), "%s", rid);
         snprintf(m->status, sizeof(m->status), "%s", ev.status ? ev.status : "");
         m->origin_chain_id = ev.origin_chain_id;
         m->destination_chain_id = ev.destination_chain_id;
@@ -284,7 +288,7 @@ static void on_read(void *arg, const char *err, redisReply *r)
             continue;
         if (h->nwaiters > 0)
             wake_waiters(h, e.sid); /* before the entry: it is their first live event */
-        route_entry(h, &e);
+        dash_route(h, e.rid, e.rid_len, e.rec, e.rec_len, e.sid);
         snprintf(h->cursor, sizeof(h->cursor), "%s", e.sid);
     }
     if (n >= HUB_READ_COUNT)
@@ -320,6 +324,10 @@ static void follow(struct hub *h)
 {
     if (h->closing || h->reading || h->cursor_checking || !store_ready(h->c->store))
         return;
+    if (h->np > 1) {
+        dash_parts_follow(h);
+        return;
+    }
     if (h->cursor[0] == '\0') {
         h->cursor_checking = 1;
         h->pending++;
@@ -358,6 +366,10 @@ void dash_on_store_state(void *arg, int up)
     struct hub *h = arg;
     if (h->closing)
         return;
+    if (up && h->cursor[0] != '\0' && !h->cursor_checking && h->np > 1) {
+        dash_parts_recheck(h);
+        return;
+    }
     if (up && h->cursor[0] != '\0' && !h->cursor_checking) {
         /* re-check the cursor against the stream (a restarted Redis may be behind it) */
         h->cursor_checking = 1;

@@ -1,6 +1,7 @@
 /* history.c - the past of a request, read from Redis for one session: snapshots (the
  * last-known state a new subscription starts from: HMGET of the request's record, or the
- * newest requests of the status sets a broad subscription matches), starting to track an id
+ * newest requests of the status sets a broad subscription matches, merged across partitions
+ * when there are several), starting to track an id
  * a snapshot found untracked, and history answers (the request's timeline: LRANGE of its
  * stream ids, then one XRANGE per entry, answered in one frame). State: internal.h.
  * runs on: core thread. */
@@ -158,10 +159,106 @@ static void snapshot_broad(struct hub *h, struct hsess *x, struct hsub *u, int l
         free(b);
 }
 
+/* The same with N > 1 partitions (docs/partitions.md): each set of every partition is read
+ * with its scores (first seen), the answers are merged newest first and the newest `limit`
+ * get their snapshot. */
+struct bmerge {
+    struct op op;
+    int limit, outstanding;
+    size_t n, cap;
+    struct bitem {
+        double score;
+        char id[PROTO_MAX_ID + 1];
+    } *e;
+};
+
+static int bitem_cmp(const void *a, const void *b)
+{
+    const struct bitem *x = a, *y = b;
+    if (x->score != y->score)
+        return x->score > y->score ? -1 : 1; /* newest first */
+    return strcmp(y->id, x->id);
+}
+
+static void bmerge_done(struct hub *h, struct bmerge *b)
+{
+    if (--b->outstanding > 0)
+        return;
+    struct hsess *x;
+    struct hsub *u = dash_op_sub(&b->op, &x);
+    if (u != NULL) {
+        if (b->n > 1)
+            qsort(b->e, b->n, sizeof(*b->e), bitem_cmp);
+        for (size_t i = 0; i < b->n && i < (size_t)b->limit; i++)
+            dash_snapshot_one(h, x, u, b->e[i].id, 0);
+    }
+    free(b->e);
+    free(b);
+}
+
+static void on_broad_part(void *arg, const char *err, redisReply *r)
+{
+    struct bmerge *b = arg;
+    struct hub *h = b->op.h;
+    if (dash_enter(h)) {
+        if (--b->outstanding == 0) {
+            free(b->e);
+            free(b);
+        }
+        return;
+    }
+    if (err == NULL && r->type == REDIS_REPLY_ARRAY)
+        for (size_t i = 0; i + 1 < r->elements; i += 2) {
+            const redisReply *id = r->element[i], *sc = r->element[i + 1];
+            if (id->type != REDIS_REPLY_STRING || id->len > PROTO_MAX_ID ||
+                sc->type != REDIS_REPLY_STRING)
+                continue;
+            if (b->n == b->cap) {
+                b->cap = b->cap ? 2 * b->cap : 64;
+                b->e = xrealloc(b->e, b->cap * sizeof(*b->e));
+            }
+            b->e[b->n].score = strtod(sc->str, NULL);
+            memcpy(b->e[b->n].id, id->str, id->len + 1);
+            b->n++;
+        }
+    bmerge_done(h, b);
+}
+
+static void snapshot_broad_parts(struct hub *h, struct hsess *x, struct hsub *u, int limit)
+{
+    struct bmerge *b = xcalloc(1, sizeof(*b));
+    b->op.h = h;
+    b->op.sess = x->id;
+    b->op.no = u->no;
+    b->limit = limit;
+    b->outstanding = 1; /* ours until every command is issued */
+    char k[KEY_MAX], lim[24];
+    snprintf(lim, sizeof(lim), "%d", limit - 1);
+    size_t n = u->f.nstatus > 0 ? u->f.nstatus : 1;
+    for (unsigned p = 0; p < h->np; p++)
+        for (size_t i = 0; i < n; i++) {
+            const char *tag = store_part_tag(h->c->store, p);
+            if (u->f.nstatus > 0)
+                key_build(k, sizeof(k), tag, "st", u->f.status[i], NULL);
+            else
+                key_build(k, sizeof(k), tag, "all", NULL, NULL);
+            h->pending++;
+            b->outstanding++;
+            if (store_cmd(h->c->store, on_broad_part, b, "ZREVRANGE %s 0 %s WITHSCORES", k,
+                          lim) != 0) {
+                h->pending--;
+                b->outstanding--;
+            }
+        }
+    bmerge_done(h, b);
+}
+
 void dash_fresh_snapshot(struct hub *h, struct hsess *x, struct hsub *u, int limit)
 {
     if (u->kind == SUB_ID)
         dash_snapshot_one(h, x, u, u->id, !u->anon); /* anonymous: relay/ingest/anon.c */
+    else if (h->np > 1 && limit > 0)
+        snapshot_broad_parts(h, x, u, limit);
     else
         snapshot_broad(h, x, u, limit);
 }

@@ -30,6 +30,8 @@ int dash_enter(struct hub *h)
     if (!h->closing)
         return 0;
     if (h->pending == 0) {
+        dash_parts_free(h);
+        free(h->pos);
         idmap_free(h->live_ids);
         idmap_free(h->sess_ids);
         free(h->waiters);
@@ -50,6 +52,17 @@ const char *dash_reply_field(const redisReply *fields, const char *name, size_t 
             return fields->element[i + 1]->str;
         }
     return NULL;
+}
+
+void dash_str_set(char **dst, const char *s)
+{
+    size_t n = strlen(s);
+    if (*dst != NULL && strlen(*dst) >= n) {
+        memcpy(*dst, s, n + 1);
+        return;
+    }
+    free(*dst);
+    *dst = xstrdup(s);
 }
 
 /* ---- ops: what every Redis command carries --------------------------------------------- */
@@ -244,6 +257,9 @@ struct hub *hub_new(struct core *c)
     h->live_ids = idmap_new();
     h->sess_ids = idmap_new();
     h->loopback_listen = proto_listen_is_loopback(c->cfg->ws_listen);
+    h->np = store_partitions(c->store);
+    if (h->np > 1)
+        h->pos = xcalloc(h->np, sizeof(*h->pos));
     key_build(h->k_events, sizeof(h->k_events), store_tag(c->store), "events", NULL, NULL);
     h->poll_ev = event_new(c->base, -1, EV_PERSIST, dash_on_poll, h);
     h->kick_ev = event_new(c->base, -1, 0, dash_on_poll, h);

@@ -7,7 +7,9 @@
  * written by any process sharing the Redis reach this process's clients. Each entry's record
  * is decoded and encoded once as a dashboard frame (proto_event_ws_frame plus
  * "statusrelay.streamId"), put in one xbuf and pushed as one XMSG_DASH_EVENT with its routing
- * meta; entries nobody here can match are skipped without decoding.
+ * meta; entries nobody here can match are skipped without decoding. With N > 1 partitions
+ * (docs/partitions.md) every partition's stream is followed, merged, and the cursor and each
+ * frame's streamId are vectors of one stream id per partition (follow_parts.c).
  *
  * Hand-off. A subscription is installed in the ws thread (XMSG_DASH_ACCEPT_SUB) at a precise
  * stream position, the hub's cursor at that moment: every event after it is routed by the ws

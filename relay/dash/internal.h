@@ -7,6 +7,8 @@
  *              history): validation, auth, limits
  *   history.c  the past of one request: snapshots of the last-known state, history answers
  *   follow.c   the stream follower (new events to the ws thread), resume, going live
+ *   follow_parts.c  the same across N > 1 partitions (docs/partitions.md): one XREAD per
+ *              partition merged, the vector cursor, resume per partition
  *
  * State: sessions (id -> struct hsess, each with its subscriptions), two indexes - live id
  * subscriptions per request id (to skip events nobody follows) and "<session>|<id>" (one
@@ -23,6 +25,7 @@
 #include "protocol/lifecycle.h"
 #include "relay/edge/dash_filter.h"
 #include "relay/edge/xq.h"
+#include "protocol/stream_vec.h"
 #include "store/keys.h"
 #include "store/store.h"
 
@@ -45,9 +48,11 @@ struct hsub {
     enum sub_state state;
     char *id;                 /* SUB_ID */
     struct proto_filter f;      /* SUB_BROAD */
-    char from[SID_MAX];       /* the client's lastEventId ("" = none) */
-    char cursor[SID_MAX];     /* resume: last stream id replayed */
-    char live_at[SID_MAX];    /* the hub cursor when it went live */
+    /* stream positions (heap strings, NULL = none; N > 1: vectors, protocol/stream_vec.h),
+     * set with dash_str_set, freed with the subscription */
+    char *from;               /* the client's lastEventId */
+    char *cursor;             /* resume: last stream id replayed */
+    char *live_at;            /* the hub cursor when it went live */
     uint64_t replayed;
     unsigned anon : 1;        /* SUB_ID without the stream token: holds an anonymous watch */
     unsigned counted : 1;     /* ... and took one of its address's new ids */
@@ -84,7 +89,10 @@ struct hub {
     struct waiter *waiters;
     size_t nwaiters;
     /* stream follower */
-    char cursor[SID_MAX];     /* "" until known */
+    char cursor[SVEC_TEXT_MAX]; /* "" until known; N > 1: the vector of pos */
+    unsigned np;              /* partitions (store_partitions) */
+    struct svec_pos *pos;     /* N > 1: the follower's position in each partition's stream */
+    struct dash_pread *pread; /* N > 1: the follower's read in flight (follow_parts.c) */
     int reading, cursor_checking;
     uint64_t events_seen, events_routed, frame_errors;
     struct event *poll_ev, *kick_ev, *stats_ev;
@@ -139,6 +147,8 @@ char *dash_encode_frame(struct hub *h, const char *rec, size_t rlen, int snapsho
                         const char *sid, struct status_event *ev, size_t *len);
 /* Send one stats frame to session sess now. */
 void dash_stats_frame_to(struct hub *h, uint64_t sess);
+/* *dst = a copy of s (the old string is reused when long enough, else freed). */
+void dash_str_set(char **dst, const char *s);
 
 /* ---- sess.c: sessions and subscriptions ------------------------------------------------ */
 
@@ -178,6 +188,29 @@ void dash_gap(struct hub *h, struct hsess *x, struct hsub *u, const char *reason
 /* Resume u from u->from (XINFO STREAM, then replay pages, then live); -1 when the command
  * could not be sent (nothing started). */
 int dash_start_resume(struct hub *h, struct hsess *x, struct hsub *u);
+/* Route one event of the stream to the ws thread as a shared frame whose streamId is sid
+ * (skipped undecoded when nobody here follows request rid); counts it as seen. */
+void dash_route(struct hub *h, const char *rid, size_t rid_len, const char *rec, size_t rec_len,
+                const char *sid);
+/* Does event ev of request rid belong to subscription u? */
+int dash_sub_matches(const struct hsub *u, const char *rid, const struct status_event *ev);
+/* Tell x that u resumed and is live ("resumed", with u->live_at as streamId). */
+void dash_resumed_notice(struct hub *h, struct hsess *x, struct hsub *u);
+
+/* ---- follow_parts.c: the same with N > 1 partitions (h->np > 1) ---------------------------- */
+
+/* One follower round: an XREAD per partition after h->pos, merged by (ms, seq, partition),
+ * each routed with the vector after it as streamId; the first round reads each stream's
+ * newest id. Waiters whose cursor the follower passed resume again. */
+void dash_parts_follow(struct hub *h);
+/* Re-check h->pos against each stream's newest id (a restarted Redis may be behind it). */
+void dash_parts_recheck(struct hub *h);
+/* Resume u from the vector u->from: XINFO STREAM per partition (gap in any -> dash_gap),
+ * then replay rounds (an XRANGE per partition, merged) up to h->pos, then live; -1 when no
+ * command could be sent. */
+int dash_parts_resume(struct hub *h, struct hsess *x, struct hsub *u);
+/* Free what the follower holds (the hub is being freed). */
+void dash_parts_free(struct hub *h);
 /* The follower's triggers, wired by hub_new: the poll and kick events (arg = hub), the
  * ingest listener (an event was accepted here: read now), the store state listener. */
 void dash_on_poll(evutil_socket_t fd, short what, void *arg);

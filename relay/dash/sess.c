@@ -197,6 +197,9 @@ void dash_sub_remove(struct hub *h, struct hsess *x, struct hsub *u, int notify)
         }
     }
     free(u->id);
+    free(u->from);
+    free(u->cursor);
+    free(u->live_at);
     dash_broad_cleanup(&u->f);
     free(u);
 }
@@ -374,7 +377,7 @@ static void on_subscribe(struct hub *h, struct hsess *x, struct dash_msg *m, int
     }
     ack_subscribe(h, x, u);
     if (from != NULL) {
-        snprintf(u->from, sizeof(u->from), "%s", from);
+        dash_str_set(&u->from, from);
         if (dash_start_resume(h, x, u) != 0) {
             dash_gap(h, x, u, "unavailable", NULL);
             return;
@@ -466,7 +469,7 @@ static void on_client_msg(struct hub *h, struct hsess *x, const struct xmsg *m)
     if (x->closing || rate_ok(h, x) != 0)
         return;
     struct dash_msg msg; /* read and validated in protocol/dash_msg.c */
-    enum dash_msg_error e = dash_msg_parse(m->data, m->len, &msg);
+    enum dash_msg_error e = dash_msg_parse_parts(m->data, m->len, h->np, &msg);
     if (e == DASH_MSG_ENOMEM) {
         log_err("out of memory", "in=dash_msg_parse");
         abort(); /* relay/ never handles OOM locally (relay/common/util.h) */

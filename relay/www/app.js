@@ -153,6 +153,17 @@ function notice(text, ms = 5000) {
   notice.t = setTimeout(() => { n.hidden = true; }, ms);
 }
 function cmpSid(a, b) {
+  if (a.includes(',') || b.includes(',')) { // partitions: one stream id per partition
+    const av = a.split(','), bv = b.split(',');
+    if (av.length !== bv.length) return -1; // not a cursor of this deployment: keep ours
+    let c = 0; // a later frame's vector is >= in every component
+    for (let i = 0; i < av.length; i++) {
+      const x = cmpSid(av[i], bv[i]);
+      if (x < 0) return -1;
+      if (x > 0) c = 1;
+    }
+    return c;
+  }
   const [am, as] = a.split('-').map(Number), [bm, bs] = b.split('-').map(Number);
   return am !== bm ? am - bm : (as || 0) - (bs || 0);
 }

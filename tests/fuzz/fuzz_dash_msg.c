@@ -6,9 +6,12 @@
  * and a frame type exactly when the message type was read; an accepted message is
  * consistent: a valid request id for an id target, a broad filter whose canonical JSON reads
  * back equal, a lastEventId that is a stream id, a snapshotLimit in range; parsing is
- * deterministic (the same bytes give the same answer).
+ * deterministic (the same bytes give the same answer). The same bytes are read again as for a
+ * 3-partition deployment: accepted there, a lastEventId is a vector of exactly 3 stream ids,
+ * and the message reads the same apart from the cursor.
  * runs on: the fuzzer's thread. */
 #include "protocol/dash_msg.h"
+#include "protocol/stream_vec.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -37,7 +40,7 @@ static void check_fault(const struct dash_msg *m, enum dash_msg_error e)
     FUZZ_CHECK(m->filter.status == NULL && m->filter.origin == NULL && m->filter.dest == NULL);
 }
 
-static void check_ok(const struct dash_msg *m)
+static void check_ok(const struct dash_msg *m, unsigned parts)
 {
     FUZZ_CHECK(m->root != NULL);
     FUZZ_CHECK(m->type >= DASH_MSG_SUBSCRIBE && m->type <= DASH_MSG_HISTORY);
@@ -48,7 +51,11 @@ static void check_ok(const struct dash_msg *m)
     if (m->type == DASH_MSG_SUBSCRIBE) {
         FUZZ_CHECK(m->limit >= 0 && m->limit <= DASH_MSG_SNAPSHOT_MAX);
         FUZZ_CHECK(m->token == NULL || m->token_present);
-        if (m->from != NULL) {
+        if (m->from != NULL && parts > 1) {
+            struct svec_pos v[SVEC_MAX];
+            FUZZ_CHECK(strlen(m->from) < SVEC_TEXT_MAX);
+            FUZZ_CHECK(svec_parse(m->from, v, SVEC_MAX) == (int)parts);
+        } else if (m->from != NULL) {
             uint64_t ms, seq;
             FUZZ_CHECK(strlen(m->from) < DASH_MSG_SID_MAX);
             FUZZ_CHECK(proto_stream_id_parse(m->from, &ms, &seq) == 0);
@@ -78,12 +85,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     enum dash_msg_error e = dash_msg_parse(data, size, &m);
     FUZZ_CHECK(e != DASH_MSG_ENOMEM);
     if (e == DASH_MSG_OK)
-        check_ok(&m);
+        check_ok(&m, 1);
     else
         check_fault(&m, e);
     enum dash_msg_error e2 = dash_msg_parse(data, size, &m2);
     FUZZ_CHECK(e2 == e && m2.type == m.type && m2.event == m.event && m2.target == m.target &&
                m2.fault.code == m.fault.code && m2.fault.message == m.fault.message);
+    dash_msg_cleanup(&m2);
+    enum dash_msg_error e3 = dash_msg_parse_parts(data, size, 3, &m2);
+    FUZZ_CHECK(e3 != DASH_MSG_ENOMEM);
+    if (e3 == DASH_MSG_OK)
+        check_ok(&m2, 3);
+    else
+        check_fault(&m2, e3);
+    /* only the cursor reads differently */
+    FUZZ_CHECK(m2.type == m.type && m2.event == m.event);
+    FUZZ_CHECK(e3 == e || e3 == DASH_MSG_BAD_CURSOR || e == DASH_MSG_BAD_CURSOR);
     dash_msg_cleanup(&m2);
     dash_msg_cleanup(&m);
     return 0;

@@ -10,6 +10,7 @@ import { BIN, startProcess } from './lib/proc.mjs';
 import { startRedis, startDaemon } from './lib/stack.mjs';
 import { startCluster } from './lib/cluster.mjs';
 import { rid } from './lib/hooks.mjs';
+import { partitionOf, ridsOverPartitions, ingestLifecycles } from './lib/partitions.mjs';
 
 let redis;
 const cleanup = [];
@@ -96,15 +97,6 @@ test('on a 3-master Redis Cluster the record lives on the deployment slot\'s mas
 });
 
 /** The partition of a request id: CRC16-XMODEM of its bytes mod n (store/keys.c). */
-function partitionOf(id, n) {
-  let c = 0;
-  for (const b of Buffer.from(id)) {
-    c ^= b << 8;
-    for (let i = 0; i < 8; i++) c = (c & 0x8000 ? (c << 1) ^ 0x1021 : c << 1) & 0xffff;
-  }
-  return c % n;
-}
-
 /** Sim requests until every one of n partitions has at least per of them. */
 async function idsOverPartitions(sim, n, per) {
   const by = Array.from({ length: n }, () => []);
@@ -163,30 +155,6 @@ for (const mode of ['websocket', 'polls only']) {
 }
 
 /** n request ids per partition of 3 (rid(), picked by partitionOf). */
-function ridsOverPartitions(tag, per) {
-  const by = [[], [], []];
-  for (let i = 0; by.some((x) => x.length < per); i++) {
-    const id = rid(`${tag}${i}`);
-    if (by[partitionOf(id, 3)].length < per) by[partitionOf(id, 3)].push(id);
-  }
-  return by.flat();
-}
-
-/** Ingest waiting, pending, success for each id (retried until 200). */
-async function ingestLifecycles(d, key, ids) {
-  const { ingest, upstreamPayload } = await import('./lib/hooks.mjs');
-  const t0 = Date.now();
-  for (const [i, id] of ids.entries())
-    for (const [k, st] of ['waiting', 'pending', 'success'].entries()) {
-      let code = 0;
-      for (let tries = 0; tries < 100 && code !== 200; tries++) {
-        code = await ingest(d, key, upstreamPayload({ rid: id, status: st, updatedAt: t0 + i * 10 + k })).catch(() => 0);
-        if (code !== 200) await new Promise((r) => setTimeout(r, 50));
-      }
-      assert.equal(code, 200, `${id} ${st} accepted`);
-    }
-}
-
 /** Every id's three events reached rx, in order per request. */
 async function allInOrder(rx, ids, until) {
   await until(() => rx.records().length >= 3 * ids.length, { msg: `${3 * ids.length} deliveries`, timeoutMs: 30000 });
@@ -379,11 +347,28 @@ test('3 partitions: GET /v1/events merges every partition\'s stream, the cursor 
     cursor = r.body.cursor;
     if (r.body.events.length === 0) break;
     assert.ok(r.body.events.length <= 4);
+    assert.equal(r.body.events.at(-1).streamId, r.body.cursor, 'the last event\'s streamId is the cursor');
     seen.push(...r.body.events);
   }
   assert.equal(seen.length, 27, 'every event once');
   assert.equal(new Set(seen.map((e) => e.eventId)).size, 27);
   for (const e of seen) assert.equal(e.partition, partitionOf(e.requestId, 3));
+  // every event's streamId is the vector after it: each moves one component forward
+  const vec = (s) => s.split(',').map((x) => x.split('-').map(BigInt));
+  const after = (a, b) => a[0] > b[0] || (a[0] === b[0] && a[1] > b[1]);
+  for (const [i, e] of seen.entries()) {
+    const v = vec(e.streamId), prev = i ? vec(seen[i - 1].streamId) : [[0n, 0n], [0n, 0n], [0n, 0n]];
+    assert.equal(v.length, 3, e.streamId);
+    for (let k = 0; k < 3; k++)
+      if (k === e.partition) assert.ok(after(v[k], prev[k]), `${e.streamId} moves partition ${k}`);
+      else assert.deepEqual(v[k], prev[k], `${e.streamId} keeps partition ${k}`);
+  }
+  // so "after" = any event's streamId resumes right after that event
+  for (const i of [0, 5, 13, 25]) {
+    const r = await d.get(`/v1/events?limit=100&after=${encodeURIComponent(seen[i].streamId)}`);
+    assert.equal(r.status, 200, r.text);
+    assert.deepEqual(r.body.events.map((e) => e.eventId), seen.slice(i + 1).map((e) => e.eventId), `after event ${i}`);
+  }
   for (const id of ids) // per request: exact order
     assert.deepEqual(seen.filter((e) => e.requestId === id).map((e) => e.status), ['waiting', 'pending', 'success']);
   // tailing: "$" gives the newest positions, then only what comes after
@@ -395,7 +380,7 @@ test('3 partitions: GET /v1/events merges every partition\'s stream, the cursor 
   const next = await d.get(`/v1/events?after=${encodeURIComponent(tail.body.cursor)}`);
   assert.deepEqual(next.body.events.map((e) => e.requestId).sort(), [...more, ...more, ...more].sort());
   // a single stream id is not a cursor of a 3-partition deployment
-  const bad = await d.get(`/v1/events?after=${encodeURIComponent(seen[0].streamId)}`);
+  const bad = await d.get(`/v1/events?after=${encodeURIComponent(seen[0].streamId.split(',')[seen[0].partition])}`);
   assert.equal(bad.status, 400, bad.text);
   assert.equal(bad.body.error.code, 'invalid_parameter');
   // a request's own events: its partition's stream, as with one partition

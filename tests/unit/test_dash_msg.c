@@ -9,6 +9,7 @@
 #include "protocol/dash_msg.c"
 #include "protocol/filter.c"
 #include "protocol/proto.c"
+#include "protocol/stream_vec.c"
 
 #define N_ROWS(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -245,6 +246,53 @@ static void test_stream_id(void **state)
 
 /* Every allocation of the filter reader failing in turn: DASH_MSG_ENOMEM, nothing leaked.
  * (jansson's own allocations are not counted: it has its own allocator.) */
+/* With 3 partitions a lastEventId is the vector of 3 stream ids; a single id or another
+ * count is a bad_cursor naming the partition count; 1 partition refuses a vector. */
+static void test_partitions(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in;
+        unsigned parts;
+        enum dash_msg_error want;
+        const char *msg; /* the fault message's start, or the cursor read */
+    } rows[] = {
+        {"{" SUB ",\"lastEventId\":\"1-0,2-5,0-0\"}", 3, DASH_MSG_OK, "1-0,2-5,0-0"},
+        {"{" SUB ",\"lastEventId\":\"1,2,3\",\"snapshotLimit\":7}", 3, DASH_MSG_OK, "1,2,3"},
+        {"{" SUB ",\"lastEventId\":\"1712345678901-0\"}", 3, DASH_MSG_BAD_CURSOR,
+         "lastEventId is a cursor of another partition count"},
+        {"{" SUB ",\"lastEventId\":\"1-0,2-0\"}", 3, DASH_MSG_BAD_CURSOR,
+         "lastEventId is a cursor of another partition count"},
+        {"{" SUB ",\"lastEventId\":\"1-0,2-0,3-0,4-0\"}", 3, DASH_MSG_BAD_CURSOR,
+         "lastEventId is a cursor of another partition count"},
+        {"{" SUB ",\"lastEventId\":\"1-0,,3-0\"}", 3, DASH_MSG_BAD_CURSOR,
+         "lastEventId must be a statusrelay.streamId"},
+        {"{" SUB ",\"lastEventId\":7}", 3, DASH_MSG_BAD_CURSOR,
+         "lastEventId must be a statusrelay.streamId"},
+        {"{" SUB ",\"lastEventId\":\"1-0,2-0,3-0\"}", 1, DASH_MSG_BAD_CURSOR,
+         "lastEventId must be a statusrelay.streamId such as \"1712345678901-0\""},
+        {"{" SUB ",\"lastEventId\":null}", 3, DASH_MSG_OK, NULL},
+    };
+    for (size_t i = 0; i < N_ROWS(rows); i++) {
+        struct dash_msg m;
+        enum dash_msg_error e = dash_msg_parse_parts(rows[i].in, strlen(rows[i].in),
+                                                     rows[i].parts, &m);
+        if (e != rows[i].want)
+            fail_msg("row %zu: error %d, want %d", i, e, rows[i].want);
+        if (e == DASH_MSG_OK && rows[i].msg != NULL)
+            assert_string_equal(m.from, rows[i].msg);
+        else if (e == DASH_MSG_OK)
+            assert_null(m.from);
+        else {
+            assert_int_equal(m.fault.stage, DASH_STAGE_FIELDS);
+            assert_string_equal(m.fault.code, "bad_cursor");
+            if (strncmp(m.fault.message, rows[i].msg, strlen(rows[i].msg)) != 0)
+                fail_msg("row %zu: message %s", i, m.fault.message);
+        }
+        dash_msg_cleanup(&m);
+    }
+}
+
 static void test_enomem(void **state)
 {
     (void)state;
@@ -274,7 +322,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_accepted),   cmocka_unit_test(test_rejected),
         cmocka_unit_test(test_token_types), cmocka_unit_test(test_stream_id),
-        cmocka_unit_test(test_enomem),
+        cmocka_unit_test(test_enomem),      cmocka_unit_test(test_partitions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
