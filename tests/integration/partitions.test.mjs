@@ -154,7 +154,6 @@ for (const mode of ['websocket', 'polls only']) {
   });
 }
 
-/** n request ids per partition of 3 (rid(), picked by partitionOf). */
 /** Every id's three events reached rx, in order per request. */
 async function allInOrder(rx, ids, until) {
   await until(() => rx.records().length >= 3 * ids.length, { msg: `${3 * ids.length} deliveries`, timeoutMs: 30000 });
