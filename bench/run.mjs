@@ -2,7 +2,7 @@
 // bench/run.mjs - the driver of `make bench` (started by bench/run.sh, which builds the
 // helpers and sets BIN and HELPERS). Node built-ins only.
 //
-//   node bench/run.mjs [webhooks|dashboards|recovery|state|all]
+//   node bench/run.mjs [webhooks|dashboards|recovery|state|cluster|all]
 //
 // Every process runs on loopback with its own free port and its own temporary directory;
 // every load loop is bounded in count and in time; everything started is stopped at the end
@@ -31,7 +31,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const BIN = process.env.BIN ?? path.join(ROOT, 'bin/statusrelay');
 const HELPERS = process.env.HELPERS ?? path.join(ROOT, 'build/helpers');
 const SCALE = Number(process.env.BENCH_SCALE ?? 1);
-const ALL = ['webhooks', 'dashboards', 'recovery', 'state'];
+const ALL = ['webhooks', 'dashboards', 'recovery', 'state', 'cluster'];
 const API_KEY = 'bench-upstream-key';
 const STREAM_TOKEN = 'bench-stream-token';
 const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
@@ -95,8 +95,12 @@ async function runTool(name, cmd, args, { timeoutMs = 120000, env } = {}) {
   return JSON.parse(last);
 }
 
+/** Stops of things not started by startProc (a Redis Cluster's nodes): called by stopAll. */
+const otherStops = new Set();
+
 async function stopAll() {
   await Promise.all([...procs].map((p) => p.stop('SIGTERM', 3000)));
+  for (const f of [...otherStops]) { otherStops.delete(f); await f().catch((e) => log(`stop: ${e.message}`)); }
 }
 
 function freePort() {
@@ -167,16 +171,24 @@ function cpuMeter(pids) {
 // ---- Redis ----------------------------------------------------------------------------------
 
 
+// AOF as in production (README "Redis"): everysec, rewritten from 1 GB on (the default 64 MB
+// rewrites every few seconds at these rates, and each fork competes for the 2 cores). Every
+// Redis of the bench runs with it, cluster masters included.
+const REDIS_PERSISTENCE = ['--save', '', '--appendonly', 'yes', '--appendfsync', 'everysec', '--auto-aof-rewrite-min-size', '1gb'];
+
 async function startRedis(name = 'redis') {
   const port = await freePort();
   const dir = fs.mkdtempSync(path.join(RUN_DIR, `${name}-`));
   const p = startProc(name, 'redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir,
-    // AOF as in production (README "Redis"): everysec, rewritten from 1 GB on (the default
-    // 64 MB rewrites every few seconds at these rates, and each fork competes for the 2 cores)
-    '--save', '', '--appendonly', 'yes', '--appendfsync', 'everysec', '--auto-aof-rewrite-min-size', '1gb', '--protected-mode', 'yes']);
+    ...REDIS_PERSISTENCE, '--protected-mode', 'yes']);
   await waitPort(port);
   for (let i = 0; i < 100 && (await redisCmd(port, 'PING').catch(() => null)) !== 'PONG'; i++) await sleep(50);
-  const r = { port, url: `redis://127.0.0.1:${port}/0`, proc: p, pid: p.pid, cmd: (...a) => redisRetry(port, ...a) };
+  return { ...redisAt(port), url: `redis://127.0.0.1:${port}/0`, proc: p, pid: p.pid };
+}
+
+/** Reads of the Redis (or cluster node) listening on port: cmd, info, usedMemory, cpu. */
+function redisAt(port) {
+  const r = { port, cmd: (...a) => redisRetry(port, ...a) };
   r.info = async (section = 'memory') => {
     const t = await redisRetry(port, 'INFO', section);
     return Object.fromEntries(t.split('\r\n').filter((l) => l.includes(':')).map((l) => { const i = l.indexOf(':'); return [l.slice(0, i), l.slice(i + 1)]; }));
@@ -431,6 +443,90 @@ async function waitDelivered(rx, n, timeoutMs) {
 /** Note text for a wait that ended before every delivery arrived. */
 const incomplete = (st) => (st.complete ? '' : `; INCOMPLETE: ${st.unique} of ${st.expected} arrived`);
 
+// ---- webhook delivery runs (the webhooks and cluster scenarios) -----------------------------
+// ctx: { d: the daemon, rx: the receiver (the endpoint's secret set on it), pids: the
+// processes cpuMeter reads (name -> pid), redis: { cpu(), usedMemory() } of one Redis, or of
+// every master of a cluster summed (clusterRedis) }.
+
+/** One endpoint, closed loop: N events through POST /v1/ingest/upstream (64 in flight), N
+ * signed deliveries out, as fast as ingest allows. Sustained rate = deliveries / (first POST
+ * -> last delivery); a.cpu covers that whole window, cpuDuringIngest / cpuAfterIngest its
+ * two parts. Returns { a, st } (st: the receiver's stats at the end). */
+async function sustainedRun({ d, rx, pids, redis }, N, prefix = 'a1', name = 'pub-1ep') {
+  await rx.reset();
+  const rss0 = procMem(d.pid);
+  let meter = cpuMeter(pids);
+  const whole = cpuMeter(pids);
+  const rc0 = await redis.cpu();
+  const tStart = now();
+  const p1 = await pub(name, d.ingestUrl, ['--sign-key', API_KEY, '--prefix', prefix, '--count', String(N), '--concurrency', '64', '--seconds', '60'], 90000);
+  const tIngestEnd = now();
+  const loadCpu = meter();
+  meter = cpuMeter(pids);
+  const st1 = await waitDelivered(rx, p1.results.accepted, 180000);
+  const drainCpu = meter();
+  const wholeCpu = whole();
+  const rc1 = await redis.cpu();
+  const tl1 = await rx.timeline();
+  const firstMs = st1.firstMs, lastMs = st1.lastMs;
+  const a = {
+    events: N, ingest: p1, delivered: st1.unique, duplicates: st1.duplicates, sigOk: st1.sigOk, sigBad: st1.sigBad, connsOpened: st1.connsOpened,
+    ingestRate: r1(p1.rate),
+    deliveryRateDuringIngest: r1(rateIn(tl1, tStart + 1000, tIngestEnd)),
+    deliveryRateAfterIngest: r1(rateIn(tl1, tIngestEnd, lastMs)),
+    sustainedRate: r1(st1.unique / Math.max(0.001, (lastMs - tStart) / 1000)),
+    wallS: r2((lastMs - tStart) / 1000), firstDeliveryMs: r1(firstMs - tStart),
+    cpuDuringIngest: loadCpu, cpuAfterIngest: drainCpu, cpu: wholeCpu, daemonRssStartMiB: r1(rss0.rssKiB / 1024),
+    redisUsedMemoryMiB: r1((await redis.usedMemory()) / 1048576), complete: st1.complete,
+    redisCpu: redisCpuPer(rc0, rc1, p1.results.accepted, st1.unique),
+  };
+  // Deliveries per daemon CPU second (the number that survives a noisy machine).
+  a.deliveriesPerDaemonCpuS = r1(st1.unique / ((loadCpu.daemon.cpuS ?? 0) + (drainCpu.daemon.cpuS ?? 0)));
+  return { a, st: st1 };
+}
+
+// (a2) draining a backlog: the receiver stops answering (POST /__pause: it holds every
+// answer, as a receiver that hangs would; the daemon's attempts in flight wait, its
+// endpoint window fills, and the fan-out records the rest as pending deliveries), NB
+// events are ingested for at most 5 s, then the receiver answers everything again
+// (POST /__resume) before the 10 s delivery timeout: the backlog drains without a single
+// failed attempt. Drain rate: unique deliveries after the resume / (last - resume).
+async function backlogRun({ d, rx, pids, redis }, NB, sustainedRate, prefix = 'a5', name = 'pub-backlog') {
+  await rx.reset();
+  await rx.pause();
+  const tPause = now();
+  const pb = await pub(name, d.ingestUrl, ['--sign-key', API_KEY, '--prefix', prefix, '--count', String(NB), '--concurrency', '64', '--seconds', '5'], 60000);
+  // let the open batches commit (1 s commit wait) so the backlog is recorded, but answer
+  // the held attempts well inside the delivery timeout
+  await sleep(Math.max(0, Math.min(1500, 8000 - (now() - tPause))));
+  const before = await rx.stats();
+  const bm = cpuMeter(pids);
+  const brc0 = await redis.cpu();
+  const tResume = now();
+  await rx.resume();
+  const stb = await waitDelivered(rx, pb.results.accepted, Math.max(60000, (4000 * pb.results.accepted) / Math.max(500, sustainedRate ?? 0)));
+  const bcpu = bm();
+  const brc1 = await redis.cpu();
+  const drained = stb.unique - before.unique;
+  return {
+    events: NB, ingest: pb, pausedMs: tResume - tPause, deliveredBeforeResume: before.unique, heldAtResume: before.held, backlog: pb.results.accepted - before.unique,
+    delivered: stb.unique, duplicates: stb.duplicates, sigOk: stb.sigOk, sigBad: stb.sigBad, complete: stb.complete,
+    drainS: r2((stb.lastMs - tResume) / 1000), drainRate: r1(drained / Math.max(0.001, (stb.lastMs - tResume) / 1000)),
+    cpu: bcpu, redisCpu: redisCpuPer(brc0, brc1, 0, drained),
+  };
+}
+
+/** Latency at a fixed rate offered by bench_pub (L events at `rate`/s, 64 in flight). */
+async function latencyRun({ d, rx, pids }, rate, L, prefix, name = `pub-lat-${rate}`) {
+  await rx.reset();
+  log(`latency: ${L} events at ${rate}/s, 1 endpoint`);
+  const m = cpuMeter(pids);
+  const p = await pub(name, d.ingestUrl, ['--sign-key', API_KEY, '--prefix', prefix, '--count', String(L), '--rate', String(rate), '--concurrency', '64', '--seconds', String(Math.ceil(L / rate) + 30)], (L / rate + 60) * 1000);
+  const cpu = m();
+  const st = await waitDelivered(rx, p.results.accepted, 60000);
+  return { rate, offeredBy: 'bench_pub', achievedRate: r1(p.rate), behind: p.behind, events: L, ingest: p, delivered: st.unique, complete: st.complete, expected: st.expected, e2e: st.e2e, relay: st.relay, duplicates: st.duplicates, sigOk: st.sigOk, sigBad: st.sigBad, cpu };
+}
+
 async function webhooks() {
   const out = {};
   const redis = await startRedis('wh-redis');
@@ -445,80 +541,18 @@ async function webhooks() {
   // (a) one endpoint, as fast as ingest allows: N events in, N signed deliveries out.
   const wh0 = await d.addWebhook(`${rx.base}/h/0`);
   await rx.secret('/h/0', wh0.secret);
-  await rx.reset();
   const N = sc(60000);
   log(`webhooks 1 endpoint: ${N} events through POST /v1/ingest/upstream (64 in flight), every delivery verified`);
-  const rss0 = procMem(d.pid);
-  let meter = cpuMeter(pids);
-  const rc0 = await redis.cpu();
-  const tStart = now();
-  const p1 = await pub('pub-1ep', d.ingestUrl, ['--sign-key', API_KEY, '--prefix', 'a1', '--count', String(N), '--concurrency', '64', '--seconds', '60'], 90000);
-  const tIngestEnd = now();
-  const loadCpu = meter();
-  meter = cpuMeter(pids);
-  const st1 = await waitDelivered(rx, p1.results.accepted, 180000);
-  const drainCpu = meter();
-  const rc1 = await redis.cpu();
-  const tl1 = await rx.timeline();
-  const firstMs = st1.firstMs, lastMs = st1.lastMs;
-  const a = {
-    events: N, ingest: p1, delivered: st1.unique, duplicates: st1.duplicates, sigOk: st1.sigOk, sigBad: st1.sigBad, connsOpened: st1.connsOpened,
-    ingestRate: r1(p1.rate),
-    deliveryRateDuringIngest: r1(rateIn(tl1, tStart + 1000, tIngestEnd)),
-    deliveryRateAfterIngest: r1(rateIn(tl1, tIngestEnd, lastMs)),
-    sustainedRate: r1(st1.unique / Math.max(0.001, (lastMs - tStart) / 1000)),
-    wallS: r2((lastMs - tStart) / 1000), firstDeliveryMs: r1(firstMs - tStart),
-    cpuDuringIngest: loadCpu, cpuAfterIngest: drainCpu, daemonRssStartMiB: r1(rss0.rssKiB / 1024),
-    redisUsedMemoryMiB: r1((await redis.usedMemory()) / 1048576), complete: st1.complete,
-    redisCpu: redisCpuPer(rc0, rc1, p1.results.accepted, st1.unique),
-  };
+  const ctx = { d, rx, pids, redis };
+  const { a, st: st1 } = await sustainedRun(ctx, N);
   out.oneEndpoint = a;
-  // Deliveries per daemon CPU second (the number that survives a noisy machine).
-  a.deliveriesPerDaemonCpuS = r1(st1.unique / ((loadCpu.daemon.cpuS ?? 0) + (drainCpu.daemon.cpuS ?? 0)));
 
-  // (a2) draining a backlog: the receiver stops answering (POST /__pause: it holds every
-  // answer, as a receiver that hangs would; the daemon's attempts in flight wait, its
-  // endpoint window fills, and the fan-out records the rest as pending deliveries), NB
-  // events are ingested for at most 5 s, then the receiver answers everything again
-  // (POST /__resume) before the 10 s delivery timeout: the backlog drains without a single
-  // failed attempt. Drain rate: unique deliveries after the resume / (last - resume).
-  {
-    await rx.reset();
-    const NB = sc(60000);
-    log(`webhooks backlog: receiver paused, ${NB} events ingested (5 s at most), then resumed`);
-    await rx.pause();
-    const tPause = now();
-    const pb = await pub('pub-backlog', d.ingestUrl, ['--sign-key', API_KEY, '--prefix', 'a5', '--count', String(NB), '--concurrency', '64', '--seconds', '5'], 60000);
-    // let the open batches commit (1 s commit wait) so the backlog is recorded, but answer
-    // the held attempts well inside the delivery timeout
-    await sleep(Math.max(0, Math.min(1500, 8000 - (now() - tPause))));
-    const before = await rx.stats();
-    const bm = cpuMeter(pids);
-    const brc0 = await redis.cpu();
-    const tResume = now();
-    await rx.resume();
-    const stb = await waitDelivered(rx, pb.results.accepted, Math.max(60000, (4000 * pb.results.accepted) / Math.max(500, a.sustainedRate)));
-    const bcpu = bm();
-    const brc1 = await redis.cpu();
-    const drained = stb.unique - before.unique;
-    out.backlog = {
-      events: NB, ingest: pb, pausedMs: tResume - tPause, deliveredBeforeResume: before.unique, heldAtResume: before.held, backlog: pb.results.accepted - before.unique,
-      delivered: stb.unique, duplicates: stb.duplicates, sigOk: stb.sigOk, sigBad: stb.sigBad, complete: stb.complete,
-      drainS: r2((stb.lastMs - tResume) / 1000), drainRate: r1(drained / Math.max(0.001, (stb.lastMs - tResume) / 1000)),
-      cpu: bcpu, redisCpu: redisCpuPer(brc0, brc1, 0, drained),
-    };
-  }
+  // (a2) draining a backlog (backlogRun)
+  log(`webhooks backlog: receiver paused, ${sc(60000)} events ingested (5 s at most), then resumed`);
+  out.backlog = await backlogRun(ctx, sc(60000), a.sustainedRate);
 
   // (b) latency at a fixed rate: 1,000 events/s, then the target's 5,000 events/s
-  const latRun = async (rate, L, prefix) => {
-    await rx.reset();
-    log(`webhooks latency: ${L} events at ${rate}/s, 1 endpoint`);
-    const m = cpuMeter(pids);
-    const p = await pub(`pub-lat-${rate}`, d.ingestUrl, ['--sign-key', API_KEY, '--prefix', prefix, '--count', String(L), '--rate', String(rate), '--concurrency', '64', '--seconds', String(Math.ceil(L / rate) + 30)], (L / rate + 60) * 1000);
-    const cpu = m();
-    const st = await waitDelivered(rx, p.results.accepted, 60000);
-    return { rate, offeredBy: 'bench_pub', achievedRate: r1(p.rate), behind: p.behind, events: L, ingest: p, delivered: st.unique, complete: st.complete, expected: st.expected, e2e: st.e2e, relay: st.relay, duplicates: st.duplicates, sigOk: st.sigOk, sigBad: st.sigBad, cpu };
-  };
+  const latRun = (rate, L, prefix) => latencyRun(ctx, rate, L, prefix);
   // with the simulator: N new requests/s, each a lifecycle of ~4 status changes 1 s apart
   // (about 4N events/s once running), delivered to the daemon over the upstream websocket
   // perReq: accepted events per simulated request (a lifecycle has 3-4 status changes; the
@@ -577,7 +611,7 @@ async function webhooks() {
   log(`webhooks 100 endpoints: ${E} events at ${rate100}/s -> ${E * 100} deliveries`);
   const rc3 = await redis.cpu();
   const t3 = now();
-  meter = cpuMeter(pids);
+  const meter = cpuMeter(pids);
   const p3 = await pub('pub-100ep', d.ingestUrl, ['--sign-key', API_KEY, '--prefix', 'a3', '--count', String(E), '--rate', String(rate100), '--concurrency', '16', '--seconds', String(Math.ceil(E / rate100) + 30)], (E / rate100 + 60) * 1000);
   const st3 = await waitDelivered(rx, p3.results.accepted * 100, Math.max(60000, (4000 * E * 100) / Math.max(1000, a.sustainedRate)));
   const cpu3 = meter();
@@ -952,6 +986,127 @@ async function streamLen(redis) {
   return typeof n === 'number' ? n : 0;
 }
 
+// ---- cluster (issue 16: 1 and 3 Redis masters) ------------------------------------------------
+
+/** A module of tests/integration/lib, imported with the run directory as working directory:
+ * proc.mjs writes its processes' logs to ./out (so they land in the run directory). */
+async function testLib(name) {
+  const cwd = process.cwd();
+  process.chdir(RUN_DIR);
+  try { return await import(`../tests/integration/lib/${name}`); } finally { process.chdir(cwd); }
+}
+
+/** The layouts measured: (a) today's, (b) the scaled-out one, (c) the partitions' overhead alone. */
+const LAYOUTS = [
+  { key: 'single', label: '1 Redis, 1 partition', masters: 1, partitions: 1 },
+  { key: 'cluster3', label: '3 masters, 3 partitions', masters: 3, partitions: 3 },
+  { key: 'single3', label: '1 Redis, 3 partitions', masters: 1, partitions: 3 },
+];
+
+/** The Redis side of one layout: url and prefix for the daemon, masters [{ port, pid }] in
+ * partition order (master k serves partition k; one entry for a single Redis), a `redis`
+ * whose cpu() / usedMemory() sum every master (what sustainedRun and backlogRun read), and
+ * stop(). A cluster is 3 masters without replicas (tests/integration/lib/cluster.mjs) with
+ * the bench's AOF settings, and a prefix whose partitions fall on 3 different masters. */
+async function startLayoutRedis(L) {
+  if (L.masters === 1) {
+    const r = await startRedis(`cl-redis-${L.key}`);
+    return { url: r.url, prefix: null, masters: [{ port: r.port, pid: r.pid }], redis: r, stop: () => r.proc.stop() };
+  }
+  const { startCluster, prefixOnMasters } = await testLib('cluster.mjs');
+  const cl = await startCluster({ masters: L.masters, replicas: 0, args: REDIS_PERSISTENCE });
+  const stop = () => cl.stop();
+  otherStops.add(stop);
+  const spread = await prefixOnMasters(cl, L.partitions, { stem: 'bench' });
+  if (!spread) throw new Error(`no prefix puts ${L.partitions} partitions on ${L.masters} masters`);
+  const masters = [];
+  for (const o of spread.owners) {
+    const server = await redisAt(o.port).info('server');
+    masters.push({ port: o.port, pid: Number(server.process_id) });
+  }
+  const nodes = masters.map((m) => redisAt(m.port));
+  const sum = async (f) => (await Promise.all(nodes.map(f))).reduce((x, y) => ({ s: x.s + y.s, children: x.children + y.children }));
+  const redis = {
+    cpu: () => sum((n) => n.cpu()),
+    usedMemory: async () => (await Promise.all(nodes.map((n) => n.usedMemory()))).reduce((x, y) => x + y, 0),
+  };
+  return { url: cl.url(spread.owners[0].port), prefix: spread.prefix, masters, redis, stop: async () => { otherStops.delete(stop); await stop(); } };
+}
+
+/** One layout: its Redis, a daemon with STATUSRELAY_PARTITIONS, one endpoint on the shared
+ * receiver; the webhooks scenario's sustained, backlog and 5,000 events/s latency runs. */
+async function clusterLayout(rx, L, i) {
+  const R = await startLayoutRedis(L);
+  try {
+    const env = { STATUSRELAY_PARTITIONS: String(L.partitions) };
+    if (R.prefix) env.STATUSRELAY_REDIS_PREFIX = R.prefix;
+    const d = await startDaemon(`cl-daemon-${L.key}`, R, { env });
+    const wh = await d.addWebhook(`${rx.base}/cl/${L.key}`);
+    await rx.secret(`/cl/${L.key}`, wh.secret);
+    const pids = { daemon: d.pid, receiver: rx.pid, ...Object.fromEntries(R.masters.map((m, k) => [`redis${k}`, m.pid])) };
+    const ctx = { d, rx, pids, redis: R.redis };
+    const N = sc(60000);
+    log(`cluster, ${L.label}: ${N} events, 1 endpoint (sustained)`);
+    const { a, st } = await sustainedRun(ctx, N, `c${i}a`, `cl-pub-${L.key}`);
+    log(`cluster, ${L.label}: backlog of ${N} events`);
+    const b = await backlogRun(ctx, N, a.sustainedRate, `c${i}b`, `cl-pub-backlog-${L.key}`);
+    const lat = await latencyRun(ctx, 5000, Math.max(10000, sc(50000)), `c${i}l`, `cl-pub-lat-${L.key}`);
+    // where the data went: keys per master (each holds one partition's slot, plus the
+    // deployment slot on one of them)
+    const keys = [];
+    for (const m of R.masters) keys.push(await redisAt(m.port).cmd('DBSIZE'));
+    const out = {
+      layout: L, prefix: R.prefix, masters: R.masters, keysPerMaster: keys,
+      sustained: a, sustainedComplete: st.complete, backlog: b, latency: lat,
+      daemonPeakRssMiB: r1(procMem(d.pid).hwmKiB / 1024), daemonReadyMs: d.readyMs,
+    };
+    await d.proc.stop();
+    return out;
+  } finally {
+    await R.stop();
+  }
+}
+
+/** Per master, % of one core over a cpuMeter window: [45.1, 40.2, ...] (partition order). */
+const masterPcts = (cpu, n) => Array.from({ length: n }, (_, k) => cpu[`redis${k}`]?.cpuPct ?? null);
+const pctList = (xs) => xs.map((x) => `${x}%`).join(' / ');
+
+async function cluster(webhookCeilings) {
+  const out = { layouts: {} };
+  const rx = await startReceiver('cl-receiver', { verify: true });
+  // the receiver's ceiling of this run: the webhooks scenario's when it ran, else measured here
+  out.ceilingsFrom = webhookCeilings ? 'webhooks scenario (same run)' : 'this scenario';
+  out.ceilings = webhookCeilings ?? await ceilings(rx);
+  const C = out.ceilings;
+  for (const [i, L] of LAYOUTS.entries()) out.layouts[L.key] = await clusterLayout(rx, L, i);
+  await rx.proc.stop();
+
+  const base = out.layouts.single;
+  const vs = (x, y) => (x != null && y ? ` = x${r2(x / y)} of 1 Redis, 1 partition` : '');
+  const ceil = { ceiling: C.curl16.rps, ceilingName: 'bare libcurl c16' };
+  for (const L of LAYOUTS) {
+    const o = out.layouts[L.key];
+    const { sustained: a, backlog: b, latency: lp } = o;
+    const n = o.masters.length;
+    const isBase = L.key === 'single';
+    const keys = n > 1 ? `; keys per master ${o.keysPerMaster.join(' / ')}` : '';
+    row('cluster', `deliveries/s, 1 endpoint, sustained (ingest + deliver), ${L.label}`, a.sustainedRate, 'deliveries/s', { ...ceil,
+      note: `${a.delivered} of ${a.ingest.results.accepted} events, first event sent -> last delivery${isBase ? '' : vs(a.sustainedRate, base.sustained.sustainedRate)}; Redis CPU per master ${pctList(masterPcts(a.cpu, n))} of a core, daemon ${a.cpu.daemon.cpuPct}%, receiver ${a.cpu.receiver.cpuPct}%${keys}${a.complete ? '' : `; INCOMPLETE: ${a.delivered} of ${a.ingest.results.accepted}`}` });
+    row('cluster', `deliveries/s, 1 endpoint, draining a backlog (${b.backlog}), ${L.label}`, b.drainRate, 'deliveries/s', { ...ceil,
+      note: `resume -> last delivery ${b.drainS} s${isBase ? '' : vs(b.drainRate, base.backlog.drainRate)}; Redis CPU per master ${pctList(masterPcts(b.cpu, n))}, daemon ${b.cpu.daemon.cpuPct}%; duplicates ${b.duplicates}${b.complete ? '' : `; INCOMPLETE: ${b.delivered} of ${b.ingest.results.accepted}`}` });
+    const busiest = (cpu) => Math.max(...masterPcts(cpu, n).map((x) => x ?? 0));
+    row('cluster', `Redis CPU of the busiest master, sustained, ${L.label}`, busiest(a.cpu), '% of a core', { ceiling: 100, ceilingName: 'one core: a master\'s limit',
+      note: `per master ${pctList(masterPcts(a.cpu, n))} (/proc utime+stime over ${a.cpu.seconds} s); all masters ${a.redisCpu.usPerOp} µs per event+delivery` });
+    row('cluster', `Redis CPU of the busiest master, draining, ${L.label}`, busiest(b.cpu), '% of a core', { ceiling: 100, ceilingName: 'one core: a master\'s limit',
+      note: `per master ${pctList(masterPcts(b.cpu, n))} over ${b.cpu.seconds} s; all masters ${b.redisCpu.usPerOp} µs per delivery` });
+    const lpOk = lp.achievedRate >= 0.95 * lp.rate;
+    row('cluster', `e2e latency p99 at ${lp.rate} events/s offered by bench_pub, ${L.label}`, lp.e2e.p99Ms, 'ms (p99)', {
+      note: `p50 ${lp.e2e.p50Ms} ms, p99.9 ${lp.e2e.p999Ms} ms; achieved ${lp.achievedRate}/s${lpOk ? '' : ' (less than 95% of the offer taken)'}; Redis CPU per master ${pctList(masterPcts(lp.cpu, n))}, daemon ${lp.cpu.daemon.cpuPct}%${lp.complete ? '' : `; INCOMPLETE: ${lp.delivered} of ${lp.expected}`}` });
+    row('cluster', `daemon peak RSS, ${L.label}`, o.daemonPeakRssMiB, 'MiB', { note: `after ${a.delivered + b.delivered + lp.delivered} deliveries` });
+  }
+  return out;
+}
+
 // ---- report ---------------------------------------------------------------------------------
 
 function machine() {
@@ -1003,6 +1158,7 @@ async function main() {
       if (s === 'dashboards') results.scenarios.dashboards = await dashboards();
       if (s === 'recovery') results.scenarios.recovery = await recovery(steady ?? previousSteady());
       if (s === 'state') results.scenarios.state = await state();
+      if (s === 'cluster') results.scenarios.cluster = await cluster(results.scenarios.webhooks?.ceilings);
     } catch (e) {
       log(`${s}: FAILED: ${e.stack ?? e}`);
       results.scenarios[s] = { error: String(e.message ?? e) };
