@@ -145,9 +145,22 @@ function procMem(pid) {
   } catch { return null; }
 }
 
-/** CPU meter over named pids: start(); ... stop() -> {name: {cpuPct, cpuS}} */
+/** Busy and total ticks of the whole machine (/proc/stat, every core). */
+function machineTicks() {
+  try {
+    const f = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+    // user + nice + system + irq + softirq (idle, iowait, steal and the guest times -
+    // already in user - left out)
+    return { busy: f[0] + f[1] + f[2] + (f[5] ?? 0) + (f[6] ?? 0) };
+  } catch { return null; }
+}
+
+/** CPU meter over named pids: start(); ... stop() -> {name: {cpuPct, cpuS}, seconds,
+ * machineCpuPct}; machineCpuPct: every process of the machine, % of one core (200 = both of
+ * 2 cores busy; includes whatever else runs on the machine). */
 function cpuMeter(pids) {
   const t0 = process.hrtime.bigint();
+  const m0 = machineTicks();
   const c0 = Object.fromEntries(Object.entries(pids).map(([k, pid]) => [k, procCpuTicks(pid)]));
   const peak = Object.fromEntries(Object.keys(pids).map((k) => [k, 0]));
   const iv = setInterval(() => {
@@ -164,6 +177,8 @@ function cpuMeter(pids) {
       out[k] = { cpuS: r2(cpuS), cpuPct: cpuS != null ? r1((100 * cpuS) / dt) : null, rssMiB: m ? r1(m.rssKiB / 1024) : null, peakRssMiB: r1(Math.max(peak[k], m?.rssKiB ?? 0) / 1024) };
     }
     out.seconds = r2(dt);
+    const m1 = machineTicks();
+    out.machineCpuPct = m0 && m1 ? r1((100 * (m1.busy - m0.busy)) / CLK_TCK / dt) : null;
     return out;
   };
 }
@@ -1070,6 +1085,8 @@ async function clusterLayout(rx, L, i) {
 /** Per master, % of one core over a cpuMeter window: [45.1, 40.2, ...] (partition order). */
 const masterPcts = (cpu, n) => Array.from({ length: n }, (_, k) => cpu[`redis${k}`]?.cpuPct ?? null);
 const pctList = (xs) => xs.map((x) => `${x}%`).join(' / ');
+/** The whole machine's CPU over a window, of what it has: "187% of 200%". */
+const mach = (cpu) => `${cpu.machineCpuPct}% of ${os.cpus().length * 100}%`;
 
 async function cluster(webhookCeilings) {
   const out = { layouts: {} };
@@ -1091,9 +1108,9 @@ async function cluster(webhookCeilings) {
     const isBase = L.key === 'single';
     const keys = n > 1 ? `; keys per master ${o.keysPerMaster.join(' / ')}` : '';
     row('cluster', `deliveries/s, 1 endpoint, sustained (ingest + deliver), ${L.label}`, a.sustainedRate, 'deliveries/s', { ...ceil,
-      note: `${a.delivered} of ${a.ingest.results.accepted} events, first event sent -> last delivery${isBase ? '' : vs(a.sustainedRate, base.sustained.sustainedRate)}; Redis CPU per master ${pctList(masterPcts(a.cpu, n))} of a core, daemon ${a.cpu.daemon.cpuPct}%, receiver ${a.cpu.receiver.cpuPct}%${keys}${a.complete ? '' : `; INCOMPLETE: ${a.delivered} of ${a.ingest.results.accepted}`}` });
+      note: `${a.delivered} of ${a.ingest.results.accepted} events, first event sent -> last delivery${isBase ? '' : vs(a.sustainedRate, base.sustained.sustainedRate)}; Redis CPU per master ${pctList(masterPcts(a.cpu, n))} of a core, daemon ${a.cpu.daemon.cpuPct}%, receiver ${a.cpu.receiver.cpuPct}%, machine ${mach(a.cpu)}${keys}${a.complete ? '' : `; INCOMPLETE: ${a.delivered} of ${a.ingest.results.accepted}`}` });
     row('cluster', `deliveries/s, 1 endpoint, draining a backlog (${b.backlog}), ${L.label}`, b.drainRate, 'deliveries/s', { ...ceil,
-      note: `resume -> last delivery ${b.drainS} s${isBase ? '' : vs(b.drainRate, base.backlog.drainRate)}; Redis CPU per master ${pctList(masterPcts(b.cpu, n))}, daemon ${b.cpu.daemon.cpuPct}%; duplicates ${b.duplicates}${b.complete ? '' : `; INCOMPLETE: ${b.delivered} of ${b.ingest.results.accepted}`}` });
+      note: `resume -> last delivery ${b.drainS} s${isBase ? '' : vs(b.drainRate, base.backlog.drainRate)}; Redis CPU per master ${pctList(masterPcts(b.cpu, n))}, daemon ${b.cpu.daemon.cpuPct}%, machine ${mach(b.cpu)}; duplicates ${b.duplicates}${b.complete ? '' : `; INCOMPLETE: ${b.delivered} of ${b.ingest.results.accepted}`}` });
     const busiest = (cpu) => Math.max(...masterPcts(cpu, n).map((x) => x ?? 0));
     row('cluster', `Redis CPU of the busiest master, sustained, ${L.label}`, busiest(a.cpu), '% of a core', { ceiling: 100, ceilingName: 'one core: a master\'s limit',
       note: `per master ${pctList(masterPcts(a.cpu, n))} (/proc utime+stime over ${a.cpu.seconds} s); all masters ${a.redisCpu.usPerOp} µs per event+delivery` });
@@ -1101,7 +1118,7 @@ async function cluster(webhookCeilings) {
       note: `per master ${pctList(masterPcts(b.cpu, n))} over ${b.cpu.seconds} s; all masters ${b.redisCpu.usPerOp} µs per delivery` });
     const lpOk = lp.achievedRate >= 0.95 * lp.rate;
     row('cluster', `e2e latency p99 at ${lp.rate} events/s offered by bench_pub, ${L.label}`, lp.e2e.p99Ms, 'ms (p99)', {
-      note: `p50 ${lp.e2e.p50Ms} ms, p99.9 ${lp.e2e.p999Ms} ms; achieved ${lp.achievedRate}/s${lpOk ? '' : ' (less than 95% of the offer taken)'}; Redis CPU per master ${pctList(masterPcts(lp.cpu, n))}, daemon ${lp.cpu.daemon.cpuPct}%${lp.complete ? '' : `; INCOMPLETE: ${lp.delivered} of ${lp.expected}`}` });
+      note: `p50 ${lp.e2e.p50Ms} ms, p99.9 ${lp.e2e.p999Ms} ms; achieved ${lp.achievedRate}/s${lpOk ? '' : ' (less than 95% of the offer taken)'}; Redis CPU per master ${pctList(masterPcts(lp.cpu, n))}, daemon ${lp.cpu.daemon.cpuPct}%, machine ${mach(lp.cpu)}${lp.complete ? '' : `; INCOMPLETE: ${lp.delivered} of ${lp.expected}`}` });
     row('cluster', `daemon peak RSS, ${L.label}`, o.daemonPeakRssMiB, 'MiB', { note: `after ${a.delivered + b.delivered + lp.delivered} deliveries` });
   }
   return out;
