@@ -1011,18 +1011,22 @@ async function testLib(name) {
   try { return await import(`../tests/integration/lib/${name}`); } finally { process.chdir(cwd); }
 }
 
-/** The layouts measured: (a) today's, (b) the scaled-out one, (c) the partitions' overhead alone. */
+/** The layouts measured: today's; the partitions' cost alone; Redis Cluster's cost alone
+ * (every key on one master of three); the scaled-out one (one partition per master). */
 const LAYOUTS = [
   { key: 'single', label: '1 Redis, 1 partition', masters: 1, partitions: 1 },
-  { key: 'cluster3', label: '3 masters, 3 partitions', masters: 3, partitions: 3 },
   { key: 'single3', label: '1 Redis, 3 partitions', masters: 1, partitions: 3 },
+  { key: 'cluster1', label: '3 masters, 1 partition', masters: 3, partitions: 1 },
+  { key: 'cluster3', label: '3 masters, 3 partitions', masters: 3, partitions: 3 },
 ];
 
-/** The Redis side of one layout: url and prefix for the daemon, masters [{ port, pid }] in
- * partition order (master k serves partition k; one entry for a single Redis), a `redis`
- * whose cpu() / usedMemory() sum every master (what sustainedRun and backlogRun read), and
- * stop(). A cluster is 3 masters without replicas (tests/integration/lib/cluster.mjs) with
- * the bench's AOF settings, and a prefix whose partitions fall on 3 different masters. */
+/** The Redis side of one layout: url and prefix for the daemon, masters [{ port, pid }]
+ * (a cluster's in partition order - master k serves partition k; with one partition the
+ * master of the deployment slot, which then holds every key - then the others; one entry
+ * for a single Redis), a `redis` whose cpu() / usedMemory() sum every master (what
+ * sustainedRun and backlogRun read), and stop(). A cluster is 3 masters without replicas
+ * (tests/integration/lib/cluster.mjs) with the bench's AOF settings, and a prefix whose
+ * partitions fall on different masters. */
 async function startLayoutRedis(L) {
   if (L.masters === 1) {
     const r = await startRedis(`cl-redis-${L.key}`);
@@ -1032,10 +1036,13 @@ async function startLayoutRedis(L) {
   const cl = await startCluster({ masters: L.masters, replicas: 0, args: REDIS_PERSISTENCE });
   const stop = () => cl.stop();
   otherStops.add(stop);
-  const spread = await prefixOnMasters(cl, L.partitions, { stem: 'bench' });
+  // with one partition its tag is the deployment's, {bench}
+  const spread = L.partitions > 1 ? await prefixOnMasters(cl, L.partitions, { stem: 'bench' })
+    : { prefix: 'bench', owners: [await cl.ownerOf(await cl.slotOf('{bench}'))] };
   if (!spread) throw new Error(`no prefix puts ${L.partitions} partitions on ${L.masters} masters`);
+  const idle = (await cl.nodes()).filter((x) => x.flags.includes('master') && !spread.owners.some((o) => o.id === x.id));
   const masters = [];
-  for (const o of spread.owners) {
+  for (const o of [...spread.owners, ...idle]) {
     const server = await redisAt(o.port).info('server');
     masters.push({ port: o.port, pid: Number(server.process_id) });
   }
