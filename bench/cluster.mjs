@@ -103,6 +103,12 @@ const masterPcts = (cpu, n) => Array.from({ length: n }, (_, k) => cpu[`redis${k
 const pctList = (xs) => xs.map((x) => `${x}%`).join(' / ');
 /** The whole machine's CPU over a window, of what it has: "187% of 200%". */
 const mach = (cpu) => `${cpu.machineCpuPct}% of ${os.cpus().length * 100}%`;
+/** The busiest master's % of one core over a window (o: a layout's results). */
+const busiestOf = (o, cpu) => Math.max(...masterPcts(cpu, o.masters.length).map((x) => x ?? 0));
+/** Where Redis would become the bound: the rate at which the busiest master would use a
+ * whole core, extrapolated linearly from the rate and its CPU in the same window (null when
+ * it used too little to tell). */
+const redisBound = (rate, pct) => (rate != null && pct >= 2 ? Math.round((rate * 100) / pct) : null);
 
 export async function cluster(webhookCeilings) {
   const out = { layouts: {} };
@@ -120,10 +126,11 @@ export async function cluster(webhookCeilings) {
   // the headline: issue 16's "deliveries/s with 1 and with 3 Redis masters"
   {
     const one = base, three = out.layouts.cluster3;
-    const busiest = (o, cpu) => Math.max(...masterPcts(cpu, o.masters.length).map((x) => x ?? 0));
+    const busiest = busiestOf;
     const x = (p, q) => (p != null && q ? r2(p / q) : null);
+    const bound = (o) => redisBound(o.sustained.sustainedRate, busiest(o, o.sustained.cpu));
     row('cluster', 'deliveries/s with 3 masters (3 partitions) / with 1 Redis (1 partition), sustained', x(three.sustained.sustainedRate, one.sustained.sustainedRate), 'x', {
-      note: `${three.sustained.sustainedRate} / ${one.sustained.sustainedRate} deliveries/s; draining a backlog x${x(three.backlog.drainRate, one.backlog.drainRate)} (${three.backlog.drainRate} / ${one.backlog.drainRate}); busiest master ${busiest(three, three.sustained.cpu)}% vs ${busiest(one, one.sustained.cpu)}% of a core; Redis CPU per event+delivery, all masters, ${three.sustained.redisCpu.usPerOp} vs ${one.sustained.redisCpu.usPerOp} µs` });
+      note: `${three.sustained.sustainedRate} / ${one.sustained.sustainedRate} deliveries/s; draining a backlog x${x(three.backlog.drainRate, one.backlog.drainRate)} (${three.backlog.drainRate} / ${one.backlog.drainRate}); busiest master ${busiest(three, three.sustained.cpu)}% vs ${busiest(one, one.sustained.cpu)}% of a core, so Redis would be the bound at ~${bound(three)} vs ~${bound(one)} deliveries/s (x${x(bound(three), bound(one))}, extrapolated); Redis CPU per event+delivery, all masters, ${three.sustained.redisCpu.usPerOp} vs ${one.sustained.redisCpu.usPerOp} µs` });
   }
   for (const L of LAYOUTS) {
     const o = out.layouts[L.key];
@@ -135,11 +142,11 @@ export async function cluster(webhookCeilings) {
       note: `${a.delivered} of ${a.ingest.results.accepted} events, first event sent -> last delivery${isBase ? '' : vs(a.sustainedRate, base.sustained.sustainedRate)}; Redis CPU per master ${pctList(masterPcts(a.cpu, n))} of a core, daemon ${a.cpu.daemon.cpuPct}%, receiver ${a.cpu.receiver.cpuPct}%, machine ${mach(a.cpu)}${keys}${a.complete ? '' : `; INCOMPLETE: ${a.delivered} of ${a.ingest.results.accepted}`}` });
     row('cluster', `deliveries/s, 1 endpoint, draining a backlog (${b.backlog}), ${L.label}`, b.drainRate, 'deliveries/s', { ...ceil,
       note: `resume -> last delivery ${b.drainS} s${isBase ? '' : vs(b.drainRate, base.backlog.drainRate)}; Redis CPU per master ${pctList(masterPcts(b.cpu, n))}, daemon ${b.cpu.daemon.cpuPct}%, machine ${mach(b.cpu)}; duplicates ${b.duplicates}${b.complete ? '' : `; INCOMPLETE: ${b.delivered} of ${b.ingest.results.accepted}`}` });
-    const busiest = (cpu) => Math.max(...masterPcts(cpu, n).map((x) => x ?? 0));
+    const busiest = (cpu) => busiestOf(o, cpu);
     row('cluster', `Redis CPU of the busiest master, sustained, ${L.label}`, busiest(a.cpu), '% of a core', { ceiling: 100, ceilingName: 'one core: a master\'s limit',
-      note: `per master ${pctList(masterPcts(a.cpu, n))} (/proc utime+stime over ${a.cpu.seconds} s); all masters ${a.redisCpu.usPerOp} µs per event+delivery` });
+      note: `per master ${pctList(masterPcts(a.cpu, n))} (/proc utime+stime over ${a.cpu.seconds} s) at ${a.sustainedRate} deliveries/s: a core at ~${redisBound(a.sustainedRate, busiest(a.cpu))}/s (extrapolated); all masters ${a.redisCpu.usPerOp} µs per event+delivery` });
     row('cluster', `Redis CPU of the busiest master, draining, ${L.label}`, busiest(b.cpu), '% of a core', { ceiling: 100, ceilingName: 'one core: a master\'s limit',
-      note: `per master ${pctList(masterPcts(b.cpu, n))} over ${b.cpu.seconds} s; all masters ${b.redisCpu.usPerOp} µs per delivery` });
+      note: `per master ${pctList(masterPcts(b.cpu, n))} over ${b.cpu.seconds} s at ${b.drainRate} deliveries/s: a core at ~${redisBound(b.drainRate, busiest(b.cpu))}/s (extrapolated); all masters ${b.redisCpu.usPerOp} µs per delivery` });
     const lpOk = lp.achievedRate >= 0.95 * lp.rate;
     row('cluster', `e2e latency p99 at ${lp.rate} events/s offered by bench_pub, ${L.label}`, lp.e2e.p99Ms, 'ms (p99)', {
       note: `p50 ${lp.e2e.p50Ms} ms, p99.9 ${lp.e2e.p999Ms} ms; achieved ${lp.achievedRate}/s${lpOk ? '' : ' (less than 95% of the offer taken)'}; Redis CPU per master ${pctList(masterPcts(lp.cpu, n))}, daemon ${lp.cpu.daemon.cpuPct}%, machine ${mach(lp.cpu)}${lp.complete ? '' : `; INCOMPLETE: ${lp.delivered} of ${lp.expected}`}` });
