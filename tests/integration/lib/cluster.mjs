@@ -9,8 +9,6 @@
 //   await cl.ownerOf(slot)  { port, id } of the master serving the slot now
 //   await cl.replicaOf(id)  port of a replica of that master
 //   await cl.cmd(port, ...) one command to one node
-//   await prefixOnMasters(cl, 3)  a prefix whose 3 partition tags are on 3 masters
-// `args` adds redis-server arguments to every node (e.g. AOF settings for the bench).
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -31,6 +29,7 @@ export function parseNodes(text) {
   });
 }
 
+/** args: more redis-server arguments for every node (the bench: its AOF settings). */
 export async function startCluster({ masters = 3, replicas = 1, nodeTimeoutMs = 2000, args: extra = [] } = {}) {
   const n = masters * (1 + replicas);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sr-cluster-'));
