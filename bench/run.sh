@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # bench/run.sh [SCENARIO] - `make bench`: builds the helpers, then runs bench/run.mjs.
-# SCENARIO: webhooks | dashboards | recovery | state | all (default). The Makefile passes
+# SCENARIO: webhooks | dashboards | recovery | state | cluster | all (default). The Makefile passes
 # B (build dir) and BIN (daemon binary) through the environment; the defaults match `make`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${B:-build}
 BIN=${BIN:-bin/statusrelay}
 missing=""
-for t in node redis-server wrk nginx; do command -v "$t" >/dev/null 2>&1 || missing="$missing $t"; done
+for t in node redis-server redis-cli wrk nginx; do command -v "$t" >/dev/null 2>&1 || missing="$missing $t"; done
 [ -f /usr/lib/nginx/modules/ngx_nchan_module.so ] || missing="$missing libnginx-mod-nchan"
 if [ -n "$missing" ]; then
     echo "bench: missing:$missing - run 'make deps' first" >&2

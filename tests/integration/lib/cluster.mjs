@@ -29,7 +29,8 @@ export function parseNodes(text) {
   });
 }
 
-export async function startCluster({ masters = 3, replicas = 1, nodeTimeoutMs = 2000 } = {}) {
+/** args: more redis-server arguments for every node (the bench: its AOF settings). */
+export async function startCluster({ masters = 3, replicas = 1, nodeTimeoutMs = 2000, args: extra = [] } = {}) {
   const n = masters * (1 + replicas);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sr-cluster-'));
   const nodes = [];
@@ -44,7 +45,7 @@ export async function startCluster({ masters = 3, replicas = 1, nodeTimeoutMs = 
       fs.mkdirSync(d);
       const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', d, '--save', '',
         '--appendonly', 'no', '--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf',
-        '--cluster-node-timeout', String(nodeTimeoutMs), '--protected-mode', 'yes'];
+        '--cluster-node-timeout', String(nodeTimeoutMs), '--protected-mode', 'yes', ...extra];
       nodes.push({ port, proc: startProcess(`cluster-${port}-${seq++}`, 'redis-server', args) });
     }
     for (const x of nodes) await waitPort(x.port);
@@ -102,4 +103,21 @@ export async function startCluster({ masters = 3, replicas = 1, nodeTimeoutMs = 
     stop: stopAll,
   };
   return cl;
+}
+
+/**
+ * A prefix (stem + a number) whose partition tags `{<prefix>:p<k>}`, k = 0..partitions-1,
+ * hash to slots of as many different masters as there can be (min(partitions, masters)),
+ * with owners[k] = { port, id } the master of partition k; null if none of `tries` does.
+ */
+export async function prefixOnMasters(cl, partitions = 3, { stem = 'pk', tries = 500 } = {}) {
+  const masters = (await cl.nodes()).filter((x) => x.flags.includes('master') && x.slots.length > 0).length;
+  const want = Math.min(partitions, masters);
+  for (let i = 0; i < tries; i++) {
+    const prefix = `${stem}${i}`;
+    const owners = [];
+    for (let k = 0; k < partitions; k++) owners.push(await cl.ownerOf(await cl.slotOf(`{${prefix}:p${k}}`)));
+    if (new Set(owners.map((x) => x.id)).size === want) return { prefix, owners };
+  }
+  return null;
 }
