@@ -195,6 +195,32 @@ static void on_first(void *arg, const char *outcome, const char *json, int64_t n
         commit_soon(fo);
 }
 
+/* ---- failure lines --------------------------------------------------------------------- */
+
+/* A failed check or script comes back at every poll while Redis refuses it (a slot being
+ * migrated, a master gone): the first line is logged at once, later ones of the same kind at
+ * most every FO_FAIL_LOG_MS with the count of those not logged. Process-wide: the fan-outs
+ * of every partition share them. */
+#define FO_FAIL_LOG_MS 10000
+struct fo_quiet {
+    int64_t last_ms; /* mono ms of the last line; 0 = never */
+    unsigned long long suppressed;
+};
+static struct fo_quiet quiet_check, quiet_script;
+
+static void fail_line(struct fo_quiet *q, const char *msg, const char *err, redisReply *r)
+{
+    int64_t now = mono_ms();
+    if (q->last_ms != 0 && now - q->last_ms < FO_FAIL_LOG_MS) {
+        q->suppressed++;
+        return;
+    }
+    log_warn(msg, "err=\"%s\" suppressed=%llu", r && r->str ? r->str : err ? err : "reply",
+             q->suppressed);
+    q->last_ms = now;
+    q->suppressed = 0;
+}
+
 /* ---- matching a batch ------------------------------------------------------------------ */
 
 static void on_held(void *arg, const char *err, redisReply *r);
@@ -298,8 +324,7 @@ static void on_whv(void *arg, const char *err, redisReply *r)
     if (fo_callback_enter(fo))
         return;
     if (err != NULL || (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_NIL)) {
-        log_warn("webhook fan-out check failed", "err=\"%s\"",
-                 r && r->str ? r->str : err ? err : "reply");
+        fail_line(&quiet_check, "webhook fan-out check failed", err, r);
         held_failed(fo);
         return;
     }
@@ -322,8 +347,7 @@ static void on_held(void *arg, const char *err, redisReply *r)
     struct fo_batch *b = fo->batch;
     if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
         r->element[0]->type != REDIS_REPLY_INTEGER) {
-        log_warn("webhook fan-out check failed", "err=\"%s\"",
-                 r && r->str ? r->str : err ? err : "reply");
+        fail_line(&quiet_check, "webhook fan-out check failed", err, r);
         fo_batch_free(fo, b);
         fo->batch = NULL;
         fo->need_pending = 1;
@@ -477,8 +501,7 @@ static void on_commit(void *arg, const char *err, redisReply *r)
     if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
         r->element[0]->type != REDIS_REPLY_INTEGER) {
         /* unknown whether it ran: the script is idempotent, the next poll writes it again */
-        log_warn("webhook fan-out script failed", "err=\"%s\"",
-                 r && r->str ? r->str : err ? err : "reply");
+        fail_line(&quiet_script, "webhook fan-out script failed", err, r);
         return;
     }
     long long code = r->element[0]->integer;
