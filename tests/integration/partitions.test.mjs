@@ -8,7 +8,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { BIN, startProcess } from './lib/proc.mjs';
 import { startRedis, startDaemon } from './lib/stack.mjs';
-import { startCluster } from './lib/cluster.mjs';
+import { startCluster, partitionOf } from './lib/cluster.mjs';
 import { rid } from './lib/hooks.mjs';
 
 let redis;
@@ -94,16 +94,6 @@ test('on a 3-master Redis Cluster the record lives on the deployment slot\'s mas
   await refused(cl.url(other.port), 'pd', 3, 1);
   assert.equal(await cl.cmd((await cl.ownerOf(await cl.slotOf('pd'))).port, 'EXISTS', '{pd}:config'), 0);
 });
-
-/** The partition of a request id: CRC16-XMODEM of its bytes mod n (store/keys.c). */
-function partitionOf(id, n) {
-  let c = 0;
-  for (const b of Buffer.from(id)) {
-    c ^= b << 8;
-    for (let i = 0; i < 8; i++) c = (c & 0x8000 ? (c << 1) ^ 0x1021 : c << 1) & 0xffff;
-  }
-  return c % n;
-}
 
 /** Sim requests until every one of n partitions has at least per of them. */
 async function idsOverPartitions(sim, n, per) {
@@ -282,14 +272,7 @@ test('3 partitions on a 3-master Redis Cluster: each partition on its own master
   const cl = await startCluster({ masters: 3, replicas: 0 });
   cleanup.push(() => cl.stop());
   // a prefix whose three partition tags hash to slots of three different masters
-  let prefix, owners;
-  for (let i = 0; i < 500 && !prefix; i++) {
-    const p = `pk${i}`;
-    const o = [];
-    for (let k = 0; k < 3; k++) o.push(await cl.ownerOf(await cl.slotOf(`{${p}:p${k}}`)));
-    if (new Set(o.map((x) => x.id)).size === 3) [prefix, owners] = [p, o];
-  }
-  assert.ok(prefix, 'a prefix spreading its partitions over the masters');
+  const { prefix, owners } = await cl.spreadPrefix('pk', 3);
   const rx = await startReceiver();
   cleanup.push(() => rx.stop());
   const d = await daemon(cl.url(owners[0].port), prefix, 3, {
