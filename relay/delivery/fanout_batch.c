@@ -265,6 +265,7 @@ void fo_process_batch(struct fanout *fo)
         return;
     }
     fo_dls_clear(fo, b);
+    snprintf(fo->matched_ver, sizeof(fo->matched_ver), "%s", webhooks_version(w));
     size_t nwh = webhooks_count(w), ncand = 0;
     for (size_t i = 0; i < b->n; i++) {
         struct fo_entry *fe = &b->ents[i];
@@ -328,9 +329,14 @@ static void on_whv(void *arg, const char *err, redisReply *r)
         held_failed(fo);
         return;
     }
+    /* compared with the version the batch was matched against, not the set's now: another
+     * caller (the dispatcher's version read) may have reloaded the set meanwhile */
     const char *ver = r->type == REDIS_REPLY_STRING ? r->str : "0";
-    if (strcmp(ver, webhooks_version(fo->w)) != 0) {
-        webhooks_reload(fo->w, on_reloaded, fo); /* the endpoint set changed: match again */
+    if (strcmp(ver, fo->matched_ver) != 0) {
+        if (strcmp(ver, webhooks_version(fo->w)) == 0)
+            fo_process_batch(fo); /* reloaded meanwhile: match again */
+        else
+            webhooks_reload(fo->w, on_reloaded, fo); /* the endpoint set changed: match again */
         return;
     }
     size_t ncand = 0;

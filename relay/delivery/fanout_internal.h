@@ -95,6 +95,7 @@ struct fanout {
     struct fo_pre *pre_head, *pre_tail; /* owned */
     size_t npre;
     char k_events[KEY_MAX], k_lease[KEY_MAX], k_whv[KEY_MAX];
+    char matched_ver[24]; /* the endpoint set's version fo->batch was matched against */
     unsigned part;              /* the partition this fan-out reads (store/keys.h) */
     struct fanout_share *share; /* NULL with one partition */
 };
