@@ -47,8 +47,9 @@ async function daemons(prefix, count, deployment) {
   return out;
 }
 
-async function receiver() {
-  const rx = await startReceiver();
+/** A receiver; delayMs: each answer waits, so attempts are in flight when a fault hits. */
+async function receiver(delayMs = 0) {
+  const rx = await startReceiver(delayMs ? { delayMs } : {});
   cleanup.push(() => rx.stop());
   return rx;
 }
@@ -148,7 +149,7 @@ test('kill -9 of one of three daemons mid-load: its partition taken over, every 
   const { prefix, owners, deployment } = await cl.spreadPrefix('cpk', N);
   const ds = await daemons(prefix, 3, deployment);
   await spreadOneEach(ds);
-  const rx = await receiver();
+  const rx = await receiver(40);
   const wh = await ds[0].post('/v1/webhooks', { url: rx.url('/k') });
   assert.equal(wh.status, 201, wh.text);
   const [victim, ...alive] = [ds[2], ds[0], ds[1]];
@@ -183,7 +184,7 @@ test('manual failover of one partition\'s master, then of the deployment slot\'s
   const k = owners.findIndex((o) => o.id !== deployment.id);
   const dslot = await cl.slotOf(`{${prefix}}`);
   const [d] = await daemons(prefix, 1, deployment);
-  const rx = await receiver();
+  const rx = await receiver(40);
   const wh = await d.post('/v1/webhooks', { url: rx.url('/f') });
   assert.equal(wh.status, 201, wh.text);
   const replica = await cl.replicaOf(owners[k].id);
@@ -214,7 +215,7 @@ test('a partition\'s slot migrates to another master mid-run: work continues, no
   const { prefix, owners, slots, deployment } = await cl.spreadPrefix('cpm', N);
   const k = owners.findIndex((o) => o.id !== deployment.id);
   const [d] = await daemons(prefix, 1, deployment);
-  const rx = await receiver();
+  const rx = await receiver(40);
   const wh = await d.post('/v1/webhooks', { url: rx.url('/m') });
   assert.equal(wh.status, 201, wh.text);
   let migration;

@@ -47,17 +47,23 @@ export async function pump(target, key, tag, n, hook) {
 /** Every event of ids (from the event log of d) reached the receiver (on any path); returns
  * the event count. */
 export async function allDelivered(d, rx, ids, { timeoutMs = 30000 } = {}) {
-  const expected = new Set();
+  const expected = new Map(); // event id -> request id
   for (const id of ids) {
     const r = await d.get(`/v1/events?requestId=${id}&limit=100`);
     assert.equal(r.status, 200, r.text);
     assert.deepEqual(r.body.events.map((e) => e.status), ['waiting', 'pending', 'success'], `${id} timeline`);
-    for (const e of r.body.events) expected.add(e.eventId);
+    for (const e of r.body.events) expected.set(e.eventId, id);
   }
+  let missing = [];
   await until(() => {
     const got = new Set(rx.records().filter((x) => x.status < 300).map((x) => x.headers['webhook-id']));
-    return [...expected].every((e) => got.has(e));
-  }, { msg: `all ${expected.size} events delivered`, timeoutMs, stepMs: 200 });
+    missing = [...expected.keys()].filter((e) => !got.has(e));
+    return missing.length === 0;
+  }, { msg: `all ${expected.size} events delivered`, timeoutMs, stepMs: 200 }).catch((e) => {
+    e.message += `; ${missing.length} missing: ${missing.slice(0, 6).map((x) => `${x} (request ${expected.get(x)})`).join(', ')}`;
+    e.missing = missing.map((x) => [x, expected.get(x)]);
+    throw e;
+  });
   return expected.size;
 }
 
