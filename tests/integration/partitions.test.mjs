@@ -414,3 +414,68 @@ test('3 partitions: an endpoint\'s deliveries are listed from every partition, n
   const bad = await d.get(`/v1/webhooks/${wh.body.id}/deliveries?cursor=5`);
   assert.equal(bad.status, 400, bad.text);
 });
+
+test('3 partitions: replays (dead, by endpoint and time, by request) reach every partition', async () => {
+  const { startReceiver } = await import('./lib/hooks.mjs');
+  const { until } = await import('./lib/proc.mjs');
+  const rxa = await startReceiver();
+  const rxd = await startReceiver({ def: 500 });
+  cleanup.push(() => rxa.stop(), () => rxd.stop());
+  const d = await daemon(redis.url, 'prp', 3, { apiKey: 'prp-key', env: { STATUSRELAY_REDIS_PREFIX: 'prp', STATUSRELAY_PARTITIONS: '3', STATUSRELAY_RETRY_SCHEDULE: '0s,100ms' } });
+  const wa = await d.post('/v1/webhooks', { url: rxa.url('/a') });
+  const wd = await d.post('/v1/webhooks', { url: rxd.url('/d') });
+  assert.equal(wa.status, 201, wa.text);
+  assert.equal(wd.status, 201, wd.text);
+  const dead = async () => {
+    const r = await d.get(`/v1/webhooks/${wd.body.id}/deliveries?state=dead&limit=100`);
+    assert.equal(r.status, 200, r.text);
+    return r.body.deliveries.length;
+  };
+  const ok = (rx) => rx.records().filter((x) => x.status < 300);
+  const first = ridsOverPartitions('prp', 2);
+  await ingestLifecycles(d, 'prp-key', first);
+  await allInOrder(rxa, first, until);
+  await until(async () => (await dead()) === 18, { msg: '18 dead on the failing endpoint', timeoutMs: 20000 });
+  await new Promise((r) => setTimeout(r, 20));
+  const mid = Date.now();
+  await new Promise((r) => setTimeout(r, 20));
+  const second = ridsOverPartitions('prq', 1);
+  await ingestLifecycles(d, 'prp-key', second);
+  await allInOrder(rxa, [...first, ...second], until);
+  await until(async () => (await dead()) === 27, { msg: '27 dead', timeoutMs: 20000 });
+  // counts summed over the partitions
+  const dry = async (body) => {
+    const r = await d.post('/v1/replay', { ...body, dryRun: true });
+    assert.equal(r.status, 200, r.text);
+    return r.body.count;
+  };
+  assert.equal(await dry({ dead: true }), 27, 'dead deliveries of every partition');
+  assert.equal(await dry({ webhookId: wa.body.id, since: mid }), 9, 'the second batch: one request per partition');
+  assert.equal(await dry({ webhookId: wa.body.id, since: 0 }), 27);
+  // dead ones replayed once the endpoint answers: each event once, same ids as endpoint a got
+  await rxd.setScript(`/d=${Array(40).fill(200).join(',')}`);
+  const rp = await d.post('/v1/replay', { dead: true });
+  assert.equal(rp.status, 202, rp.text);
+  assert.equal(rp.body.count, 27);
+  await until(() => ok(rxd).length >= 27, { msg: '27 dead deliveries replayed', timeoutMs: 20000 });
+  const ids = (rx) => ok(rx).map((x) => x.headers['webhook-id']);
+  assert.equal(new Set(ids(rxd)).size, 27, 'each once');
+  assert.deepEqual(new Set(ids(rxd)), new Set(ids(rxa)));
+  for (const x of ok(rxd)) assert.equal(x.headers['statusrelay-replay'], '1');
+  // by endpoint and time: the second batch again, from its three partitions
+  const byTime = await d.post('/v1/replay', { webhookId: wa.body.id, since: mid });
+  assert.equal(byTime.status, 202, byTime.text);
+  assert.equal(byTime.body.count, 9);
+  await until(() => ok(rxa).length >= 36, { msg: '9 replayed to a', timeoutMs: 20000 });
+  const again = ok(rxa).slice(27).map((x) => JSON.parse(x.body).data.requestId);
+  assert.deepEqual(again.sort(), [...second, ...second, ...second].sort());
+  // by request: its partition only, every endpoint
+  const one = first[first.length - 1];
+  const byReq = await d.post('/v1/replay', { requestId: one });
+  assert.equal(byReq.status, 202, byReq.text);
+  assert.equal(byReq.body.count, 6, '3 events x 2 endpoints');
+  await until(() => ok(rxa).length >= 39 && ok(rxd).length >= 30, { msg: 'replay by request', timeoutMs: 20000 });
+  for (const rx of [rxa, rxd])
+    assert.deepEqual(rx.records().slice(-3).map((x) => JSON.parse(x.body).data.requestId), [one, one, one]);
+  assert.doesNotMatch(d.proc.log(), /level=error/);
+});
