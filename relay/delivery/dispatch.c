@@ -419,9 +419,9 @@ static void on_kick(evutil_socket_t fd, short what, void *arg)
 }
 
 /* Several partitions: the claim script cannot read the endpoint set's version (a deployment
- * key): it is read here, every DISPATCH_VERSION_MS (every fourth tick), and a change reloads the set as a claim's answer does
- * with one partition. Meanwhile claims leave the queues of endpoints the copy does not know
- * alone (store/wh_claim.lua). */
+ * key): it is read here, every DISPATCH_VERSION_MS (every fourth tick), and a change reloads
+ * the set as a claim's answer does with one partition. Meanwhile claims leave the queues of
+ * endpoints the copy does not know alone (store/wh_claim.lua). */
 static void on_version(void *arg, const char *err, redisReply *r)
 {
     struct dispatch *d = arg;

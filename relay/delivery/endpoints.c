@@ -30,7 +30,7 @@ struct webhooks {
     struct webhook **v; /* sorted by id; one reference each */
     size_t n;
     char version[24];
-    char *view; /* the endpoint view of this set (wh_view.c), NULL until built; each load drops it */
+    char *view; /* the endpoint view of this set (wh_view.c), NULL until built; a load drops it */
     int loading, again;
     struct reload_waiter *waiting, *running; /* for the next load / the one in flight */
     struct store_script sc_put, sc_del, sc_load, sc[WH_SC_COUNT];

@@ -8,9 +8,10 @@
 // Each load is a bounded stream of signed upstream observations (lib/load.mjs).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { startDaemon } from './lib/stack.mjs';
 import { startCluster, partitionOf } from './lib/cluster.mjs';
-import { until } from './lib/proc.mjs';
+import { BIN, until } from './lib/proc.mjs';
 import { startReceiver } from './lib/hooks.mjs';
 import { pump, allDelivered, deliveries, maxGap } from './lib/load.mjs';
 
@@ -96,14 +97,34 @@ function assertOrder(got, ids, what) {
     assert.deepEqual(got.order.get(id), ['waiting', 'pending', 'success'], `${id}: ${what} in order`);
 }
 
+/** GET /v1/partitions says partition k is served by masters[k] and the deployment tag by
+ * dep (the daemon's routing, so after a failover or a move the new master). */
+async function served(d, prefix, slots, masters, dep) {
+  const r = await d.get('/v1/partitions');
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.body.partitions, N);
+  assert.equal(r.body.cluster, true);
+  assert.deepEqual(r.body.items, slots.map((slot, k) => ({ partition: k, tag: `{${prefix}:p${k}}`, slot, node: `127.0.0.1:${masters[k]}` })));
+  assert.deepEqual(r.body.deployment, { tag: `{${prefix}}`, slot: await cl.slotOf(`{${prefix}}`), node: `127.0.0.1:${dep}` });
+  return r.body;
+}
+
 const quiet = (d) => assert.doesNotMatch(d.proc.log(), /level=error|CROSSSLOT|non local key/);
 
 test('three daemons, 3 partitions on three masters: keys on their own master, one fan-out each, every webhook once in order', async (t) => {
-  const { prefix, owners, deployment } = await cl.spreadPrefix('cpa', N);
+  const { prefix, owners, slots, deployment } = await cl.spreadPrefix('cpa', N);
   const ds = await daemons(prefix, 3, deployment);
   await spreadOneEach(ds);
   const holders = await Promise.all([0, 1, 2].map((k) => holderOf(prefix, owners, k)));
   assert.deepEqual(new Set(holders), new Set(ds.map(instanceOf)), 'the three leases held by three daemons');
+  // where the data lives, as an operator sees it (REST and CLI)
+  await served(ds[0], prefix, slots, owners.map((o) => o.port), deployment.port);
+  const cli = spawnSync(BIN, ['partitions', '--admin-url', ds[0].url], { encoding: 'utf8' });
+  assert.equal(cli.status, 0, cli.stderr);
+  const rows = cli.stdout.trim().split('\n').map((l) => l.split(/\s+/));
+  assert.deepEqual(rows[0], ['PARTITION', 'TAG', 'SLOT', 'NODE']);
+  for (let k = 0; k < N; k++) assert.deepEqual(rows[1 + k], [String(k), `{${prefix}:p${k}}`, String(slots[k]), `127.0.0.1:${owners[k].port}`]);
+  assert.deepEqual(rows[1 + N], ['deployment', `{${prefix}}`, String(await cl.slotOf(`{${prefix}}`)), `127.0.0.1:${deployment.port}`]);
   const rx = await receiver();
   const wa = await ds[0].post('/v1/webhooks', { url: rx.url('/a') });
   assert.equal(wa.status, 201, wa.text);
@@ -208,6 +229,11 @@ test('manual failover of one partition\'s master, then of the deployment slot\'s
   const log = d.proc.log();
   for (const p of [replica, dreplica])
     assert.match(log, new RegExp(`msg="redis cluster map" masters=[^\\n]*127\\.0\\.0\\.1:${p}\\b`), `map re-read with ${p} promoted`);
+  // GET /v1/partitions follows: the promoted replicas serve the two slots now
+  const masters = owners.map((o) => o.port);
+  masters[k] = replica;
+  for (let j = 0; j < N; j++) if (owners[j].id === deployment.id) masters[j] = dreplica;
+  await served(d, prefix, slots, masters, dreplica);
   assert.equal((await d.get('/readyz')).status, 200);
 });
 
@@ -231,6 +257,9 @@ test('a partition\'s slot migrates to another master mid-run: work continues, no
   assert.equal(n, 210);
   const got = deliveries(rx, '/m');
   assertOrder(got, [...ids, ...after2.ids], 'first receptions');
+  const masters = owners.map((o) => o.port);
+  masters[k] = to.port;
+  await served(d, prefix, slots, masters, deployment.port);
   t.diagnostic(`migration of partition ${k}'s slot: ${moved} keys moved, ${n} events delivered, ${got.duplicates} received twice, longest time without an accepted event ${maxGap(accepts)} ms`);
   assert.ok(d.proc.log().match(/msg="redis cluster map"/g).length >= 2, 'map re-read after MOVED');
   assert.equal((await d.get('/readyz')).status, 200);

@@ -48,6 +48,10 @@ test('one partition (the default) writes no record; more on its data are refused
   const r = await d.post('/v1/requests', { requestId: id });
   assert.equal(r.status, 201, r.text);
   assert.equal(await redis.cmd('EXISTS', '{pa}:config'), 0, 'no record for a 1-partition deployment');
+  const where = await d.get('/v1/partitions');
+  assert.equal(where.status, 200, where.text);
+  assert.deepEqual(where.body, { partitions: 1, cluster: false, deployment: { tag: '{pa}', slot: null, node: `127.0.0.1:${redis.port}` },
+    items: [{ partition: 0, tag: '{pa}', slot: null, node: `127.0.0.1:${redis.port}` }] });
   assert.equal(await redis.cmd('EXISTS', `{pa}:req:${id}`), 1, 'today\'s key names');
   await refused(redis.url, 'pa', 3, 1);
   assert.equal(await redis.cmd('EXISTS', '{pa}:config'), 0, 'a refused process writes nothing');
@@ -207,6 +211,10 @@ test('3 partitions, one daemon: webhooks fanned out from every partition, in ord
     assert.equal(await redis.cmd('XLEN', `{pf:p${k}}:events`), 9);
   }
   assert.equal(await redis.cmd('EXISTS', '{pf}:fanout'), 0, 'no deployment-wide fan-out lease');
+  const where = await d.get('/v1/partitions');
+  assert.deepEqual(where.body.items.map((x) => [x.tag, x.slot, x.node]), [0, 1, 2].map((k) => [`{pf:p${k}}`, null, `127.0.0.1:${redis.port}`]));
+  await until(async () => /\nstatusrelay_fanout_partitions_held 3\n/.test((await d.get('/metrics')).text),
+    { msg: 'the only daemon runs the three fan-outs (/metrics)' });
   assert.doesNotMatch(d.proc.log(), /level=error/);
 });
 
