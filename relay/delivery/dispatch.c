@@ -543,6 +543,26 @@ void dispatch_first_forget(struct dispatch *d, struct dispatch_attempt *a)
     a->orphan = 1;
 }
 
+void dispatch_report(struct dispatch *d, struct webhook *wh, const char *did, unsigned part,
+                     const char *outcome, const char *json, int64_t next_ms)
+{
+    if (d->closing)
+        return;
+    struct dispatch_attempt *a = xcalloc(1, sizeof(*a));
+    a->d = d;
+    webhook_ref(wh);
+    a->wh = wh;
+    snprintf(a->whid, sizeof(a->whid), "%s", wh->id);
+    a->did = xstrdup(did);
+    a->att = 1;
+    a->part = part;
+    a->kind = "b";
+    a->outcome = outcome;
+    a->json = xstrdup(json ? json : "{}");
+    a->next_ms = next_ms;
+    dsp_push_result(d, a);
+}
+
 static void on_pump(evutil_socket_t fd, short what, void *arg)
 {
     sweep(arg);

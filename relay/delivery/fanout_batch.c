@@ -163,6 +163,20 @@ static void chain_to_pending(struct fanout *fo, struct fo_dl *dl)
     dl->succ = NULL;
 }
 
+/* The kind (store/wh_fanout.lua) of a first attempt's outcome, and back. */
+static char out_code(const char *outcome)
+{
+    return strcmp(outcome, "ok") == 0      ? 'o'
+           : strcmp(outcome, "retry") == 0 ? 'r'
+           : strcmp(outcome, "gone") == 0  ? 'g'
+                                           : 'd';
+}
+
+static const char *out_name(char out)
+{
+    return out == 'o' ? "ok" : out == 'r' ? "retry" : out == 'g' ? "gone" : "dead";
+}
+
 /* dispatch_first_cb: the outcome of a first attempt (maybe inside dispatch_first). */
 static void on_first(void *arg, const char *outcome, const char *json, int64_t next_ms)
 {
@@ -170,15 +184,27 @@ static void on_first(void *arg, const char *outcome, const char *json, int64_t n
     struct fo_batch *b = dl->b;
     struct fanout *fo = b->fo;
     dl->h = NULL;
+    if (dl->out == 'f') { /* a commit carried it as in flight (its successors are pending) */
+        if (outcome == NULL || strcmp(outcome, "local") == 0) {
+            /* not attempted: written pending by the next commit; if the one out lands with
+             * 'f', the lease runs out and the reaper queues it */
+            dl->kind = 'p';
+            dl->out = 0;
+            return;
+        }
+        dl->out = out_code(outcome);
+        free(dl->json);
+        dl->json = xstrdup(json ? json : "{}");
+        dl->num = next_ms;
+        dl->late = (char)b->committing; /* else the next commit writes the outcome itself */
+        return;
+    }
     if (outcome == NULL || strcmp(outcome, "local") == 0) {
         /* not attempted (endpoint deleted or disabled meanwhile), or it could not start here
          * (out of descriptors: not an attempt): recorded pending, the dispatcher sends it */
         dl->kind = 'p';
     } else {
-        dl->out = strcmp(outcome, "ok") == 0     ? 'o'
-                  : strcmp(outcome, "retry") == 0 ? 'r'
-                  : strcmp(outcome, "gone") == 0  ? 'g'
-                                                  : 'd';
+        dl->out = out_code(outcome);
         dl->json = xstrdup(json ? json : "{}");
         dl->num = next_ms;
     }
@@ -429,14 +455,17 @@ void fo_try_commit(struct fanout *fo)
     int64_t lease_end = wall_ms() + fo->c->cfg->delivery_lease_ms;
     for (size_t i = 0; i < b->ndl; i++) {
         struct fo_dl *dl = b->dls[i];
-        if (dl->kind == 'a' && dl->out == 0 && dl->h != NULL) { /* still in flight */
-            dispatch_first_detach(fo->dp, dl->h);
-            dl->h = NULL;
+        /* still in flight: recorded so (with a lease); the attempt stays ours until the commit
+         * lands (on_commit detaches it), so an outcome that comes before is written by a
+         * commit again or after it, never before its record exists */
+        if (dl->kind == 'a' && dl->out == 0 && dl->h != NULL) {
             dl->out = 'f';
             dl->num = lease_end;
             b->open--;
             fo->nopen--;
             chain_to_pending(fo, dl);
+        } else if (dl->kind == 'a' && dl->out == 'f' && dl->h != NULL) {
+            dl->num = lease_end; /* written again after a failed commit: a fresh lease */
         } else if (dl->kind == 'c') { /* its predecessor is recorded first, in stream order */
             dl->kind = 'p';
             b->open--;
@@ -506,8 +535,11 @@ static void on_commit(void *arg, const char *err, redisReply *r)
     b->committing = 0;
     if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
         r->element[0]->type != REDIS_REPLY_INTEGER) {
-        /* unknown whether it ran: the script is idempotent, the next poll writes it again */
+        /* unknown whether it ran: the script is idempotent, the next poll writes it again,
+         * with the outcomes that came meanwhile */
         fail_line(&quiet_script, "webhook fan-out script failed", err, r);
+        for (size_t i = 0; i < b->ndl; i++)
+            b->dls[i]->late = 0;
         return;
     }
     long long code = r->element[0]->integer;
@@ -528,6 +560,21 @@ static void on_commit(void *arg, const char *err, redisReply *r)
         fo->q_tail = NULL;
         fo->nq = 0;
         return;
+    }
+    /* the records exist now: attempts still in flight report to wh_done.lua from here on,
+     * outcomes that came while this commit was out are written by it now */
+    for (size_t i = 0; i < b->ndl; i++) {
+        struct fo_dl *dl = b->dls[i];
+        if (dl->kind == 'a' && dl->out == 'f' && dl->h != NULL) {
+            dispatch_first_detach(fo->dp, dl->h);
+            dl->h = NULL;
+        } else if (dl->late) {
+            char did[PROTO_EVENT_ID_MAX + WH_ID_MAX + 2];
+            snprintf(did, sizeof(did), "%s.%s", b->ents[dl->ev].ev.event_id, dl->wh->id);
+            dispatch_report(fo->dp, dl->wh, did, fo->part, out_name(dl->out), dl->json,
+                            dl->num);
+            dl->late = 0;
+        }
     }
     long long created = r->elements > 1 ? r->element[1]->integer : 0;
     fo->c->metrics.wh_deliveries_created += (uint64_t)created;

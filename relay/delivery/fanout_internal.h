@@ -45,7 +45,9 @@ struct fo_dl {
     size_t ev;          /* index in b->ents */
     struct webhook *wh; /* reference */
     char kind, out;
-    struct dispatch_attempt *h; /* while the attempt is open */
+    char late; /* its outcome came while the commit writing it in flight ('f') was out: once
+                  that commit lands, the outcome is written by wh_done.lua (dispatch_report) */
+    struct dispatch_attempt *h; /* while the attempt is open (until its commit landed) */
     char *json;                 /* the attempt log entry (owned) */
     int64_t num;                /* next attempt ms (retry) or lease end (in flight) */
     struct fo_dl *succ;         /* chained successor (kind 'c'), not owned */
