@@ -39,7 +39,7 @@ struct fo_batch;
 /* One (event, endpoint) pair of a batch. kind: 'p' pending, 's' skipped (recorded by the
  * commit), 'a' first attempt (open until out is set), 'c' chained behind an open attempt of
  * the same request and endpoint (sent when it succeeds). out: 0 open, 'o' delivered, 'r'
- * retry, 'd' dead, 'g' gone, 'f' in flight (detached at the commit). */
+ * retry, 'd' dead, 'g' gone, 'f' in flight (detached once the commit writing it landed). */
 struct fo_dl {
     struct fo_batch *b;
     size_t ev;          /* index in b->ents */
