@@ -134,7 +134,12 @@ export async function startCluster({ masters = 3, replicas = 1, nodeTimeoutMs = 
      * batches of 5 with a pause, SETSLOT NODE on every master), so a client meets ASK and
      * TRYAGAIN while keys move, then MOVED. Returns { to, moved: keys moved }. */
     async migrateSlot(slot, from, to) {
-      const masters = (await cl.nodes()).filter((x) => x.flags.includes('master') && !x.flags.includes('fail'));
+      // the masters as each node says itself (a view may lag behind a failover just made)
+      const masters = [];
+      for (const port of cl.alive()) {
+        const role = await cmd(port, 'ROLE');
+        if (Array.isArray(role) && role[0] === 'master') masters.push({ port, id: await cmd(port, 'CLUSTER', 'MYID') });
+      }
       to = to ?? masters.find((x) => x.id !== from.id);
       assert.equal(await cmd(to.port, 'CLUSTER', 'SETSLOT', String(slot), 'IMPORTING', from.id), 'OK');
       assert.equal(await cmd(from.port, 'CLUSTER', 'SETSLOT', String(slot), 'MIGRATING', to.id), 'OK');
