@@ -41,14 +41,13 @@ async function startLayoutRedis(L) {
     const r = await startRedis(`cl-redis-${L.key}`);
     return { url: r.url, prefix: null, masters: [{ port: r.port, pid: r.pid }], redis: r, stop: () => r.proc.stop() };
   }
-  const { startCluster, prefixOnMasters } = await testLib('cluster.mjs');
+  const { startCluster } = await testLib('cluster.mjs');
   const cl = await startCluster({ masters: L.masters, replicas: 0, args: REDIS_PERSISTENCE });
   const stop = () => cl.stop();
   otherStops.add(stop);
   // with one partition its tag is the deployment's, {bench}
-  const spread = L.partitions > 1 ? await prefixOnMasters(cl, L.partitions, { stem: 'bench' })
+  const spread = L.partitions > 1 ? await cl.spreadPrefix('bench', L.partitions)
     : { prefix: 'bench', owners: [await cl.ownerOf(await cl.slotOf('{bench}'))] };
-  if (!spread) throw new Error(`no prefix puts ${L.partitions} partitions on ${L.masters} masters`);
   const idle = (await cl.nodes()).filter((x) => x.flags.includes('master') && !spread.owners.some((o) => o.id === x.id));
   const masters = [];
   for (const o of [...spread.owners, ...idle]) {

@@ -25,6 +25,7 @@ static const struct {
     {"deliveries", "list deliveries of an endpoint by state, with attempts"},
     {"replay", "re-deliver events or dead deliveries (--dry-run counts)"},
     {"tail", "follow events live until interrupted"},
+    {"partitions", "where the data lives: partition -> Redis Cluster slot -> master"},
     {"version", "print the version"},
 };
 

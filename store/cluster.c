@@ -730,3 +730,12 @@ void cluster_stats_get(const struct cluster *cl, struct store_stats *out)
 {
     *out = cl->stats;
 }
+
+int cluster_slot_node(const struct cluster *cl, unsigned slot, char *buf, size_t n)
+{
+    if (!cl->have_map || slot >= CLUSTER_SLOTS || cl->route[slot] == CLUSTER_NO_NODE)
+        return -1;
+    const struct cluster_addr *a = &cl->nodes[cl->route[slot]]->addr;
+    snprintf(buf, n, "%s:%d", a->host, a->port);
+    return 0;
+}

@@ -51,5 +51,8 @@ int cluster_send(struct cluster *cl, store_cb *cb, void *arg, const struct store
                  int argc, char **argv, size_t *lens);
 
 void cluster_stats_get(const struct cluster *cl, struct store_stats *out);
+/* The master serving slot as this process routes to it now ("host:port" into buf, n bytes):
+ * 0, or -1 when no map is read yet or the slot has no owner. */
+int cluster_slot_node(const struct cluster *cl, unsigned slot, char *buf, size_t n);
 
 #endif

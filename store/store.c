@@ -759,6 +759,21 @@ const char *store_wh_tag(const struct store *s, unsigned k)
     return s->wtags[k < s->nparts ? k : 0];
 }
 
+int store_tag_where(const struct store *s, const char *tag, char *node, size_t n)
+{
+    if (s->cluster == NULL) {
+        if (s->url.unix_path)
+            snprintf(node, n, "%s", s->url.unix_path);
+        else
+            snprintf(node, n, "%s:%d", s->url.host, s->url.port);
+        return -1;
+    }
+    unsigned slot = cluster_key_slot(tag, strlen(tag));
+    if (cluster_slot_node(s->cluster, slot, node, n) != 0)
+        node[0] = '\0';
+    return (int)slot;
+}
+
 const char *store_tag_of(const struct store *s, const char *id)
 {
     return s->ptags[key_partition(id, strlen(id), s->nparts)];

@@ -71,6 +71,10 @@ const char *store_tag_of(const struct store *s, const char *id);
 /* The tag argument of the delivery scripts (store/wh_*.lua) for partition k: its tag, and
  * with N > 1 "<partition tag> <deployment tag>" (endpoint hashes are deployment keys). */
 const char *store_wh_tag(const struct store *s, unsigned k);
+/* Where the keys of tag live (operators: `statusrelay partitions`): on a Redis Cluster its
+ * slot is returned and the master this process routes it to now goes into node ("host:port",
+ * "" while unknown); with a single Redis -1 and the Redis address (host:port or socket path). */
+int store_tag_where(const struct store *s, const char *tag, char *node, size_t n);
 
 /* Send a command (printf-like hiredis format: values via %s / %b, never in the format).
  * Returns 0 (cb will be called exactly once) or -1 when not ready (cb not called). */

@@ -131,6 +131,7 @@ route_cb api_h_events;                                      /* events.c */
 route_cb api_h_status_v3; /* compat.c: /intents/status/v3 and /intents/status */
 route_cb api_h_ingest;                                      /* ingest.c */
 route_cb api_h_chains;                                      /* chains.c */
+route_cb api_h_partitions;                                  /* partitions.c */
 route_cb api_h_webhooks; /* routes.c: adapter to webhooks.c (x->route->arg = enum api_wh_route) */
 /* proxy.c: forward x to the upstream verbatim (the pass-through). api_proxy_wants: is the
  * pass-through on and path (raw, as received) not one of ours (/v1*, /intents/status*, /healthz,

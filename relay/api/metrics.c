@@ -7,6 +7,7 @@
 #include "relay/api/metrics.h"
 #include "relay/common/util.h"
 #include "relay/core.h"
+#include "relay/delivery/delivery.h"
 #include "relay/delivery/endpoints.h"
 #include "relay/edge/ws_thread.h"
 #include "relay/ingest/upstream.h"
@@ -235,6 +236,10 @@ void metrics_render(struct core *c, struct evbuffer *out)
     }
     family(out, "start_time_seconds", "gauge", "Process start time (unix seconds).");
     evbuffer_add_printf(out, "statusrelay_start_time_seconds %.3f\n", (double)c->started_ms / 1000.0);
+    gauge(out, "partitions", "Partitions of the deployment (STATUSRELAY_PARTITIONS).",
+          (int64_t)store_partitions(c->store));
+    gauge(out, "fanout_partitions_held", "Partitions whose webhook fan-out this process runs.",
+          (int64_t)delivery_partitions_held(c));
     render_depths(m, out);
     render_watch(m, out);
     if (c->ws != NULL) {

@@ -24,6 +24,7 @@ const struct route api_routes[] = {
     {EVHTTP_REQ_GET, "/intents/status", api_h_status_v3, AUTH_READ, 0},
     {EVHTTP_REQ_POST, "/v1/ingest/upstream", api_h_ingest, AUTH_SIGNATURE, 0},
     {EVHTTP_REQ_GET, "/v1/chains", api_h_chains, AUTH_TOKEN, 0}, /* relay/api/chains.c */
+    {EVHTTP_REQ_GET, "/v1/partitions", api_h_partitions, AUTH_TOKEN, 0}, /* partitions.c */
     /* relay/api/webhooks.c */
     {EVHTTP_REQ_POST, "/v1/webhooks", api_h_webhooks, AUTH_TOKEN, API_WH_CREATE},
     {EVHTTP_REQ_GET, "/v1/webhooks", api_h_webhooks, AUTH_TOKEN, API_WH_LIST},

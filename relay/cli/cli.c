@@ -175,6 +175,12 @@ static const struct cli_cmd commands[] = {
      "  statusrelay replay --dead --dry-run\n"
      "  statusrelay replay --since 1787000000000 --webhook wh_123\n",
      cli_replay},
+    {"partitions", NULL, 0, 0,
+     "where the data lives: partition -> slot -> master (GET /v1/partitions)",
+     "Each partition's hash tag and, on a Redis Cluster, its slot and the master serving it\n"
+     "now (as this daemon routes it), then the deployment tag's. Two busy partitions on one\n"
+     "master: move a slot with `redis-cli --cluster reshard`.\n",
+     no_opts, "  statusrelay partitions\n  statusrelay partitions --json\n", cli_partitions},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -126,6 +126,15 @@ int delivery_busy(const struct core *c)
     return 0;
 }
 
+unsigned delivery_partitions_held(const struct core *c)
+{
+    const struct delivery *d = c->delivery;
+    unsigned n = 0;
+    for (unsigned k = 0; d != NULL && k < d->nfo; k++)
+        n += fanout_leader(d->fo[k]) != 0;
+    return n;
+}
+
 struct dispatch *delivery_dispatch(const struct core *c)
 {
     return c->delivery != NULL ? c->delivery->dp : NULL;

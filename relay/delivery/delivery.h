@@ -21,6 +21,8 @@ void delivery_stop(struct core *c);
 /* 1 while first attempts, fan-out batches not yet committed, or outcomes not yet written
  * remain (graceful shutdown waits for 0; no new work starts once c->shutting_down is set). */
 int delivery_busy(const struct core *c);
+/* Partitions whose fan-out lease this process holds now (0 before delivery_start). */
+unsigned delivery_partitions_held(const struct core *c);
 /* The dispatcher (NULL before delivery_start and after delivery_stop). */
 struct dispatch *delivery_dispatch(const struct core *c);
 

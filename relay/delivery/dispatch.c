@@ -30,6 +30,7 @@
 
 #define DISPATCH_TICK_MS 25
 #define DISPATCH_REAP_MS 1000
+#define DISPATCH_VERSION_MS 100 /* several partitions: the endpoint set's version read */
 #define DISPATCH_MAX_HELD 4096 /* attempts claimed by this process: in flight + queued */
 #define DISPATCH_CLAIM_MAX 500
 #define DISPATCH_CWND_START 4 /* initial AIMD window of an endpoint (capped by the setting) */
@@ -418,9 +419,9 @@ static void on_kick(evutil_socket_t fd, short what, void *arg)
 }
 
 /* Several partitions: the claim script cannot read the endpoint set's version (a deployment
- * key): it is read here, every tick, and a change reloads the set as a claim's answer does
- * with one partition. Meanwhile claims leave the queues of endpoints the copy does not know
- * alone (store/wh_claim.lua). */
+ * key): it is read here, every DISPATCH_VERSION_MS (every fourth tick), and a change reloads
+ * the set as a claim's answer does with one partition. Meanwhile claims leave the queues of
+ * endpoints the copy does not know alone (store/wh_claim.lua). */
 static void on_version(void *arg, const char *err, redisReply *r)
 {
     struct dispatch *d = arg;
@@ -438,6 +439,10 @@ static void version_probe(struct dispatch *d)
 {
     if (d->np <= 1 || d->probing || d->closing || !store_ready(d->c->store))
         return;
+    int64_t now = mono_ms();
+    if (d->probe_ms != 0 && now - d->probe_ms < DISPATCH_VERSION_MS)
+        return;
+    d->probe_ms = now;
     d->pending++;
     if (store_cmd(d->c->store, on_version, d, "GET %s", d->k_whv) == 0)
         d->probing = 1;
@@ -536,6 +541,26 @@ void dispatch_first_forget(struct dispatch *d, struct dispatch_attempt *a)
     a->first_cb = NULL;
     a->first_arg = NULL;
     a->orphan = 1;
+}
+
+void dispatch_report(struct dispatch *d, struct webhook *wh, const char *did, unsigned part,
+                     const char *outcome, const char *json, int64_t next_ms)
+{
+    if (d->closing)
+        return;
+    struct dispatch_attempt *a = xcalloc(1, sizeof(*a));
+    a->d = d;
+    webhook_ref(wh);
+    a->wh = wh;
+    snprintf(a->whid, sizeof(a->whid), "%s", wh->id);
+    a->did = xstrdup(did);
+    a->att = 1;
+    a->part = part;
+    a->kind = "b";
+    a->outcome = outcome;
+    a->json = xstrdup(json ? json : "{}");
+    a->next_ms = next_ms;
+    dsp_push_result(d, a);
 }
 
 static void on_pump(evutil_socket_t fd, short what, void *arg)

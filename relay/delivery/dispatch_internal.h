@@ -83,6 +83,7 @@ struct dispatch {
      * outcomes are written in batches of one partition; every partition is reaped */
     unsigned np, cpart, claim_part;
     int claim_force, probing; /* probing: version_probe's GET in flight */
+    int64_t probe_ms;         /* mono ms of the last version_probe GET; 0 = never */
     size_t claim_got;
     int local_streak;         /* attempts failed locally in a row (attempt.c: backoff) */
     int64_t local_log_ms;     /* mono ms of the last "failed locally" line; 0 = never */

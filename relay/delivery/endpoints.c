@@ -30,6 +30,7 @@ struct webhooks {
     struct webhook **v; /* sorted by id; one reference each */
     size_t n;
     char version[24];
+    char *view; /* the endpoint view of this set (wh_view.c), NULL until built; a load drops it */
     int loading, again;
     struct reload_waiter *waiting, *running; /* for the next load / the one in flight */
     struct store_script sc_put, sc_del, sc_load, sc[WH_SC_COUNT];
@@ -88,6 +89,17 @@ struct webhook *webhooks_at(struct webhooks *w, size_t i)
 const char *webhooks_version(const struct webhooks *w)
 {
     return w->version;
+}
+
+const char *webhooks_view(const struct webhooks *w)
+{
+    return w->view;
+}
+
+void webhooks_view_keep(struct webhooks *w, char *view)
+{
+    free(w->view);
+    w->view = view;
 }
 
 struct webhooks *webhooks_of(struct core *c)
@@ -159,6 +171,8 @@ static void on_load(void *arg, const char *err, redisReply *r)
         free(w->v);
         w->v = nv;
         w->n = k;
+        free(w->view);
+        w->view = NULL;
     } else if (err == NULL) {
         err = store_err_server;
     }
@@ -433,6 +447,8 @@ void webhooks_close(struct webhooks *w)
     free(w->v);
     w->v = NULL;
     w->n = 0;
+    free(w->view);
+    w->view = NULL;
     for (struct reload_waiter *l = w->waiting, *n; l; l = n) {
         n = l->next;
         if (l->cb)

@@ -46,6 +46,11 @@ size_t webhooks_count(const struct webhooks *w);
 struct webhook *webhooks_at(struct webhooks *w, size_t i);
 /* Version of the loaded set ({P}:whv); "-" until the first load. */
 const char *webhooks_version(const struct webhooks *w);
+/* The endpoint view of the loaded set that relay/delivery/wh_view.c built (several
+ * partitions), kept by the set until its next load or close; NULL when none is kept.
+ * webhooks_view_keep hands a malloc'd view to the set (it frees the one it had). */
+const char *webhooks_view(const struct webhooks *w);
+void webhooks_view_keep(struct webhooks *w, char *view);
 
 /* Reload the endpoint set from Redis; cb(arg, err) once done (err NULL or a store error).
  * Reloads requested while one runs are coalesced into one more. cb may be NULL; it runs

@@ -12,7 +12,9 @@
  * behind it). Every other pair gets its first attempt at once from this process
  * (dispatch_first), without any record. A batch is committed by ONE wh_fanout.lua call once
  * its attempts are done (or after FANOUT_COMMIT_WAIT_MS: attempts still in flight are then
- * recorded as in flight and finish through wh_done.lua like claimed deliveries): delivered
+ * recorded as in flight and, once that commit landed, finish through wh_done.lua like
+ * claimed deliveries; an outcome that comes before it landed is written by the commit
+ * retried or, when the commit was already out, by wh_done.lua after it): delivered
  * ones get a short listing entry, failed ones become ordinary deliveries waiting for their
  * retry, and the batch is XACKed. Batches are committed in stream order; several may be
  * open at once (pipelined). A later event of a request whose first attempt to an endpoint
@@ -24,8 +26,8 @@
  * Ownership: the batch being matched (fo->batch) belongs to the fanout until it moves to
  * the queue of open batches (fo->q_head), which owns every batch until its commit
  * succeeded. An open first attempt is owned by the dispatcher; the batch keeps its handle
- * until the attempt reports (dispatch_first_cb), is detached (recorded in flight), or is
- * forgotten (fanout_free). The object outlives its in-flight commands (pending count). */
+ * until the attempt reports (dispatch_first_cb), is detached (its in-flight record was
+ * committed), or is forgotten (fanout_free). The object outlives its in-flight commands (pending count). */
 #include "relay/delivery/fanout.h"
 #include "relay/delivery/fanout_internal.h"
 #include "relay/core.h"

@@ -163,6 +163,20 @@ static void chain_to_pending(struct fanout *fo, struct fo_dl *dl)
     dl->succ = NULL;
 }
 
+/* The kind (store/wh_fanout.lua) of a first attempt's outcome, and back. */
+static char out_code(const char *outcome)
+{
+    return strcmp(outcome, "ok") == 0      ? 'o'
+           : strcmp(outcome, "retry") == 0 ? 'r'
+           : strcmp(outcome, "gone") == 0  ? 'g'
+                                           : 'd';
+}
+
+static const char *out_name(char out)
+{
+    return out == 'o' ? "ok" : out == 'r' ? "retry" : out == 'g' ? "gone" : "dead";
+}
+
 /* dispatch_first_cb: the outcome of a first attempt (maybe inside dispatch_first). */
 static void on_first(void *arg, const char *outcome, const char *json, int64_t next_ms)
 {
@@ -170,15 +184,27 @@ static void on_first(void *arg, const char *outcome, const char *json, int64_t n
     struct fo_batch *b = dl->b;
     struct fanout *fo = b->fo;
     dl->h = NULL;
+    if (dl->out == 'f') { /* a commit carried it as in flight (its successors are pending) */
+        if (outcome == NULL || strcmp(outcome, "local") == 0) {
+            /* not attempted: written pending by the next commit; if the one out lands with
+             * 'f', the lease runs out and the reaper queues it */
+            dl->kind = 'p';
+            dl->out = 0;
+            return;
+        }
+        dl->out = out_code(outcome);
+        free(dl->json);
+        dl->json = xstrdup(json ? json : "{}");
+        dl->num = next_ms;
+        dl->late = (char)b->committing; /* else the next commit writes the outcome itself */
+        return;
+    }
     if (outcome == NULL || strcmp(outcome, "local") == 0) {
         /* not attempted (endpoint deleted or disabled meanwhile), or it could not start here
          * (out of descriptors: not an attempt): recorded pending, the dispatcher sends it */
         dl->kind = 'p';
     } else {
-        dl->out = strcmp(outcome, "ok") == 0     ? 'o'
-                  : strcmp(outcome, "retry") == 0 ? 'r'
-                  : strcmp(outcome, "gone") == 0  ? 'g'
-                                                  : 'd';
+        dl->out = out_code(outcome);
         dl->json = xstrdup(json ? json : "{}");
         dl->num = next_ms;
     }
@@ -193,6 +219,32 @@ static void on_first(void *arg, const char *outcome, const char *json, int64_t n
     }
     if (b->open == 0)
         commit_soon(fo);
+}
+
+/* ---- failure lines --------------------------------------------------------------------- */
+
+/* A failed check or script comes back at every poll while Redis refuses it (a slot being
+ * migrated, a master gone): the first line is logged at once, later ones of the same kind at
+ * most every FO_FAIL_LOG_MS with the count of those not logged. Process-wide: the fan-outs
+ * of every partition share them. */
+#define FO_FAIL_LOG_MS 10000
+struct fo_quiet {
+    int64_t last_ms; /* mono ms of the last line; 0 = never */
+    unsigned long long suppressed;
+};
+static struct fo_quiet quiet_check, quiet_script;
+
+static void fail_line(struct fo_quiet *q, const char *msg, const char *err, redisReply *r)
+{
+    int64_t now = mono_ms();
+    if (q->last_ms != 0 && now - q->last_ms < FO_FAIL_LOG_MS) {
+        q->suppressed++;
+        return;
+    }
+    log_warn(msg, "err=\"%s\" suppressed=%llu", r && r->str ? r->str : err ? err : "reply",
+             q->suppressed);
+    q->last_ms = now;
+    q->suppressed = 0;
 }
 
 /* ---- matching a batch ------------------------------------------------------------------ */
@@ -239,6 +291,7 @@ void fo_process_batch(struct fanout *fo)
         return;
     }
     fo_dls_clear(fo, b);
+    snprintf(fo->matched_ver, sizeof(fo->matched_ver), "%s", webhooks_version(w));
     size_t nwh = webhooks_count(w), ncand = 0;
     for (size_t i = 0; i < b->n; i++) {
         struct fo_entry *fe = &b->ents[i];
@@ -298,14 +351,18 @@ static void on_whv(void *arg, const char *err, redisReply *r)
     if (fo_callback_enter(fo))
         return;
     if (err != NULL || (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_NIL)) {
-        log_warn("webhook fan-out check failed", "err=\"%s\"",
-                 r && r->str ? r->str : err ? err : "reply");
+        fail_line(&quiet_check, "webhook fan-out check failed", err, r);
         held_failed(fo);
         return;
     }
+    /* compared with the version the batch was matched against, not the set's now: another
+     * caller (the dispatcher's version read) may have reloaded the set meanwhile */
     const char *ver = r->type == REDIS_REPLY_STRING ? r->str : "0";
-    if (strcmp(ver, webhooks_version(fo->w)) != 0) {
-        webhooks_reload(fo->w, on_reloaded, fo); /* the endpoint set changed: match again */
+    if (strcmp(ver, fo->matched_ver) != 0) {
+        if (strcmp(ver, webhooks_version(fo->w)) == 0)
+            fo_process_batch(fo); /* reloaded meanwhile: match again */
+        else
+            webhooks_reload(fo->w, on_reloaded, fo); /* the endpoint set changed: match again */
         return;
     }
     size_t ncand = 0;
@@ -322,8 +379,7 @@ static void on_held(void *arg, const char *err, redisReply *r)
     struct fo_batch *b = fo->batch;
     if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
         r->element[0]->type != REDIS_REPLY_INTEGER) {
-        log_warn("webhook fan-out check failed", "err=\"%s\"",
-                 r && r->str ? r->str : err ? err : "reply");
+        fail_line(&quiet_check, "webhook fan-out check failed", err, r);
         fo_batch_free(fo, b);
         fo->batch = NULL;
         fo->need_pending = 1;
@@ -399,14 +455,17 @@ void fo_try_commit(struct fanout *fo)
     int64_t lease_end = wall_ms() + fo->c->cfg->delivery_lease_ms;
     for (size_t i = 0; i < b->ndl; i++) {
         struct fo_dl *dl = b->dls[i];
-        if (dl->kind == 'a' && dl->out == 0 && dl->h != NULL) { /* still in flight */
-            dispatch_first_detach(fo->dp, dl->h);
-            dl->h = NULL;
+        /* still in flight: recorded so (with a lease); the attempt stays ours until the commit
+         * lands (on_commit detaches it), so an outcome that comes before is written by a
+         * commit again or after it, never before its record exists */
+        if (dl->kind == 'a' && dl->out == 0 && dl->h != NULL) {
             dl->out = 'f';
             dl->num = lease_end;
             b->open--;
             fo->nopen--;
             chain_to_pending(fo, dl);
+        } else if (dl->kind == 'a' && dl->out == 'f' && dl->h != NULL) {
+            dl->num = lease_end; /* written again after a failed commit: a fresh lease */
         } else if (dl->kind == 'c') { /* its predecessor is recorded first, in stream order */
             dl->kind = 'p';
             b->open--;
@@ -476,9 +535,11 @@ static void on_commit(void *arg, const char *err, redisReply *r)
     b->committing = 0;
     if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
         r->element[0]->type != REDIS_REPLY_INTEGER) {
-        /* unknown whether it ran: the script is idempotent, the next poll writes it again */
-        log_warn("webhook fan-out script failed", "err=\"%s\"",
-                 r && r->str ? r->str : err ? err : "reply");
+        /* unknown whether it ran: the script is idempotent, the next poll writes it again,
+         * with the outcomes that came meanwhile */
+        fail_line(&quiet_script, "webhook fan-out script failed", err, r);
+        for (size_t i = 0; i < b->ndl; i++)
+            b->dls[i]->late = 0;
         return;
     }
     long long code = r->element[0]->integer;
@@ -499,6 +560,21 @@ static void on_commit(void *arg, const char *err, redisReply *r)
         fo->q_tail = NULL;
         fo->nq = 0;
         return;
+    }
+    /* the records exist now: attempts still in flight report to wh_done.lua from here on,
+     * outcomes that came while this commit was out are written by it now */
+    for (size_t i = 0; i < b->ndl; i++) {
+        struct fo_dl *dl = b->dls[i];
+        if (dl->kind == 'a' && dl->out == 'f' && dl->h != NULL) {
+            dispatch_first_detach(fo->dp, dl->h);
+            dl->h = NULL;
+        } else if (dl->late) {
+            char did[PROTO_EVENT_ID_MAX + WH_ID_MAX + 2];
+            snprintf(did, sizeof(did), "%s.%s", b->ents[dl->ev].ev.event_id, dl->wh->id);
+            dispatch_report(fo->dp, dl->wh, did, fo->part, out_name(dl->out), dl->json,
+                            dl->num);
+            dl->late = 0;
+        }
     }
     long long created = r->elements > 1 ? r->element[1]->integer : 0;
     fo->c->metrics.wh_deliveries_created += (uint64_t)created;

@@ -39,13 +39,15 @@ struct fo_batch;
 /* One (event, endpoint) pair of a batch. kind: 'p' pending, 's' skipped (recorded by the
  * commit), 'a' first attempt (open until out is set), 'c' chained behind an open attempt of
  * the same request and endpoint (sent when it succeeds). out: 0 open, 'o' delivered, 'r'
- * retry, 'd' dead, 'g' gone, 'f' in flight (detached at the commit). */
+ * retry, 'd' dead, 'g' gone, 'f' in flight (detached once the commit writing it landed). */
 struct fo_dl {
     struct fo_batch *b;
     size_t ev;          /* index in b->ents */
     struct webhook *wh; /* reference */
     char kind, out;
-    struct dispatch_attempt *h; /* while the attempt is open */
+    char late; /* its outcome came while the commit writing it in flight ('f') was out: once
+                  that commit lands, the outcome is written by wh_done.lua (dispatch_report) */
+    struct dispatch_attempt *h; /* while the attempt is open (until its commit landed) */
     char *json;                 /* the attempt log entry (owned) */
     int64_t num;                /* next attempt ms (retry) or lease end (in flight) */
     struct fo_dl *succ;         /* chained successor (kind 'c'), not owned */
@@ -95,6 +97,7 @@ struct fanout {
     struct fo_pre *pre_head, *pre_tail; /* owned */
     size_t npre;
     char k_events[KEY_MAX], k_lease[KEY_MAX], k_whv[KEY_MAX];
+    char matched_ver[24]; /* the endpoint set's version fo->batch was matched against */
     unsigned part;              /* the partition this fan-out reads (store/keys.h) */
     struct fanout_share *share; /* NULL with one partition */
 };

@@ -12,23 +12,39 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* "id[:flags],..." of w's endpoints that are not deleted, malloc'd. */
+static char *view_build(struct webhooks *w)
+{
+    size_t n = webhooks_count(w);
+    size_t cap = 1 + n * (WH_ID_MAX + 4);
+    char *out = xmalloc(cap);
+    size_t len = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        const struct webhook *wh = webhooks_at(w, i);
+        if (wh->deleted)
+            continue;
+        len += (size_t)snprintf(out + len, cap - len, "%s%s%s%s%s", len > 0 ? "," : "", wh->id,
+                                wh->latest || !wh->enabled ? ":" : "", wh->latest ? "l" : "",
+                                wh->enabled ? "" : "d");
+    }
+    return out;
+}
+
 char *wh_view_tag(struct core *c, struct webhooks *w, unsigned part)
 {
     struct store *s = c->store;
     if (store_partitions(s) <= 1)
         return xstrdup(store_tag(s));
-    size_t n = webhooks_count(w);
-    size_t cap = strlen(store_wh_tag(s, part)) + 2 + n * (WH_ID_MAX + 4);
-    char *out = xmalloc(cap);
-    size_t len = (size_t)snprintf(out, cap, "%s ", store_wh_tag(s, part));
-    for (size_t i = 0; i < n; i++) {
-        const struct webhook *wh = webhooks_at(w, i);
-        if (wh->deleted)
-            continue;
-        len += (size_t)snprintf(out + len, cap - len, "%s%s%s%s%s", len > 0 && out[len - 1] != ' '
-                                ? "," : "", wh->id, wh->latest || !wh->enabled ? ":" : "",
-                                wh->latest ? "l" : "", wh->enabled ? "" : "d");
-    }
+    /* built once per loaded set (every load drops it), not per script call */
+    if (webhooks_view(w) == NULL)
+        webhooks_view_keep(w, view_build(w));
+    const char *tags = store_wh_tag(s, part), *view = webhooks_view(w);
+    size_t nt = strlen(tags), nv = strlen(view);
+    char *out = xmalloc(nt + 1 + nv + 1);
+    memcpy(out, tags, nt);
+    out[nt] = ' ';
+    memcpy(out + nt + 1, view, nv + 1);
     return out;
 }
 

@@ -11,7 +11,8 @@ import { startDaemon } from './lib/stack.mjs';
 import { startCluster } from './lib/cluster.mjs';
 import { startSim } from './lib/sim.mjs';
 import { until } from './lib/proc.mjs';
-import { startReceiver, ingest, upstreamPayload, rid } from './lib/hooks.mjs';
+import { startReceiver } from './lib/hooks.mjs';
+import { pump, allDelivered, maxGap } from './lib/load.mjs';
 
 const KEY = 'cluster-test-key';
 let cl, sim;
@@ -108,56 +109,6 @@ test('webhook lifecycle on a cluster: sim events tracked, delivered signed, list
   assert.ok(keys > 0, 'deployment keys on its master');
 });
 
-/** p, or a rejection after ms (an answer that never comes must fail the test, not hang it). */
-function bounded(p, ms) {
-  let t;
-  return Promise.race([p, new Promise((_, rej) => { t = setTimeout(() => rej(new Error(`no answer in ${ms} ms`)), ms); })])
-    .finally(() => clearTimeout(t));
-}
-
-/** Ingest a bounded stream: n requests x waiting/pending/success, each observation retried
- * (as the upstream retries) until the daemon answers 200, which it does only once Redis holds
- * it. Calls hook(i) before request i. Returns { ids, accepts: [ms of each 200] }. */
-async function pump(d, tag, n, hook) {
-  const ids = [];
-  const accepts = [];
-  const t0 = Date.now();
-  for (let i = 0; i < n; i++) {
-    await hook?.(i);
-    const id = rid(`${tag}${i}`);
-    ids.push(id);
-    for (const [k, st] of ['waiting', 'pending', 'success'].entries()) {
-      let code = 0, lastErr;
-      for (let tries = 0; tries < 400 && code !== 200 && Date.now() - t0 < 60000; tries++) {
-        code = await bounded(ingest(d, KEY, upstreamPayload({ rid: id, status: st, updatedAt: t0 + i * 10 + k })), 15000).catch((e) => { lastErr = e; return 0; });
-        if (code !== 200) await new Promise((r) => setTimeout(r, 50));
-      }
-      assert.equal(code, 200, `observation ${id} ${st} accepted within 400 tries and 60 s (${lastErr?.cause?.code ?? lastErr?.message})`);
-      accepts.push(Date.now());
-    }
-    await new Promise((r) => setTimeout(r, 10));
-  }
-  return { ids, accepts };
-}
-
-/** Every event of ids (from the event log) reached the receiver; returns the event count. */
-async function allDelivered(d, rx, ids) {
-  const expected = new Set();
-  for (const id of ids) {
-    const r = await d.get(`/v1/events?requestId=${id}&limit=100`);
-    assert.equal(r.status, 200, r.text);
-    assert.deepEqual(r.body.events.map((e) => e.status), ['waiting', 'pending', 'success'], `${id} timeline`);
-    for (const e of r.body.events) expected.add(e.eventId);
-  }
-  await until(() => {
-    const got = new Set(rx.records().map((x) => x.headers['webhook-id']));
-    return [...expected].every((e) => got.has(e));
-  }, { msg: `all ${expected.size} events delivered`, timeoutMs: 30000, stepMs: 200 });
-  return expected.size;
-}
-
-const maxGap = (ts) => ts.slice(1).reduce((m, t, i) => Math.max(m, t - ts[i]), 0);
-
 test('manual failover of the deployment master mid-load: every accepted event delivered', async (t) => {
   const { d, slot, owner } = await daemon(await prefixWithReplica('clu2'));
   const rx = await receiver();
@@ -165,7 +116,7 @@ test('manual failover of the deployment master mid-load: every accepted event de
   assert.equal(wh.status, 201, wh.text);
   const replica = await cl.replicaOf(owner.id);
   let failedOverAt = 0;
-  const { ids, accepts } = await pump(d, 'fo', 60, async (i) => {
+  const { ids, accepts } = await pump(d, KEY, 'fo', 60, async (i) => {
     if (i !== 20) return;
     failedOverAt = Date.now();
     assert.equal(await cl.cmd(replica, 'CLUSTER', 'FAILOVER'), 'OK');
@@ -182,43 +133,21 @@ test('manual failover of the deployment master mid-load: every accepted event de
   assert.equal((await d.get('/readyz')).status, 200);
 });
 
-/** Move one slot from its master to another with the primitives redis-cli --cluster reshard
- * uses (SETSLOT IMPORTING/MIGRATING, MIGRATE in batches, SETSLOT NODE on every master), so
- * the daemon meets ASK and TRYAGAIN while keys move, then MOVED. Returns the new owner. */
-async function migrateSlot(slot, from) {
-  const masters = (await cl.nodes()).filter((x) => x.flags.includes('master'));
-  const to = masters.find((x) => x.id !== from.id);
-  assert.equal(await cl.cmd(to.port, 'CLUSTER', 'SETSLOT', String(slot), 'IMPORTING', from.id), 'OK');
-  assert.equal(await cl.cmd(from.port, 'CLUSTER', 'SETSLOT', String(slot), 'MIGRATING', to.id), 'OK');
-  let moved = 0;
-  for (let round = 0; round < 1000; round++) {
-    const keys = await cl.cmd(from.port, 'CLUSTER', 'GETKEYSINSLOT', String(slot), '5');
-    if (keys.length === 0) break;
-    const r = await cl.cmd(from.port, 'MIGRATE', '127.0.0.1', String(to.port), '', '0', '5000', 'KEYS', ...keys);
-    assert.ok(!(r instanceof Error), `MIGRATE: ${r?.message}`);
-    moved += keys.length;
-    await new Promise((res) => setTimeout(res, 5)); // let the daemon run against a half-moved slot
-  }
-  for (const m of [to, ...masters.filter((x) => x.id !== to.id)])
-    assert.equal(await cl.cmd(m.port, 'CLUSTER', 'SETSLOT', String(slot), 'NODE', to.id), 'OK');
-  return { to, moved };
-}
-
 test('the deployment slot migrates to another master mid-run: work continues, nothing lost', async (t) => {
   const { d, slot, owner } = await daemon('clu3');
   const rx = await receiver();
   const wh = await d.post('/v1/webhooks', { url: rx.url('/m') });
   assert.equal(wh.status, 201, wh.text);
   let migration;
-  const { ids, accepts } = await pump(d, 'mig', 60, async (i) => {
-    if (i === 15) migration = migrateSlot(slot, owner);
+  const { ids, accepts } = await pump(d, KEY, 'mig', 60, async (i) => {
+    if (i === 15) migration = cl.migrateSlot(slot, owner);
   });
   const { to, moved } = await migration;
   assert.ok(moved > 10, `keys moved: ${moved}`);
   assert.equal((await cl.ownerOf(slot)).id, to.id);
   assert.equal(await cl.cmd(owner.port, 'CLUSTER', 'COUNTKEYSINSLOT', String(slot)), 0, 'old master empty');
   // after the move: more events, all through the new master
-  const after2 = await pump(d, 'mig2', 10);
+  const after2 = await pump(d, KEY, 'mig2', 10);
   const n = await allDelivered(d, rx, [...ids, ...after2.ids]);
   assert.equal(n, 210);
   t.diagnostic(`migration: ${moved} keys moved, ${n} events delivered, longest time without an accepted event ${maxGap(accepts)} ms`);
@@ -234,7 +163,7 @@ test('kill -9 of the deployment master mid-load: the replica takes over, every a
   assert.equal(wh.status, 201, wh.text);
   const replica = await cl.replicaOf(owner.id);
   let killedAt = 0;
-  const { ids, accepts } = await pump(d, 'kill', 60, async (i) => {
+  const { ids, accepts } = await pump(d, KEY, 'kill', 60, async (i) => {
     if (i !== 20) return;
     killedAt = Date.now();
     await cl.kill(owner.port);
@@ -271,7 +200,7 @@ test('a master that hangs (SIGSTOP) mid-load: dropped after the command timeout,
   assert.equal(wh.status, 201, wh.text);
   const replica = await cl.replicaOf(owner.id);
   try {
-    const { ids, accepts } = await pump(d, 'hang', 40, async (i) => { if (i === 15) cl.pause(owner.port); });
+    const { ids, accepts } = await pump(d, KEY, 'hang', 40, async (i) => { if (i === 15) cl.pause(owner.port); });
     assert.equal((await cl.ownerOf(slot)).port, replica, 'the replica was promoted');
     const n = await allDelivered(d, rx, ids);
     assert.equal(n, 120);

@@ -49,6 +49,10 @@ test('one partition (the default) writes no record; more on its data are refused
   const r = await d.post('/v1/requests', { requestId: id });
   assert.equal(r.status, 201, r.text);
   assert.equal(await redis.cmd('EXISTS', '{pa}:config'), 0, 'no record for a 1-partition deployment');
+  const where = await d.get('/v1/partitions');
+  assert.equal(where.status, 200, where.text);
+  assert.deepEqual(where.body, { partitions: 1, cluster: false, deployment: { tag: '{pa}', slot: null, node: `127.0.0.1:${redis.port}` },
+    items: [{ partition: 0, tag: '{pa}', slot: null, node: `127.0.0.1:${redis.port}` }] });
   assert.equal(await redis.cmd('EXISTS', `{pa}:req:${id}`), 1, 'today\'s key names');
   await refused(redis.url, 'pa', 3, 1);
   assert.equal(await redis.cmd('EXISTS', '{pa}:config'), 0, 'a refused process writes nothing');
@@ -96,7 +100,6 @@ test('on a 3-master Redis Cluster the record lives on the deployment slot\'s mas
   assert.equal(await cl.cmd((await cl.ownerOf(await cl.slotOf('pd'))).port, 'EXISTS', '{pd}:config'), 0);
 });
 
-/** The partition of a request id: CRC16-XMODEM of its bytes mod n (store/keys.c). */
 /** Sim requests until every one of n partitions has at least per of them. */
 async function idsOverPartitions(sim, n, per) {
   const by = Array.from({ length: n }, () => []);
@@ -184,6 +187,10 @@ test('3 partitions, one daemon: webhooks fanned out from every partition, in ord
     assert.equal(await redis.cmd('XLEN', `{pf:p${k}}:events`), 9);
   }
   assert.equal(await redis.cmd('EXISTS', '{pf}:fanout'), 0, 'no deployment-wide fan-out lease');
+  const where = await d.get('/v1/partitions');
+  assert.deepEqual(where.body.items.map((x) => [x.tag, x.slot, x.node]), [0, 1, 2].map((k) => [`{pf:p${k}}`, null, `127.0.0.1:${redis.port}`]));
+  await until(async () => /\nstatusrelay_fanout_partitions_held 3\n/.test((await d.get('/metrics')).text),
+    { msg: 'the only daemon runs the three fan-outs (/metrics)' });
   assert.doesNotMatch(d.proc.log(), /level=error/);
 });
 
@@ -255,14 +262,7 @@ test('3 partitions on a 3-master Redis Cluster: each partition on its own master
   const cl = await startCluster({ masters: 3, replicas: 0 });
   cleanup.push(() => cl.stop());
   // a prefix whose three partition tags hash to slots of three different masters
-  let prefix, owners;
-  for (let i = 0; i < 500 && !prefix; i++) {
-    const p = `pk${i}`;
-    const o = [];
-    for (let k = 0; k < 3; k++) o.push(await cl.ownerOf(await cl.slotOf(`{${p}:p${k}}`)));
-    if (new Set(o.map((x) => x.id)).size === 3) [prefix, owners] = [p, o];
-  }
-  assert.ok(prefix, 'a prefix spreading its partitions over the masters');
+  const { prefix, owners } = await cl.spreadPrefix('pk', 3);
   const rx = await startReceiver();
   cleanup.push(() => rx.stop());
   const d = await daemon(cl.url(owners[0].port), prefix, 3, {
@@ -422,44 +422,67 @@ test('3 partitions: an endpoint\'s deliveries are listed from every partition, n
   assert.equal(bad.status, 400, bad.text);
 });
 
-test('3 partitions: replays find their events in every partition (by time, by endpoint, by request, dead)', async () => {
+test('3 partitions: replays (dead, by endpoint and time, by request) reach every partition', async () => {
   const { startReceiver } = await import('./lib/hooks.mjs');
   const { until } = await import('./lib/proc.mjs');
-  const ok = await startReceiver();
-  const bad = await startReceiver({ def: 500 });
-  cleanup.push(() => ok.stop(), () => bad.stop());
-  const d = await daemon(redis.url, 'prp', 3, { apiKey: 'prp-key', env: { STATUSRELAY_PARTITIONS: '3', STATUSRELAY_RETRY_SCHEDULE: '0s' } });
-  const A = (await d.post('/v1/webhooks', { url: ok.url('/a') })).body;
-  const B = (await d.post('/v1/webhooks', { url: bad.url('/b') })).body;
-  const ids = ridsOverPartitions('prp', 3);
-  const t0 = Date.now();
-  await ingestLifecycles(d, 'prp-key', ids);
-  await allInOrder(ok, ids, until);
-  await until(async () => (await d.get(`/v1/webhooks/${B.id}/deliveries?state=dead&limit=100`)).body.deliveries.length === 27,
-    { msg: 'every delivery to the failing endpoint dead', timeoutMs: 30000 });
-  const replayed = (rx, path) => rx.records().filter((x) => x.headers['statusrelay-replay'] === '1' && x.path === path);
-  // by time and endpoint: the 27 events of the three partitions, once each
-  const dry = await d.post('/v1/replay', { since: t0, webhookId: A.id, dryRun: true });
-  assert.equal(dry.status, 200, dry.text);
-  assert.equal(dry.body.count, 27, 'counted over the partitions');
-  const byTime = await d.post('/v1/replay', { since: t0, webhookId: A.id });
+  const rxa = await startReceiver();
+  const rxd = await startReceiver({ def: 500 });
+  cleanup.push(() => rxa.stop(), () => rxd.stop());
+  const d = await daemon(redis.url, 'prp', 3, { apiKey: 'prp-key', env: { STATUSRELAY_REDIS_PREFIX: 'prp', STATUSRELAY_PARTITIONS: '3', STATUSRELAY_RETRY_SCHEDULE: '0s,100ms' } });
+  const wa = await d.post('/v1/webhooks', { url: rxa.url('/a') });
+  const wd = await d.post('/v1/webhooks', { url: rxd.url('/d') });
+  assert.equal(wa.status, 201, wa.text);
+  assert.equal(wd.status, 201, wd.text);
+  const dead = async () => {
+    const r = await d.get(`/v1/webhooks/${wd.body.id}/deliveries?state=dead&limit=100`);
+    assert.equal(r.status, 200, r.text);
+    return r.body.deliveries.length;
+  };
+  const ok = (rx) => rx.records().filter((x) => x.status < 300);
+  const first = ridsOverPartitions('prp', 2);
+  await ingestLifecycles(d, 'prp-key', first);
+  await allInOrder(rxa, first, until);
+  await until(async () => (await dead()) === 18, { msg: '18 dead on the failing endpoint', timeoutMs: 20000 });
+  await new Promise((r) => setTimeout(r, 20));
+  const mid = Date.now();
+  await new Promise((r) => setTimeout(r, 20));
+  const second = ridsOverPartitions('prq', 1);
+  await ingestLifecycles(d, 'prp-key', second);
+  await allInOrder(rxa, [...first, ...second], until);
+  await until(async () => (await dead()) === 27, { msg: '27 dead', timeoutMs: 20000 });
+  // counts summed over the partitions
+  const dry = async (body) => {
+    const r = await d.post('/v1/replay', { ...body, dryRun: true });
+    assert.equal(r.status, 200, r.text);
+    return r.body.count;
+  };
+  assert.equal(await dry({ dead: true }), 27, 'dead deliveries of every partition');
+  assert.equal(await dry({ webhookId: wa.body.id, since: mid }), 9, 'the second batch: one request per partition');
+  assert.equal(await dry({ webhookId: wa.body.id, since: 0 }), 27);
+  // dead ones replayed once the endpoint answers: each event once, same ids as endpoint a got
+  await rxd.setScript(`/d=${Array(40).fill(200).join(',')}`);
+  const rp = await d.post('/v1/replay', { dead: true });
+  assert.equal(rp.status, 202, rp.text);
+  assert.equal(rp.body.count, 27);
+  await until(() => ok(rxd).length >= 27, { msg: '27 dead deliveries replayed', timeoutMs: 20000 });
+  const ids = (rx) => ok(rx).map((x) => x.headers['webhook-id']);
+  assert.equal(new Set(ids(rxd)).size, 27, 'each once');
+  assert.deepEqual(new Set(ids(rxd)), new Set(ids(rxa)));
+  for (const x of ok(rxd)) assert.equal(x.headers['statusrelay-replay'], '1');
+  // by endpoint and time: the second batch again, from its three partitions
+  const byTime = await d.post('/v1/replay', { webhookId: wa.body.id, since: mid });
   assert.equal(byTime.status, 202, byTime.text);
-  assert.equal(byTime.body.count, 27);
-  await until(() => replayed(ok, '/a').length === 27, { msg: '27 replayed to A', timeoutMs: 30000 });
-  const ev = (x) => JSON.parse(x.body).data;
-  for (const id of ids)
-    assert.deepEqual(replayed(ok, '/a').filter((x) => ev(x).requestId === id).map((x) => ev(x).status), ['waiting', 'pending', 'success'], `${id} replayed in order`);
-  // by request: its partition only, to every endpoint that matches (A; B's are dead, sent again)
-  const one = ids[7];
-  const byReq = await d.post('/v1/replay', { requestId: one, webhookId: A.id });
-  assert.equal(byReq.body.count, 3);
-  await until(() => replayed(ok, '/a').length === 30, { msg: 'one request replayed' });
-  assert.ok(replayed(ok, '/a').slice(27).every((x) => ev(x).requestId === one));
-  // dead: from every partition, once the receiver is healthy
-  await bad.setScript(`/b=${Array(40).fill(200).join(',')}`); // 200 for the next 40 answers
-  const dead = await d.post('/v1/replay', { dead: true });
-  assert.equal(dead.body.count, 27, 'dead deliveries of every partition');
-  await until(async () => (await d.get(`/v1/webhooks/${B.id}/deliveries?state=delivered&limit=100`)).body.deliveries.length === 27,
-    { msg: 'every dead delivery delivered', timeoutMs: 30000 });
-  assert.equal(bad.records().filter((x) => x.status === 200).length, 27, 'each once');
+  assert.equal(byTime.body.count, 9);
+  await until(() => ok(rxa).length >= 36, { msg: '9 replayed to a', timeoutMs: 20000 });
+  const again = ok(rxa).slice(27).map((x) => JSON.parse(x.body).data.requestId);
+  assert.deepEqual(again.sort(), [...second, ...second, ...second].sort());
+  // by request: its partition only, every endpoint
+  const one = first[first.length - 1];
+  const byReq = await d.post('/v1/replay', { requestId: one });
+  assert.equal(byReq.status, 202, byReq.text);
+  assert.equal(byReq.body.count, 6, '3 events x 2 endpoints');
+  await until(() => ok(rxa).length >= 39 && ok(rxd).length >= 30, { msg: 'replay by request', timeoutMs: 20000 });
+  for (const rx of [rxa, rxd])
+    assert.deepEqual(rx.records().slice(-3).map((x) => JSON.parse(x.body).data.requestId), [one, one, one]);
+  assert.doesNotMatch(d.proc.log(), /level=error/);
 });

@@ -1,7 +1,8 @@
 // redis_bounds.test.mjs - Redis stays bounded and the Redis URL is handled with care (issue 15,
 // medium 7 and the Redis low items): dead deliveries expire with their index entries, deleting
 // an endpoint with thousands of deliveries leaves no key of it, the event retention age trims
-// the stream and the per-request timelines, /readyz reports a Redis that refuses writes,
+// the stream and the per-request timelines, /readyz reports a Redis that refuses writes (and
+// the fan-out's refused writes are logged once, not at every poll),
 // --print-config hides the password, --check-config refuses bad and rediss:// URLs, and a
 // Redis 6 ACL user in the URL connects. Real redis-server, daemon and receivers on loopback.
 import { test, after } from 'node:test';
@@ -170,6 +171,37 @@ test('/readyz is 503 while Redis refuses writes (maxmemory), 200 again after', a
     { timeoutMs: 15000, msg: 'readyz 200 again' });
   assert.equal(ok.body.redis, 'up');
   assert.equal(ok.body.reason, undefined);
+});
+
+test('a Redis refusing writes while a fan-out batch waits to be written: one log line, not one per poll; written after', async () => {
+  // short leases: an outcome dropped (reported before its batch was written) would show as a
+  // second attempt within the test
+  const { redis, d } = await stack({ env: { STATUSRELAY_DELIVERY_LEASE: '3s', STATUSRELAY_DELIVERY_TIMEOUT: '2500ms', STATUSRELAY_CONNECT_TIMEOUT: '1s' } });
+  const rx = await receiver({ delayMs: 2000 });
+  const wh = await d.post('/v1/webhooks', { url: rx.url('/oom') });
+  assert.equal(wh.status, 201, wh.text);
+  await send(d, { rid: rid('oomfan'), status: 'pending' });
+  // the first attempt is at the receiver (answered in 2 s): Redis refuses writes before the
+  // fan-out can record the batch, and the fan-out retries the write at every poll (50 ms)
+  await until(() => rx.records().length === 1, { msg: 'first attempt sent' });
+  assert.equal(await redis.cmd('CONFIG', 'SET', 'maxmemory-policy', 'noeviction'), 'OK');
+  assert.equal(await redis.cmd('CONFIG', 'SET', 'maxmemory', '1'), 'OK');
+  const failed = () => (d.proc.log().match(/msg="webhook fan-out (script|check) failed"/g) ?? []).length;
+  try {
+    await until(() => failed() > 0, { msg: 'the fan-out write refused', timeoutMs: 15000 });
+    await new Promise((r) => setTimeout(r, 2000)); // ~40 more polls refused
+    assert.match(d.proc.log(), /msg="webhook fan-out script failed" err="OOM [^"]*" suppressed=0\n/);
+    assert.equal(failed(), 1, 'one line while it keeps failing (the next at most 10 s later, with suppressed=N)');
+  } finally {
+    await redis.cmd('CONFIG', 'SET', 'maxmemory', '0');
+  }
+  // written once Redis accepts writes again, with the outcome that came meanwhile: delivered
+  // after its one attempt - not recorded as in flight and sent again when its lease ran out
+  const dl = await until(async () => (await d.get(`/v1/webhooks/${wh.body.id}/deliveries?state=delivered`)).body.deliveries[0],
+    { msg: 'the delivery recorded', timeoutMs: 20000 });
+  assert.equal(dl.attempts.length, 1);
+  await new Promise((r) => setTimeout(r, 4000)); // past the lease
+  assert.equal(rx.records().length, 1, 'one attempt: nothing sent twice');
 });
 
 function cfg(url, flag) {

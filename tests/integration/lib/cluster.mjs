@@ -9,6 +9,11 @@
 //   await cl.ownerOf(slot)  { port, id } of the master serving the slot now
 //   await cl.replicaOf(id)  port of a replica of that master
 //   await cl.cmd(port, ...) one command to one node
+//   await cl.spreadPrefix(base, n)  a prefix whose n partition slots sit on n masters
+//   await cl.migrateSlot(slot, from) move a slot to another master (ASK, TRYAGAIN, MOVED)
+//   await cl.keysOn(port, match)     every key of one node matching a SCAN pattern
+//   partitionOf(id, n)               the partition of a request id (store/keys.c)
+import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -17,6 +22,16 @@ import { freePort, startProcess, waitPort, until } from './proc.mjs';
 import { redisCmd } from './resp.mjs';
 
 let seq = 0;
+
+/** The partition of a request id: CRC16-XMODEM of its bytes mod n (store/keys.c). */
+export function partitionOf(id, n) {
+  let c = 0;
+  for (const b of Buffer.from(id)) {
+    c ^= b << 8;
+    for (let i = 0; i < 8; i++) c = (c & 0x8000 ? (c << 1) ^ 0x1021 : c << 1) & 0xffff;
+  }
+  return c % n;
+}
 
 /** Parse CLUSTER NODES text into [{ id, port, flags, master, slots: [[lo, hi]...] }]. */
 export function parseNodes(text) {
@@ -98,26 +113,65 @@ export async function startCluster({ masters = 3, replicas = 1, nodeTimeoutMs = 
     /** Freeze one node (SIGSTOP: connections stay open, nothing is answered) / thaw it. */
     pause: (port) => { const x = nodes.find((y) => y.port === port); x.paused = true; x.proc.child.kill('SIGSTOP'); },
     resume: (port) => { const x = nodes.find((y) => y.port === port); x.paused = false; x.proc.child.kill('SIGCONT'); },
+    /** A prefix base<i> whose n partition tags {prefix:p<k>} hash to slots of n different
+     * masters (withReplicas: each of them has a replica now). Returns { prefix, slots,
+     * owners: the master of each partition, deployment: the master of {prefix} }. */
+    async spreadPrefix(base, n = 3, { withReplicas = false } = {}) {
+      for (let i = 0; i < 500; i++) {
+        const prefix = `${base}${i}`;
+        const slots = [], owners = [];
+        for (let k = 0; k < n; k++) {
+          slots.push(await cl.slotOf(`{${prefix}:p${k}}`));
+          owners.push(await cl.ownerOf(slots[k]));
+        }
+        if (new Set(owners.map((x) => x.id)).size !== n) continue;
+        if (withReplicas && (await Promise.all(owners.map((o) => cl.replicaOf(o.id).catch(() => 0)))).includes(0)) continue;
+        return { prefix, slots, owners, deployment: await cl.ownerOf(await cl.slotOf(`{${prefix}}`)) };
+      }
+      throw new Error(`no prefix ${base}<i> spreading ${n} partitions over ${n} masters`);
+    },
+    /** Move one slot from its master to another (to, or the first other master) with the
+     * primitives redis-cli --cluster reshard uses (SETSLOT IMPORTING/MIGRATING, MIGRATE in
+     * batches of 5 with a pause, SETSLOT NODE on every master), so a client meets ASK and
+     * TRYAGAIN while keys move, then MOVED. Returns { to, moved: keys moved }. */
+    async migrateSlot(slot, from, to) {
+      // the masters as each node says itself (a view may lag behind a failover just made)
+      const masters = [];
+      for (const port of cl.alive()) {
+        const role = await cmd(port, 'ROLE');
+        if (Array.isArray(role) && role[0] === 'master') masters.push({ port, id: await cmd(port, 'CLUSTER', 'MYID') });
+      }
+      to = to ?? masters.find((x) => x.id !== from.id);
+      assert.equal(await cmd(to.port, 'CLUSTER', 'SETSLOT', String(slot), 'IMPORTING', from.id), 'OK');
+      assert.equal(await cmd(from.port, 'CLUSTER', 'SETSLOT', String(slot), 'MIGRATING', to.id), 'OK');
+      let moved = 0;
+      for (let round = 0; round < 1000; round++) {
+        const keys = await cmd(from.port, 'CLUSTER', 'GETKEYSINSLOT', String(slot), '5');
+        if (keys.length === 0) break;
+        const r = await cmd(from.port, 'MIGRATE', '127.0.0.1', String(to.port), '', '0', '5000', 'KEYS', ...keys);
+        assert.ok(!(r instanceof Error), `MIGRATE: ${r?.message}`);
+        moved += keys.length;
+        await new Promise((res) => setTimeout(res, 5)); // clients run against a half-moved slot
+      }
+      for (const m of [to, ...masters.filter((x) => x.id !== to.id)])
+        assert.equal(await cmd(m.port, 'CLUSTER', 'SETSLOT', String(slot), 'NODE', to.id), 'OK');
+      return { to, moved };
+    },
+    /** Every key of the node at port matching pattern (SCAN, bounded). */
+    async keysOn(port, pattern) {
+      const out = [];
+      let cursor = '0';
+      for (let i = 0; i < 10000; i++) {
+        const [next, keys] = await cmd(port, 'SCAN', cursor, 'MATCH', pattern, 'COUNT', '1000');
+        out.push(...keys);
+        cursor = next;
+        if (cursor === '0') return out;
+      }
+      throw new Error(`SCAN of ${port} did not end`);
+    },
     /** Kill one node (SIGKILL). */
     kill: (port) => nodes.find((x) => x.port === port).proc.stop('SIGKILL'),
     stop: stopAll,
   };
   return cl;
-}
-
-/**
- * A prefix (stem + a number) whose partition tags `{<prefix>:p<k>}`, k = 0..partitions-1,
- * hash to slots of as many different masters as there can be (min(partitions, masters)),
- * with owners[k] = { port, id } the master of partition k; null if none of `tries` does.
- */
-export async function prefixOnMasters(cl, partitions = 3, { stem = 'pk', tries = 500 } = {}) {
-  const masters = (await cl.nodes()).filter((x) => x.flags.includes('master') && x.slots.length > 0).length;
-  const want = Math.min(partitions, masters);
-  for (let i = 0; i < tries; i++) {
-    const prefix = `${stem}${i}`;
-    const owners = [];
-    for (let k = 0; k < partitions; k++) owners.push(await cl.ownerOf(await cl.slotOf(`{${prefix}:p${k}}`)));
-    if (new Set(owners.map((x) => x.id)).size === want) return { prefix, owners };
-  }
-  return null;
 }

@@ -3,15 +3,9 @@
 // a deployment with STATUSRELAY_PARTITIONS > 1.
 import assert from 'node:assert/strict';
 import { ingest, upstreamPayload, rid } from './hooks.mjs';
+import { partitionOf } from './cluster.mjs';
 
-export function partitionOf(id, n) {
-  let c = 0;
-  for (const b of Buffer.from(id)) {
-    c ^= b << 8;
-    for (let i = 0; i < 8; i++) c = (c & 0x8000 ? (c << 1) ^ 0x1021 : c << 1) & 0xffff;
-  }
-  return c % n;
-}
+export { partitionOf };
 
 /** `per` fresh request ids in each of n partitions, partition 0's first. */
 export function ridsOverPartitions(tag, per, n = 3) {
