@@ -135,7 +135,7 @@ fuzz: $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
 	    $$f -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -artifact_prefix=build-fuzz/ -print_final_stats=1 \
 	        build-fuzz/corpus/$$n $$seeds 2>&1 | grep -E "stat::number_of_executed_units|ERROR|SUMMARY|Done" ; \
 	    test $${PIPESTATUS[0]} -eq 0; done
-build-fuzz/%: tests/fuzz/%.c tests/fuzz/proto_fuzz.h $(PROTO_SRC) $(wildcard protocol/*.h)
+build-fuzz/%: tests/fuzz/%.c $(wildcard tests/fuzz/*.h) $(PROTO_SRC) $(wildcard protocol/*.h)
 	@mkdir -p $(@D)
 	clang $(FUZZ_CFLAGS) -o $@ $< $(PROTO_SRC) $(FUZZ_LIBS)
 

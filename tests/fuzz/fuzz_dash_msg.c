@@ -10,6 +10,7 @@
  * 3-partition deployment: accepted there, a lastEventId is a vector of exactly 3 stream ids,
  * and the message reads the same apart from the cursor.
  * runs on: the fuzzer's thread. */
+#include "tests/fuzz/fuzz_check.h"
 #include "protocol/dash_msg.h"
 #include "protocol/stream_vec.h"
 
@@ -17,14 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define FUZZ_CHECK(c)                                                                      \
-    do {                                                                                   \
-        if (!(c)) {                                                                        \
-            fprintf(stderr, "invariant failed: %s (%s:%d)\n", #c, __FILE__, __LINE__);    \
-            abort();                                                                       \
-        }                                                                                  \
-    } while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

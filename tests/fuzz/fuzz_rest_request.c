@@ -9,6 +9,7 @@
  * segments no longer than itself, and a matching route's "{}" indexes are in range; limit is
  * def or within 1..max; a stream id re-printed parses to the same numbers.
  * runs on: the fuzzer's thread. */
+#include "tests/fuzz/fuzz_check.h"
 #include "protocol/proto.h"
 #include "protocol/rest_req.h"
 
@@ -18,14 +19,6 @@
 #include <string.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(c)                                                                           \
-    do {                                                                                   \
-        if (!(c)) {                                                                        \
-            fprintf(stderr, "invariant failed: %s (%s:%d)\n", #c, __FILE__, __LINE__);    \
-            abort();                                                                       \
-        }                                                                                  \
-    } while (0)
 
 /* The patterns of relay/api/routes.c (kept in step by hand: the table lives in relay/). */
 static const char *const patterns[] = {
@@ -49,13 +42,13 @@ static int decode(const char *in, size_t len, size_t stepsz, char *out, size_t *
             size_t used = 0, dlen = 0;
             const char *d = NULL;
             rc = proto_rest_chunked_step(&c, in + off + w, win - w, &used, &d, &dlen);
-            CHECK(used <= win - w);
-            CHECK(dlen == 0 || (d >= in + off + w && d + dlen <= in + off + w + used));
+            FUZZ_CHECK(used <= win - w);
+            FUZZ_CHECK(dlen == 0 || (d >= in + off + w && d + dlen <= in + off + w + used));
             memcpy(out + o, d != NULL ? d : "", dlen);
             o += dlen;
             w += used;
             if (rc == 0 && used == 0 && w < win)
-                CHECK(0); /* no progress on available input */
+                FUZZ_CHECK(0); /* no progress on available input */
         } while (rc == 0 && w < win);
         off += w;
     }
@@ -70,12 +63,12 @@ static void check_chunked(const char *in, size_t len)
     size_t la, lb, ca, cb;
     int ra = decode(in, len, len > 0 ? len : 1, a, &la, &ca);
     int rb = decode(in, len, 1, b, &lb, &cb);
-    CHECK(ra == 0 || ra == 1 || ra == PROTO_EVALUE || ra == PROTO_ETOOLONG);
-    CHECK(la <= len);
+    FUZZ_CHECK(ra == 0 || ra == 1 || ra == PROTO_EVALUE || ra == PROTO_ETOOLONG);
+    FUZZ_CHECK(la <= len);
     if (ra == 1 || rb == 1) { /* a finished body is the same however it arrived */
-        CHECK(ra == rb && la == lb && ca == cb && memcmp(a, b, la) == 0);
+        FUZZ_CHECK(ra == rb && la == lb && ca == cb && memcmp(a, b, la) == 0);
     } else if (ra == 0 && rb == 0) {
-        CHECK(la == lb && memcmp(a, b, la) == 0);
+        FUZZ_CHECK(la == lb && memcmp(a, b, la) == 0);
     }
     free(a);
     free(b);
@@ -88,18 +81,18 @@ static void check_path(const char *t, size_t n)
     char *buf = malloc(plen + 1);
     struct proto_rest_seg segs[PROTO_REST_SEGS_MAX];
     int ns = proto_rest_path_split(t, plen, buf, plen + 1, segs, PROTO_REST_SEGS_MAX);
-    CHECK(ns >= -1 && ns <= PROTO_REST_SEGS_MAX);
+    FUZZ_CHECK(ns >= -1 && ns <= PROTO_REST_SEGS_MAX);
     size_t total = 0;
     for (int i = 0; i < ns; i++) {
-        CHECK(segs[i].s >= buf && segs[i].s + segs[i].len <= buf + plen + 1);
+        FUZZ_CHECK(segs[i].s >= buf && segs[i].s + segs[i].len <= buf + plen + 1);
         total += segs[i].len;
     }
-    CHECK(total <= plen);
+    FUZZ_CHECK(total <= plen);
     for (size_t k = 0; ns >= 0 && k < sizeof(patterns) / sizeof(patterns[0]); k++) {
         int params[2] = {-1, -1};
         if (proto_rest_route_match(patterns[k], segs, ns, params, 2)) {
             for (int i = 0; i < 2; i++)
-                CHECK(params[i] >= -1 && params[i] < ns && (params[i] < 0 || segs[params[i]].len));
+                FUZZ_CHECK(params[i] >= -1 && params[i] < ns && (params[i] < 0 || segs[params[i]].len));
         }
     }
     free(buf);
@@ -110,7 +103,7 @@ static void check_path(const char *t, size_t n)
         v[vl] = '\0';
         int lim;
         if (proto_rest_limit(v, 50, 500, &lim) == 0)
-            CHECK(lim == 50 || (lim >= 1 && lim <= 500));
+            FUZZ_CHECK(lim == 50 || (lim >= 1 && lim <= 500));
         uint64_t ms, seq, ms2, seq2;
         int has, has2;
         if (proto_rest_stream_id(v, &ms, &seq, &has) == 0) {
@@ -120,8 +113,8 @@ static void check_path(const char *t, size_t n)
                          (unsigned long long)seq);
             else
                 snprintf(again, sizeof(again), "%llu", (unsigned long long)ms);
-            CHECK(proto_rest_stream_id(again, &ms2, &seq2, &has2) == 0);
-            CHECK(ms == ms2 && seq == seq2 && has == has2);
+            FUZZ_CHECK(proto_rest_stream_id(again, &ms2, &seq2, &has2) == 0);
+            FUZZ_CHECK(ms == ms2 && seq == seq2 && has == has2);
         }
         free(v);
     }
@@ -132,26 +125,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static struct proto_rest_head h;
     const char *in = (const char *)data;
     long e = proto_rest_head_end(in, size, PROTO_REST_HEAD_MAX);
-    CHECK(e == 0 || e == PROTO_EVALUE || e == PROTO_ETOOLONG || (e > 0 && (size_t)e <= size));
+    FUZZ_CHECK(e == 0 || e == PROTO_EVALUE || e == PROTO_ETOOLONG || (e > 0 && (size_t)e <= size));
     if (e <= 0) {
         check_chunked(in, size);
         check_path(in, size);
         return 0;
     }
     int rc = proto_rest_head_parse(in, (size_t)e, &h);
-    CHECK(rc == 0 || rc == PROTO_EVALUE || rc == PROTO_ETOOLONG);
+    FUZZ_CHECK(rc == 0 || rc == PROTO_EVALUE || rc == PROTO_ETOOLONG);
     if (rc == 0) {
-        CHECK(h.method_len > 0 && h.target_len > 0 && h.line_len <= (size_t)e);
-        CHECK(h.target >= in && h.target + h.target_len <= in + e);
-        CHECK(!(h.chunked && h.content_length >= 0));
-        CHECK(h.content_length >= -1 && h.content_length <= PROTO_MAX_CHAIN_ID);
-        CHECK(h.nhdr <= PROTO_REST_HDR_MAX);
+        FUZZ_CHECK(h.method_len > 0 && h.target_len > 0 && h.line_len <= (size_t)e);
+        FUZZ_CHECK(h.target >= in && h.target + h.target_len <= in + e);
+        FUZZ_CHECK(!(h.chunked && h.content_length >= 0));
+        FUZZ_CHECK(h.content_length >= -1 && h.content_length <= PROTO_MAX_CHAIN_ID);
+        FUZZ_CHECK(h.nhdr <= PROTO_REST_HDR_MAX);
         for (size_t i = 0; i < h.nhdr; i++) {
-            CHECK(h.hdr[i].name_len > 0 && h.hdr[i].off + h.hdr[i].len <= (size_t)e);
-            CHECK(h.hdr[i].name == in + h.hdr[i].off);
-            CHECK(h.hdr[i].value >= h.hdr[i].name + h.hdr[i].name_len + 1);
-            CHECK(h.hdr[i].value + h.hdr[i].value_len <= in + h.hdr[i].off + h.hdr[i].len);
-            CHECK(proto_rest_head_find(&h, "x") == NULL || h.nhdr > 0);
+            FUZZ_CHECK(h.hdr[i].name_len > 0 && h.hdr[i].off + h.hdr[i].len <= (size_t)e);
+            FUZZ_CHECK(h.hdr[i].name == in + h.hdr[i].off);
+            FUZZ_CHECK(h.hdr[i].value >= h.hdr[i].name + h.hdr[i].name_len + 1);
+            FUZZ_CHECK(h.hdr[i].value + h.hdr[i].value_len <= in + h.hdr[i].off + h.hdr[i].len);
+            FUZZ_CHECK(proto_rest_head_find(&h, "x") == NULL || h.nhdr > 0);
         }
         check_path(h.target, h.target_len);
     }

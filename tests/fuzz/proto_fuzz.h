@@ -14,6 +14,7 @@
 #define TESTS_FUZZ_PROTO_FUZZ_H
 
 #include "protocol/lifecycle.h"
+#include "tests/fuzz/fuzz_check.h"
 #include "protocol/normalize.h"
 
 #include <jansson.h>
@@ -21,14 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define FUZZ_CHECK(c)                                                                      \
-    do {                                                                                   \
-        if (!(c)) {                                                                        \
-            fprintf(stderr, "invariant failed: %s (%s:%d)\n", #c, __FILE__, __LINE__);    \
-            abort();                                                                       \
-        }                                                                                  \
-    } while (0)
 
 #define FUZZ_NOW 1787000000000LL
 
