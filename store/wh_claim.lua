@@ -28,6 +28,7 @@ for i = 7, #ARGV, 2 do
 end
 
 -- #include wh_lib.lua
+-- #include dl_lib.lua
 
 local total = 0
 local leased = {}
@@ -47,18 +48,11 @@ for _, wh in ipairs(whs) do
       redis.call('ZREM', KEYS[1], wh)
     end
   elseif not en then
-    -- everything of each delivery goes with its record: once the record is gone nothing
-    -- names its request, and the order set would be left behind (store/wh_gc.lua finds
-    -- order sets through the records)
-    -- (at most 500 a claim: the rest on the next ones)
+    -- everything of each delivery goes with its record (dl_delete: its order set too), at
+    -- most 500 a claim: the rest on the next ones
     local ids = redis.call('ZRANGE', dq, 0, 499)
     for _, did in ipairs(ids) do
-      local dl = tag .. ':dl:' .. did
-      local rid = redis.call('HGET', dl, 'rid')
-      if rid then
-        redis.call('DEL', tag .. ':order:' .. wh .. ':' .. rid)
-      end
-      redis.call('DEL', dl)
+      dl_delete(wh, did)
       redis.call('ZREM', tag .. ':dls:' .. wh, did)
       redis.call('HDEL', tag .. ':dlh:' .. wh, did)
     end

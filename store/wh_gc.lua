@@ -29,6 +29,7 @@ local budget = batch
 local more = 0
 local n_old, n_gone, n_ev = 0, 0, 0
 local purged = {}
+-- #include dl_lib.lua
 
 -- the endpoint of a delivery id "<event id>.<endpoint id>"
 local function wh_of(did)
@@ -67,12 +68,7 @@ end
 -- delete deliveries of a deleted endpoint (ids of its listing or its queue)
 local function drop_all(wh, ids)
   for _, did in ipairs(ids) do
-    local dl = tag .. ':dl:' .. did
-    local rid = redis.call('HGET', dl, 'rid')
-    if rid then
-      redis.call('DEL', tag .. ':order:' .. wh .. ':' .. rid)
-    end
-    redis.call('DEL', dl)
+    dl_delete(wh, did)
     redis.call('ZREM', KEYS[4], did)
     redis.call('ZREM', KEYS[1], did)
     redis.call('ZREM', KEYS[2], did)
