@@ -503,24 +503,32 @@ int dispatch_first_ok(struct dispatch *d, struct webhook *wh)
     return !e->failing && e->queued < 4 * (int)d->c->cfg->endpoint_concurrency;
 }
 
-struct dispatch_attempt *dispatch_first(struct dispatch *d, struct webhook *wh, const char *did,
-                                        const char *event_id, struct dispatch_body *b,
-                                        unsigned part, dispatch_first_cb *cb, void *arg)
+/* A first attempt of delivery did to wh in partition part (it holds a reference on wh). */
+static struct dispatch_attempt *first_new(struct dispatch *d, struct webhook *wh,
+                                          const char *did, unsigned part)
 {
-    if (d->closing)
-        return NULL;
     struct dispatch_attempt *a = xcalloc(1, sizeof(*a));
     a->d = d;
     webhook_ref(wh);
     a->wh = wh;
     snprintf(a->whid, sizeof(a->whid), "%s", wh->id);
     a->did = xstrdup(did);
-    snprintf(a->ev, sizeof(a->ev), "%s", event_id);
     a->att = 1;
     a->part = part;
+    a->kind = "b";
+    return a;
+}
+
+struct dispatch_attempt *dispatch_first(struct dispatch *d, struct webhook *wh, const char *did,
+                                        const char *event_id, struct dispatch_body *b,
+                                        unsigned part, dispatch_first_cb *cb, void *arg)
+{
+    if (d->closing)
+        return NULL;
+    struct dispatch_attempt *a = first_new(d, wh, did, part);
+    snprintf(a->ev, sizeof(a->ev), "%s", event_id);
     a->b = b;
     b->refs++;
-    a->kind = "b";
     a->claimed_ms = mono_ms();
     a->first_cb = cb;
     a->first_arg = arg;
@@ -548,15 +556,7 @@ void dispatch_report(struct dispatch *d, struct webhook *wh, const char *did, un
 {
     if (d->closing)
         return;
-    struct dispatch_attempt *a = xcalloc(1, sizeof(*a));
-    a->d = d;
-    webhook_ref(wh);
-    a->wh = wh;
-    snprintf(a->whid, sizeof(a->whid), "%s", wh->id);
-    a->did = xstrdup(did);
-    a->att = 1;
-    a->part = part;
-    a->kind = "b";
+    struct dispatch_attempt *a = first_new(d, wh, did, part);
     a->outcome = outcome;
     a->json = xstrdup(json ? json : "{}");
     a->next_ms = next_ms;
