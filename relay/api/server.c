@@ -6,8 +6,8 @@
  * (which frees it). Handlers that wait for Redis or the upstream return and finish the ctx from
  * their callback. Every ctx sits in api->pending until it is finished, so that a connection
  * closing under it (api_on_conn_close) or api_free can mark it gone: ctx->req = NULL (the evhttp
- * request is freed by evhttp) and, after api_free, ctx->api = NULL. A gone ctx is freed by its
- * callback without writing anything.
+ * request is freed by evhttp, or by api_on_conn_close when evhttp detached it) and, after
+ * api_free, ctx->api = NULL. A gone ctx is freed by its callback without writing anything.
  *
  * The handlers live by resource: health.c, requests.c, events.c, compat.c, ingest.c, webhooks.c;
  * each file's opening comment lists its decisions (documented in README's API section). */
@@ -80,13 +80,22 @@ void api_ctx_free(struct ctx *x)
     free(x);
 }
 
-/* The connection is being freed (client gone, error, shutdown): its requests go with it. */
+/* The connection is being freed (client gone, error, shutdown): its requests go with it.
+ * libevent 2.1 (evhttp_connection_free) calls this first, then frees the requests still queued
+ * on the connection. A request a handler holds (not yet answered) is not among them when the
+ * connection failed on a timeout or EOF (a client gone, the gate's close, the request deadline):
+ * evhttp_connection_incoming_fail unlinks it and sets its connection to NULL, and from then on
+ * nobody but us holds it - evhttp would free it only when answered (evhttp_send on a request
+ * without a connection frees it). So a request with no connection is freed here; one still on
+ * the connection is evhttp's to free. Either way the ctx answers nothing (x->req = NULL). */
 void api_on_conn_close(struct evhttp_connection *evcon, void *arg)
 {
     struct api *a = arg;
     api_listen_closed(a); /* the connection cap (listen.c) */
     for (struct ctx *x = a->pending; x != NULL; x = x->next)
         if (x->evcon == evcon) {
+            if (x->req != NULL && evhttp_request_get_connection(x->req) == NULL)
+                evhttp_request_free(x->req);
             x->req = NULL;
             x->body = NULL;
             x->body_len = 0;
