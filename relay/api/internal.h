@@ -46,6 +46,7 @@ struct api_listen;
 struct proto_rest_head;
 struct bufferevent;
 struct event_base;
+struct pt_out;
 
 struct api {
     struct core *c;
@@ -56,6 +57,8 @@ struct api {
     struct store_script page_sc, read_sc, events_sc;
     struct rate_table *anon_misses; /* status-read misses of anonymous callers, per address */
     unsigned proxy_inflight;       /* pass-through requests waiting for the upstream */
+    struct pt_out *proxy_out;      /* pass-through answers being written (proxy.c, owned) */
+    size_t proxy_queued;           /* their bytes (bounded by proxy.c's PT_MAX_QUEUED) */
     struct api_listen *lsn;        /* the listener and its connection cap (listen.c) */
 };
 
@@ -138,6 +141,10 @@ route_cb api_h_webhooks; /* routes.c: adapter to webhooks.c (x->route->arg = enu
  * /readyz, /metrics)? on_request asks it for paths no route matches, before the token check. */
 route_cb api_proxy;
 int api_proxy_wants(const struct api *a, const char *path);
+/* proxy.c: the connection evcon is being freed: its pass-through answers are no longer
+ * waiting (api_on_conn_close). api_proxy_free: release every one left (api_free). */
+void api_proxy_conn_closed(struct api *a, struct evhttp_connection *evcon);
+void api_proxy_free(struct api *a);
 
 /* ---- replies (server.c) ----------------------------------------------------------------------
  * Each finishes (frees) the ctx; when the client is gone (x->req NULL) nothing is written.
@@ -198,8 +205,9 @@ struct bufferevent *api_gate_bev_new(struct event_base *base, void *arg);
 
 /* server.c, for the gate: how many body bytes the request of head h may
  * send, decided on its method, path and headers as on_request would: API_BODY_MAX for a
- * request that passes the token checks (or a pass-through path), API_BODY_ANON_MAX for the
- * routes without the token (signed ingest, status reads, health), -1 for a request answered
+ * request that passes the token checks (or a pass-through path with the admin token),
+ * API_BODY_ANON_MAX for the routes without the token (signed ingest, status reads, health,
+ * anonymous pass-through), -1 for a request answered
  * on its headers alone (401, 403, 404, 405, 415, OPTIONS). */
 int64_t api_gate_body_cap(struct api *a, const struct proto_rest_head *h);
 

@@ -16,10 +16,21 @@
  *   - No admin token needed on these paths: they carry the client's own upstream credentials.
  *   - The answer: the upstream's status, headers minus hop-by-hop (Content-Length is
  *     recomputed, except for HEAD), and body, buffered up to PT_MAX_RESPONSE.
- *   - Limits: request bodies as the rest of the API (1 MiB, checked before this runs), a
- *     total deadline of PT_TIMEOUT_MS, PT_MAX_INFLIGHT requests in flight (then 503 with
- *     Retry-After: 1). Transport failures answer 502/504 with the error shape, top-level
- *     "message" and "errorCode" included (what upstream clients print). */
+ *   - Limits: request bodies 64 KiB (API_BODY_ANON_MAX), 1 MiB with the admin token (the
+ *     gate checks before this runs: server.c's api_gate_body_cap), a total deadline of
+ *     PT_TIMEOUT_MS, PT_MAX_INFLIGHT requests in flight (then 503 with Retry-After: 1).
+ *     Transport failures answer 502/504 with the error shape, top-level "message" and
+ *     "errorCode" included (what upstream clients print).
+ *   - Answers waiting to be written: a client need not read its answer, so the bytes of every
+ *     answer handed to evhttp count (a->proxy_queued) until evhttp wrote it all (its
+ *     on_complete callback) or the connection closed (api_proxy_conn_closed). Their total is
+ *     bounded by PT_MAX_QUEUED: a request arriving when it is full, or an answer that does not
+ *     fit, gets 503 passthrough_busy (Retry-After: 1) instead. An answer none of whose bytes
+ *     reached the socket for PT_STALL_MS has its connection closed (a client that does not
+ *     read is cut after a few seconds; a slow reader that makes progress is not).
+ *   - Dot-segments: a path with a "." or ".." segment (also percent-encoded, also between
+ *     backslashes) is refused with 400 invalid_path, not forwarded: curl removes dot-segments,
+ *     which would escape the path of a prefixed STATUSRELAY_UPSTREAM_API_URL. */
 #include "relay/api/internal.h"
 #include "relay/common/httpc.h"
 #include "relay/common/log.h"
@@ -28,6 +39,8 @@
 #include "relay/core.h"
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
 #include <event2/http.h>
 #include <openssl/crypto.h>
 #include <stdlib.h>
@@ -39,6 +52,20 @@
 #define PT_MAX_RESPONSE (8 * 1024 * 1024)
 #define PT_MAX_INFLIGHT 256
 #define PT_MAX_HEADERS 100              /* client header lines forwarded at most */
+#define PT_MAX_QUEUED (32 * 1024 * 1024) /* answer bytes waiting to be written, all clients */
+#define PT_STALL_MS 5000                 /* no byte of an answer written this long: cut */
+#define PT_CHECK_MS 1000                 /* how often an unwritten answer is looked at */
+
+/* One answer handed to evhttp and not yet written whole (a->proxy_out, owned by the list). */
+struct pt_out {
+    struct api *a;
+    struct evhttp_connection *evcon; /* borrowed: its close releases us */
+    size_t bytes;                    /* counted in a->proxy_queued */
+    size_t left;                     /* bytes waiting at the last check; SIZE_MAX: none yet */
+    int stalled_ms;                  /* since left last went down */
+    struct event *timer;             /* the stall check, every PT_CHECK_MS */
+    struct pt_out *prev, *next;
+};
 
 /* One forwarded request. */
 struct pt {
@@ -127,6 +154,99 @@ static void pt_free(struct pt *p)
         free(p->lines[i]);
     free(p->body);
     free(p);
+}
+
+/* ---- answers waiting to be written ----------------------------------------------------------- */
+
+static void out_release(struct pt_out *o)
+{
+    struct api *a = o->a;
+    if (o->prev)
+        o->prev->next = o->next;
+    else
+        a->proxy_out = o->next;
+    if (o->next)
+        o->next->prev = o->prev;
+    a->proxy_queued -= o->bytes;
+    event_free(o->timer);
+    free(o);
+}
+
+/* Bytes of the connection's answers not yet on the socket: evhttp's output (the gate's filter)
+ * and the socket bufferevent's under it (gate.c moves what it can at once). */
+static size_t conn_unsent(struct evhttp_connection *evcon)
+{
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(evcon);
+    if (bev == NULL)
+        return 0;
+    size_t n = evbuffer_get_length(bufferevent_get_output(bev));
+    struct bufferevent *under = bufferevent_get_underlying(bev);
+    if (under != NULL)
+        n += evbuffer_get_length(bufferevent_get_output(under));
+    return n;
+}
+
+static void on_stall_check(evutil_socket_t fd, short what, void *arg)
+{
+    struct pt_out *o = arg;
+    size_t left = conn_unsent(o->evcon);
+    o->stalled_ms = left > 0 && left >= o->left ? o->stalled_ms + PT_CHECK_MS : 0;
+    if (o->stalled_ms >= PT_STALL_MS) {
+        log_debug("passthrough answer cut: the client read nothing", "unsent=%zu stall_ms=%d",
+                  left, PT_STALL_MS);
+        /* evhttp's error callback frees the connection; its close releases o: return after */
+        bufferevent_trigger_event(evhttp_connection_get_bufferevent(o->evcon),
+                                  BEV_EVENT_WRITING | BEV_EVENT_TIMEOUT, 0);
+        return;
+    }
+    o->left = left;
+    struct timeval tv = {PT_CHECK_MS / 1000, (PT_CHECK_MS % 1000) * 1000};
+    evtimer_add(o->timer, &tv);
+}
+
+static void on_answer_written(struct evhttp_request *req, void *arg)
+{
+    out_release(arg);
+}
+
+void api_proxy_conn_closed(struct api *a, struct evhttp_connection *evcon)
+{
+    for (struct pt_out *o = a->proxy_out, *n; o != NULL; o = n) {
+        n = o->next;
+        if (o->evcon == evcon)
+            out_release(o);
+    }
+}
+
+void api_proxy_free(struct api *a)
+{
+    while (a->proxy_out != NULL)
+        out_release(a->proxy_out);
+}
+
+/* 503 passthrough_busy with Retry-After: 1 (why: what is full). */
+static void reply_busy(struct ctx *x, const char *why)
+{
+    evhttp_add_header(evhttp_request_get_output_headers(x->req), "Retry-After", "1");
+    api_reply_error(x, 503, "passthrough_busy", NULL, "%s; retry shortly", why);
+}
+
+/* Does the raw path hold a "." or ".." segment once percent-decoded, with "\\" as "/"? */
+static int has_dot_segment(const char *path)
+{
+    char *d = evhttp_uridecode(path, 0, NULL);
+    if (d == NULL)
+        return 1;
+    int dot = 0;
+    for (const char *p = d; *p != '\0' && !dot;) {
+        size_t n = strcspn(p, "/\\");
+        dot = (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.');
+        p += n;
+        if (*p != '\0')
+            p++;
+    }
+    free(d);
+    return dot;
 }
 
 /* Copy the upstream's header fields into the reply, minus hop-by-hop and Content-Length (evhttp
@@ -232,6 +352,13 @@ static void on_upstream(void *arg, const struct httpc_resp *r)
     log_debug("passthrough", "method=%s status=%ld latency_ms=%lld bytes=%zu",
               method_name(evhttp_request_get_command(x->req)),
               r->status, (long long)r->latency_ms, r->body_len);
+    size_t bytes = r->headers_len + (x->head ? 0 : r->body_len);
+    struct api *a = x->api;
+    if (a->proxy_queued + bytes > PT_MAX_QUEUED) {
+        reply_busy(x, "too many pass-through answers are waiting to be read");
+        pt_free(p);
+        return;
+    }
     copy_response_headers(x, r->headers != NULL ? r->headers : "", r->headers_len);
     struct evbuffer *b = evbuffer_new();
     if (b == NULL) {
@@ -241,6 +368,26 @@ static void on_upstream(void *arg, const struct httpc_resp *r)
     }
     if (!x->head && r->body_len > 0)
         evbuffer_add(b, r->body, r->body_len);
+    /* counted until written whole or the connection closes; set up before sending (evhttp may
+     * complete it, or free the connection, from inside the send) */
+    struct pt_out *o = xcalloc(1, sizeof(*o));
+    o->a = a;
+    o->evcon = x->evcon;
+    o->bytes = bytes;
+    o->left = SIZE_MAX;
+    o->timer = evtimer_new(a->c->base, on_stall_check, o);
+    if (o->timer == NULL) {
+        log_err("out of memory", "what=passthrough_timer");
+        abort();
+    }
+    o->next = a->proxy_out;
+    if (o->next)
+        o->next->prev = o;
+    a->proxy_out = o;
+    a->proxy_queued += bytes;
+    struct timeval tv = {PT_CHECK_MS / 1000, (PT_CHECK_MS % 1000) * 1000};
+    evtimer_add(o->timer, &tv);
+    evhttp_request_set_on_complete_cb(x->req, on_answer_written, o);
     count(x, (int)r->status);
     evhttp_send_reply(x->req, (int)r->status, NULL, b);
     evbuffer_free(b);
@@ -259,9 +406,11 @@ void api_proxy(struct ctx *x)
         return;
     }
     if (a->proxy_inflight >= PT_MAX_INFLIGHT) {
-        evhttp_add_header(evhttp_request_get_output_headers(x->req), "Retry-After", "1");
-        api_reply_error(x, 503, "passthrough_busy", NULL,
-                        "%d pass-through requests are in flight; retry shortly", PT_MAX_INFLIGHT);
+        reply_busy(x, "too many pass-through requests are in flight");
+        return;
+    }
+    if (a->proxy_queued >= PT_MAX_QUEUED) {
+        reply_busy(x, "too many pass-through answers are waiting to be read");
         return;
     }
     const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(x->req);
@@ -269,6 +418,11 @@ void api_proxy(struct ctx *x)
     const char *query = uri != NULL ? evhttp_uri_get_query(uri) : NULL;
     if (path == NULL || path[0] == '\0')
         path = "/";
+    if (has_dot_segment(path)) {
+        api_reply_error(x, 400, "invalid_path", NULL,
+                        "paths with . or .. segments are not forwarded to the upstream");
+        return;
+    }
     const char *base = c->cfg->upstream_api_url;
     size_t bl = strlen(base);
     while (bl > 0 && base[bl - 1] == '/')

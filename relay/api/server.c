@@ -91,7 +91,8 @@ void api_ctx_free(struct ctx *x)
 void api_on_conn_close(struct evhttp_connection *evcon, void *arg)
 {
     struct api *a = arg;
-    api_listen_closed(a); /* the connection cap (listen.c) */
+    api_listen_closed(a);           /* the connection cap (listen.c) */
+    api_proxy_conn_closed(a, evcon); /* pass-through answers still being written (proxy.c) */
     for (struct ctx *x = a->pending; x != NULL; x = x->next)
         if (x->evcon == evcon) {
             if (x->req != NULL && evhttp_request_get_connection(x->req) == NULL)
@@ -409,8 +410,11 @@ static int64_t body_cap(struct api *a, enum evhttp_cmd_type m, const char *path,
             r = &api_routes[i];
     }
     free(segbuf);
-    if (nsegs < 0 || allow == 0)
-        return path != NULL && api_proxy_wants(a, path) ? API_BODY_MAX : -1;
+    if (nsegs < 0 || allow == 0) /* pass-through: the larger cap only with the admin token */
+        return path == NULL || !api_proxy_wants(a, path) ? -1
+               : cfg->admin_token != NULL && cfg->admin_token[0] != '\0' && authorized_in(a, in)
+                   ? API_BODY_MAX
+                   : API_BODY_ANON_MAX;
     if (r == NULL || !host_allowed(cfg, evhttp_find_header(in, "Host")))
         return -1;
     const char *origin = evhttp_find_header(in, "Origin");
@@ -694,6 +698,7 @@ void api_free(struct api *a)
     }
     a->pending = NULL;
     evhttp_free(a->http);
+    api_proxy_free(a); /* after evhttp_free: its connections' closes released their answers */
     api_listen_free(a->lsn); /* after evhttp_free: its connections' closes are counted */
     proto_hmac_free(a->ingest_key);
     rate_table_free(a->anon_misses);
