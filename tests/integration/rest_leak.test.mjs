@@ -20,6 +20,7 @@ const SANITIZED = (() => {
 const CONNS = 20000;
 const WORKERS = 4;
 const TIME_BOUND_MS = 120000;
+const ID = '0xleakprobe0001';
 const cleanup = [];
 after(async () => { for (const f of cleanup.reverse()) { try { await f(); } catch {} } });
 
@@ -42,9 +43,11 @@ function leakOne(port, path) {
   });
 }
 
+// a /v1 read, an event page and a status read (of a tracked id: a Redis read, no upstream)
+const paths = [`/v1/requests/${ID}`, '/v1/events?limit=5', `/intents/status/v3?requestId=${ID}`];
+
 async function run(port, n, deadline) {
   let done = 0;
-  const paths = ['/v1/requests/leak-probe-0001', '/v1/events?limit=5'];
   async function worker(w) {
     for (let i = w; i < n && Date.now() < deadline; i += WORKERS) {
       await leakOne(port, paths[i % paths.length]);
@@ -60,6 +63,7 @@ test('20,000 connections closed under a waiting request: RSS flat, every request
   cleanup.push(() => redis.stop());
   const d = await startDaemon({ redisUrl: redis.url});
   cleanup.push(() => d.stop());
+  assert.equal((await d.post('/v1/requests', { requestId: ID })).status, 201);
   const pid = d.proc.child.pid;
   const deadline = Date.now() + TIME_BOUND_MS;
 
@@ -75,9 +79,11 @@ test('20,000 connections closed under a waiting request: RSS flat, every request
   assert.ok(n >= Math.min(CONNS, 5000), `only ${n} connections within ${TIME_BOUND_MS} ms`);
 
   // the daemon still answers
-  const ok = await fetch(`${d.url}/v1/requests/leak-probe-0001`);
-  assert.equal(ok.status, 404);
-  await ok.text();
+  for (const p of paths) { // the status read: 503 while the (absent) upstream has no record
+    const ok = await fetch(d.url + p);
+    assert.equal(ok.status, p.startsWith('/v1') ? 200 : 503, p);
+    await ok.text();
+  }
   if (!SANITIZED)
     assert.ok(growthMb < 4, `RSS grew by ${growthMb.toFixed(2)} MB over ${n} connections (leak: ~0.9 KB each)`);
 
