@@ -135,7 +135,7 @@ int64_t poller_next_poll(void *arg, const struct status_event *ev, int64_t now_m
 {
     struct poller *p = arg;
     const struct config *cfg = p->c->cfg;
-    if (proto_status_terminal(ev->st)) {
+    if (proto_status_settled(ev->st)) {
         *tier = 's';
         return now_ms + cfg->settled_poll_interval_ms;
     }
