@@ -123,6 +123,41 @@ test('fallback is settled like refund: watched slowly, never listed or counted a
   assert.ok(!(ev.statusrelay.flags ?? []).includes('reversal'), JSON.stringify(ev.statusrelay));
 });
 
+test('a fallback an earlier version kept active is settled at start-up', async () => {
+  const prefix = `rules${prefixN++}`;
+  const d1 = await daemon({ env: { STATUSRELAY_REDIS_PREFIX: prefix } });
+  const id = await scripted(d1, ['waiting', { status: 'fallback', failReason: 'SOLVER_CAPACITY_EXCEEDED' }]);
+  await waitStatus(d1, id, 'waiting');
+  await until(async () => (await simReq(id)).subscribed === true, { msg: 'subscribed upstream' });
+  await advanceTo(d1, id, 'fallback');
+  await d1.stop();
+  // what a version before fallback was settled wrote: phase active, no end, on the active
+  // poll tier and in the stuck index
+  const [k] = await redis.cmd('KEYS', `*${prefix}*:req:${id}`);
+  assert.ok(k, 'the request hash');
+  const tag = k.slice(0, k.length - `:req:${id}`.length);
+  const chg = await redis.cmd('HGET', k, 'chg');
+  await redis.cmd('HSET', k, 'watch', 'active', 'wu', '', 'pt', 'a');
+  await redis.cmd('ZREM', `${tag}:polls`, id);
+  await redis.cmd('ZREM', `${tag}:wend`, id);
+  await redis.cmd('ZADD', `${tag}:poll`, String(Date.now() + 30000), id);
+  await redis.cmd('ZADD', `${tag}:act`, chg, id);
+  await redis.cmd('ZADD', `${tag}:unset`, chg, id);
+  const d2 = await daemon({ env: { STATUSRELAY_REDIS_PREFIX: prefix, STATUSRELAY_STUCK_AFTER: '1s' } });
+  const st = await until(async () => {
+    const r = (await d2.get(`/v1/requests/${id}`)).body;
+    return r.watch === 'settled' ? r : null;
+  }, { msg: 'settled at start-up', timeoutMs: 8000 });
+  assert.ok(st.watchUntil > Date.now() + 23 * 3600e3);
+  assert.equal(await redis.cmd('ZSCORE', `${tag}:act`, id), null, 'out of the stuck index');
+  assert.equal(await redis.cmd('ZSCORE', `${tag}:poll`, id), null, 'off the active poll tier');
+  assert.ok(await redis.cmd('ZSCORE', `${tag}:polls`, id), 'on the settled poll tier');
+  assert.match(d2.proc.log(), /fallback watches settled .*count=1/);
+  await new Promise((r) => setTimeout(r, 1200));
+  const stuck = (await d2.get('/v1/requests?stuck=true')).body.requests.map((r) => r.requestId);
+  assert.ok(!stuck.includes(id));
+});
+
 test('a deposit reorged while pending: one /requests/v3 read, statusrelay.reorg on the next event', async () => {
   const d = await daemon();
   const rx = await hook(d);
