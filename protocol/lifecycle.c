@@ -21,9 +21,10 @@
  *    source never erases a seen one); chain ids and quoteCreatedAt are kept when unknown (0);
  *  - PROTO_F_* flags are recomputed from the merged values (PROTO_F_UNCONFIRMED_DEPOSIT: a
  *    status change into pending takes obs's; on pending, a /requests/v3 observation sets or
- *    clears it - news by itself - and the other sources, which cannot tell, keep last's; PROTO_F_REVERSAL is set by the caller for this event
- *    only), PROTO_HAS_* bits are the union but for PROTO_HAS_DETAILS_JSON (follows the
- *    details kept) and PROTO_HAS_REORG (set while reorg details are kept).
+ *    clears it - news by itself - and the other sources, which cannot tell, keep last's;
+ *    PROTO_F_REVERSAL is set by the caller for this event only), PROTO_HAS_* bits are the
+ *    union but for PROTO_HAS_DETAILS_JSON (follows the details kept) and PROTO_HAS_REORG
+ *    (set while reorg details are kept).
  * The first observation of a request is copied, with failReason and the flags fixed up.
  * runs on: any thread (pure). */
 #include "protocol/lifecycle.h"

@@ -256,7 +256,7 @@ static void migrate_step(struct watch *w, long long cursor)
         w->migrating = 1;
 }
 
-/* ---- fallback watches kept active by an earlier version ---------------------------------------- */
+/* ---- fallback watches kept active by an earlier version ------------------------------------ */
 
 static void fallback_step(struct watch *w);
 

@@ -187,7 +187,7 @@ static void test_unknown_flagged(void **state)
     status_event_cleanup(&ev);
 }
 
-/* ---- the SDK's own enums, when installed ------------------------------------------------------ */
+/* ---- the SDK's own enums, when installed --------------------------------------------------- */
 
 /* Every quoted value of the first "<key>?: ... ;" declaration of text must be known. Returns
  * how many values were checked. */
@@ -234,7 +234,7 @@ static void test_sdk_enums(void **state)
     assert_int_equal(chaos_live, 0);
 }
 
-/* ---- /requests/v3: reasons at the top level ----------------------------------------------------- */
+/* ---- /requests/v3: reasons at the top level ------------------------------------------------ */
 
 static void item(const char *top, const char *data, struct status_event *ev)
 {
@@ -257,8 +257,8 @@ static void test_v3_top_level(void **state)
         {",\"failReason\":\"SLIPPAGE\",\"refundFailReason\":\"AMOUNT_TOO_LOW_TO_REFUND\"",
          ",\"data\":{\"inTxs\":[]}", "SLIPPAGE", "AMOUNT_TOO_LOW_TO_REFUND"},
         /* data's are null */
-        {",\"failReason\":\"SLIPPAGE\"", ",\"data\":{\"failReason\":null,\"refundFailReason\":null}",
-         "SLIPPAGE", "N/A"},
+        {",\"failReason\":\"SLIPPAGE\"",
+         ",\"data\":{\"failReason\":null,\"refundFailReason\":null}", "SLIPPAGE", "N/A"},
         /* no data at all */
         {",\"failReason\":\"DOUBLE_SPEND\"", "", "DOUBLE_SPEND", "N/A"},
         /* data's empty string says nothing either */
