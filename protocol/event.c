@@ -213,6 +213,11 @@ int proto_status_terminal(enum proto_status st)
     return st == PROTO_ST_SUCCESS || st == PROTO_ST_REFUND;
 }
 
+int proto_status_settled(enum proto_status st)
+{
+    return proto_status_terminal(st) || st == PROTO_ST_FALLBACK;
+}
+
 static const char *const source_names[PROTO_SRC_COUNT] = {
     [PROTO_SRC_WS] = "ws",
     [PROTO_SRC_POLL] = "poll",

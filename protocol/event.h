@@ -148,6 +148,10 @@ const char *proto_status_name(enum proto_status st); /* "other" for PROTO_ST_OTH
 /* 1 for the "settled" statuses success and refund. Nothing is absorbing: a newer observation
  * with another status still follows (a reversal, see lifecycle.h); failure is not settled. */
 int proto_status_terminal(enum proto_status st);
+/* 1 for the statuses whose watch is settled (polled slowly, never stuck; store/watch_lib.lua):
+ * success, refund and fallback (DESIGN "More upstream rules": settled like refund, as the
+ * upstream's SDK treats it; a change out of fallback is no reversal: a refund may follow). */
+int proto_status_settled(enum proto_status st);
 const char *proto_source_name(enum proto_source src);
 int proto_source_parse(const char *s); /* -1 if unknown */
 /* Added: 1 if s is a failReason / refundFailReason value the upstream documents ("N/A",

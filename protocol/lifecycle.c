@@ -5,7 +5,8 @@
  * and updatedAt is equal (a strictly newer one is a reversal); the same status -> accept
  * only when the observation adds something (a new tx hash, a fail reason the merged state
  * would show, a refund reason other than "N/A", details, reorg details, a deposit address or
- * a deposit field), else duplicate.
+ * a deposit field, a /requests/v3 pending that sets or clears the unconfirmed-deposit flag),
+ * else duplicate.
  *
  * Merging an accepted observation into the new state:
  *  - tx hashes: union, the last state's order first, at most PROTO_MAX_HASHES (hashes beyond
@@ -18,10 +19,12 @@
  *    change takes obs's or none;
  *  - a deposit address object is merged field by field (a null depositTxHash from a lagging
  *    source never erases a seen one); chain ids and quoteCreatedAt are kept when unknown (0);
- *  - PROTO_F_* flags are recomputed from the merged values (PROTO_F_UNCONFIRMED_DEPOSIT is
- *    taken from obs while pending; PROTO_F_REVERSAL is set by the caller for this event
- *    only), PROTO_HAS_* bits are the union but for PROTO_HAS_DETAILS_JSON (follows the
- *    details kept) and PROTO_HAS_REORG (set while reorg details are kept).
+ *  - PROTO_F_* flags are recomputed from the merged values (PROTO_F_UNCONFIRMED_DEPOSIT: a
+ *    status change into pending takes obs's; on pending, a /requests/v3 observation sets or
+ *    clears it - news by itself - and the other sources, which cannot tell, keep last's;
+ *    PROTO_F_REVERSAL is set by the caller for this event only), PROTO_HAS_* bits are the
+ *    union but for PROTO_HAS_DETAILS_JSON (follows the details kept) and PROTO_HAS_REORG
+ *    (set while reorg details are kept).
  * The first observation of a request is copied, with failReason and the flags fixed up.
  * runs on: any thread (pure). */
 #include "protocol/lifecycle.h"
@@ -146,11 +149,20 @@ static int deposit_adds(const struct proto_deposit *l, const struct proto_deposi
            (o->deposit_tx_hash != NULL && !same_str(o->deposit_tx_hash, l->deposit_tx_hash));
 }
 
+/* Only /requests/v3 tells a mempool Bitcoin deposit (PROTO_F_UNCONFIRMED_DEPOSIT) from a mined
+ * one: its pending observation that sets or clears the flag is news. */
+static int unconfirmed_news(const struct status_event *last, const struct status_event *obs)
+{
+    return obs->source == PROTO_SRC_REQUESTS &&
+           proto_status_parse(obs->status) == PROTO_ST_PENDING &&
+           ((obs->flags ^ last->flags) & PROTO_F_UNCONFIRMED_DEPOSIT) != 0;
+}
+
 /* Same status: does obs add anything to last? */
 static int adds_something(const struct status_event *last, const struct status_event *obs)
 {
     unsigned f = obs->flags;
-    return strv_adds(&last->in_tx_hashes, &obs->in_tx_hashes) ||
+    return unconfirmed_news(last, obs) || strv_adds(&last->in_tx_hashes, &obs->in_tx_hashes) ||
            strv_adds(&last->tx_hashes, &obs->tx_hashes) ||
            (reason_set(obs->fail_reason) &&
             !same_str(fail_reason_of(last, obs), last->fail_reason)) ||
@@ -224,8 +236,11 @@ static int merge(const struct status_event *last, const struct status_event *obs
                        (PROTO_F_DETAILS_TRUNCATED | PROTO_HAS_DETAILS_JSON);
     if (reorg != NULL)
         next->flags |= PROTO_HAS_REORG;
+    /* a status change takes obs's; on the same status only /requests/v3 can tell, the other
+     * sources keep what it said */
     if (next->st == PROTO_ST_PENDING)
-        next->flags |= of & PROTO_F_UNCONFIRMED_DEPOSIT;
+        next->flags |= (changed || obs->source == PROTO_SRC_REQUESTS ? of : lf) &
+                       PROTO_F_UNCONFIRMED_DEPOSIT;
     if (fr != NULL && !proto_fail_reason_known(fr))
         next->flags |= PROTO_F_UNKNOWN_FAIL_REASON;
     if (rfr != NULL && !proto_refund_reason_known(rfr))

@@ -43,7 +43,8 @@ int proto_normalize_status_v3(const char *buf, size_t len, const char *request_i
                               struct proto_err *err);
 
 /* One item of GET /requests/v3 "requests" (as bytes of that item's JSON object). ISO-8601
- * createdAt/updatedAt -> ms; data.failReason/refundFailReason (null -> "N/A");
+ * createdAt/updatedAt -> ms; data.failReason/refundFailReason, else (absent, null or "" under
+ * data) the top-level fields of the same name (null -> "N/A");
  * inTxHashes <- data.inTxs[].txHash, txHashes <- data.outTxs[].txHash; chain ids from
  * data.route.quoted.{origin,destination}...currency.chainId, else inTxs/outTxs chainId;
  * depositAddress {address,type,depositor,depositTxHash}. */

@@ -2,9 +2,10 @@
  * ISO-8601 timestamps that API uses (proto_iso8601_ms).
  *
  * An item is read with the field readers of normalize.c (normalize_internal.h), with its own
- * shape: ISO-8601 createdAt/updatedAt, reasons under "data", hashes from data.inTxs/outTxs
- * objects, chain ids from the quoted route (else the transactions), reorg details
- * (ev->reorg, PROTO_HAS_REORG) and PROTO_F_UNCONFIRMED_DEPOSIT. Rules: normalize.h.
+ * shape: ISO-8601 createdAt/updatedAt, reasons under "data" (else at the item's top level),
+ * hashes from data.inTxs/outTxs objects, chain ids from the quoted route (else the
+ * transactions), reorg details (ev->reorg, PROTO_HAS_REORG) and PROTO_F_UNCONFIRMED_DEPOSIT.
+ * Rules: normalize.h.
  * runs on: any thread (pure). */
 #include "protocol/normalize.h"
 
@@ -130,6 +131,19 @@ static int rd_reorg(const struct nctx *c, const struct pjson *it, const struct p
     return 0;
 }
 
+/* A reason of an item: data.<key>, else (absent, null or "" there) the item's top-level field
+ * of the same name (DESIGN "More upstream rules"), else "N/A". */
+static int rd_reason(const struct nctx *c, const struct nctx *dc, const struct pjson *it,
+                     const struct pjson *data, const char *key, char **out, int *pres)
+{
+    const struct pjson *dv = pjson_get(data, key), *tv = pjson_get(it, key);
+    int data_says = norm_presence(dv) == NORM_VALUE &&
+                    !(dv->type == PJSON_STR && dv->u.str.n == 0);
+    if (!data_says && norm_presence(tv) == NORM_VALUE)
+        return norm_rd_reason(c, it, key, out, pres);
+    return norm_rd_reason(dc, data, key, out, pres);
+}
+
 #define BITCOIN_CHAIN_ID 8253038 /* service-assigned (upstream-protocol.md) */
 
 /* A mempool-only Bitcoin deposit: an inTx on the origin chain, none of them with a block
@@ -195,8 +209,8 @@ static int requests_item(const char *pfx, const struct pjson *it, int64_t observ
         data = NULL;
     snprintf(dpfx, sizeof(dpfx), "%sdata.", pfx);
     struct nctx dc = {err, dpfx, 0};
-    if ((rc = norm_rd_reason(&dc, data, "failReason", &ev->fail_reason, &p)) != 0 ||
-        (rc = norm_rd_reason(&dc, data, "refundFailReason", &ev->refund_fail_reason, &p2)) != 0)
+    if ((rc = rd_reason(&c, &dc, it, data, "failReason", &ev->fail_reason, &p)) != 0 ||
+        (rc = rd_reason(&c, &dc, it, data, "refundFailReason", &ev->refund_fail_reason, &p2)) != 0)
         return rc;
     if (p != NORM_ABSENT || p2 != NORM_ABSENT)
         ev->flags |= PROTO_HAS_REASONS;

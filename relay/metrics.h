@@ -37,6 +37,7 @@ struct metrics {
     uint64_t upstream_http[METRICS_HTTP_PATHS][METRICS_HTTP_CLASSES];
     uint64_t budget_used;              /* calls this process spent */
     uint64_t budget_denied;            /* polls deferred because the budget was empty */
+    uint64_t upstream_auth_failures;   /* keyed upstream calls answered 401/403 */
     uint64_t ingest_pending;           /* observations waiting for Redis */
     uint64_t ingest_dropped;           /* observations dropped (pending queue full) */
     uint64_t webhook_ingest[4];        /* ok, bad signature, stale, malformed */

@@ -1,6 +1,9 @@
--- poll_due.lua - make every active watched request due now (gap repair without an API key:
--- the upstream websocket was down, anything may have changed). Settled watches keep their
--- slow schedule. KEYS: 1 active tier zset, 2 urgent tier zset. ARGV: 1 now ms.
+-- poll_due.lua - make every request of the given poll tiers due now: the active and urgent
+-- tiers for gap repair without an API key (the upstream websocket was down, anything may have
+-- changed; settled watches keep their slow schedule), every tier when the upstream websocket
+-- has been down for a few seconds (relay/ingest/poller.c poller_ws_lost).
+-- KEYS: the tier zsets (1 active, 2 urgent; or urgent, active, settled, anonymous).
+-- ARGV: 1 now ms.
 -- Returns how many were moved earlier.
 local n = 0
 for _, k in ipairs(KEYS) do

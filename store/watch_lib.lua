@@ -5,12 +5,14 @@
 -- STATUSRELAY_SETTLED_WATCH, STATUSRELAY_FAILURE_TAIL in ms) before that line.
 --
 -- Phases (README "Watch"): active (not settled: subscribed upstream, polled), settled
--- (success/refund: still subscribed, polled slowly), ended (neither; the last state stays
+-- (success/refund/fallback: still subscribed, polled slowly), ended (neither; the last state stays
 -- readable). A phase's window starts at the request hash's "wb" (window base, ms): the last
 -- status change, or when an ended request was tracked again.
 --   waiting / no status yet  active until wb + wttl, then ended
 --   failure                  active until wb + ftail (a refund may follow), then ended
---   success / refund         settled until wb + settled, then ended
+--   success / refund /       settled until wb + settled, then ended (fallback: settled like
+--   fallback                 refund, DESIGN "More upstream rules": never stuck; a change out
+--                            of it is no reversal, protocol/event.h)
 --   anything else            active, no end (stuck requests are reported, never dropped)
 --
 -- Hash fields written here: watch (phase), wu (watch until ms, "" = none), wb, pt (poll tier:
@@ -37,7 +39,7 @@ local tiers = {u = tag .. ':pollu', a = tag .. ':poll', s = tag .. ':polls', n =
 -- Returns phase, until (ms, or false for no end).
 local function watch_phase(st, wb)
   local u
-  if st == 'success' or st == 'refund' then
+  if st == 'success' or st == 'refund' or st == 'fallback' then
     u = wb + wcfg.settled
     if u <= now then
       return 'ended', false

@@ -3,6 +3,7 @@
 #include "relay/api/internal.h"
 #include "relay/api/metrics.h"
 #include "relay/core.h"
+#include "relay/ingest/poller.h"
 #include "relay/ingest/upstream.h"
 #include "store/store.h"
 
@@ -23,7 +24,8 @@ void api_h_healthz(struct ctx *x)
  * writes (OOM at maxmemory, READONLY replica, MISCONF after a failed save: seen on any command
  * or the janitor's write probe in the last few seconds) does not answer usefully: not ready,
  * "redis": "refusing_writes" with Redis' own words in "reason". Not ready while shutting down.
- * The upstream websocket and the lease are reported, never required. */
+ * The upstream websocket, the lease and the API key as the upstream judged it ("upstreamAuth":
+ * ok | rejected | unknown, relay/ingest/poller.h) are reported, never required. */
 void api_h_readyz(struct ctx *x)
 {
     struct core *c = x->api->c;
@@ -37,6 +39,8 @@ void api_h_readyz(struct ctx *x)
                           strcmp(ws, "standby") == 0 ? "standby" : "held");
     if (o != NULL && refused != NULL)
         json_object_set_new(o, "reason", json_string(refused));
+    if (o != NULL)
+        json_object_set_new(o, "upstreamAuth", json_string(poller_auth_name(c->poller)));
     api_reply_json(x, ready ? 200 : 503, o);
 }
 

@@ -202,6 +202,9 @@ void metrics_render(struct core *c, struct evbuffer *out)
             m->budget_used);
     counter(out, "upstream_budget_denied_total",
             "Upstream calls deferred because the shared budget was spent.", m->budget_denied);
+    counter(out, "upstream_auth_failures_total",
+            "Upstream calls with the API key answered 401/403 (the key is refused).",
+            m->upstream_auth_failures);
 
     gauge(out, "ingest_pending", "Observations waiting for Redis.", (int64_t)m->ingest_pending);
     counter(out, "ingest_dropped_total", "Observations dropped because the pending queue was full.",

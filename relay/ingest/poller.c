@@ -4,7 +4,11 @@
  * paced budget (a token bucket) shared by all processes and hands out the most overdue
  * requests first.
  * A claimed request is pushed a lease into the future, so a crashed process only delays it.
- * 429/5xx/timeouts pause all polling with capped exponential backoff (Retry-After wins). */
+ * 429/5xx/timeouts pause all polling with capped exponential backoff (Retry-After wins).
+ * A key the upstream refuses (401/403 to any keyed call) is reported (warn line once a minute,
+ * statusrelay_upstream_auth_failures_total, /readyz "upstreamAuth") and pauses polling with its
+ * own backoff (1 s doubling to a minute); while refused, each pause ends with one probe (one
+ * status poll), and the first accepted call resumes full polling. */
 #include "relay/ingest/poller.h"
 #include "relay/core.h"
 #include "relay/common/httpc.h"
@@ -29,6 +33,9 @@
 #define MAX_GAP_PAGES 20
 #define POLL_MAX_RESPONSE (4 * 1024 * 1024) /* status and /requests/v3 answers kept */
 #define BACKOFF_MAX_MS 60000
+#define AUTH_BACKOFF_MIN_MS 1000
+#define AUTH_LOG_EVERY_MS 60000
+#define BITCOIN_CHAIN_ID 8253038 /* service-assigned (upstream-protocol.md) */
 
 enum { PATH_STATUS = 0, PATH_REQUESTS, PATH_OTHER };
 enum page_kind { PAGE_GAP = 0, PAGE_DISCOVER, PAGE_READ };
@@ -58,6 +65,11 @@ struct poller {
     /* one /requests/v3 read per reversal (reorg details): ids waiting for the budget */
     char *reads[MAX_READS];
     int nreads, read_claiming;
+    /* the API key as the upstream last judged it (poller_auth_name) */
+    enum poller_auth auth;
+    int64_t auth_backoff_ms;
+    int64_t auth_logged_at;    /* mono ms of the last warn line, 0 = none yet */
+    uint64_t auth_unlogged;    /* refusals since that line */
 };
 
 struct poll_op {
@@ -79,9 +91,59 @@ static int http_class(const struct httpc_resp *r)
     return r->status >= 500 ? 4 : r->status >= 400 ? 2 : r->status >= 300 ? 1 : 0;
 }
 
+static const char *const path_names[] = {"status_v3", "requests_v3", "other"};
+
+static int auth_refused(const struct httpc_resp *r)
+{
+    return r->err == NULL && (r->status == 401 || r->status == 403);
+}
+
+/* The upstream's judgement of the key: 401/403 refuse it (counted, a warn line once a minute,
+ * polling paused with its own backoff); any other answer but 429/5xx accepts it. Calls without
+ * a key tell nothing. */
+static void note_auth(struct poller *p, int path, const struct httpc_resp *r)
+{
+    if (p->key_header == NULL || r->err != NULL || r->status == 429 || r->status >= 500)
+        return;
+    int64_t now = mono_ms();
+    if (!auth_refused(r)) {
+        if (p->auth == POLLER_AUTH_REJECTED)
+            log_info("upstream API key accepted again", "status=%ld path=%s", r->status,
+                     path_names[path]);
+        p->auth = POLLER_AUTH_OK;
+        p->auth_backoff_ms = 0;
+        return;
+    }
+    p->c->metrics.upstream_auth_failures++;
+    p->auth = POLLER_AUTH_REJECTED;
+    p->auth_unlogged++;
+    if (now >= p->backoff_until) { /* one escalation per pause */
+        p->auth_backoff_ms = p->auth_backoff_ms ? p->auth_backoff_ms * 2 : AUTH_BACKOFF_MIN_MS;
+        if (p->auth_backoff_ms > BACKOFF_MAX_MS)
+            p->auth_backoff_ms = BACKOFF_MAX_MS;
+        p->backoff_until = now + p->auth_backoff_ms;
+    }
+    if (p->auth_logged_at == 0 || now - p->auth_logged_at >= AUTH_LOG_EVERY_MS) {
+        log_warn("upstream API key rejected: check STATUSRELAY_UPSTREAM_API_KEY; polling paused",
+                 "status=%ld path=%s refusals=%llu pause_ms=%lld", r->status, path_names[path],
+                 (unsigned long long)p->auth_unlogged, (long long)p->auth_backoff_ms);
+        p->auth_logged_at = now;
+        p->auth_unlogged = 0;
+    }
+}
+
 static void count_http(struct poller *p, int path, const struct httpc_resp *r)
 {
     p->c->metrics.upstream_http[path][http_class(r)]++;
+    note_auth(p, path, r);
+}
+
+const char *poller_auth_name(const struct poller *p)
+{
+    if (p == NULL)
+        return "unknown";
+    return p->auth == POLLER_AUTH_OK ? "ok" : p->auth == POLLER_AUTH_REJECTED ? "rejected"
+                                                                               : "unknown";
 }
 
 static int retryable(const struct httpc_resp *r)
@@ -135,7 +197,7 @@ int64_t poller_next_poll(void *arg, const struct status_event *ev, int64_t now_m
 {
     struct poller *p = arg;
     const struct config *cfg = p->c->cfg;
-    if (proto_status_terminal(ev->st)) {
+    if (proto_status_settled(ev->st)) {
         *tier = 's';
         return now_ms + cfg->settled_poll_interval_ms;
     }
@@ -193,6 +255,9 @@ static void on_poll_done(void *arg, const struct httpc_resp *r)
         reschedule(p, op->id, 0, now + p->c->cfg->poll_safety_interval_ms);
     } else if (retryable(r)) {
         reschedule(p, op->id, 0, now + (p->backoff_ms > 1000 ? p->backoff_ms : 1000));
+    } else if (auth_refused(r) && p->key_header != NULL) {
+        /* the key, not the id: due again when the pause ends (note_auth) */
+        reschedule(p, op->id, 0, now + p->auth_backoff_ms);
     } else {
         /* 4xx other than 429: the upstream does not know the id (yet), or refuses it */
         log_debug("upstream status call refused", "request=%s status=%ld body=\"%.120s\"", op->id,
@@ -372,6 +437,21 @@ static void gap_fallback_all(struct poller *p)
     }
 }
 
+void poller_ws_lost(struct poller *p)
+{
+    char ku[KEY_MAX], ka[KEY_MAX], ks[KEY_MAX], kn[KEY_MAX], now[24];
+    snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
+    for (unsigned k = 0; k < store_partitions(p->c->store); k++) { /* each partition's tiers */
+        const char *tag = store_part_tag(p->c->store, k);
+        key_build(ku, sizeof(ku), tag, "pollu", NULL, NULL);
+        key_build(ka, sizeof(ka), tag, "poll", NULL, NULL);
+        key_build(ks, sizeof(ks), tag, "polls", NULL, NULL);
+        key_build(kn, sizeof(kn), tag, "polln", NULL, NULL);
+        const char *argv[] = {ku, ka, ks, kn, now};
+        store_eval(p->c->store, &p->due_sc, NULL, NULL, 4, 5, argv, NULL);
+    }
+}
+
 void poller_gap(void *poller, int64_t since_wall_ms)
 {
     struct poller *p = poller;
@@ -402,16 +482,42 @@ static void read_request(struct poller *p, const char *id)
         free(op);
 }
 
-/* An accepted reversal: read the request once from /requests/v3 (with an API key) so its
- * reorg details (inTxs[].status, metadata.reorg) reach the next event. */
+/* Does an accepted event need one /requests/v3 read (what only that API says)? A reversal
+ * (reorg details: inTxs[].status, metadata.reorg); a change to failure with DEPOSIT_REORGED out
+ * of any status (the same details; DESIGN "More upstream rules"); a change to pending of a
+ * Bitcoin-origin request (the mempool flag, PROTO_F_UNCONFIRMED_DEPOSIT). Not for what
+ * /requests/v3 itself said, nor when its answer is known already. */
+static const char *read_reason(const struct status_event *ev)
+{
+    if (ev->flags & PROTO_F_REVERSAL)
+        return "reversal";
+    if (ev->source == PROTO_SRC_REQUESTS ||
+        (ev->prev_status != NULL && strcmp(ev->prev_status, ev->status) == 0))
+        return NULL;
+    if (ev->st == PROTO_ST_FAILURE && ev->reorg == NULL && ev->fail_reason != NULL &&
+        strcmp(ev->fail_reason, "DEPOSIT_REORGED") == 0)
+        return "reorg";
+    if (ev->st == PROTO_ST_PENDING && ev->origin_chain_id == BITCOIN_CHAIN_ID &&
+        !(ev->flags & PROTO_F_UNCONFIRMED_DEPOSIT))
+        return "bitcoin_pending";
+    return NULL;
+}
+
+/* An accepted event that needs its /requests/v3 read (read_reason, with an API key): queued
+ * once per request until the budget grants it (on_tick). */
 static void on_event(void *arg, enum proto_verdict v, const struct status_event *ev,
                      const char *stream_id)
 {
     struct poller *p = arg;
-    if (!(ev->flags & PROTO_F_REVERSAL) || p->key_header == NULL)
+    const char *why = p->key_header != NULL ? read_reason(ev) : NULL;
+    if (why == NULL)
         return;
+    for (int i = 0; i < p->nreads; i++)
+        if (strcmp(p->reads[i], ev->request_id) == 0)
+            return;
     if (p->nreads == MAX_READS) {
-        log_warn("reversal read skipped: too many waiting", "request=%s", ev->request_id);
+        log_warn("request read skipped: too many waiting", "request=%s reason=%s",
+                 ev->request_id, why);
         return;
     }
     p->reads[p->nreads++] = xstrdup(ev->request_id);
@@ -657,6 +763,17 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     struct poller *p = arg;
     if (!store_ready(p->c->store) || p->c->shutting_down || mono_ms() < p->backoff_until)
         return;
+    if (p->auth == POLLER_AUTH_REJECTED) {
+        /* a refused key: one probe per pause (a due poll), nothing else until it is accepted */
+        if (p->claiming || p->inflight > 0)
+            return;
+        struct claim_op *op = xcalloc(1, sizeof(*op));
+        op->what = CLAIM_POLLS;
+        p->claiming = 1;
+        if (claim(p, op, 1, 0) != 0)
+            p->claiming = 0;
+        return;
+    }
     if (!p->page_inflight && (p->gap_active || (p->c->cfg->discover && p->key_header &&
                                                 mono_ms() >= p->disc_next))) {
         struct claim_op *op = xcalloc(1, sizeof(*op));

@@ -45,6 +45,18 @@ extern const char poller_err_not_sent[];
 int poller_get(struct poller *p, const char *path, size_t max_response, httpc_done_cb *cb,
                void *arg);
 
+/* The upstream websocket has been down (or not up since this process took the lease) for the
+ * grace of relay/ingest/upstream.c: every watched request (every poll tier) becomes due now, so
+ * that the budget's priorities - not the 30 s safety schedule of requests it had confirmed -
+ * decide when each is polled; their next polls are fast while it stays down
+ * (poller_next_poll). */
+void poller_ws_lost(struct poller *p);
+
+/* The API key as the upstream last judged it: "unknown" (no keyed call answered yet, or no
+ * key), "ok", "rejected" (the last keyed answer was 401/403). For /readyz "upstreamAuth". */
+enum poller_auth { POLLER_AUTH_UNKNOWN = 0, POLLER_AUTH_OK, POLLER_AUTH_REJECTED };
+const char *poller_auth_name(const struct poller *p);
+
 /* The upstream websocket was down since since_wall_ms (wall clock) and is back: repair the
  * gap. With an API key: /requests/v3 sorted by updatedAt from since; else every active
  * watched request is made due now. An upstream_gap_cb (arg: the poller). */

@@ -3,10 +3,16 @@
  * The ws thread reports READY/FRAME/DOWN with a connection generation; we only act on the
  * current generation, so frames or acks from a dead connection can never confuse the state
  * of the new one. Subscription state per tracked id lives in an idmap: SUB_ACKED once the
- * upstream acknowledged the subscribe on the current connection. */
+ * upstream acknowledged the subscribe on the current connection.
+ *
+ * Losing the websocket: DOWN_GRACE_MS after the connection went down (or after the lease was
+ * taken) without a ready greeting, every watched request becomes due for polling at once
+ * (poller_ws_lost): the requests it had confirmed were on the 30 s safety schedule. A
+ * reconnect within the grace only repairs the gap (on_gap). */
 #include "relay/ingest/upstream.h"
 #include "relay/core.h"
 #include "relay/ingest/ingest.h"
+#include "relay/ingest/poller.h"
 #include "relay/common/idmap.h"
 #include "relay/common/log.h"
 #include "relay/common/util.h"
@@ -22,6 +28,7 @@
 
 #define SUB_ACKED 1u
 #define SUB_STALE 2u /* not in the watched set of a full sync in progress */
+#define DOWN_GRACE_MS 3000 /* websocket down this long: every watched request is polled now */
 
 enum up_state { UP_IDLE = 0, UP_CONNECTING, UP_READY, UP_STANDBY };
 
@@ -39,6 +46,7 @@ struct upstream {
     /* leader lease: exactly one process holds the upstream websocket */
     struct store_script lease_sc, release_sc;
     struct event *lease_ev;
+    struct event *down_ev;  /* DOWN_GRACE_MS after a loss: poller_ws_lost */
     int held;               /* we hold the lease */
     int renewing;
     int64_t last_renew_ok;  /* mono ms */
@@ -46,6 +54,24 @@ struct upstream {
 };
 
 static void on_lease_tick(evutil_socket_t fd, short what, void *arg);
+
+/* The websocket stayed down for the grace: poll every watched request now. */
+static void on_down_grace(evutil_socket_t fd, short what, void *arg)
+{
+    struct upstream *u = arg;
+    if (!u->held || u->state == UP_READY || u->c->poller == NULL)
+        return;
+    log_warn("upstream websocket still down: every watched request is polled now",
+             "down_ms=%lld subscriptions=%zu", (long long)(mono_ms() - u->down_since_mono),
+             idmap_count(u->subs));
+    poller_ws_lost(u->c->poller);
+}
+
+static void arm_down_grace(struct upstream *u)
+{
+    struct timeval tv = {DOWN_GRACE_MS / 1000, (DOWN_GRACE_MS % 1000) * 1000};
+    evtimer_add(u->down_ev, &tv);
+}
 static void clear_ack(void *arg, const char *id, uint32_t *value);
 
 static void send_frame(struct upstream *u, const char *type, const char *id)
@@ -80,6 +106,7 @@ struct upstream *upstream_new(struct core *c)
     store_script_init(&u->lease_sc, "leader");
     store_script_init(&u->release_sc, "leader_release");
     u->lease_ev = event_new(c->base, -1, EV_PERSIST, on_lease_tick, u);
+    u->down_ev = evtimer_new(c->base, on_down_grace, u);
     return u;
 }
 
@@ -90,6 +117,8 @@ void upstream_free(struct upstream *u)
     idmap_free(u->subs);
     if (u->lease_ev)
         event_free(u->lease_ev);
+    if (u->down_ev)
+        event_free(u->down_ev);
     free(u);
 }
 
@@ -101,6 +130,7 @@ static void take_lead(struct upstream *u)
     u->down_since_mono = mono_ms();
     u->down_since_wall = wall_ms();
     log_info("upstream websocket lease taken", "instance=%s", u->c->instance_id);
+    arm_down_grace(u); /* the previous holder's confirmed requests are on safety polls */
     xq_push(u->c->to_ws, xmsg_new(XMSG_UP_START, 0, NULL, 0));
 }
 
@@ -112,6 +142,7 @@ static void lose_lead(struct upstream *u, const char *why)
     u->state = UP_STANDBY;
     u->c->metrics.upstream_ws_state = 0;
     idmap_each(u->subs, clear_ack, u);
+    evtimer_del(u->down_ev); /* the new holder polls what its websocket misses */
     log_warn("upstream websocket lease lost", "reason=%s", why);
     xq_push(u->c->to_ws, xmsg_new(XMSG_UP_STOP, 0, NULL, 0));
 }
@@ -230,6 +261,7 @@ void upstream_on_msg(struct upstream *u, const struct xmsg *m)
         u->c->metrics.upstream_ws_state = 2;
         log_info("upstream websocket ready", "gen=%llu socket=%s subscriptions=%zu",
                  (unsigned long long)m->gen, (const char *)m->data, idmap_count(u->subs));
+        evtimer_del(u->down_ev);
         idmap_each(u->subs, clear_ack, u);
         idmap_each(u->subs, resubscribe, u);
         if (u->down_since_wall && u->on_gap != NULL)
@@ -249,6 +281,7 @@ void upstream_on_msg(struct upstream *u, const struct xmsg *m)
             u->c->metrics.upstream_ws_reconnects++;
             log_warn("upstream websocket down", "gen=%llu code=%d reason=\"%s\"",
                      (unsigned long long)m->gen, m->code, (const char *)m->data);
+            arm_down_grace(u);
         }
         u->state = UP_CONNECTING;
         u->c->metrics.upstream_ws_state = 1;

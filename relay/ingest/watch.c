@@ -38,11 +38,16 @@ struct wpart {
 struct watch {
     struct core *c;
     struct event *tick_ev;
-    struct store_script sync_sc, expire_sc, stats_sc, migrate_sc;
+    struct store_script sync_sc, expire_sc, stats_sc, migrate_sc, fallback_sc;
     unsigned np;          /* partitions */
     struct wpart *parts;  /* np of them */
     int expiring, stats_busy, migrated, migrating; /* expiring, stats_busy: calls in flight */
     int expire_full;      /* an expiry batch came back full: expire again at once */
+    /* start-up: settle the fallback watches an earlier version kept active, partition by
+     * partition (store/watch_fallback.lua) */
+    unsigned fb_part;     /* partition being walked; np = done */
+    long long fb_cursor;
+    int fb_busy;
     int64_t next_expire, next_stats; /* mono ms */
     /* the gauges being summed over the partitions' watch_stats.lua answers */
     int64_t acc_oldest, acc_stuck, acc_by_status[METRICS_STATUSES + 1];
@@ -251,6 +256,40 @@ static void migrate_step(struct watch *w, long long cursor)
         w->migrating = 1;
 }
 
+/* ---- fallback watches kept active by an earlier version ------------------------------------ */
+
+static void fallback_step(struct watch *w);
+
+static void on_fallback(void *arg, const char *err, redisReply *r)
+{
+    struct watch *w = arg;
+    w->fb_busy = 0;
+    if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2)
+        return; /* tried again on the next tick */
+    if (r->element[1]->integer > 0)
+        log_info("fallback watches settled (kept active by an earlier version)",
+                 "count=%lld partition=%u", r->element[1]->integer, w->fb_part);
+    w->fb_cursor = r->element[0]->integer;
+    if (w->fb_cursor == 0)
+        w->fb_part++;
+    if (w->fb_part < w->np)
+        fallback_step(w);
+}
+
+static void fallback_step(struct watch *w)
+{
+    const char *tag = store_part_tag(w->c->store, w->fb_part);
+    char k[KEY_MAX], now[24], cur[24];
+    struct watch_args wa;
+    watch_args_get(w->c, &wa);
+    key_build(k, sizeof(k), tag, "act", NULL, NULL);
+    snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
+    snprintf(cur, sizeof(cur), "%lld", w->fb_cursor);
+    const char *argv[] = {k, now, MIGRATE_BATCH, tag, wa.wttl, wa.settled, wa.ftail, cur};
+    if (store_eval(w->c->store, &w->fallback_sc, on_fallback, w, 1, 8, argv, NULL) == 0)
+        w->fb_busy = 1;
+}
+
 /* ---- timer --------------------------------------------------------------------------------- */
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)
@@ -265,6 +304,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
             migrate_step(w, 0);
         return;
     }
+    if (w->fb_part < w->np && !w->fb_busy)
+        fallback_step(w);
     sync_now(w);
     int64_t now = mono_ms();
     if (!w->expiring && now >= w->next_expire) {
@@ -300,6 +341,7 @@ struct watch *watch_new(struct core *c)
     store_script_init(&w->expire_sc, "watch_expire");
     store_script_init(&w->stats_sc, "watch_stats");
     store_script_init(&w->migrate_sc, "watch_migrate");
+    store_script_init(&w->fallback_sc, "watch_fallback");
     store_on_state(c->store, on_store_state, w);
     w->tick_ev = event_new(c->base, -1, EV_PERSIST, on_tick, w);
     return w;

@@ -8,7 +8,9 @@
  *    a restart;
  *  - ends watches whose window passed (store/watch_expire.lua; idempotent, any process);
  *  - refreshes the gauges of stuck requests and the oldest unsettled request;
- *  - converts, once, requests tracked by a version without watches (watch_migrate.lua).
+ *  - converts, once, requests tracked by a version without watches (watch_migrate.lua);
+ *  - at start-up, settles the fallback watches a version before fallback was settled kept
+ *    active (watch_fallback.lua, each partition's act index).
  * runs on: core thread. */
 #ifndef RELAY_WATCH_H
 #define RELAY_WATCH_H

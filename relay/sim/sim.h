@@ -64,6 +64,7 @@ struct sim_faults {
     char http_error_path[128];/* only paths starting with this ("" = every upstream path) */
     int64_t http_delay_ms;    /* upstream HTTP answers are held this long */
     int64_t rate_limit;       /* per key per minute; 0 = unlimited (from --rate-limit) */
+    int refuse_key;           /* 401 or 403: every upstream call with an x-api-key gets it */
 };
 
 enum sim_http_path { SIM_P_STATUS, SIM_P_REQUESTS, SIM_P_CHAINS, SIM_P_OTHER, SIM_P_N };

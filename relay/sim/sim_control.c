@@ -382,8 +382,8 @@ static void faults_json(const struct sim *s, struct sbuf *b, int dropped, int ma
               (long long)f->delay_ms, f->http_error_rate, f->http_error_status,
               (long long)f->http_error_count);
     sbuf_jstr(b, f->http_error_path);
-    sbuf_addf(b, ",\"httpDelayMs\":%lld,\"rateLimitPerMin\":%lld", (long long)f->http_delay_ms,
-              (long long)f->rate_limit);
+    sbuf_addf(b, ",\"httpDelayMs\":%lld,\"rateLimitPerMin\":%lld,\"refuseKey\":%d",
+              (long long)f->http_delay_ms, (long long)f->rate_limit, f->refuse_key);
     if (dropped >= 0)
         sbuf_addf(b, ",\"dropped\":%d", dropped);
     if (malformed >= 0)
@@ -467,6 +467,11 @@ static void faults(struct sim *s, enum sim_method m, json_t *in, struct sim_resp
                  (x == 0 || x == 429 || x == 500 || x == 502 || x == 503 || x == 504);
             if (ok)
                 f.http_error_status = (int)x;
+        } else if (strcmp(key, "refuseKey") == 0) {
+            int64_t x = json_integer_value(v);
+            ok = json_is_integer(v) && (x == 0 || x == 401 || x == 403);
+            if (ok)
+                f.refuse_key = (int)x;
         } else if (strcmp(key, "httpErrorPath") == 0) {
             const char *p = json_is_null(v) ? "" : json_string_value(v);
             ok = p != NULL && strlen(p) < sizeof(f.http_error_path);

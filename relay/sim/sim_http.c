@@ -489,6 +489,13 @@ static void upstream(struct hsess *h)
         sim_model_count_call(s->model, sim_query_get(&h->q, "requestId"), SIM_COUNT_STATUS_POLL);
     else if (p == SIM_P_REQUESTS)
         sim_model_count_call(s->model, sim_query_get(&h->q, "id"), SIM_COUNT_REQUESTS_READ);
+    if (f->refuse_key != 0 && h->has_key) { /* a revoked key */
+        if (f->refuse_key == 403)
+            sim_resp_error(r, 403, "API key is disabled", "FORBIDDEN");
+        else
+            sim_resp_error(r, 401, "Invalid API key", "UNAUTHORIZED");
+        goto out;
+    }
     if (s->cfg.api_key != NULL) {
         if (h->has_key && strcmp(h->api_key, s->cfg.api_key) != 0) {
             sim_resp_error(r, 401, "Invalid API key", "UNAUTHORIZED");

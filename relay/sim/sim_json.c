@@ -464,6 +464,14 @@ static void v3_reason(struct sbuf *b, const char *s)
     sbuf_jstr(b, s == NULL || strcmp(s, "N/A") == 0 ? NULL : s);
 }
 
+/* A Bitcoin-origin request is pending from the deposit's mempool sighting (upstream-protocol.md
+ * section 3): while it is pending, its deposit inTxs have no block yet ("block": null). */
+static int in_mempool(const struct sim_req *r, const struct sim_tx *t, int out)
+{
+    return !out && r->origin == 8253038 && t->chain_id == r->origin &&
+           strcmp(r->status, "pending") == 0;
+}
+
 static void v3_tx(struct sbuf *b, const struct sim_req *r, const struct sim_tx *t, int out)
 {
     sbuf_adds(b, "{\"txHash\":");
@@ -471,7 +479,10 @@ static void v3_tx(struct sbuf *b, const struct sim_req *r, const struct sim_tx *
     sbuf_adds(b, ",\"fee\":\"");
     sbuf_jint(b, t->fee);
     sbuf_adds(b, "\",\"block\":");
-    sbuf_jint(b, t->block);
+    if (in_mempool(r, t, out))
+        sbuf_add(b, "null", 4);
+    else
+        sbuf_jint(b, t->block);
     sbuf_adds(b, ",\"type\":\"onchain\",\"chainId\":");
     sbuf_jint(b, t->chain_id);
     sbuf_adds(b, ",\"timestamp\":");

@@ -79,6 +79,8 @@ static void test_status_names(void **state)
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         assert_int_equal(proto_status_parse(rows[i].s), rows[i].st);
         assert_int_equal(proto_status_terminal(rows[i].st), rows[i].terminal);
+        assert_int_equal(proto_status_settled(rows[i].st),
+                         rows[i].terminal || rows[i].st == PROTO_ST_FALLBACK);
         if (rows[i].st != PROTO_ST_OTHER)
             assert_string_equal(proto_status_name(rows[i].st), rows[i].s);
     }

@@ -616,13 +616,22 @@ static void test_unconfirmed_deposit(void **state)
                                BTC_ROUTE, ""),
                      PROTO_ACCEPT);
     assert_true(st.flags & PROTO_F_UNCONFIRMED_DEPOSIT);
-    /* mined, nothing else new: a duplicate (a flag alone is no enrichment) */
-    assert_int_equal(step_item(&st, "pending", 12, BTC_MINED, BTC_ROUTE, ""), PROTO_DUPLICATE);
-    /* an accepted pending observation without the flag drops it */
-    assert_int_equal(step(&st, "\"status\":\"pending\",\"updatedAt\":1787049690000,"
+    /* a pending observation of a source that cannot tell (websocket) keeps it */
+    assert_int_equal(step(&st, "\"status\":\"pending\",\"updatedAt\":1787049672000,"
                                "\"inTxHashes\":[\"btc3\"]"),
                      PROTO_ACCEPT);
+    assert_true(st.flags & PROTO_F_UNCONFIRMED_DEPOSIT);
+    /* mined, nothing else new: news by itself (the deposit confirmed), the flag is cleared */
+    assert_int_equal(step_item(&st, "pending", 13, BTC_MINED, BTC_ROUTE, ""), PROTO_ACCEPT);
     assert_int_equal(st.flags & PROTO_F_UNCONFIRMED_DEPOSIT, 0);
+    assert_int_equal(step_item(&st, "pending", 14, BTC_MINED, BTC_ROUTE, ""), PROTO_DUPLICATE);
+    /* a websocket pending, then /requests/v3 tells the deposit is in the mempool: news too */
+    assert_int_equal(step(&st, "\"status\":\"pending\",\"updatedAt\":1787049690000,"
+                               "\"inTxHashes\":[\"btc5\"]"),
+                     PROTO_ACCEPT);
+    assert_int_equal(st.flags & PROTO_F_UNCONFIRMED_DEPOSIT, 0);
+    assert_int_equal(step_item(&st, "pending", 31, BTC_MEMPOOL, BTC_ROUTE, ""), PROTO_ACCEPT);
+    assert_true(st.flags & PROTO_F_UNCONFIRMED_DEPOSIT);
     /* and so does any status change, flagged observation or not */
     assert_int_equal(step_item(&st, "pending", 50, BTC_MEMPOOL ",{\"txHash\":\"btc4\"}",
                                BTC_ROUTE, ""),
