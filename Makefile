@@ -105,10 +105,23 @@ tests/node_modules/.installed: tests/package.json
 	@touch $@
 
 # ---- tests --------------------------------------------------------------------------------
-test: test-unit test-integration
+test: test-unit test-alerts test-integration
 
 test-unit: $(UNIT_BIN)
 	@set -e; for t in $(UNIT_BIN); do echo "== $$t"; $$t; done
+
+# The alert rules (docker/alerts.yml): syntax, their unit tests (docker/alerts.test.yml) and
+# the compose stack's Prometheus config, with its container paths pointed at this tree.
+.PHONY: test-alerts
+test-alerts:
+	@command -v promtool >/dev/null 2>&1 || { echo "test-alerts: promtool not found:" \
+	    "install Debian's prometheus package (make deps)" >&2; exit 1; }
+	promtool check rules docker/alerts.yml
+	promtool test rules docker/alerts.test.yml
+	@t=$$(mktemp -d) && trap 'rm -rf $$t' EXIT && echo token > $$t/token && \
+	    sed -e "s#/etc/prometheus/alerts.yml#$(abspath docker/alerts.yml)#" \
+	        -e "s#/run/secrets/statusrelay_token#$$t/token#" docker/prometheus.yml > $$t/prometheus.yml && \
+	    promtool check config $$t/prometheus.yml
 
 test-integration: $(BIN) helpers npm-deps
 	cd tests && STATUSRELAY_BIN=$(abspath $(BIN)) STATUSRELAY_HELPERS=$(abspath $(B)/helpers) \

@@ -205,6 +205,9 @@ void metrics_render(struct core *c, struct evbuffer *out)
     counter(out, "upstream_auth_failures_total",
             "Upstream calls with the API key answered 401/403 (the key is refused).",
             m->upstream_auth_failures);
+    gauge(out, "upstream_budget_per_minute",
+          "STATUSRELAY_UPSTREAM_BUDGET: upstream calls per minute shared by every process.",
+          c->cfg->upstream_budget);
 
     gauge(out, "ingest_pending", "Observations waiting for Redis.", (int64_t)m->ingest_pending);
     counter(out, "ingest_dropped_total", "Observations dropped because the pending queue was full.",
@@ -227,6 +230,9 @@ void metrics_render(struct core *c, struct evbuffer *out)
         memset(&st, 0, sizeof(st));
         store_stats_get(c->store, &st);
         gauge(out, "redis_up", "1 when the Redis connection is ready.", store_ready(c->store));
+        gauge(out, "redis_refusing_writes",
+              "1 when Redis answers but refuses writes (OOM, READONLY, MISCONF; /readyz says why).",
+              store_ready(c->store) && store_write_refused(c->store) != NULL);
         counter(out, "redis_commands_total", "Redis commands sent.", st.commands);
         counter(out, "redis_errors_total", "Redis error replies and failed commands.", st.errors);
         counter(out, "redis_reconnects_total", "Redis reconnects.", st.reconnects);

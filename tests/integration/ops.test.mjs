@@ -188,7 +188,9 @@ test('Docker files: multi-stage bookworm, non-root, healthcheck; compose service
   for (const p of libs) assert.ok(df.includes(p), `Dockerfile build stage lacks ${p}`);
   const compose = YAML.parse(fs.readFileSync(path.resolve('../docker/compose.yaml'), 'utf8'));
   const s = compose.services;
-  assert.deepEqual(Object.keys(s).sort(), ['redis', 'sim', 'statusrelay']);
+  assert.deepEqual(Object.keys(s).sort(), ['prometheus', 'redis', 'sim', 'statusrelay']);
+  assert.deepEqual(s.prometheus.profiles, ['monitoring']);
+  assert.ok(s.prometheus.volumes.some((v) => v.startsWith('./alerts.yml:')), 'prometheus loads the alert rules');
   assert.ok(s.redis.command.includes('--appendonly') && s.redis.command.includes('yes'));
   assert.ok(s.redis.volumes.some((v) => v.endsWith(':/data')));
   assert.ok(compose.volumes && 'redis-data' in compose.volumes);
