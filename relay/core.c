@@ -152,11 +152,12 @@ static void on_depths(evutil_socket_t fd, short what, void *arg)
     depth_done(d); /* the loop's share */
 }
 
-static void on_refund_failure(void *arg, const char *reason)
+static void on_refund_failure(void *arg, const char *request_id, const char *reason)
 {
     struct core *c = arg;
     metrics_refund_failure(&c->metrics, reason);
-    log_warn("refund failed: user funds need a human", "reason=%s", reason);
+    log_warn("refund failed: user funds need a human", "request=%s reason=%s", request_id,
+             reason);
 }
 
 /* A Redis setting we refuse to run with (allkeys eviction) stops the daemon at once. */

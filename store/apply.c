@@ -263,7 +263,8 @@ static void on_script(void *arg, const char *err, redisReply *r)
         }
         cache_put(op->a, &op->next);
         if (op->refund_new && op->a->on_refund != NULL)
-            op->a->on_refund(op->a->on_refund_arg, op->next.refund_fail_reason);
+            op->a->on_refund(op->a->on_refund_arg, op->obs.request_id,
+                            op->next.refund_fail_reason);
         op_finish(op, NULL, PROTO_ACCEPT, sid);
         return;
     }

@@ -25,8 +25,8 @@ void applier_free(struct applier *a);
 void applier_set_watch(struct applier *a, int64_t waiting_ttl, int64_t settled_watch,
                        int64_t failure_tail);
 /* Listener: an accepted event set a refundFailReason other than the last state's (called
- * before the apply callback, with the event's reason). One per applier. */
-typedef void apply_refund_failure_cb(void *arg, const char *reason);
+ * before the apply callback, with the request id and the event's reason). One per applier. */
+typedef void apply_refund_failure_cb(void *arg, const char *request_id, const char *reason);
 void applier_on_refund_failure(struct applier *a, apply_refund_failure_cb *fn, void *arg);
 
 /* Result: err is NULL or a store error (store_err_disconnected: nothing was written, retry

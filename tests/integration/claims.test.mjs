@@ -195,5 +195,6 @@ test('statusrelay_refund_failures_total counts a refund failure from the simulat
   assert.equal(after.other, 1);
   assert.equal(total(after), 2, JSON.stringify(after));
   assert.equal((d.proc.log().match(/refund failed: user funds need a human/g) ?? []).length, 2, 'one warn line each');
-  assert.match(d.proc.log(), /reason=MANUAL_REFUND_REQUIRED/);
+  // the warn line names the request, so the runbook can go straight to it
+  assert.match(d.proc.log(), new RegExp(`refund failed: user funds need a human.*request=${manual} reason=MANUAL_REFUND_REQUIRED`));
 });
