@@ -88,8 +88,12 @@ async function storedUnwatched(d, id, status) {
 /** Read until the answer's status is want; resolves ms since t0. */
 async function readUntil(d, id, want, t0, timeoutMs = 10000) {
   let last;
-  await until(async () => { last = await read(d, id); return last.body?.status === want; },
-    { timeoutMs, stepMs: 100, msg: `${id} read as ${want} (last: ${last?.status} ${last?.text})` });
+  try {
+    await until(async () => { last = await read(d, id); return last.body?.status === want; },
+      { timeoutMs, stepMs: 100, msg: `${id} read as ${want}` });
+  } catch (e) {
+    throw new Error(`${e.message}; last answer ${last?.status} ${last?.text}`);
+  }
   return Date.now() - t0;
 }
 
