@@ -102,6 +102,9 @@ const struct setting config_settings[] = {
     {"anon-miss-rate", SET_INT, F(anon_miss_rate), "10", 0, 0,
      "status reads of ids not known here, per minute per client address, for callers without "
      "the admin token (0: none)"},
+    {"status-max-age", SET_DURATION, F(status_max_age_ms), "2s", 0, 0,
+     "GET /intents/status(/v3) of a request no watch follows answers the stored state only when "
+     "the upstream confirmed it within this long; otherwise it asks the upstream (0: always)"},
     {"ws-anonymous", SET_BOOL, F(ws_anonymous), "true", 0, 0,
      "allow anonymous single-id dashboard subscriptions"},
     {"ws-max-subscriptions", SET_INT, F(ws_max_subscriptions), "100", 0, 1,

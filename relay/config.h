@@ -50,6 +50,7 @@ struct config {
     char *admin_cors_origins;      /* CORS origins of every other REST path (NULL: none) */
     char *allowed_hosts;           /* Host names besides loopback ones, without a token */
     int64_t anon_miss_rate;        /* anonymous status misses per minute per client address */
+    int64_t status_max_age_ms;     /* status reads of unwatched ids: cache answer within this */
     int ws_anonymous;              /* anonymous single-id dashboard subscriptions allowed */
     int64_t ws_max_subscriptions;
     int64_t ws_anon_ids_per_address; /* new ids anonymous subscriptions may watch per address */

@@ -14,7 +14,12 @@
  * Tracking metadata: the record is encoded here without it; apply.lua appends the request's
  * metadata (read inside the script, so it is the value at the moment of the write) and
  * returns it, and the written event (the callback's ev) gets the same compact text, so an
- * event rendered from ev and one decoded from the stored record are the same bytes. */
+ * event rendered from ev and one decoded from the stored record are the same bytes.
+ *
+ * Confirmation time: the hash's "cf" is when the upstream last confirmed the stored state (the
+ * fresh status reads of relay/api/compat.c). apply.lua sets it with every applied event; an
+ * observation Redis shows to be a duplicate sets it with store/apply_confirm.lua (one write,
+ * not waited for). */
 #include "store/apply.h"
 #include "store/keys.h"
 #include "relay/common/log.h"
@@ -36,7 +41,7 @@ struct cache_slot {
 
 struct applier {
     struct store *s;
-    struct store_script script;
+    struct store_script script, confirm_sc;
     char maxlen[24];
     apply_poll_policy_cb *policy;
     void *policy_arg;
@@ -94,6 +99,7 @@ struct applier *applier_new(struct store *s, int64_t stream_maxlen,
     struct applier *a = xcalloc(1, sizeof(*a));
     a->s = s;
     store_script_init(&a->script, "apply");
+    store_script_init(&a->confirm_sc, "apply_confirm");
     snprintf(a->maxlen, sizeof(a->maxlen), "%lld", (long long)stream_maxlen);
     applier_set_watch(a, 86400000, 86400000, 7 * 86400000LL);
     a->policy = policy;
@@ -148,6 +154,16 @@ static void op_finish(struct apply_op *op, const char *err, enum proto_verdict v
 
 static void on_script(void *arg, const char *err, redisReply *r);
 
+/* The upstream repeated the stored state of id at now: its "cf" (apply_confirm.lua). */
+static void confirm(struct applier *a, const char *id, int64_t now)
+{
+    char k_req[KEY_MAX], nowbuf[24];
+    key_build(k_req, sizeof(k_req), store_tag_of(a->s, id), "req", id, NULL);
+    snprintf(nowbuf, sizeof(nowbuf), "%lld", (long long)now);
+    const char *argv[] = {k_req, nowbuf};
+    store_eval(a->s, &a->confirm_sc, NULL, NULL, 1, 2, argv, NULL);
+}
+
 /* Decide against last (NULL = unknown) and write if accepted. */
 static void decide_and_write(struct apply_op *op, const struct status_event *last)
 {
@@ -167,6 +183,8 @@ static void decide_and_write(struct apply_op *op, const struct status_event *las
         return;
     }
     if (v != PROTO_ACCEPT) {
+        if (v == PROTO_DUPLICATE && last != NULL)
+            confirm(a, op->obs.request_id, now); /* decided against Redis: it holds this state */
         op_finish(op, NULL, v, NULL);
         return;
     }

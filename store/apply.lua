@@ -15,6 +15,9 @@
 -- body and frame rendered from it does too. A value track.lua marked as checked ("mdok") goes
 -- in as it is; one an older version stored is checked here first (meta_ok, slower) and one
 -- proto_metadata_parse would refuse stays out: the record must stay readable.
+-- Every observation is the upstream's word, so an applied one also sets the hash's "cf" (when
+-- the upstream last confirmed the stored state, ms: relay/api/compat.c's fresh status reads);
+-- one that repeats the stored state sets it through store/apply_confirm.lua.
 -- Returns {1, stream id, metadata or false} when applied, {0, current record or false} on a
 -- seq conflict.
 local tag, now = ARGV[14], tonumber(ARGV[8])
@@ -75,7 +78,7 @@ else
   meta = false
 end
 local first, trk = o.first, o.trk
-local fields = {'seq', ARGV[2], 'rec', rec, 'status', st, 'src', ARGV[10]}
+local fields = {'seq', ARGV[2], 'rec', rec, 'status', st, 'src', ARGV[10], 'cf', ARGV[8]}
 if not first then
   first = ARGV[8]
   fields[#fields + 1] = 'first'

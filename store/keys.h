@@ -16,7 +16,9 @@
  *                                        ended), wu (watch until ms or ""), wb (window
  *                                        start ms), pt (poll tier u|a|s|n or ""), anon
  *                                        ("1" watched anonymously, store/anon_lib.lua),
- *                                        miss (404 answers to its polls while anonymous)
+ *                                        miss (404 answers to its polls while anonymous),
+ *                                        cf (ms the upstream last confirmed the state:
+ *                                        store/apply.lua, apply_confirm.lua)
  *   {P}:all                      zset    every known request id, score = first seen (ms)
  *   {P}:st:<status>              zset    request ids by current status, score = first seen
  *   {P}:pollu / :poll / :polls   zset    the poll schedule of watched requests by due time
@@ -41,6 +43,8 @@
  *   {P}:budget                   hash    the upstream budget's token bucket shared by all
  *                                        processes: t (tokens), ts (last refill ms);
  *                                        expires after 2 idle minutes
+ *   {P}:budgetr                  hash    the same for the anonymous status reads' share of
+ *                                        it (store/poll_claim.lua)
  *   {P}:leader                   string  holder of the upstream websocket lease (PX)
  *   {P}:wsok                     string  the lease holder's websocket is healthy (PX;
  *                                        store/leader.lua)

@@ -1,9 +1,12 @@
 -- poll_claim.lua - claim due polls, drawing from the shared upstream budget.
 -- KEYS: 1 poll zset (active tier), 2 budget bucket (hash: t = tokens, ts = last refill ms),
---       3 urgent tier zset, 4 settled tier zset, 5 anonymous tier zset (watch_lib.lua)
+--       3 urgent tier zset, 4 settled tier zset, 5 anonymous tier zset (watch_lib.lua),
+--       6 the anonymous status reads' bucket {P}:budgetr (same hash shape)
 -- ARGV: 1 now ms, 2 max polls wanted, 3 lease ms (claimed ids are pushed this far out so
 --       no other process takes them), 4 budget per minute, 5 calls to reserve besides polls
---       (a /requests/v3 page), 6 only reserve (1: take ARGV[5] calls and claim no polls)
+--       (a /requests/v3 page), 6 only reserve (1: take ARGV[5] calls and claim no polls),
+--       7 the anonymous status reads' share per minute: > 0 when the reservation is such a
+--       read (absent or "0": any other)
 -- Returns {granted extra calls, id, id, ...}. Tiers are served in order - urgent (active
 -- requests the upstream websocket does not confirm), active safety polls, settled watches,
 -- then anonymous watches (dashboard subscriptions without the stream token) - and within a
@@ -12,6 +15,18 @@
 -- requests that fall due next, so however many anonymous ids are watched, a tracked request
 -- waits for at most one refill (budget / 60 s) behind them.
 --
+-- An anonymous status read (a status read that must ask the upstream for a caller who did not
+-- prove who it is: relay/api/compat.c through poller_fetch_now, ARGV[7] > 0, one call
+-- reserved) comes after the urgent polls and from its own share: it is granted only when the
+-- calls left after it still cover every urgent poll due now (KEYS[3]), and when the share's
+-- own bucket (KEYS[6]) holds a call too: share = ARGV[7] calls a minute, a quarter of the
+-- budget (relay/ingest/poller.h), as a bucket of at most a quarter of the share (at least 1)
+-- refilled evenly with the rest a minute, so that no sliding minute sees more than the share,
+-- whatever the number of client addresses asking. The call still counts against the
+-- budget. With several
+-- partitions the urgent tiers are partition keys this script cannot read (KEYS[3] is then the
+-- deployment's own, empty): the share still holds.
+--
 -- The budget is a token bucket shared by every process: it holds at most burst = budget/10
 -- calls (at least 1) and refills evenly at (budget - burst) per minute, so that no 60 s
 -- window - sliding, not only calendar minutes - ever sees more than the budget
@@ -19,6 +34,18 @@
 -- being spent at its start.
 local now = tonumber(ARGV[1])
 local budget = tonumber(ARGV[4])
+local share = tonumber(ARGV[7] or '0') or 0
+local rb -- the anonymous reads' bucket, refilled up to now: {tokens, ts, had, burst}
+if share > 0 then
+  local rburst = math.max(1, math.floor(share / 4))
+  local rh = redis.call('HMGET', KEYS[6], 't', 'ts')
+  rb = {tokens = tonumber(rh[1]) or rburst, ts = tonumber(rh[2]) or now, had = rh[2] ~= false,
+        burst = rburst}
+  local rrate = math.max(1, share - rburst) / 60000
+  if now > rb.ts then
+    rb.tokens = math.min(rburst, rb.tokens + (now - rb.ts) * rrate)
+  end
+end
 local burst = math.max(1, math.floor(budget / 10))
 local per_min = budget - burst
 if per_min <= 0 then
@@ -36,6 +63,10 @@ local out = {0}
 local taken, extra = 0, 0
 if avail > 0 then
   extra = math.min(tonumber(ARGV[5]), avail)
+  if rb and (math.floor(rb.tokens) < extra or
+             avail - extra < redis.call('ZCOUNT', KEYS[3], '-inf', now)) then
+    extra = 0 -- the share is spent, or the urgent polls due now need every call left
+  end
   avail = avail - extra
   out[1] = extra
   taken = extra
@@ -67,4 +98,8 @@ elseif taken > 0 then
   redis.call('HSET', KEYS[2], 't', tostring(tokens - taken))
 end
 redis.call('PEXPIRE', KEYS[2], 120000)
+if rb and (now > rb.ts or not rb.had or extra > 0) then -- as the budget's, above
+  redis.call('HSET', KEYS[6], 't', tostring(rb.tokens - extra), 'ts', math.max(now, rb.ts))
+  redis.call('PEXPIRE', KEYS[6], 120000)
+end
 return out

@@ -71,8 +71,9 @@ struct ctx {
     int linked;
     int head;                      /* HEAD request: headers only */
     int upstream_shape;            /* errors also carry {"message","errorCode"} */
-    int anonymous;                 /* an admin token is set and this request lacks it */
+    int anonymous;                 /* status reads: the caller did not prove who it is */
     char peer[64];                 /* status reads: the client address key (compat.c) */
+    int read_kind;                 /* status reads: what an upstream call is for (compat.c) */
     char *param[ROUTE_MAX_PARAMS]; /* decoded path parameters (owned) */
     size_t param_len[ROUTE_MAX_PARAMS];
     struct evkeyvalq query;

@@ -305,6 +305,22 @@ static int authorized(struct api *a, struct evhttp_request *req)
     return authorized_in(a, evhttp_request_get_input_headers(req));
 }
 
+/* A status-read caller proved who it is (issue 22; otherwise it is anonymous, compat.c): with
+ * an admin token set, by presenting it; without one, by being a tool on this machine - a
+ * loopback peer whose request carries no Origin (any web page can make a browser send a GET
+ * to loopback, but not without its Origin). */
+static int read_caller_proven(struct api *a, struct ctx *x, const char *origin)
+{
+    const char *tok = a->c->cfg->admin_token;
+    if (tok != NULL && tok[0] != '\0')
+        return authorized(a, x->req);
+    const struct sockaddr *sa = x->evcon != NULL ? evhttp_connection_get_addr(x->evcon) : NULL;
+    socklen_t len = sa == NULL ? 0
+                    : sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                                : sizeof(struct sockaddr_in);
+    return origin == NULL && sa != NULL && proto_addr_forbidden(sa, len) == PROTO_ADDR_LOOPBACK;
+}
+
 /* The methods of allow as an Allow header value ("GET, HEAD, POST"); HEAD comes with GET, and
  * OPTIONS is listed when options is set (a path that answers CORS preflights). */
 static void method_list(unsigned allow, int options, char *list, size_t n)
@@ -530,7 +546,8 @@ static void on_request(struct evhttp_request *req, void *arg)
         if (strcmp(acao, "*") != 0 && m != EVHTTP_REQ_OPTIONS)
             evhttp_add_header(out, "Vary", "Origin");
         if (read_path)
-            evhttp_add_header(out, "Access-Control-Expose-Headers", "Retry-After");
+            evhttp_add_header(out, "Access-Control-Expose-Headers",
+                              "Retry-After, statusrelay-stale");
     }
 
     struct evbuffer *in = evhttp_request_get_input_buffer(req);
@@ -575,7 +592,7 @@ static void on_request(struct evhttp_request *req, void *arg)
         }
     }
     if (auth == AUTH_READ)
-        x->anonymous = !authorized(a, req);
+        x->anonymous = !read_caller_proven(a, x, origin);
     if ((auth == AUTH_TOKEN || (auth == AUTH_READ && cfg->status_require_token)) &&
         !authorized(a, req)) {
         evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",

@@ -15,7 +15,9 @@
  *     cannot send our token). Unknown paths need the token too (no path probing), unless the
  *     pass-through (STATUSRELAY_PASSTHROUGH, proxy.c) forwards them to the upstream. The status
  *     reads (GET /intents/status/v3, /intents/status: route auth AUTH_READ) need it only with
- *     STATUSRELAY_STATUS_REQUIRE_TOKEN; without it, their callers are "anonymous" (compat.c).
+ *     STATUSRELAY_STATUS_REQUIRE_TOKEN; callers that did not prove who they are (no token
+ *     when one is set; when none is set, an Origin or a peer beyond loopback) are
+ *     "anonymous" there (compat.c).
  *   - errors are {"message","error":{"code","message"[,"field"]}} (plus the upstream's
  *     "errorCode" on the status reads); unknown path 404 "not_found", known path with another
  *     method 405 "method_not_allowed" with an Allow header.

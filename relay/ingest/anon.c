@@ -1,6 +1,8 @@
 /* anon.c - see anon.h. runs on: core thread.
  *
- * Local state: held (id -> local subscriber count) and addrs (address key -> new ids taken).
+ * Local state: held (id -> local subscriber count), addrs (address key -> new ids taken) and
+ * reads (id -> end of its status-read lease; such an id counts one subscriber in held while
+ * its lease lasts, checked every ANON_EXPIRE_MS).
  * Redis: store/anon_hold.lua (first subscriber, and the refresh of every held id each third
  * of the lease), anon_release.lua (last subscriber gone), anon_expire.lua (every second,
  * any process: holders of dead processes), anon_miss.lua (a 404 answer). What ended is
@@ -30,14 +32,17 @@
 #define ANON_EXPIRE_BATCH "500"
 #define ANON_BATCH 500 /* ids per refresh script call */
 #define ANON_LOG_MS 10000
+#define ANON_READ_UNIT_MS 100 /* read leases end in these units since the map's start */
 
 struct anon {
     struct core *c;
     struct idmap *held;  /* id -> subscribers in this process */
     struct idmap *addrs; /* address key -> new ids taken by its anonymous subscriptions */
+    struct idmap *reads; /* id -> end of its status-read lease (ANON_READ_UNIT_MS since t0) */
+    int64_t t0;          /* mono ms */
     struct event *tick_ev;
     struct store_script hold_sc, release_sc, expire_sc, miss_sc;
-    int64_t next_refresh, next_expire, next_log; /* mono ms */
+    int64_t next_refresh, next_expire, next_log, next_reads; /* mono ms */
     char **round;            /* the refresh round under way: copies of the held ids */
     size_t round_n, round_i; /* its size, and how many were sent */
     int expiring, stopped;
@@ -52,6 +57,8 @@ static const char *lease_arg(const struct anon *a, char *buf, size_t n)
     return buf;
 }
 
+static void read_end_now(struct anon *a, const char *id);
+
 /* ---- hold and refresh ---------------------------------------------------------------------- */
 
 static void on_held(void *arg, const char *err, redisReply *r)
@@ -63,19 +70,25 @@ static void on_held(void *arg, const char *err, redisReply *r)
         a->started += (uint64_t)r->element[0]->integer;
         watch_kick(a->c->watch); /* the holder subscribes it upstream */
     }
-    for (size_t i = 1; i < r->elements; i++)
-        if (r->element[i]->type == REDIS_REPLY_STRING &&
-            idmap_get(a->held, r->element[i]->str, NULL) && a->gone_cb != NULL)
-            a->gone_cb(a->gone_arg, r->element[i]->str);
+    for (size_t i = 1; i < r->elements; i++) {
+        if (r->element[i]->type != REDIS_REPLY_STRING)
+            continue;
+        const char *id = r->element[i]->str;
+        read_end_now(a, id); /* a read lease of an id the upstream does not know */
+        if (idmap_get(a->held, id, NULL) && a->gone_cb != NULL)
+            a->gone_cb(a->gone_arg, id);
+    }
 }
 
-/* anon_hold.lua on one partition (tag) for its ids[0..n). */
+/* anon_hold.lua on one partition (tag) for its ids[0..n). start: 0 the refresh, 1 a first
+ * hold that may start a watch polled at once, else the same with its first poll at that wall
+ * ms. */
 static void hold_part(struct anon *a, const char *tag, const char *const *ids, size_t n,
-                      int start)
+                      int64_t start)
 {
     if (n == 0)
         return;
-    char k[KEY_MAX], now[24], lease[24];
+    char k[KEY_MAX], now[24], lease[24], st[24];
     struct watch_args wa;
     watch_args_get(a->c, &wa);
     key_build(k, sizeof(k), tag, "anonh", NULL, NULL);
@@ -90,7 +103,8 @@ static void hold_part(struct anon *a, const char *tag, const char *const *ids, s
     argv[j++] = wa.wttl;
     argv[j++] = wa.settled;
     argv[j++] = wa.ftail;
-    argv[j++] = start ? "1" : "0";
+    snprintf(st, sizeof(st), "%lld", (long long)start);
+    argv[j++] = st;
     for (size_t i = 0; i < n; i++)
         argv[j++] = ids[i];
     store_eval(a->c->store, &a->hold_sc, on_held, a, 1, (int)j, argv, NULL);
@@ -99,7 +113,7 @@ static void hold_part(struct anon *a, const char *tag, const char *const *ids, s
 
 /* Hold ids[0..n) (start: a request nobody watches starts an anonymous watch): one call per
  * partition holding some of them. */
-static void hold_ids(struct anon *a, const char *const *ids, size_t n, int start)
+static void hold_ids(struct anon *a, const char *const *ids, size_t n, int64_t start)
 {
     if (n == 0 || !store_ready(a->c->store))
         return;
@@ -178,7 +192,8 @@ static void round_step(struct anon *a)
         round_end(a);
 }
 
-void anon_hold(struct anon *a, const char *id)
+/* One more local holder of id; the first one holds it in Redis (start: see hold_part). */
+static void hold_one(struct anon *a, const char *id, int64_t start)
 {
     if (a->stopped)
         return;
@@ -187,8 +202,73 @@ void anon_hold(struct anon *a, const char *id)
     idmap_put(a->held, id, n + 1);
     if (n == 0) {
         const char *ids[1] = {id};
-        hold_ids(a, ids, 1, 1);
+        hold_ids(a, ids, 1, start);
     }
+}
+
+void anon_hold(struct anon *a, const char *id)
+{
+    hold_one(a, id, 1);
+}
+
+/* ---- status-read leases ------------------------------------------------------------------- */
+
+static uint32_t read_end(const struct anon *a)
+{
+    return (uint32_t)((mono_ms() - a->t0 + a->c->cfg->ws_anon_lease_ms) / ANON_READ_UNIT_MS);
+}
+
+void anon_read(struct anon *a, const char *id)
+{
+    if (a->stopped)
+        return;
+    if (idmap_get(a->reads, id, NULL)) {
+        idmap_put(a->reads, id, read_end(a)); /* renewed */
+        return;
+    }
+    if (idmap_count(a->reads) >= ANON_READS_MAX)
+        return;
+    idmap_put(a->reads, id, read_end(a));
+    hold_one(a, id, wall_ms() + a->c->cfg->poll_interval_ms);
+}
+
+/* The read lease of id ends now (expired, or the upstream does not know the id). */
+static void read_end_now(struct anon *a, const char *id)
+{
+    if (idmap_del(a->reads, id))
+        anon_release(a, id);
+}
+
+struct expired_reads {
+    uint32_t now;
+    char **ids;
+    size_t n, cap;
+};
+
+static void collect_expired(void *arg, const char *id, uint32_t *value)
+{
+    struct expired_reads *e = arg;
+    if (*value > e->now)
+        return;
+    if (e->n == e->cap) {
+        e->cap = e->cap ? 2 * e->cap : 64;
+        e->ids = xrealloc(e->ids, e->cap * sizeof(*e->ids));
+    }
+    e->ids[e->n++] = xstrdup(id); /* the map changes before they are used */
+}
+
+/* Release the holds of the reads whose lease passed. */
+static void reads_expire(struct anon *a)
+{
+    if (idmap_count(a->reads) == 0)
+        return;
+    struct expired_reads e = {(uint32_t)((mono_ms() - a->t0) / ANON_READ_UNIT_MS), NULL, 0, 0};
+    idmap_each(a->reads, collect_expired, &e);
+    for (size_t i = 0; i < e.n; i++) {
+        read_end_now(a, e.ids[i]);
+        free(e.ids[i]);
+    }
+    free(e.ids);
 }
 
 static void on_released(void *arg, const char *err, redisReply *r)
@@ -265,6 +345,8 @@ void anon_shutdown(struct anon *a)
     }
     idmap_free(a->held); /* later unsubscribes find nothing to release */
     a->held = idmap_new();
+    idmap_free(a->reads); /* their holds went with held */
+    a->reads = idmap_new();
 }
 
 int anon_watched(const struct anon *a, const char *id)
@@ -289,6 +371,7 @@ static void on_miss(void *arg, const char *err, redisReply *r)
         log_debug("anonymous watch ended: the upstream does not know the id", "request=%s",
                   op->id);
         watch_kick(a->c->watch);
+        read_end_now(a, op->id);
         if (a->gone_cb != NULL && idmap_get(a->held, op->id, NULL))
             a->gone_cb(a->gone_arg, op->id);
     }
@@ -337,6 +420,10 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         round_start(a);
     }
     round_step(a);
+    if (now >= a->next_reads) {
+        a->next_reads = now + ANON_EXPIRE_MS;
+        reads_expire(a);
+    }
     if (now >= a->next_expire && !a->expiring) {
         a->next_expire = now + ANON_EXPIRE_MS;
         char k[KEY_MAX], wall[24];
@@ -417,6 +504,8 @@ struct anon *anon_new(struct core *c)
     a->c = c;
     a->held = idmap_new();
     a->addrs = idmap_new();
+    a->reads = idmap_new();
+    a->t0 = mono_ms();
     store_script_init(&a->hold_sc, "anon_hold");
     store_script_init(&a->release_sc, "anon_release");
     store_script_init(&a->expire_sc, "anon_expire");
@@ -440,5 +529,6 @@ void anon_free(struct anon *a)
     round_end(a);
     idmap_free(a->held);
     idmap_free(a->addrs);
+    idmap_free(a->reads);
     free(a);
 }

@@ -7,7 +7,8 @@
  * through the API always wins. Anonymous watches are polled in their own tier, after the
  * tracked requests and with at most half of what the budget has left (store/poll_claim.lua),
  * and one the upstream answers 404 for ANON_TRIES times ends and is refused for a while.
- * Also the per-address count of new ids (STATUSRELAY_WS_ANON_IDS_PER_ADDRESS).
+ * Also the per-address count of new ids (STATUSRELAY_WS_ANON_IDS_PER_ADDRESS), and the read
+ * leases of status reads (anon_read: README "Upstream-compatible surface").
  * runs on: core thread. */
 #ifndef RELAY_ANON_H
 #define RELAY_ANON_H
@@ -21,6 +22,7 @@ struct anon;
 #define ANON_NOT_FOUND_MS 600000     /* negative cache of such an id: 10 min */
 #define ANON_NOT_FOUND_CAP 100000    /* at most this many ids in the negative cache */
 #define ANON_ADDR_MAX 64             /* size of an address key */
+#define ANON_READS_MAX 10000         /* ids held for status reads at once (beyond: not held) */
 
 struct anon *anon_new(struct core *c);
 void anon_free(struct anon *a);
@@ -41,6 +43,16 @@ void anon_hold(struct anon *a, const char *id);
 /* One local subscriber of id fewer; the last one releases it at once (the watch ends when
  * no other process holds it and the API does not track it). */
 void anon_release(struct anon *a, const char *id);
+/* A status read of id (GET /intents/status/v3, relay/api/compat.c; validated request id not
+ * tracked through the API): hold it like one more subscriber for STATUSRELAY_WS_ANON_LEASE
+ * from now, so that it stays watched while it is read - each read renews that lease, and once
+ * no read came for a lease the hold is released like a subscription that ended (the watch
+ * ends unless something else holds or tracks it). A read lease is never tracking. A new hold
+ * that starts the watch schedules its first poll a STATUSRELAY_POLL_INTERVAL from now (the
+ * read has just seen the state), not at once. At most ANON_READS_MAX ids are held for reads:
+ * beyond, a read holds nothing. */
+void anon_read(struct anon *a, const char *id);
+
 /* 1 when id is watched already as far as this process knows (held here, or in the watched
  * set every process keeps): a subscription to it starts nothing. */
 int anon_watched(const struct anon *a, const char *id);

@@ -42,6 +42,20 @@ enum page_kind { PAGE_GAP = 0, PAGE_DISCOVER, PAGE_READ };
 
 #define MAX_READS 64 /* reversals waiting for their /requests/v3 read */
 
+/* poller_fetch_now: one upstream read of an id and everyone waiting for its answer. */
+struct fetch_wait {
+    poller_fetch_cb *cb;
+    void *arg;
+    struct fetch_wait *next;
+};
+
+struct fetch {
+    struct poller *p;
+    char id[PROTO_MAX_ID + 1];
+    struct fetch_wait *waiters; /* owned */
+    struct fetch *next;         /* poller.fetches */
+};
+
 struct poller {
     struct core *c;
     struct event *tick_ev;
@@ -70,6 +84,9 @@ struct poller {
     int64_t auth_backoff_ms;
     int64_t auth_logged_at;    /* mono ms of the last warn line, 0 = none yet */
     uint64_t auth_unlogged;    /* refusals since that line */
+    /* poller_fetch_now: the ids being fetched (owned; a fetch leaves when answered) */
+    struct fetch *fetches;
+    int nfetches;
 };
 
 struct poll_op {
@@ -532,6 +549,7 @@ struct claim_op {
     char id[PROTO_MAX_ID + 1];
     poller_fetch_cb *cb;
     void *arg;
+    int anon; /* CLAIM_FETCH: an anonymous status read (its share of the budget) */
     /* CLAIM_GET: poller_get */
     char *path;
     size_t max_response;
@@ -572,6 +590,53 @@ static void get_one(struct claim_op *op)
     }
 }
 
+/* ---- poller_fetch_now: one call per id, shared by everyone waiting --------------------------- */
+
+static struct fetch *fetch_find(struct poller *p, const char *id)
+{
+    for (struct fetch *f = p->fetches; f != NULL; f = f->next)
+        if (strcmp(f->id, id) == 0)
+            return f;
+    return NULL;
+}
+
+static void fetch_wait_add(struct fetch *f, poller_fetch_cb *cb, void *arg)
+{
+    struct fetch_wait *w = xcalloc(1, sizeof(*w));
+    w->cb = cb;
+    w->arg = arg;
+    w->next = f->waiters;
+    f->waiters = w;
+}
+
+/* Unlink f from the poller (a later fetch of its id starts a new call). */
+static void fetch_unlink(struct poller *p, struct fetch *f)
+{
+    for (struct fetch **pp = &p->fetches; *pp != NULL; pp = &(*pp)->next)
+        if (*pp == f) {
+            *pp = f->next;
+            p->nfetches--;
+            return;
+        }
+}
+
+/* The answer of f's call (a poller_fetch_cb; arg: f): every waiter gets it, then f goes. A
+ * waiter that fetches the id again starts a new call. */
+static void fetch_done(void *arg, long status, const char *body, size_t len)
+{
+    struct fetch *f = arg;
+    fetch_unlink(f->p, f);
+    struct fetch_wait *w = f->waiters;
+    f->waiters = NULL;
+    while (w != NULL) {
+        struct fetch_wait *next = w->next;
+        w->cb(w->arg, status, body, len);
+        free(w);
+        w = next;
+    }
+    free(f);
+}
+
 static void on_claimed(void *arg, const char *err, redisReply *r)
 {
     struct claim_op *op = arg;
@@ -602,10 +667,11 @@ static void on_claimed(void *arg, const char *err, redisReply *r)
         else
             p->page_inflight = 0;
     } else if (op->what == CLAIM_FETCH) {
-        if (extra > 0)
-            poll_one(p, op->id, op->cb, op->arg);
-        else {
-            p->c->metrics.budget_denied++;
+        if (extra > 0) {
+            poll_one(p, op->id, op->cb, op->arg); /* op->cb is fetch_done */
+        } else {
+            if (ok)
+                p->c->metrics.budget_denied++;
             op->cb(op->arg, 0, "", 0);
         }
     } else if (ok) {
@@ -734,8 +800,8 @@ static int claim(struct poller *p, struct claim_op *op, int max_polls, int extra
         return round_start(p, max_polls);
     }
     char k_poll[KEY_MAX], k_budget[KEY_MAX], k_pollu[KEY_MAX], k_polls[KEY_MAX],
-        k_polln[KEY_MAX], now[24],
-        maxs[16], lease[16], budget[24], extras[8];
+        k_polln[KEY_MAX], k_budgetr[KEY_MAX], now[24], maxs[16], lease[16], budget[24],
+        extras[8], share[24] = "0";
     int64_t t = wall_ms();
     const char *tag = store_tag(p->c->store);
     key_build(k_poll, sizeof(k_poll), tag, "poll", NULL, NULL);
@@ -743,15 +809,20 @@ static int claim(struct poller *p, struct claim_op *op, int max_polls, int extra
     key_build(k_pollu, sizeof(k_pollu), tag, "pollu", NULL, NULL);
     key_build(k_polls, sizeof(k_polls), tag, "polls", NULL, NULL);
     key_build(k_polln, sizeof(k_polln), tag, "polln", NULL, NULL);
+    key_build(k_budgetr, sizeof(k_budgetr), tag, "budgetr", NULL, NULL);
+    if (op->what == CLAIM_FETCH && op->anon) {
+        int64_t sh = p->c->cfg->upstream_budget / POLLER_ANON_READ_DIV;
+        snprintf(share, sizeof(share), "%lld", (long long)(sh > 0 ? sh : 1));
+    }
     snprintf(now, sizeof(now), "%lld", (long long)t);
     snprintf(maxs, sizeof(maxs), "%d", max_polls);
     snprintf(lease, sizeof(lease), "%d", CLAIM_LEASE_MS);
     snprintf(budget, sizeof(budget), "%lld", (long long)p->c->cfg->upstream_budget);
     snprintf(extras, sizeof(extras), "%d", extra);
-    const char *argv[] = {k_poll, k_budget, k_pollu, k_polls, k_polln, now, maxs, lease,
-                          budget, extras, max_polls ? "0" : "1"};
+    const char *argv[] = {k_poll, k_budget, k_pollu, k_polls, k_polln, k_budgetr, now, maxs,
+                          lease, budget, extras, max_polls ? "0" : "1", share};
     op->p = p;
-    if (store_eval(p->c->store, &p->claim_sc, on_claimed, op, 5, 11, argv, NULL) != 0) {
+    if (store_eval(p->c->store, &p->claim_sc, on_claimed, op, 6, 13, argv, NULL) != 0) {
         free(op);
         return -1;
     }
@@ -801,14 +872,36 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-int poller_fetch_now(struct poller *p, const char *id, poller_fetch_cb *cb, void *arg)
+int poller_fetch_now(struct poller *p, const char *id, int anonymous, poller_fetch_cb *cb,
+                     void *arg)
 {
+    struct fetch *f = fetch_find(p, id);
+    if (f != NULL) { /* a call for id is under way: its answer is ours too */
+        fetch_wait_add(f, cb, arg);
+        return 0;
+    }
+    if (p->nfetches >= POLLER_MAX_FETCHES)
+        return -1;
+    f = xcalloc(1, sizeof(*f));
+    f->p = p;
+    snprintf(f->id, sizeof(f->id), "%s", id);
+    f->next = p->fetches;
+    p->fetches = f;
+    p->nfetches++;
+    fetch_wait_add(f, cb, arg);
     struct claim_op *op = xcalloc(1, sizeof(*op));
     op->what = CLAIM_FETCH;
     snprintf(op->id, sizeof(op->id), "%s", id);
-    op->cb = cb;
-    op->arg = arg;
-    return claim(p, op, 0, 1);
+    op->cb = fetch_done;
+    op->arg = f;
+    op->anon = anonymous;
+    if (claim(p, op, 0, 1) != 0) { /* claim freed op; cb is not called */
+        fetch_unlink(p, f);
+        free(f->waiters); /* ours alone: nobody could join meanwhile */
+        free(f);
+        return -1;
+    }
+    return 0;
 }
 
 int poller_get(struct poller *p, const char *path, size_t max_response, httpc_done_cb *cb,

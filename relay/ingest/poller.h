@@ -27,11 +27,23 @@ void poller_start(struct poller *p);
 int64_t poller_next_poll(void *poller, const struct status_event *ev, int64_t now_ms,
                          char *tier);
 
-/* Fetch one request's status now (REST miss on /intents/status/v3): budget permitting. The
- * observation is ingested; cb gets the HTTP status (0 on transport error or no budget) and
- * the raw upstream body (borrowed) so the caller can answer exactly what upstream said. */
+/* The share of the budget anonymous status reads may use: budget / POLLER_ANON_READ_DIV calls
+ * a minute (at least 1), all addresses together (store/poll_claim.lua). */
+#define POLLER_ANON_READ_DIV 4
+/* At most this many ids fetched at once by poller_fetch_now (beyond: -1). */
+#define POLLER_MAX_FETCHES 1024
+
+/* Fetch one request's status now (a status read of /intents/status/v3 that must ask the
+ * upstream): budget permitting. The observation is ingested; cb gets the HTTP status (0 on
+ * transport error or no budget) and the raw upstream body (borrowed) so the caller can answer
+ * exactly what upstream said. Concurrent fetches of one id share one upstream call: each cb
+ * gets the same answer. anonymous: for a caller who did not prove who it is - served after
+ * the urgent polls due now and from its own share of the budget (POLLER_ANON_READ_DIV);
+ * otherwise reserved ahead of the polls, like a gap page. Returns 0 (cb runs exactly once,
+ * later) or -1, cb not called. */
 typedef void poller_fetch_cb(void *arg, long http_status, const char *body, size_t len);
-int poller_fetch_now(struct poller *p, const char *id, poller_fetch_cb *cb, void *arg);
+int poller_fetch_now(struct poller *p, const char *id, int anonymous, poller_fetch_cb *cb,
+                     void *arg);
 
 /* One budgeted upstream GET besides the polls (the chain list: relay/ingest/chains.c). One
  * call is reserved from the shared budget (store/poll_claim.lua, the tier of gap pages), then

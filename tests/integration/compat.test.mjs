@@ -5,7 +5,7 @@
 // error body, CORS (preflight and headers, allowed and refused origins, /v1 without CORS by
 // default, STATUSRELAY_ADMIN_CORS_ORIGINS, the dashboard port) and the anonymous miss limit
 // (STATUSRELAY_ANON_MISS_RATE: 429 RATE_LIMITED with Retry-After, per client address, known ids
-// always answered). Real redis-server, the simulator as the upstream, daemons on loopback.
+// always answered; an anonymous miss the upstream knows is read-leased, not tracked). Real redis-server, the simulator as the upstream, daemons on loopback.
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
@@ -291,11 +291,17 @@ describe('anonymous miss limit', () => {
     }
   });
 
-  test('an anonymous miss the upstream knows is answered and tracked', async () => {
+  test('an anonymous miss the upstream knows is answered and watched while read, not tracked', async () => {
+    // (issue 22: a read keeps an id watched only as a lease, never as tracking; this test
+    // asserted tracking before)
     const r = await simRequest();
     const a = await request(open.url, 'GET', `/intents/status/v3?requestId=${r.id}`, { localAddress: '127.0.0.4' });
     assert.equal(a.status, 200, a.text);
-    await until(async () => (await request(open.url, 'GET', `/v1/requests/${r.id}`, { headers: AUTH })).body?.tracked === true, { msg: 'tracked' });
+    const g = await until(async () => {
+      const b = (await request(open.url, 'GET', `/v1/requests/${r.id}`, { headers: AUTH })).body;
+      return b?.watch === 'active' && b.status === 'waiting' && b;
+    }, { msg: 'watched while read' });
+    assert.equal(g.tracked, false);
   });
 
   test('rate 1: one miss, then 429 with Retry-After near a minute', async () => {
