@@ -84,7 +84,7 @@ void api_ctx_free(struct ctx *x)
 void api_on_conn_close(struct evhttp_connection *evcon, void *arg)
 {
     struct api *a = arg;
-    api_listen_closed(a); /* the connection cap (listen.c) */
+    api_listen_closed(a, evcon); /* the connection caps (listen.c) */
     for (struct ctx *x = a->pending; x != NULL; x = x->next)
         if (x->evcon == evcon) {
             x->req = NULL;
@@ -457,6 +457,7 @@ static void on_request(struct evhttp_request *req, void *arg)
     x->linked = 1;
     if (x->evcon != NULL)
         evhttp_connection_set_closecb(x->evcon, api_on_conn_close, a);
+    api_client_addr(a, req, &x->client); /* the peer, or a trusted proxy's forwarded client */
 
     enum evhttp_cmd_type m = evhttp_request_get_command(req);
     x->head = m == EVHTTP_REQ_HEAD;

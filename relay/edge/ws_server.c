@@ -11,6 +11,7 @@
  * The outbox is ws_outbox.c's, plain HTTP and the Host rule ws_http.c's (ws_internal.h). */
 #include "relay/edge/ws_internal.h"
 #include "relay/edge/dash_filter.h"
+#include "relay/edge/ws_listen.h"
 #include "relay/common/log.h"
 #include "relay/common/util.h"
 #include "relay/edge/xq.h"
@@ -366,7 +367,12 @@ static void on_established(struct ws_server *s, struct lws *wsi, struct session 
     count(&s->st.sessions);
     int sndbuf = WS_SERVER_SNDBUF;
     setsockopt(lws_get_socket_fd(wsi), SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
-    lws_get_peer_simple(wsi, peer, sizeof(peer));
+    struct proto_ip client; /* the peer, or a trusted proxy's forwarded client */
+    int proxied = 0;
+    if (ws_http_client(s, wsi, &client, &proxied) == 0)
+        proto_ip_format(&client, peer, sizeof(peer));
+    else
+        lws_get_peer_simple(wsi, peer, sizeof(peer));
     struct xmsg *m = xmsg_new(XMSG_DASH_OPEN, x->id, peer, strlen(peer));
     const char *tok = lws_get_urlarg_by_name(wsi, "token=", tokbuf, (int)sizeof(tokbuf));
     if (tok != NULL && strlen(tok) < sizeof(m->key))
@@ -431,6 +437,18 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
             ws_http_log_refused_host(wsi, "upgrade");
             lws_return_http_status(wsi, HTTP_STATUS_FORBIDDEN, "forbidden_host");
             return 1;
+        }
+        struct proto_ip client; /* a trusted proxy's client: counted per address from now */
+        int proxied = 0;
+        if (ws_http_client(s, wsi, &client, &proxied) == 0 && proxied &&
+            !proto_cidr_list_match(&s->trusted, &client)) {
+            char key[PROTO_IP_KEY_MAX];
+            proto_ip_key(&client, key, sizeof(key));
+            if (ws_listen_count_client(wsi, key) != 0) {
+                lws_return_http_status(wsi, HTTP_STATUS_SERVICE_UNAVAILABLE,
+                                       "too many connections from this address");
+                return 1;
+            }
         }
         return 0;
     }
@@ -503,6 +521,14 @@ void ws_server_set_host_rule(struct ws_server *s, int check, const char *allowed
     free(s->allowed_hosts);
     s->allowed_hosts = allowed_hosts != NULL && allowed_hosts[0] != '\0'
                            ? xstrdup(allowed_hosts) : NULL;
+}
+
+void ws_server_set_trusted(struct ws_server *s, const struct proto_cidr_list *trusted)
+{
+    if (trusted != NULL)
+        s->trusted = *trusted;
+    else
+        s->trusted.n = 0;
 }
 
 void ws_server_protocol(struct ws_server *s, struct lws_protocols *out)
