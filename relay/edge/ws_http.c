@@ -7,6 +7,7 @@
 #include "relay/common/embedded.h"
 #include "relay/common/log.h"
 #include "relay/common/util.h"
+#include "relay/edge/ws_listen.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -211,11 +212,28 @@ static int on_foreign_host(struct lws *wsi, struct session *x)
     return send_json_blob(wsi, x, HTTP_STATUS_FORBIDDEN, xbuf_new(body, sizeof(body) - 1));
 }
 
+int ws_http_client_over_cap(struct ws_server *s, struct lws *wsi)
+{
+    struct proto_ip client;
+    int proxied = 0;
+    char key[PROTO_IP_KEY_MAX];
+    if (ws_http_client(s, wsi, &client, &proxied) != 0 || !proxied ||
+        proto_cidr_list_match(&s->trusted, &client))
+        return 0;
+    proto_ip_key(&client, key, sizeof(key));
+    return ws_listen_count_client(wsi, key) != 0;
+}
+
 int ws_http_on_request(struct ws_server *s, struct lws *wsi, struct session *x, const char *uri)
 {
     count(&s->st.http_requests);
     if (ws_http_host_refused(s, wsi))
         return on_foreign_host(wsi, x);
+    if (ws_http_client_over_cap(s, wsi)) {
+        if (lws_return_http_status(wsi, HTTP_STATUS_SERVICE_UNAVAILABLE, NULL))
+            return -1;
+        return -1; /* the connection goes: its client holds enough */
+    }
     if (lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) > 0 && strcmp(uri, "/chains.json") == 0)
         return on_chains_json(s, wsi, x);
     const struct embedded_file *f =

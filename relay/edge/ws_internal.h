@@ -152,6 +152,10 @@ void ws_http_log_refused_host(struct lws *wsi, const char *what);
  * (*proxied set), the client its X-Forwarded-For / Forwarded names (the proxy itself on a
  * malformed value, logged at most every 10 s). 0, or -1 when unknown. */
 int ws_http_client(struct ws_server *s, struct lws *wsi, struct proto_ip *out, int *proxied);
+/* On a trusted proxy's connection, count the client this request (page or upgrade) names
+ * against the per-address connection cap instead (ws_listen_count_client). 1 when that
+ * client is at its cap (refuse the request), else 0. */
+int ws_http_client_over_cap(struct ws_server *s, struct lws *wsi);
 /* LWS_CALLBACK_HTTP and HTTP_WRITEABLE: lws's return values. */
 int ws_http_on_request(struct ws_server *s, struct lws *wsi, struct session *x, const char *uri);
 int ws_http_on_writeable(struct lws *wsi, struct session *x);

@@ -11,7 +11,6 @@
  * The outbox is ws_outbox.c's, plain HTTP and the Host rule ws_http.c's (ws_internal.h). */
 #include "relay/edge/ws_internal.h"
 #include "relay/edge/dash_filter.h"
-#include "relay/edge/ws_listen.h"
 #include "relay/common/log.h"
 #include "relay/common/util.h"
 #include "relay/edge/xq.h"
@@ -438,17 +437,10 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
             lws_return_http_status(wsi, HTTP_STATUS_FORBIDDEN, "forbidden_host");
             return 1;
         }
-        struct proto_ip client; /* a trusted proxy's client: counted per address from now */
-        int proxied = 0;
-        if (ws_http_client(s, wsi, &client, &proxied) == 0 && proxied &&
-            !proto_cidr_list_match(&s->trusted, &client)) {
-            char key[PROTO_IP_KEY_MAX];
-            proto_ip_key(&client, key, sizeof(key));
-            if (ws_listen_count_client(wsi, key) != 0) {
-                lws_return_http_status(wsi, HTTP_STATUS_SERVICE_UNAVAILABLE,
-                                       "too many connections from this address");
-                return 1;
-            }
+        if (ws_http_client_over_cap(s, wsi)) { /* a trusted proxy's client, per address */
+            lws_return_http_status(wsi, HTTP_STATUS_SERVICE_UNAVAILABLE,
+                                   "too many connections from this address");
+            return 1;
         }
         return 0;
     }

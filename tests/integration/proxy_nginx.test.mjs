@@ -101,6 +101,7 @@ before(async () => {
       STATUSRELAY_ADMIN_TOKEN: TOKEN,
       STATUSRELAY_WS_ANON_IDS_PER_ADDRESS: '1',
       STATUSRELAY_ANON_MISS_RATE: '2',
+      STATUSRELAY_WS_MAX_CONNECTIONS_PER_ADDRESS: '20',
       STATUSRELAY_LOG_LEVEL: 'warn',
     },
   });
@@ -191,6 +192,32 @@ test('2,000 wss clients behind nginx each get their own anonymous allowance; one
   await until(() => again.closed, { msg: 'closed 4429' });
   assert.equal(again.closed, 4429);
   for (const c of clients) c.close();
+});
+
+test('the dashboard connection cap per address counts the forwarded client, not nginx', async () => {
+  // nginx's own connections are exempt (2,000 above went through it); one client address
+  // behind it gets 20 (STATUSRELAY_WS_MAX_CONNECTIONS_PER_ADDRESS), its upgrades past that are
+  // refused 503, and another client address is still served
+  const mine = [];
+  cleanup.push(() => { for (const c of mine) c.close(); });
+  const results = await Promise.all(Array.from({ length: 25 }, () => {
+    const c = dash('127.4.0.1');
+    mine.push(c);
+    return c.ready.then(() => 'ok', (e) => String(e));
+  }));
+  const ok = results.filter((r) => r === 'ok').length;
+  assert.equal(ok, 20, results.join(' | '));
+  assert.ok(results.filter((r) => r !== 'ok').every((r) => /503/.test(r)), results.join(' | '));
+  const other = dash('127.4.0.2');
+  mine.push(other);
+  await other.ready;
+  for (const c of mine) c.close();
+  // once they are gone, the address is served again
+  await until(async () => {
+    const c = dash('127.4.0.1');
+    mine.push(c);
+    return c.ready.then(() => true, () => false);
+  }, { timeoutMs: 10000, msg: '127.4.0.1 served again after closing' });
 });
 
 test('the anonymous miss rate is per client address through https://, forged X-Forwarded-For ignored', async () => {
