@@ -13,8 +13,9 @@
  * has any element, else Forwarded's `for=` parameters (quoted, bracketed IPv6 and ports
  * allowed; `unknown` and obfuscated identifiers, when reached, make it malformed).
  *
- * Address keys (proto_ip_key): an IPv4 address as text, an IPv6 address as its /64 ("a:b:c:d::/64"):
- * one host usually holds a whole /64. IPv4-mapped IPv6 addresses are IPv4 everywhere here.
+ * Address keys (proto_ip_key): an IPv4 address as text, an IPv6 address as its /64
+ * ("a:b:c:d::/64": one host usually holds a whole /64). IPv4-mapped IPv6 addresses are IPv4
+ * everywhere here.
  * Pure: no I/O, no state. runs on: any thread. */
 #ifndef PROTO_FORWARDED_H
 #define PROTO_FORWARDED_H

@@ -29,8 +29,8 @@
  * reserve (its last cap/8 slots) serves only heads naming /v1/ingest/upstream or carrying the
  * admin token, so that the upstream's signed webhooks and operators get in while a crowd
  * holds the rest (such a connection is also closed when idle for RESERVE_IDLE_MS, so silent
- * clients do not sit in the reserve). Each connection's record (struct lconn, by bufferevent) lives from that step
- * to its close callback.
+ * clients do not sit in the reserve). Each connection's record (struct lconn, by bufferevent)
+ * lives from that step to its close callback.
  *
  * Client addresses (api_client_addr): the peer, or for a trusted proxy the forwarded client
  * (protocol/forwarded.h); a malformed forwarded header falls back to the proxy's address and
@@ -231,7 +231,7 @@ static void attach_fresh(struct api_listen *l)
         } else {
             evhttp_connection_set_closecb(cbarg, api_on_conn_close, l->a);
             struct lconn *c = NULL;
-            if (track(l, bev, l->fresh[i].reserved, &c) != 0) { /* over its address's cap: evhttp frees it */
+            if (track(l, bev, l->fresh[i].reserved, &c) != 0) { /* address at its cap */
                 bufferevent_trigger_event(bev, BEV_EVENT_READING | BEV_EVENT_EOF, 0);
             } else if (c->reserved) { /* a reserve slot is not held by a silent client */
                 struct timeval tv = {RESERVE_IDLE_MS / 1000, (RESERVE_IDLE_MS % 1000) * 1000};
