@@ -176,3 +176,36 @@ test('the reserve: a crowd of addresses fills the REST port, the signed webhook 
   assert.ok(plain.error, `a plain request in the reserve is shed: ${JSON.stringify(plain)}`);
   for (const c of crowds) c.close();
 });
+
+test('a trusted proxy is exempt at accept; each forwarded head counts its client', async () => {
+  const d = await startDaemon({ redisUrl: redis.url, env: {
+    STATUSRELAY_TRUSTED_PROXIES: '127.0.0.1', STATUSRELAY_HTTP_MAX_CONNECTIONS_PER_ADDRESS: '5' } });
+  cleanup.push(() => d.stop());
+  /** A keep-alive connection from 127.0.0.1 (the "proxy") sending one request naming xff
+   * (none: the proxy's own request); resolves its status, or 'closed'. */
+  const held = [];
+  cleanup.push(() => { for (const s of held) s.destroy(); });
+  const one = (xff) => new Promise((resolve) => {
+    const s = net.connect(d.httpPort, '127.0.0.1');
+    held.push(s);
+    let buf = '';
+    s.on('error', () => {});
+    s.on('connect', () => s.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n' +
+      (xff ? `X-Forwarded-For: ${xff}\r\n` : '') + '\r\n'));
+    s.on('data', (x) => { buf += x; const m = /^HTTP\/1\.1 (\d+)/.exec(buf); if (m) resolve(Number(m[1])); });
+    s.on('close', () => resolve('closed'));
+  });
+  // the proxy's own connections (no forwarded client) are not counted: more than 5 stay open
+  const own = [];
+  for (let i = 0; i < 8; i++) own.push(await one());
+  assert.deepEqual(own, Array(8).fill(200));
+  // one client behind it: 5 connections served, the next ones closed at their head
+  const a = [];
+  for (let i = 0; i < 7; i++) a.push(await one(`203.0.113.50, 198.51.100.7`));
+  assert.deepEqual(a, [200, 200, 200, 200, 200, 'closed', 'closed']);
+  // another client behind the same proxy is served
+  assert.equal(await one('198.51.100.8'), 200);
+  // a client forging the first client's address on the left gets its own count (the rightmost)
+  assert.equal(await one('198.51.100.7, 198.51.100.9'), 200);
+  for (const s of held) s.destroy();
+});
