@@ -77,7 +77,7 @@ struct api_listen {
 /* A connection accepted, waiting for attach_fresh. */
 struct fresh {
     struct bufferevent *bev;
-    int reserved; /* accepted into the reserve (decided at accept: a batch is attached at once) */
+    struct lconn *c; /* attach_fresh: its record, NULL when closed at once */
 };
 
 /* One open connection, from attach to its close callback. */
@@ -191,8 +191,7 @@ static void on_accept_error(struct evconnlistener *lev, void *arg)
 
 /* Record a new connection: its peer, trust, reserve, and its address counted (untrusted
  * peers). 0, or -1 when its address is at the per-address cap (nothing recorded). */
-static int track(struct api_listen *l, struct bufferevent *bev, int reserved,
-                 struct lconn **out)
+static int track(struct api_listen *l, struct bufferevent *bev, struct lconn **out)
 {
     struct lconn *c = xcalloc(1, sizeof(*c));
     struct sockaddr_storage ss;
@@ -200,7 +199,6 @@ static int track(struct api_listen *l, struct bufferevent *bev, int reserved,
     struct bufferevent *under = bufferevent_get_underlying(bev);
     evutil_socket_t fd = bufferevent_getfd(under != NULL ? under : bev);
     c->bev = bev;
-    c->reserved = reserved != 0;
     if (fd >= 0 && getpeername(fd, (struct sockaddr *)&ss, &sl) == 0 &&
         proto_ip_from_sockaddr((struct sockaddr *)&ss, &c->peer) == 0) {
         c->trusted = proto_cidr_list_match(&l->a->c->cfg->trusted, &c->peer) != 0;
@@ -217,29 +215,47 @@ static int track(struct api_listen *l, struct bufferevent *bev, int reserved,
     return 0;
 }
 
-/* Install the close callback of every connection accepted since the last run. */
+/* Install the close callback of every connection accepted since the last run, in three
+ * passes: connections whose address is at its cap are closed first (so that they do not
+ * count), then the others take their place in the reserve in the order they were accepted
+ * (the k-th of S kept is the (open - S + k)-th connection), then our references go. */
 static void attach_fresh(struct api_listen *l)
 {
+    size_t kept = 0;
     for (size_t i = 0; i < l->nfresh; i++) {
         struct bufferevent *bev = l->fresh[i].bev;
         bufferevent_data_cb rcb = NULL, wcb = NULL;
         bufferevent_event_cb ecb = NULL;
         void *cbarg = NULL;
+        l->fresh[i].c = NULL;
         bufferevent_getcb(bev, &rcb, &wcb, &ecb, &cbarg);
         if (rcb == NULL && wcb == NULL && ecb == NULL) {
             accept_guard_closed(l->guard); /* evhttp already freed the connection */
-        } else {
-            evhttp_connection_set_closecb(cbarg, api_on_conn_close, l->a);
-            struct lconn *c = NULL;
-            if (track(l, bev, l->fresh[i].reserved, &c) != 0) { /* address at its cap */
-                bufferevent_trigger_event(bev, BEV_EVENT_READING | BEV_EVENT_EOF, 0);
-            } else if (c->reserved) { /* a reserve slot is not held by a silent client */
-                struct timeval tv = {RESERVE_IDLE_MS / 1000, (RESERVE_IDLE_MS % 1000) * 1000};
-                evhttp_connection_set_timeout_tv(cbarg, &tv);
-            }
+            continue;
         }
-        bufferevent_decref(bev);
+        evhttp_connection_set_closecb(cbarg, api_on_conn_close, l->a);
+        if (track(l, bev, &l->fresh[i].c) != 0) /* its address is at its cap: evhttp frees it */
+            bufferevent_trigger_event(bev, BEV_EVENT_READING | BEV_EVENT_EOF, 0);
+        else
+            kept++;
     }
+    int64_t n = accept_guard_count(l->guard) - (int64_t)kept;
+    for (size_t i = 0; i < l->nfresh; i++) {
+        struct lconn *c = l->fresh[i].c;
+        if (c == NULL)
+            continue;
+        c->reserved = accept_guard_reserved_at(l->guard, ++n) != 0;
+        if (c->reserved) { /* a reserve slot is not held by a silent client */
+            void *cbarg = NULL;
+            bufferevent_data_cb rcb, wcb;
+            bufferevent_event_cb ecb;
+            bufferevent_getcb(l->fresh[i].bev, &rcb, &wcb, &ecb, &cbarg);
+            struct timeval tv = {RESERVE_IDLE_MS / 1000, (RESERVE_IDLE_MS % 1000) * 1000};
+            evhttp_connection_set_timeout_tv(cbarg, &tv);
+        }
+    }
+    for (size_t i = 0; i < l->nfresh; i++)
+        bufferevent_decref(l->fresh[i].bev);
     l->nfresh = 0;
 }
 
@@ -259,8 +275,8 @@ static struct bufferevent *on_new_bev(struct event_base *base, void *arg)
     bufferevent_incref(bev);
     event_active(l->attach_ev, EV_TIMEOUT, 0);
     accept_guard_opened(l->guard);
-    l->fresh[l->nfresh].bev = bev;
-    l->fresh[l->nfresh++].reserved = accept_guard_reserved(l->guard);
+    l->fresh[l->nfresh].c = NULL;
+    l->fresh[l->nfresh++].bev = bev;
     return bev;
 }
 

@@ -122,10 +122,15 @@ int64_t accept_guard_addr_count(const struct accept_guard *g, const char *key)
     return n;
 }
 
-int accept_guard_reserved(const struct accept_guard *g)
+int accept_guard_reserved_at(const struct accept_guard *g, int64_t n)
 {
     int64_t r = g->cap < 2 ? 0 : g->cap / 8 < 1 ? 1 : g->cap / 8 > 64 ? 64 : g->cap / 8;
-    return r > 0 && g->count > g->cap - r;
+    return r > 0 && n > g->cap - r;
+}
+
+int accept_guard_reserved(const struct accept_guard *g)
+{
+    return accept_guard_reserved_at(g, g->count);
 }
 
 void accept_guard_free(struct accept_guard *g)

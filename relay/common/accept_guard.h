@@ -74,6 +74,8 @@ int64_t accept_guard_addr_count(const struct accept_guard *g, const char *key);
 /* 1 when the connections now open reach into the reserve: the last cap/8 slots (1 to 64; none
  * with a cap below 2). */
 int accept_guard_reserved(const struct accept_guard *g);
+/* The same for n open connections. */
+int accept_guard_reserved_at(const struct accept_guard *g, int64_t n);
 
 /* Open connections counted. */
 int64_t accept_guard_count(const struct accept_guard *g);
