@@ -263,7 +263,9 @@ async function fanoutRun({ label, target, serverPid, clients, mode, events, rate
 async function dashboards() {
   const out = { runs: [] };
   const redis = await startRedis('ws-redis');
-  const d = await startDaemon('ws-daemon', redis, { env: { STATUSRELAY_WS_QUEUE_MAX: '4096' } });
+  // every client is on loopback (one address): no per-address connection cap
+  const d = await startDaemon('ws-daemon', redis, { env: { STATUSRELAY_WS_QUEUE_MAX: '4096',
+    STATUSRELAY_WS_MAX_CONNECTIONS_PER_ADDRESS: '0' } });
   const probe = await relayWsSupport(d);
   out.relaySupported = !!(probe.subscribed >= 1);
   out.probe = probe;

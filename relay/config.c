@@ -1,6 +1,7 @@
 /* config.c - the settings table and cross-field validation. runs on: main thread. */
 #include "relay/config.h"
 #include "protocol/addr.h"
+#include "protocol/forwarded.h"
 #include "relay/common/cors.h"
 #include "relay/common/util.h"
 #include "store/cluster_slot.h"
@@ -84,6 +85,21 @@ const struct setting config_settings[] = {
     {"ws-max-connections", SET_INT, F(ws_max_connections), "0", 0, 0,
      "open dashboard-port connections at most; beyond, accepting pauses until one closes "
      "(0: derived from the descriptor limit, see README)"},
+    {"http-max-connections-per-address", SET_INT, F(http_max_connections_per_address), "128",
+     0, 0,
+     "open REST connections from one client address (IPv6: its /64) at most; more are closed "
+     "at accept (trusted proxies are exempt; their forwarded clients count instead; 0: none)"},
+    {"ws-max-connections-per-address", SET_INT, F(ws_max_connections_per_address), "256", 0, 0,
+     "open dashboard-port connections from one client address (IPv6: its /64) at most; more "
+     "are closed at accept (trusted proxies are exempt; their forwarded clients count "
+     "instead; 0: none)"},
+    {"http-keepalive-requests", SET_INT, F(http_keepalive_requests), "1000", 0, 1,
+     "requests served on one REST keep-alive connection; the last answer says "
+     "Connection: close"},
+    {"trusted-proxies", SET_STR, F(trusted_proxies), NULL, 0, 0,
+     "reverse proxies (comma-separated addresses or CIDRs, IPv4 and IPv6) whose "
+     "X-Forwarded-For / Forwarded name the client address; unset: none (the headers are "
+     "ignored)"},
     {"admin-token", SET_STR, F(admin_token), NULL, 1, 0,
      "bearer token for the REST API; required when listening beyond loopback"},
     {"stream-token", SET_STR, F(stream_token), NULL, 1, 0,
@@ -315,6 +331,8 @@ int config_load(struct config *c, int argc, char **argv, const char **rest, int 
         return invalid("STATUSRELAY_CORS_ORIGINS", why);
     if ((why = cors_list_check(c->admin_cors_origins)) != NULL)
         return invalid("STATUSRELAY_ADMIN_CORS_ORIGINS", why);
+    if (proto_cidr_list_parse(c->trusted_proxies, &c->trusted, &why) != 0)
+        return invalid("STATUSRELAY_TRUSTED_PROXIES", why);
     if (c->discover && c->upstream_api_key == NULL)
         return invalid("STATUSRELAY_DISCOVER", "needs STATUSRELAY_UPSTREAM_API_KEY");
     return 0;

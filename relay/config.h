@@ -6,6 +6,7 @@
 #ifndef RELAY_CONFIG_H
 #define RELAY_CONFIG_H
 
+#include "protocol/forwarded.h"
 #include "relay/common/settings.h"
 
 #include <stdint.h>
@@ -59,6 +60,11 @@ struct config {
     int64_t ws_queue_bytes;        /* bytes queued per dashboard connection */
     int64_t http_max_connections;  /* REST connections at most (0 until config_fit_descriptors) */
     int64_t ws_max_connections;    /* dashboard-port connections at most (likewise) */
+    int64_t http_max_connections_per_address; /* REST connections per client address (0: any) */
+    int64_t ws_max_connections_per_address;   /* dashboard connections per address (0: any) */
+    int64_t http_keepalive_requests; /* requests per REST keep-alive connection */
+    char *trusted_proxies;         /* STATUSRELAY_TRUSTED_PROXIES as given (NULL: none) */
+    struct proto_cidr_list trusted; /* ... parsed by config_load */
     int64_t ws_ping_interval_ms;   /* dashboard: ping a client silent this long */
     int64_t ws_ping_timeout_ms;    /* dashboard: drop a client silent this long */
     /* webhooks */

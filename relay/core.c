@@ -258,6 +258,8 @@ int core_start(struct core *c)
         /* DNS rebinding: without a stream token the Host must name us (README) */
         .dash_host_check = cfg->stream_token == NULL || cfg->stream_token[0] == '\0',
         .dash_allowed_hosts = cfg->allowed_hosts,
+        .dash_max_per_address = cfg->ws_max_connections_per_address,
+        .trusted = &cfg->trusted,
         .to_ws = c->to_ws,
         .to_core = c->to_core,
     };

@@ -196,30 +196,13 @@ static void on_v3_fetched(void *arg, long status, const char *body, size_t len)
 }
 
 /* The key of x's client address for the anonymous miss limit into x->peer: the IPv4 address,
- * or the /64 of an IPv6 one (one host usually holds a whole /64). */
+ * or the /64 of an IPv6 one (one host usually holds a whole /64). The address is the one
+ * server.c set (a trusted proxy's forwarded client, listen.c). */
 static void peer_key(struct ctx *x)
 {
-    const struct sockaddr *sa = x->evcon != NULL ? evhttp_connection_get_addr(x->evcon) : NULL;
-    char buf[INET6_ADDRSTRLEN];
     snprintf(x->peer, sizeof(x->peer), "?");
-    if (sa == NULL)
-        return;
-    if (sa->sa_family == AF_INET) {
-        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
-        if (inet_ntop(AF_INET, &in->sin_addr, buf, sizeof(buf)) != NULL)
-            snprintf(x->peer, sizeof(x->peer), "%s", buf);
-    } else if (sa->sa_family == AF_INET6) {
-        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
-        struct in6_addr a = in6->sin6_addr;
-        if (IN6_IS_ADDR_V4MAPPED(&a)) {
-            if (inet_ntop(AF_INET, &a.s6_addr[12], buf, sizeof(buf)) != NULL)
-                snprintf(x->peer, sizeof(x->peer), "%s", buf);
-            return;
-        }
-        memset(&a.s6_addr[8], 0, 8);
-        if (inet_ntop(AF_INET6, &a, buf, sizeof(buf)) != NULL)
-            snprintf(x->peer, sizeof(x->peer), "%s/64", buf);
-    }
+    if (x->client.family != 0)
+        proto_ip_key(&x->client, x->peer, sizeof(x->peer));
 }
 
 /* The anonymous caller x may not ask the upstream for another id now: 429 with Retry-After. */

@@ -25,7 +25,12 @@
  *     the body after its own expect timeout);
  *   - a total deadline per request (STATUSRELAY_HTTP_REQUEST_TIMEOUT): from the first byte of
  *     a request to the last byte of its body; a client trickling bytes is cut when it passes,
- *     whatever evhttp's per-read timeout says (that one bounds idle keep-alive connections).
+ *     whatever evhttp's per-read timeout says (that one bounds idle keep-alive connections);
+ *   - the listener sees each head first (api_listen_head, listen.c: the reserve, a trusted
+ *     proxy's forwarded client counted per address) and may close the connection;
+ *   - at most STATUSRELAY_HTTP_KEEPALIVE_REQUESTS requests per connection: the last one
+ *     reaches evhttp with "Connection: close" (its own Connection header removed), so its
+ *     answer ends the connection, and any byte after its body is dropped.
  * The gate is the filter's context: the filter bufferevent (owned by evhttp's connection) frees
  * it (gate_free). It keeps no pointer to the connection: it closes one by raising an event on
  * its bufferevent (evhttp's error callback then frees the connection), and after evhttp freed
@@ -66,6 +71,8 @@ struct gate {
     char *head;            /* G_CHUNKED: the head, rewritten once the body is whole */
     size_t head_len;
     uint64_t body_left; /* G_BODY */
+    int64_t nreq;       /* heads passed on this connection */
+    int last;           /* the last head passed (keep-alive request count): drop the rest */
     int64_t cap;        /* G_CHUNKED */
     struct proto_rest_chunked ch;
 };
@@ -141,7 +148,7 @@ static void rewrite_head(struct evbuffer *out, const char *buf, const struct pro
 static void refuse(struct gate *g, const char *buf, const struct proto_rest_head *h,
                    int too_large, struct evbuffer *dst)
 {
-    int skip = !h->expect_continue && h->minor >= 1 &&
+    int skip = !h->expect_continue && h->minor >= 1 && !g->last &&
                (h->chunked || h->content_length <= API_BODY_HARD_MAX);
     const char *extra = too_large ? (skip ? API_GATE_HEADER ": too-large\r\n"
                                           : "Connection: close\r\n" API_GATE_HEADER
@@ -168,16 +175,24 @@ static void take_head(struct gate *g, const char *buf, size_t len, struct evbuff
         gate_close_soon(g, "malformed_head");
         return;
     }
+    if (api_listen_head(g->api, g->bev, &h) != 0) {
+        gate_close_soon(g, "listener");
+        return;
+    }
+    g->last = ++g->nreq >= g->api->c->cfg->http_keepalive_requests;
     int has_body = h.chunked || h.content_length > 0;
     /* a head with more lines than h keeps: judged refused (its body is not needed for the
      * answer it gets: 431 on pass-through paths) */
     int64_t cap = h.more ? -1 : api_gate_body_cap(g->api, &h);
     if (!has_body || (cap >= 0 && !h.chunked && h.content_length <= cap)) {
-        if (proto_rest_head_find(&h, API_GATE_HEADER) != NULL) { /* forged: remove it */
-            char cl[48] = "";
+        if (proto_rest_head_find(&h, API_GATE_HEADER) != NULL || g->last) {
+            /* a forged marker is removed; the last request says Connection: close */
+            char cl[80] = "";
             if (h.content_length > 0)
                 snprintf(cl, sizeof(cl), "Content-Length: %lld\r\n", (long long)h.content_length);
-            rewrite_head(dst, buf, &h, cl, 0);
+            if (g->last)
+                strcat(cl, "Connection: close\r\n");
+            rewrite_head(dst, buf, &h, cl, g->last);
         } else {
             evbuffer_add(dst, buf, len);
         }
@@ -223,9 +238,10 @@ static void chunked_end(struct gate *g, int ok, struct evbuffer *dst)
     if (proto_rest_head_parse(g->head, g->head_len, &h) != 0) { /* parsed before: cannot */
         gate_close_soon(g, "malformed_head");
     } else if (ok) {
-        char cl[48];
-        snprintf(cl, sizeof(cl), "Content-Length: %zu\r\n", evbuffer_get_length(g->body));
-        rewrite_head(dst, g->head, &h, cl, 0);
+        char cl[80];
+        snprintf(cl, sizeof(cl), "Content-Length: %zu\r\n%s", evbuffer_get_length(g->body),
+                 g->last ? "Connection: close\r\n" : "");
+        rewrite_head(dst, g->head, &h, cl, g->last);
         evbuffer_add_buffer(dst, g->body);
         body_done(g);
     } else { /* the decoder goes on, dropping the rest */
@@ -248,6 +264,10 @@ static int step(struct gate *g, struct evbuffer *dst)
     case G_HEAD: {
         if (avail == 0)
             return 0;
+        if (g->last) { /* after the connection's last request: evhttp closes it */
+            evbuffer_drain(g->in, avail);
+            return 0;
+        }
         if (!evtimer_pending(g->timer, NULL))
             arm_deadline(g); /* the first byte of a request */
         size_t n = avail < PROTO_REST_HEAD_MAX ? avail : PROTO_REST_HEAD_MAX;

@@ -20,6 +20,7 @@
 #ifndef RELAY_API_INTERNAL_H
 #define RELAY_API_INTERNAL_H
 
+#include "protocol/forwarded.h"
 #include "protocol/proto.h"
 #include "store/store.h"
 
@@ -74,6 +75,7 @@ struct ctx {
     int anonymous;                 /* status reads: the caller did not prove who it is */
     char peer[64];                 /* status reads: the client address key (compat.c) */
     int read_kind;                 /* status reads: what an upstream call is for (compat.c) */
+    struct proto_ip client;        /* the client address (api_client_addr; family 0: unknown) */
     char *param[ROUTE_MAX_PARAMS]; /* decoded path parameters (owned) */
     size_t param_len[ROUTE_MAX_PARAMS];
     struct evkeyvalq query;
@@ -95,8 +97,17 @@ struct ctx {
 /* Bind host:port with a listener counted against cfg->http_max_connections and paused on
  * descriptor exhaustion; sets a->lsn and a->sock. 0, or -1 after one log line. */
 int api_listen_start(struct api *a, const char *host, int port);
-/* A connection counted by the listener closed (called by api_on_conn_close). */
-void api_listen_closed(struct api *a);
+/* A connection counted by the listener closed (called by api_on_conn_close): its count and
+ * its address's count are returned. */
+void api_listen_closed(struct api *a, struct evhttp_connection *evcon);
+/* The gate read head h on bev, before evhttp sees it: 0 to go on, -1 to close the connection
+ * (a connection of the reserve with a head that is neither ingest nor token-bearing, or a
+ * trusted proxy forwarding a client at its per-address cap). See listen.c. */
+int api_listen_head(struct api *a, struct bufferevent *bev, const struct proto_rest_head *h);
+/* The client address of req into out: its peer, or when the peer is a trusted proxy, the
+ * client its X-Forwarded-For / Forwarded names (the proxy on a malformed value, logged).
+ * 0, or -1 when unknown (out zeroed). */
+int api_client_addr(struct api *a, struct evhttp_request *req, struct proto_ip *out);
 /* The bound socket is about to be freed (api_stop_accepting): no more pause/resume. */
 void api_listen_stop(struct api_listen *l);
 /* Free after evhttp_free (which closes the connections). NULL-safe. */

@@ -91,7 +91,7 @@ void api_ctx_free(struct ctx *x)
 void api_on_conn_close(struct evhttp_connection *evcon, void *arg)
 {
     struct api *a = arg;
-    api_listen_closed(a);           /* the connection cap (listen.c) */
+    api_listen_closed(a, evcon);     /* the connection caps (listen.c) */
     api_proxy_conn_closed(a, evcon); /* pass-through answers still being written (proxy.c) */
     for (struct ctx *x = a->pending; x != NULL; x = x->next)
         if (x->evcon == evcon) {
@@ -314,11 +314,13 @@ static int read_caller_proven(struct api *a, struct ctx *x, const char *origin)
     const char *tok = a->c->cfg->admin_token;
     if (tok != NULL && tok[0] != '\0')
         return authorized(a, x->req);
-    const struct sockaddr *sa = x->evcon != NULL ? evhttp_connection_get_addr(x->evcon) : NULL;
-    socklen_t len = sa == NULL ? 0
-                    : sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-                                                : sizeof(struct sockaddr_in);
-    return origin == NULL && sa != NULL && proto_addr_forbidden(sa, len) == PROTO_ADDR_LOOPBACK;
+    /* the client address: behind a trusted proxy (a local nginx: a loopback peer) the
+     * forwarded client's, which is on loopback only when the proxy says so */
+    static const uint8_t lo6[16] = {[15] = 1};
+    const struct proto_ip *ip = &x->client;
+    int loopback = (ip->family == AF_INET && ip->a[0] == 127) ||
+                   (ip->family == AF_INET6 && memcmp(ip->a, lo6, sizeof(lo6)) == 0);
+    return origin == NULL && loopback;
 }
 
 /* The methods of allow as an Allow header value ("GET, HEAD, POST"); HEAD comes with GET, and
@@ -486,6 +488,7 @@ static void on_request(struct evhttp_request *req, void *arg)
     x->linked = 1;
     if (x->evcon != NULL)
         evhttp_connection_set_closecb(x->evcon, api_on_conn_close, a);
+    api_client_addr(a, req, &x->client); /* the peer, or a trusted proxy's forwarded client */
 
     enum evhttp_cmd_type m = evhttp_request_get_command(req);
     x->head = m == EVHTTP_REQ_HEAD;

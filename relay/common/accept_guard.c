@@ -1,5 +1,6 @@
 /* accept_guard.c - see accept_guard.h. runs on: the guarded listener's thread. */
 #include "relay/common/accept_guard.h"
+#include "relay/common/idmap.h"
 #include "relay/common/log.h"
 #include "relay/common/util.h"
 
@@ -22,7 +23,9 @@ struct accept_guard {
     int paused;        /* the listener is not watched (by ops->pause) */
     int fd_wait;       /* paused for descriptors: a timer is armed */
     int64_t backoff_ms;
-    struct quiet q_fd, q_cap, q_other;
+    struct quiet q_fd, q_cap, q_other, q_addr;
+    int64_t per_address;  /* 0: no limit */
+    struct idmap *addrs;  /* address key -> connections (entries > 0 only) */
 };
 
 static int quiet_due(struct quiet *q, uint64_t *folded)
@@ -76,13 +79,65 @@ struct accept_guard *accept_guard_new(const char *name, int64_t cap,
     g->ops = ops;
     g->arg = arg;
     g->backoff_ms = ACCEPT_GUARD_BACKOFF_MIN_MS;
+    g->addrs = idmap_new();
     return g;
+}
+
+void accept_guard_set_per_address(struct accept_guard *g, int64_t per_address)
+{
+    g->per_address = per_address > 0 ? per_address : 0;
+}
+
+int accept_guard_addr_take(struct accept_guard *g, const char *key)
+{
+    uint32_t n = 0;
+    idmap_get(g->addrs, key, &n);
+    if (g->per_address > 0 && (int64_t)n >= g->per_address) {
+        uint64_t folded;
+        if (quiet_due(&g->q_addr, &folded))
+            log_warn("accept: per-address connection cap reached",
+                     "listener=%s addr=%s cap=%lld suppressed=%llu", g->name, key,
+                     (long long)g->per_address, (unsigned long long)folded);
+        return -1;
+    }
+    idmap_put(g->addrs, key, n + 1);
+    return 0;
+}
+
+void accept_guard_addr_put(struct accept_guard *g, const char *key)
+{
+    uint32_t n = 0;
+    if (!idmap_get(g->addrs, key, &n))
+        return;
+    if (n <= 1)
+        idmap_del(g->addrs, key);
+    else
+        idmap_put(g->addrs, key, n - 1);
+}
+
+int64_t accept_guard_addr_count(const struct accept_guard *g, const char *key)
+{
+    uint32_t n = 0;
+    idmap_get(g->addrs, key, &n);
+    return n;
+}
+
+int accept_guard_reserved_at(const struct accept_guard *g, int64_t n)
+{
+    int64_t r = g->cap < 2 ? 0 : g->cap / 8 < 1 ? 1 : g->cap / 8 > 64 ? 64 : g->cap / 8;
+    return r > 0 && n > g->cap - r;
+}
+
+int accept_guard_reserved(const struct accept_guard *g)
+{
+    return accept_guard_reserved_at(g, g->count);
 }
 
 void accept_guard_free(struct accept_guard *g)
 {
     if (g == NULL)
         return;
+    idmap_free(g->addrs);
     free(g);
 }
 

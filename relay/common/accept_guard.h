@@ -14,6 +14,16 @@
  * number of occurrences folded into it since the previous line (`suppressed=N`):
  *   level=warn msg="accept: out of descriptors" listener=http errno=EMFILE suppressed=N
  *   level=warn msg="accept: connection cap reached" listener=ws cap=N suppressed=N
+ *
+ * Per address: the owner may also count connections per client address key (an IPv4
+ * address, an IPv6 /64: protocol/forwarded.h proto_ip_key) against `per_address`
+ * (accept_guard_set_per_address); accept_guard_addr_take refuses the one past it (the owner
+ * closes that connection) with a warn line at the same rate:
+ *   level=warn msg="accept: per-address connection cap reached" listener=http addr=A cap=N
+ *   suppressed=N
+ * The last `reserve` slots below the cap (accept_guard_reserved) are for connections the
+ * owner lets in only for privileged requests (the REST port: the upstream's signed webhooks
+ * and admin-token holders), so that one crowd cannot take every slot.
  * runs on: the thread of the listener it guards (one guard, one thread; no locking). */
 #ifndef RELAY_COMMON_ACCEPT_GUARD_H
 #define RELAY_COMMON_ACCEPT_GUARD_H
@@ -52,6 +62,20 @@ void accept_guard_closed(struct accept_guard *g);
 int accept_guard_failed(struct accept_guard *g, int err);
 /* The timer asked for through ops->arm fired: resume unless at the cap. */
 void accept_guard_on_timer(struct accept_guard *g);
+
+/* Count at most per_address (0: no limit) connections per address key. */
+void accept_guard_set_per_address(struct accept_guard *g, int64_t per_address);
+/* One more connection of key: 0, or -1 (nothing counted, logged) when key is at its cap. */
+int accept_guard_addr_take(struct accept_guard *g, const char *key);
+/* A connection counted by accept_guard_addr_take of key is gone. */
+void accept_guard_addr_put(struct accept_guard *g, const char *key);
+/* Connections counted for key. */
+int64_t accept_guard_addr_count(const struct accept_guard *g, const char *key);
+/* 1 when the connections now open reach into the reserve: the last cap/8 slots (1 to 64; none
+ * with a cap below 2). */
+int accept_guard_reserved(const struct accept_guard *g);
+/* The same for n open connections. */
+int accept_guard_reserved_at(const struct accept_guard *g, int64_t n);
 
 /* Open connections counted. */
 int64_t accept_guard_count(const struct accept_guard *g);

@@ -7,10 +7,12 @@
 #include "relay/common/embedded.h"
 #include "relay/common/log.h"
 #include "relay/common/util.h"
+#include "relay/edge/ws_listen.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 /* DNS rebinding: a page of a name resolving to 127.0.0.1 is "same-origin" with us (its
  * Origin and Host match), which would let it load broad subscriptions without a token. When
@@ -47,6 +49,69 @@ void ws_http_log_refused_host(struct lws *wsi, const char *what)
     quiet = 0;
 }
 
+
+/* ---- client addresses ------------------------------------------------------------------ */
+
+/* A header's whole value (lws joins repeated lines with ','), or NULL; *len its length. */
+static char *hdr_value(struct lws *wsi, enum lws_token_indexes tok, const char *custom,
+                       size_t *len)
+{
+    int n = custom != NULL ? lws_hdr_custom_length(wsi, custom, (int)strlen(custom))
+                           : lws_hdr_total_length(wsi, tok);
+    *len = 0;
+    if (n <= 0)
+        return NULL;
+    char *v = xmalloc((size_t)n + 1);
+    int got = custom != NULL ? lws_hdr_custom_copy(wsi, v, n + 1, custom, (int)strlen(custom))
+                             : lws_hdr_copy(wsi, v, n + 1, tok);
+    if (got < 0) {
+        free(v);
+        return NULL;
+    }
+    *len = (size_t)got;
+    return v;
+}
+
+int ws_http_client(struct ws_server *s, struct lws *wsi, struct proto_ip *out, int *proxied)
+{
+    static int64_t last_ms;
+    static uint64_t quiet;
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    int fd = lws_get_socket_fd(wsi);
+    *proxied = 0;
+    memset(out, 0, sizeof(*out));
+    if (fd < 0 || getpeername(fd, (struct sockaddr *)&ss, &sl) != 0 ||
+        proto_ip_from_sockaddr((struct sockaddr *)&ss, out) != 0)
+        return -1;
+    if (!proto_cidr_list_match(&s->trusted, out))
+        return 0;
+    *proxied = 1;
+    struct proto_ip peer = *out;
+    size_t xl = 0, fl = 0;
+    char *xff = hdr_value(wsi, WSI_TOKEN_X_FORWARDED_FOR, NULL, &xl);
+    char *fwd = hdr_value(wsi, WSI_TOKEN_HOST, "forwarded:", &fl);
+    enum proto_fwd_result r = proto_forwarded_client(xff, xl, fwd, fl, &s->trusted, out);
+    free(xff);
+    free(fwd);
+    if (r == PROTO_FWD_OK)
+        return 0;
+    *out = peer;
+    if (r == PROTO_FWD_BAD) {
+        int64_t now = mono_ms();
+        if (last_ms != 0 && now - last_ms < 10000) {
+            quiet++;
+        } else {
+            char p[64];
+            proto_ip_format(&peer, p, sizeof(p));
+            log_warn("malformed forwarded header from a trusted proxy: its own address is used",
+                     "listener=ws proxy=%s suppressed=%llu", p, (unsigned long long)quiet);
+            last_ms = now;
+            quiet = 0;
+        }
+    }
+    return 0;
+}
 
 /* ---- plain HTTP ------------------------------------------------------------------------ */
 
@@ -147,11 +212,28 @@ static int on_foreign_host(struct lws *wsi, struct session *x)
     return send_json_blob(wsi, x, HTTP_STATUS_FORBIDDEN, xbuf_new(body, sizeof(body) - 1));
 }
 
+int ws_http_client_over_cap(struct ws_server *s, struct lws *wsi)
+{
+    struct proto_ip client;
+    int proxied = 0;
+    char key[PROTO_IP_KEY_MAX];
+    if (ws_http_client(s, wsi, &client, &proxied) != 0 || !proxied ||
+        proto_cidr_list_match(&s->trusted, &client))
+        return 0;
+    proto_ip_key(&client, key, sizeof(key));
+    return ws_listen_count_client(wsi, key) != 0;
+}
+
 int ws_http_on_request(struct ws_server *s, struct lws *wsi, struct session *x, const char *uri)
 {
     count(&s->st.http_requests);
     if (ws_http_host_refused(s, wsi))
         return on_foreign_host(wsi, x);
+    if (ws_http_client_over_cap(s, wsi)) {
+        if (lws_return_http_status(wsi, HTTP_STATUS_SERVICE_UNAVAILABLE, NULL))
+            return -1;
+        return -1; /* the connection goes: its client holds enough */
+    }
     if (lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) > 0 && strcmp(uri, "/chains.json") == 0)
         return on_chains_json(s, wsi, x);
     const struct embedded_file *f =

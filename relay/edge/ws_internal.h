@@ -9,6 +9,7 @@
 
 #include "relay/edge/ws_server.h"
 #include "protocol/filter.h"
+#include "protocol/forwarded.h"
 #include "relay/common/siphash.h"
 #include "relay/edge/xq.h"
 
@@ -105,6 +106,7 @@ struct ws_server {
     char *cors_origins;          /* plain HTTP: allowed origins (cors.h), NULL: none */
     int host_check;              /* refuse requests whose Host does not name us */
     char *allowed_hosts;         /* names besides loopback ones (protocol/addr.h), or NULL */
+    struct proto_cidr_list trusted; /* reverse proxies whose forwarded headers are read */
     struct counters st;
 };
 
@@ -146,6 +148,14 @@ int ws_outbox_write(struct ws_server *s, struct session *x);
 int ws_http_host_refused(const struct ws_server *s, struct lws *wsi);
 /* One info line a second at most: a request with a foreign Host refused (what: http/upgrade). */
 void ws_http_log_refused_host(struct lws *wsi, const char *what);
+/* The client address of wsi's request into out: its peer, or when the peer is a trusted proxy
+ * (*proxied set), the client its X-Forwarded-For / Forwarded names (the proxy itself on a
+ * malformed value, logged at most every 10 s). 0, or -1 when unknown. */
+int ws_http_client(struct ws_server *s, struct lws *wsi, struct proto_ip *out, int *proxied);
+/* On a trusted proxy's connection, count the client this request (page or upgrade) names
+ * against the per-address connection cap instead (ws_listen_count_client). 1 when that
+ * client is at its cap (refuse the request), else 0. */
+int ws_http_client_over_cap(struct ws_server *s, struct lws *wsi);
 /* LWS_CALLBACK_HTTP and HTTP_WRITEABLE: lws's return values. */
 int ws_http_on_request(struct ws_server *s, struct lws *wsi, struct session *x, const char *uri);
 int ws_http_on_writeable(struct lws *wsi, struct session *x);

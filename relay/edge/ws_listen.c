@@ -1,6 +1,7 @@
 /* ws_listen.c - see ws_listen.h. runs on: the ws thread (set-up before it exists). */
 #define _GNU_SOURCE /* accept4 */
 #include "relay/edge/ws_listen.h"
+#include "protocol/forwarded.h"
 #include "relay/common/accept_guard.h"
 #include "relay/common/log.h"
 #include "relay/common/util.h"
@@ -26,7 +27,21 @@ struct ws_listen {
     int creating;                /* the listener's own WSI_CREATE is under way */
     int stopped;
     lws_sorted_usec_list_t sul;  /* the guard's backoff */
+    struct proto_cidr_list trusted; /* proxies not counted at accept */
 };
+
+/* Each counted connection's address key: a string (owned) in the wsi's opaque user data,
+ * freed and uncounted at LWS_CALLBACK_WSI_DESTROY. A trusted proxy's connection has none
+ * until its upgrade names a client (ws_listen_count_client). */
+static void key_drop(struct ws_listen *l, struct lws *wsi)
+{
+    char *key = lws_get_opaque_user_data(wsi);
+    if (key == NULL)
+        return;
+    accept_guard_addr_put(l->guard, key);
+    free(key);
+    lws_set_opaque_user_data(wsi, NULL);
+}
 
 static void on_pause(void *arg)
 {
@@ -82,6 +97,7 @@ static int on_dash(struct lws *wsi, enum lws_callback_reasons reason, void *user
             l->lwsi = NULL; /* context destruction closes the listener */
             return 0;
         }
+        key_drop(l, wsi);
         accept_guard_closed(l->guard);
     }
     return (l != NULL ? l->inner : inner_any)(wsi, reason, user, in, len);
@@ -113,10 +129,28 @@ static void accept_some(struct ws_listen *l)
             close(fd);
             continue;
         }
+        /* per address: an untrusted peer is counted now (a trusted proxy's client at its
+         * upgrade, ws_listen_count_client) */
+        struct proto_ip ip;
+        char key[PROTO_IP_KEY_MAX] = "";
+        if (proto_ip_from_sockaddr((struct sockaddr *)&filt.cli_addr, &ip) == 0 &&
+            !proto_cidr_list_match(&l->trusted, &ip)) {
+            proto_ip_key(&ip, key, sizeof(key));
+            if (accept_guard_addr_take(l->guard, key) != 0) {
+                close(fd);
+                continue;
+            }
+        }
         /* counted by on_dash (WSI_CREATE); on failure lws closes fd (and the count follows
-         * the wsi, if one was made) */
-        if (lws_adopt_socket_vhost(l->vh, fd) == NULL)
+         * the wsi, if one was made; it had no key yet) */
+        struct lws *wsi = lws_adopt_socket_vhost(l->vh, fd);
+        if (wsi == NULL) {
             log_debug("dashboard connection not adopted", "");
+            if (key[0] != '\0')
+                accept_guard_addr_put(l->guard, key);
+        } else if (key[0] != '\0') {
+            lws_set_opaque_user_data(wsi, xstrdup(key));
+        }
     }
 }
 
@@ -168,6 +202,29 @@ struct ws_listen *ws_listen_new(const struct sockaddr *sa, socklen_t len, int64_
     l->port = port;
     l->guard = accept_guard_new("ws", cap, &guard_ops, l);
     return l;
+}
+
+void ws_listen_set_policy(struct ws_listen *l, int64_t per_address,
+                          const struct proto_cidr_list *trusted)
+{
+    accept_guard_set_per_address(l->guard, per_address);
+    if (trusted != NULL)
+        l->trusted = *trusted;
+}
+
+int ws_listen_count_client(struct lws *wsi, const char *key)
+{
+    struct ws_listen *l = of_wsi(wsi);
+    if (l == NULL)
+        return 0;
+    const char *old = lws_get_opaque_user_data(wsi);
+    if (old != NULL && strcmp(old, key) == 0)
+        return 0;
+    key_drop(l, wsi);
+    if (accept_guard_addr_take(l->guard, key) != 0)
+        return -1;
+    lws_set_opaque_user_data(wsi, xstrdup(key));
+    return 0;
 }
 
 int ws_listen_port(const struct ws_listen *l)

@@ -35,6 +35,17 @@ struct ws_listen;
  * log line naming `name` (the setting's text) (address in use, unusable). */
 struct ws_listen *ws_listen_new(const struct sockaddr *sa, socklen_t len, int64_t cap,
                                 const char *name);
+/* Per address (accept_guard.h): at most per_address (0: any) connections per client address
+ * key (IPv4, IPv6 /64) are accepted; a connection past it is closed at accept. A peer in
+ * trusted (copied; NULL: none) is not counted at accept: its upgrade request names the client
+ * counted instead (ws_listen_count_client). Before ws_listen_attach. */
+struct proto_cidr_list;
+void ws_listen_set_policy(struct ws_listen *l, int64_t per_address,
+                          const struct proto_cidr_list *trusted);
+/* wsi (a connection of a trusted proxy) serves client key from now on: its address count
+ * moves there. 0, or -1 when key is at its cap (nothing counted: refuse the request). */
+struct lws;
+int ws_listen_count_client(struct lws *wsi, const char *key);
 /* The port bound. */
 int ws_listen_port(const struct ws_listen *l);
 /* protos[0] is the dashboard protocol (ws_server_protocol): its callback is wrapped to count

@@ -366,7 +366,12 @@ static void on_established(struct ws_server *s, struct lws *wsi, struct session 
     count(&s->st.sessions);
     int sndbuf = WS_SERVER_SNDBUF;
     setsockopt(lws_get_socket_fd(wsi), SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
-    lws_get_peer_simple(wsi, peer, sizeof(peer));
+    struct proto_ip client; /* the peer, or a trusted proxy's forwarded client */
+    int proxied = 0;
+    if (ws_http_client(s, wsi, &client, &proxied) == 0)
+        proto_ip_format(&client, peer, sizeof(peer));
+    else
+        lws_get_peer_simple(wsi, peer, sizeof(peer));
     struct xmsg *m = xmsg_new(XMSG_DASH_OPEN, x->id, peer, strlen(peer));
     const char *tok = lws_get_urlarg_by_name(wsi, "token=", tokbuf, (int)sizeof(tokbuf));
     if (tok != NULL && strlen(tok) < sizeof(m->key))
@@ -430,6 +435,11 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         if (ws_http_host_refused(s, wsi)) {
             ws_http_log_refused_host(wsi, "upgrade");
             lws_return_http_status(wsi, HTTP_STATUS_FORBIDDEN, "forbidden_host");
+            return 1;
+        }
+        if (ws_http_client_over_cap(s, wsi)) { /* a trusted proxy's client, per address */
+            lws_return_http_status(wsi, HTTP_STATUS_SERVICE_UNAVAILABLE,
+                                   "too many connections from this address");
             return 1;
         }
         return 0;
@@ -503,6 +513,14 @@ void ws_server_set_host_rule(struct ws_server *s, int check, const char *allowed
     free(s->allowed_hosts);
     s->allowed_hosts = allowed_hosts != NULL && allowed_hosts[0] != '\0'
                            ? xstrdup(allowed_hosts) : NULL;
+}
+
+void ws_server_set_trusted(struct ws_server *s, const struct proto_cidr_list *trusted)
+{
+    if (trusted != NULL)
+        s->trusted = *trusted;
+    else
+        s->trusted.n = 0;
 }
 
 void ws_server_protocol(struct ws_server *s, struct lws_protocols *out)

@@ -97,6 +97,11 @@ void ws_server_set_cors_origins(struct ws_server *s, const char *origins);
  * allowed_hosts, copied): 403 forbidden_host. Against DNS rebinding; the core asks for it when
  * no stream token is configured. Call before the lws thread runs. */
 void ws_server_set_host_rule(struct ws_server *s, int check, const char *allowed_hosts);
+/* Trusted reverse proxies (copied; NULL: none): a connection from one of them takes its client
+ * address from X-Forwarded-For / Forwarded (protocol/forwarded.h) for the per-address limits
+ * (the connection cap of ws_listen.c, the anonymous ids of the core) and the logs. */
+struct proto_cidr_list;
+void ws_server_set_trusted(struct ws_server *s, const struct proto_cidr_list *trusted);
 /* Free. Call after lws_context_destroy (lws calls back until then). NULL-safe. */
 void ws_server_free(struct ws_server *s);
 /* Fill one lws protocol entry (name "statusrelay-dashboard", user = s). It must be first in

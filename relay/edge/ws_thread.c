@@ -228,6 +228,8 @@ struct ws_thread *ws_thread_start(const struct ws_thread_opts *o)
         t->dash = ws_server_new(o->to_core, o->dash_queue_max, o->dash_queue_bytes);
         ws_server_set_cors_origins(t->dash, o->dash_cors_origins);
         ws_server_set_host_rule(t->dash, o->dash_host_check, o->dash_allowed_hosts);
+        ws_server_set_trusted(t->dash, o->trusted);
+        ws_listen_set_policy(t->lsn, o->dash_max_per_address, o->trusted);
     }
     int tls = upstream_ws_uses_tls(t->up);
 

@@ -43,8 +43,12 @@ struct ws_thread_opts {
                                       cors.h); NULL: none */
     int dash_host_check;          /* refuse foreign Host headers (ws_server_set_host_rule) */
     const char *dash_allowed_hosts; /* names besides loopback ones; NULL: none */
+    int64_t dash_max_per_address; /* dashboard connections per client address (<= 0: any) */
+    const struct proto_cidr_list *trusted; /* reverse proxies (copied); NULL: none */
     struct xq *to_ws, *to_core;   /* borrowed; must outlive the thread */
 };
+
+struct proto_cidr_list;
 
 struct ws_thread_stats {
     struct upstream_ws_stats up;

@@ -9,6 +9,7 @@
  * counted and logged as one summary line at most every ANON_LOG_MS. */
 #include "relay/ingest/anon.h"
 #include "relay/core.h"
+#include "protocol/forwarded.h"
 #include "protocol/proto.h"
 #include "relay/common/idmap.h"
 #include "relay/common/log.h"
@@ -18,7 +19,6 @@
 #include "store/keys.h"
 #include "store/store.h"
 
-#include <arpa/inet.h>
 #include <event2/event.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -452,21 +452,11 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
 void anon_addr_key(const char *peer, char *out, size_t n)
 {
-    struct in6_addr a6;
-    char buf[INET6_ADDRSTRLEN];
-    if (strchr(peer, ':') != NULL && inet_pton(AF_INET6, peer, &a6) == 1) {
-        if (IN6_IS_ADDR_V4MAPPED(&a6) &&
-            inet_ntop(AF_INET, &a6.s6_addr[12], buf, sizeof(buf)) != NULL) {
-            snprintf(out, n, "%s", buf);
-            return;
-        }
-        memset(&a6.s6_addr[8], 0, 8);
-        if (inet_ntop(AF_INET6, &a6, buf, sizeof(buf)) != NULL) {
-            snprintf(out, n, "%s/64", buf);
-            return;
-        }
-    }
-    snprintf(out, n, "%s", peer);
+    struct proto_ip ip; /* the one key rule of every per-address limit (protocol/forwarded.h) */
+    if (proto_ip_parse(peer, strlen(peer), &ip) == 0 && n >= PROTO_IP_KEY_MAX)
+        proto_ip_key(&ip, out, n);
+    else
+        snprintf(out, n, "%s", peer);
 }
 
 int anon_addr_take(struct anon *a, const char *addr)

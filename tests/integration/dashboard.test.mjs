@@ -471,8 +471,10 @@ test('resume from before the retained stream: an explicit "gap", then a fresh sn
 // ---- scale ------------------------------------------------------------------------------------
 test('2,000 concurrent clients, each on its own id, receive exactly their events', { timeout: 240000 }, async () => {
   const N = 2000;
-  // every client is on loopback: one address, so its limit of new anonymous ids is raised
-  const s = await stack({ STATUSRELAY_LOG_LEVEL: 'warn', STATUSRELAY_WS_ANON_IDS_PER_ADDRESS: String(N) });
+  // every client is on loopback: one address, so its limits of new anonymous ids and of
+  // connections are raised
+  const s = await stack({ STATUSRELAY_LOG_LEVEL: 'warn', STATUSRELAY_WS_ANON_IDS_PER_ADDRESS: String(N),
+    STATUSRELAY_WS_MAX_CONNECTIONS_PER_ADDRESS: String(N + 10) });
   const cs = [];
   try {
     const tpl = await recordTemplate(s.d, s.redis);

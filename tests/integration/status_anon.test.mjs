@@ -173,3 +173,20 @@ test('loopback tools without an Origin are not anonymous; a token holder is not 
     await t.stop();
   }
 });
+
+test('behind a trusted proxy without a token, the forwarded client decides: beyond loopback is anonymous', async () => {
+  // the test's own connection (127.0.0.1) plays a local reverse proxy listed as trusted
+  const d = await daemon('sanon-g', { STATUSRELAY_ANON_MISS_RATE: '0', STATUSRELAY_TRUSTED_PROXIES: '127.0.0.1' });
+  try {
+    const id = rid();
+    const via = (client) => rawRequest(d.url, 'GET', `/intents/status/v3?requestId=${id}`,
+      { headers: { 'x-forwarded-for': client } });
+    // a client beyond loopback behind the proxy is anonymous (miss rate 0: 429), even though
+    // the peer itself is on loopback and sends no Origin
+    assert.equal((await via('203.0.113.7')).status, 429);
+    // a client on loopback behind the same proxy is a tool on this machine: asks the upstream
+    assert.equal((await via('127.0.0.5')).status, 404);
+  } finally {
+    await d.stop();
+  }
+});

@@ -1,6 +1,6 @@
 /* test_relay_accept_guard.c - unit tests for relay/common/accept_guard.c (pause at the cap,
  * resume on a close, EMFILE backoff 100 ms doubling to 1 s and reset by an accept, other
- * errors never pause) and config_fit_descriptors in relay/config.c (derived caps, the reserve
+ * errors never pause, per-address counts, the reserve) and config_fit_descriptors in relay/config.c (derived caps, the reserve
  * formula, caps that do not fit). runs on: the test process, one thread. */
 #include "relay/common/accept_guard.h"
 #include "relay/config.h"
@@ -110,6 +110,53 @@ static void test_steps(void **state)
     accept_guard_free(NULL);
 }
 
+/* Per address: at most per_address per key, a put gives one back, keys are independent,
+ * 0 means no limit; the reserve is the last cap/8 slots (1..64, none below a cap of 2). */
+static void test_per_address(void **state)
+{
+    struct hooks h = {.watching = 1};
+    struct accept_guard *g = accept_guard_new("http", 100, &ops, &h);
+    accept_guard_set_per_address(g, 3);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(accept_guard_addr_take(g, "127.0.0.1"), 0);
+    assert_int_equal(accept_guard_addr_take(g, "127.0.0.1"), -1);
+    assert_int_equal(accept_guard_addr_count(g, "127.0.0.1"), 3);
+    assert_int_equal(accept_guard_addr_take(g, "2001:db8::/64"), 0);
+    accept_guard_addr_put(g, "127.0.0.1");
+    assert_int_equal(accept_guard_addr_take(g, "127.0.0.1"), 0);
+    accept_guard_addr_put(g, "nobody"); /* never taken: nothing happens */
+    for (int i = 0; i < 3; i++)
+        accept_guard_addr_put(g, "127.0.0.1");
+    assert_int_equal(accept_guard_addr_count(g, "127.0.0.1"), 0);
+    accept_guard_addr_put(g, "127.0.0.1"); /* below zero: stays 0 */
+    assert_int_equal(accept_guard_addr_count(g, "127.0.0.1"), 0);
+    accept_guard_set_per_address(g, 0);
+    for (int i = 0; i < 1000; i++)
+        assert_int_equal(accept_guard_addr_take(g, "10.0.0.1"), 0);
+    /* the reserve: cap 100 -> the last 12 slots */
+    for (int i = 0; i < 88; i++)
+        accept_guard_opened(g);
+    assert_int_equal(accept_guard_reserved(g), 0);
+    accept_guard_opened(g);
+    assert_int_equal(accept_guard_reserved(g), 1);
+    accept_guard_closed(g);
+    assert_int_equal(accept_guard_reserved(g), 0);
+    accept_guard_free(g);
+    struct hooks h1 = {.watching = 1};
+    g = accept_guard_new("ws", 1, &ops, &h1); /* too small for a reserve */
+    accept_guard_opened(g);
+    assert_int_equal(accept_guard_reserved(g), 0);
+    accept_guard_free(g);
+    struct hooks h2 = {.watching = 1};
+    g = accept_guard_new("http", 100000, &ops, &h2); /* at most 64 */
+    for (int i = 0; i < 100000 - 64; i++)
+        accept_guard_opened(g);
+    assert_int_equal(accept_guard_reserved(g), 0);
+    accept_guard_opened(g);
+    assert_int_equal(accept_guard_reserved(g), 1);
+    accept_guard_free(g);
+}
+
 static void test_fit_descriptors(void **state)
 {
     static const struct {
@@ -146,6 +193,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_steps),
         cmocka_unit_test(test_fit_descriptors),
+        cmocka_unit_test(test_per_address),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
