@@ -4,6 +4,7 @@
 // with error "protocol", not retried forever as a local failure), ...
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
 import { until } from './lib/proc.mjs';
 import { startRedis, startDaemon } from './lib/stack.mjs';
 import { startRawServer, upstreamPayload, ingest, rid } from './lib/hooks.mjs';
@@ -54,4 +55,34 @@ test('a receiver answering with a 200 KB response header: attempts fail with "pr
   assert.equal(await metric(/^statusrelay_webhook_local_failures_total (\d+)/m), local0,
     'not counted as a local failure');
   await d.del(`/v1/webhooks/${wh.body.id}`);
+});
+
+test('a signed observation with a far-future updatedAt is refused; the request is not frozen', async () => {
+  const r = rid('future');
+  const t0 = Date.now();
+  assert.equal(await ingest(d, KEY, upstreamPayload({ rid: r, status: 'pending', updatedAt: t0 })), 200);
+  const rej0 = await metric(/^statusrelay_events_rejected_total\{source="webhook",reason="future_updated_at"\} (\d+)/m);
+  // 30 days ahead (a signed payload, or an upstream clock gone wrong)
+  const body = JSON.stringify(upstreamPayload({ rid: r, status: 'success', updatedAt: t0 + 30 * 86400e3 }));
+  const ts = String(Date.now());
+  const sig = crypto.createHmac('sha256', KEY).update(`${ts}.${body}`).digest('hex');
+  const res = await fetch(`${d.url}/v1/ingest/upstream`, {
+    method: 'POST', body,
+    headers: { 'content-type': 'application/json', 'x-signature-timestamp': ts, 'x-signature-sha256': sig },
+  });
+  const j = await res.json();
+  assert.equal(res.status, 400, JSON.stringify(j));
+  assert.equal(j.error.code, 'invalid_body');
+  assert.equal(j.error.field, 'data.updatedAt');
+  assert.match(j.error.message, /ahead of this relay's clock.*STATUSRELAY_MAX_CLOCK_SKEW/);
+  let st = await d.get(`/v1/requests/${r}`);
+  assert.equal(st.body.status, 'pending', 'state unchanged');
+  assert.equal(st.body.updatedAt, t0);
+  assert.equal(await metric(/^statusrelay_events_rejected_total\{source="webhook",reason="future_updated_at"\} (\d+)/m), rej0 + 1);
+  assert.match(d.proc.log(), /observation refused, updatedAt ahead of this clock.*source=webhook/);
+  // the next real update applies
+  assert.equal(await ingest(d, KEY, upstreamPayload({ rid: r, status: 'submitted', updatedAt: t0 + 1000 })), 200);
+  st = await d.get(`/v1/requests/${r}`);
+  assert.equal(st.body.status, 'submitted', 'a later real update applies');
+  assert.equal(st.body.seq, 2);
 });
