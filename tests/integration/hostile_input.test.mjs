@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { until } from './lib/proc.mjs';
 import { startRedis, startDaemon } from './lib/stack.mjs';
+import { client } from './lib/dash_client.mjs';
 import { startRawServer, upstreamPayload, ingest, rid } from './lib/hooks.mjs';
 
 const KEY = 'hostile-input-test-key';
@@ -85,4 +86,28 @@ test('a signed observation with a far-future updatedAt is refused; the request i
   st = await d.get(`/v1/requests/${r}`);
   assert.equal(st.body.status, 'submitted', 'a later real update applies');
   assert.equal(st.body.seq, 2);
+});
+
+test('a flood of websocket pings on the dashboard gets the connection closed (1008) like a message flood', async () => {
+  const c = client(d.wsUrl);
+  await c.ready;
+  // a legitimate client pinging now and then is not affected
+  for (let i = 0; i < 20; i++) c.ws.ping();
+  await new Promise((r) => setTimeout(r, 300));
+  assert.equal(c.closed, null, 'a few pings are fine');
+  const t0 = Date.now();
+  let sent = 0;
+  while (c.closed === null && Date.now() - t0 < 8000) {
+    if (c.ws.readyState === 1 && c.ws._socket.writableLength < 1 << 20)
+      for (let i = 0; i < 500; i++, sent++) c.ws.ping();
+    await new Promise((r) => setImmediate(r));
+  }
+  await until(() => c.closed, { timeoutMs: 10000, msg: `closed after ${sent} pings` });
+  console.log(`# ping flood: ${sent} pings sent in ${Date.now() - t0} ms before the close`);
+  assert.equal(c.closed.code, 1008, JSON.stringify(c.closed));
+  assert.match(d.proc.log(), /dashboard session over its control frame rate: closed/);
+  // others are unaffected
+  const o = client(d.wsUrl);
+  await o.ready;
+  o.close();
 });
