@@ -5,6 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
+import net from 'node:net';
 import { until } from './lib/proc.mjs';
 import { startRedis, startDaemon } from './lib/stack.mjs';
 import { client } from './lib/dash_client.mjs';
@@ -110,4 +111,40 @@ test('a flood of websocket pings on the dashboard gets the connection closed (10
   const o = client(d.wsUrl);
   await o.ready;
   o.close();
+});
+
+/** One raw HTTP/1.1 request with exactly these header lines; resolves { status, text }. */
+function rawGet(port, path, headerLines) {
+  return new Promise((resolve, reject) => {
+    const s = net.connect(port, '127.0.0.1');
+    let buf = '';
+    s.on('connect', () => s.write(`GET ${path} HTTP/1.1\r\n${headerLines.map((l) => `${l}\r\n`).join('')}Connection: close\r\n\r\n`));
+    s.on('data', (c) => { buf += c.toString('latin1'); });
+    s.on('error', reject);
+    s.on('close', () => {
+      const m = /^HTTP\/1\.[01] (\d{3})/.exec(buf);
+      resolve({ status: m ? Number(m[1]) : 0, text: buf.slice(buf.indexOf('\r\n\r\n') + 4) });
+    });
+    s.setTimeout(10000, () => s.destroy(new Error('no answer')));
+  });
+}
+
+test('Host with userinfo, a non-numeric port or twice is refused on the REST and dashboard ports', async () => {
+  const cases = [
+    ['userinfo', [`Host: 127.0.0.1:${d.httpPort}@evil.example`]],
+    ['port not a number', ['Host: localhost:http']],
+    ['two Host headers', [`Host: 127.0.0.1:${d.httpPort}`, 'Host: evil.example']],
+    ['two Host headers, both loopback', [`Host: 127.0.0.1:${d.httpPort}`, 'Host: localhost']],
+  ];
+  for (const [what, lines] of cases) {
+    const r = await rawGet(d.httpPort, '/v1/webhooks', lines);
+    assert.equal(r.status, 403, `REST ${what}: ${r.text}`);
+    assert.equal(JSON.parse(r.text).error.code, 'forbidden_host', what);
+    const w = await rawGet(d.wsPort, '/chains.json', lines.map((l) => l.replace(String(d.httpPort), String(d.wsPort))));
+    assert.equal(w.status, 403, `dashboard ${what}: ${w.text}`);
+  }
+  // the plain spellings still work
+  assert.equal((await rawGet(d.httpPort, '/v1/webhooks', [`Host: 127.0.0.1:${d.httpPort}`])).status, 200);
+  assert.equal((await rawGet(d.httpPort, '/v1/webhooks', ['Host: localhost'])).status, 200);
+  assert.notEqual((await rawGet(d.wsPort, '/chains.json', [`Host: 127.0.0.1:${d.wsPort}`])).status, 403);
 });
