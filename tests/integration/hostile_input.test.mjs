@@ -148,3 +148,27 @@ test('Host with userinfo, a non-numeric port or twice is refused on the REST and
   assert.equal((await rawGet(d.httpPort, '/v1/webhooks', ['Host: localhost'])).status, 200);
   assert.notEqual((await rawGet(d.wsPort, '/chains.json', [`Host: 127.0.0.1:${d.wsPort}`])).status, 403);
 });
+
+test('webhook custom headers: control characters, names differing only in case and oversized values are refused', async () => {
+  const url = 'http://127.0.0.1:9/h';
+  const refused = async (headers, re, what) => {
+    const r = await d.post('/v1/webhooks', { url, headers });
+    assert.equal(r.status, 400, `${what}: ${r.text}`);
+    assert.equal(r.body.error.code, 'invalid_request', what);
+    assert.match(r.body.error.message, re, what);
+  };
+  // NUL never gets this far (the JSON reader refuses \u0000), the rest are the header rule's
+  assert.equal((await d.post('/v1/webhooks', { url, headers: { 'X-A': 'a\u0000b' } })).status, 400);
+  for (const c of ['\u0001', '\u0008', '\u000b', '\u000c', '\u001b', '\u007f'])
+    await refused({ 'X-A': `a${c}b` }, /control character/, `0x${c.charCodeAt(0).toString(16)}`);
+  await refused({ 'X-Team': 'a', 'x-team': 'b' }, /differ only in case/, 'case');
+  await refused({ 'X-Big': 'v'.repeat(100 * 1024) }, /too long \(102400 bytes; at most 4096\)/, '100 kB');
+  await refused({ 'X-Big': 'v'.repeat(4097) }, /too long/, '4097 B');
+  // and the same through PATCH
+  const ok = await d.post('/v1/webhooks', { url, headers: { 'X-Tab': 'a\tb', 'X-Max': 'v'.repeat(4096), 'X-Utf8': 'caf\u00e9' } });
+  assert.equal(ok.status, 201, ok.text);
+  const p = await fetch(`${d.url}/v1/webhooks/${ok.body.id}`, { method: 'PATCH', headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ headers: { 'X-A': 'x', 'x-a': 'y' } }) });
+  assert.equal(p.status, 400, await p.text());
+  await d.del(`/v1/webhooks/${ok.body.id}`);
+});
