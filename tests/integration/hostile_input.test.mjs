@@ -172,3 +172,23 @@ test('webhook custom headers: control characters, names differing only in case a
   assert.equal(p.status, 400, await p.text());
   await d.del(`/v1/webhooks/${ok.body.id}`);
 });
+
+test('/readyz turns 503 within about a second of a Redis pause, and back to 200 after it', async () => {
+  const readyz = async () => { const r = await fetch(`${d.url}/readyz`); return { status: r.status, body: await r.json() }; };
+  await until(async () => (await readyz()).status === 200, { msg: 'ready before' });
+  const PAUSE_MS = 4000;
+  assert.equal(await redis.cmd('CLIENT', 'PAUSE', String(PAUSE_MS), 'ALL'), 'OK');
+  const t0 = Date.now();
+  // probed every 200 ms, as an orchestrator would (more slowly); the command timeout (5 s)
+  // is longer than the pause, so only the readiness bound can turn it 503 meanwhile
+  const down = await until(async () => {
+    const r = await readyz();
+    return r.status === 503 ? r : null;
+  }, { timeoutMs: PAUSE_MS - 500, stepMs: 200, msg: 'readyz 503 during the pause' });
+  const took = Date.now() - t0;
+  console.log(`# readyz: 503 after ${took} ms of a ${PAUSE_MS} ms Redis pause: ${JSON.stringify(down.body)}`);
+  assert.equal(down.body.redis, 'not_answering');
+  assert.ok(down.body.redisUnansweredMs > 1000, JSON.stringify(down.body));
+  assert.ok(took < 3000, `503 only after ${took} ms`);
+  await until(async () => (await readyz()).status === 200, { timeoutMs: 15000, msg: 'ready again after the pause' });
+});
