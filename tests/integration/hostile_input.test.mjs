@@ -1,7 +1,15 @@
 // hostile_input.test.mjs - issue 22 items 5-7: hostile input from receivers, the upstream and
 // clients, each made on loopback against a real redis-server and `statusrelay serve`:
-// a receiver answering with an oversized response head (dead-lettered after the schedule
-// with error "protocol", not retried forever as a local failure), ...
+// - a receiver answering with a 200 KB response header: dead-lettered after the schedule
+//   with error "protocol", not retried forever as a local failure;
+// - a signed upstream webhook with a far-future updatedAt: refused (400), the request's
+//   state unchanged and the next real update applied;
+// - a flood of websocket pings on the dashboard: closed 1008 like a message flood;
+// - Host with userinfo, a non-numeric port, or twice: 403 forbidden_host on both ports;
+// - webhook custom headers with control characters, names differing only in case, and
+//   oversized values: refused with a message saying which;
+// - /readyz during a Redis pause (CLIENT PAUSE): 503 within about a second.
+// (The cluster URL and lastEventId items are unit tests: test_relay_store_slot, test_dash_msg.)
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
