@@ -18,8 +18,8 @@
 #include <stdint.h>
 
 #define WRITE_BURST 16       /* frames per WRITEABLE callback */
-#define CTL_BURST 200        /* client control frames (pings, pongs): burst, then CTL_RATE/s */
-#define CTL_RATE 100
+#define CTL_BURST 100        /* client control frames (pings, pongs): burst, then CTL_RATE/s */
+#define CTL_RATE 20          /* (a client pings every few seconds at most; we ping every 20 s) */
 #define CLOSE_GRACE_SECS 5   /* a closing session that cannot flush is dropped after this */
 #define HTTP_CHUNK 16384     /* page bytes per HTTP WRITEABLE callback */
 /* LWS_WRITE_CLOSE: 4 in enum lws_write_protocol (reserved in the public enum: "part of the
