@@ -518,13 +518,59 @@ int proto_listen_is_loopback(const char *hostport)
     return proto_addr_forbidden((const struct sockaddr *)&ss, sizeof(ss)) == PROTO_ADDR_LOOPBACK;
 }
 
+static int ascii_alnum(char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+/* 1 when s (n bytes) is a port: 1 to 5 digits, at most 65535. */
+static int port_ok(const char *s, size_t n)
+{
+    unsigned v = 0;
+    if (n == 0 || n > 5)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return 0;
+        v = v * 10 + (unsigned)(s[i] - '0');
+    }
+    return v <= 65535;
+}
+
+/* 1 when a Host value has the shape RFC 9110 gives it: uri-host [ ":" port ], where the host
+ * is a name or IPv4 of letters, digits, '-', '.', '_', '~', or an IPv6 literal in brackets
+ * (hex, ':', '.', a "%zone" of the same letters), and the port is digits (<= 65535). No
+ * userinfo ("127.0.0.1:80@evil"), no port that is not a number ("localhost:x"), no list (two
+ * Host headers joined with ','), no spaces. */
+static int host_syntax_ok(const char *host, size_t n)
+{
+    size_t i = 0;
+    if (n > 0 && host[0] == '[') {
+        for (i = 1; i < n && host[i] != ']'; i++)
+            if (!ascii_alnum(host[i]) && strchr(":.%-_~", host[i]) == NULL)
+                return 0;
+        if (i >= n || i == 1)
+            return 0;
+        i++; /* past ']' */
+    } else {
+        for (; i < n && host[i] != ':'; i++)
+            if (!ascii_alnum(host[i]) && strchr("-._~", host[i]) == NULL)
+                return 0;
+        if (i == 0)
+            return 0;
+    }
+    if (i == n)
+        return 1;
+    return host[i] == ':' && port_ok(host + i + 1, n - i - 1);
+}
+
 int proto_host_names_relay(const char *host, const char *allowed)
 {
     char hp[300];
     if (host == NULL)
         return 0;
     size_t n = strlen(host);
-    if (n == 0 || n >= sizeof(hp) - 4)
+    if (n == 0 || n >= sizeof(hp) - 4 || !host_syntax_ok(host, n))
         return 0;
     if (proto_listen_is_loopback(host))
         return 1;

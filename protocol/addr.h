@@ -76,7 +76,9 @@ int proto_listen_is_loopback(const char *hostport);
 /* 1 when an HTTP Host header value ("name", "name:port", "[v6]:port") names this relay: a
  * loopback host in any spelling proto_listen_is_loopback takes (any port, or none), or a name
  * in allowed (comma- or space-separated, case-insensitive, compared without the port; NULL =
- * none). 0 for anything else, NULL and "" included. The one DNS-rebinding rule of both
+ * none). 0 for anything else, NULL and "" included, and for any value that is not
+ * uri-host[:port] (userinfo "127.0.0.1:80@evil", a port that is not 1-5 digits <= 65535, a
+ * list "a,b" as two Host headers joined, spaces). The one DNS-rebinding rule of both
  * listeners (REST without an admin token, the dashboard port without a stream token). */
 int proto_host_names_relay(const char *host, const char *allowed);
 /* 1 when host (a name, not bracketed) is "localhost" or a name under it ("a.localhost"), in any

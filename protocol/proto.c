@@ -72,17 +72,30 @@ int proto_hex_digit(int c)
     return -1;
 }
 
+/* Decimal digits at s into *v, up to UINT64_MAX: the first byte after them, or NULL when
+ * there is no digit or the value does not fit (strtoull would clamp 2^64 to UINT64_MAX). */
+static const char *u64_digits(const char *s, uint64_t *v)
+{
+    const char *p = s;
+    *v = 0;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        unsigned d = (unsigned)(*p - '0');
+        if (*v > (UINT64_MAX - d) / 10)
+            return NULL;
+        *v = *v * 10 + d;
+    }
+    return p == s ? NULL : p;
+}
+
 int proto_stream_id_parse(const char *s, uint64_t *ms, uint64_t *seq)
 {
-    char *end;
-    if (s == NULL || *s < '0' || *s > '9')
-        return -1;
-    *ms = strtoull(s, &end, 10);
+    const char *end;
     *seq = 0;
+    if (s == NULL || (end = u64_digits(s, ms)) == NULL)
+        return -1;
     if (*end == '\0')
         return 0;
-    if (*end != '-' || end[1] < '0' || end[1] > '9')
+    if (*end != '-' || (end = u64_digits(end + 1, seq)) == NULL)
         return -1;
-    *seq = strtoull(end + 1, &end, 10);
     return *end == '\0' ? 0 : -1;
 }

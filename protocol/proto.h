@@ -64,8 +64,9 @@ int proto_hash_valid(const char *s, size_t len);
 /* The value of one hex digit (either case), or -1. */
 int proto_hex_digit(int c);
 
-/* A Redis stream id "<ms>" or "<ms>-<seq>" (decimal digits only): 0 and *ms, *seq set
- * (seq 0 when absent), or -1. The one reader of stream ids: cursors, lastEventId, after. */
+/* A Redis stream id "<ms>" or "<ms>-<seq>" (decimal digits only, each part at most
+ * 18446744073709551615 = 2^64 - 1 as in Redis): 0 and *ms, *seq set (seq 0 when absent), or
+ * -1 (out of range included). The one reader of stream ids: cursors, lastEventId, after. */
 int proto_stream_id_parse(const char *s, uint64_t *ms, uint64_t *seq);
 
 #endif

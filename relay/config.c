@@ -45,6 +45,9 @@ const struct setting config_settings[] = {
      "2 x interval))"},
     {"ingest-tolerance", SET_DURATION, F(ingest_tolerance_ms), "5m", 0, 1000,
      "freshness window for X-Signature-Timestamp of upstream webhooks"},
+    {"max-clock-skew", SET_DURATION, F(max_clock_skew_ms), "1d", 0, 1000,
+     "an observation whose updatedAt is more than this ahead of this relay's clock is refused "
+     "(counted in statusrelay_events_rejected_total{reason=\"future_updated_at\"})"},
     {"discover", SET_BOOL, F(discover), "false", 0, 0,
      "page /requests/v3 to find and track new requests of the API key"},
     {"discover-interval", SET_DURATION, F(discover_interval_ms), "10s", 0, 1000,

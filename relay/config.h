@@ -28,6 +28,7 @@ struct config {
     int64_t upstream_ping_interval_ms;
     int64_t upstream_ping_timeout_ms;
     int64_t ingest_tolerance_ms;   /* upstream webhook signature freshness */
+    int64_t max_clock_skew_ms;     /* updatedAt further ahead of now is refused (ingest.c) */
     int discover;                  /* page /requests/v3 for new requests (needs a key) */
     int64_t discover_interval_ms;
     int passthrough;               /* forward paths we do not serve to upstream_api_url */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 static const char *const outcome_names[MO_COUNT] = {"accepted", "duplicate", "stale", "rejected"};
+const char *const metrics_reject_names[MR_COUNT] = {"malformed", "future_updated_at"};
 
 const char *metrics_outcome_name(enum metrics_outcome o)
 {

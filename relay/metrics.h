@@ -11,6 +11,9 @@
 #include <stdint.h>
 
 enum metrics_outcome { MO_ACCEPTED = 0, MO_DUPLICATE, MO_STALE, MO_REJECTED, MO_COUNT };
+/* why an observation was rejected (statusrelay_events_rejected_total{source,reason}) */
+enum metrics_reject { MR_MALFORMED = 0, MR_FUTURE, MR_COUNT };
+extern const char *const metrics_reject_names[MR_COUNT];
 
 /* delivery latency histogram bounds (ms); a last +Inf bucket is implied by the count */
 #define METRICS_LAT_BUCKETS 11
@@ -31,6 +34,7 @@ void metrics_observe_delivery(struct metrics *m, int64_t latency_ms);
 
 struct metrics {
     uint64_t events[PROTO_SRC_COUNT][MO_COUNT];
+    uint64_t events_rejected[PROTO_SRC_COUNT][MR_COUNT]; /* the rejected ones, by reason */
     uint64_t upstream_ws_reconnects;
     int upstream_ws_state;             /* 0 down, 1 connecting, 2 ready */
     uint64_t upstream_ws_lagging;      /* safety polls that found a change ws never sent */

@@ -201,6 +201,10 @@ int cluster_url_parse(struct cluster_url *u, const char *url, const char **why)
     const char *p = url + sizeof(scheme) - 1;
     const char *slash = strchr(p, '/'), *q = strchr(p, '?');
     const char *end = slash ? slash : q ? q : p + strlen(p);
+    if (strchr(end, '@') != NULL) { /* the path or ?options cannot hold '@': userinfo can */
+        *why = "a '/' or '?' in the user or password must be percent-encoded (%2F, %3F)";
+        return -1;
+    }
     const char *at = memchr(p, '@', (size_t)(end - p));
     for (const char *x = at ? at + 1 : p; at && x < end; x++)
         if (*x == '@')
@@ -231,6 +235,10 @@ int cluster_url_parse(struct cluster_url *u, const char *url, const char **why)
         const char *e = comma ? comma : end;
         if (u->nseeds == (int)(sizeof(u->seeds) / sizeof(u->seeds[0]))) {
             *why = "at most 16 seed nodes";
+            goto fail;
+        }
+        if (e == p || (comma != NULL && comma + 1 == end)) {
+            *why = "an empty host:port in the node list (a leading, doubled or trailing comma)";
             goto fail;
         }
         if (addr_parse(p, (size_t)(e - p), &u->seeds[u->nseeds]) != 0) {

@@ -12,7 +12,8 @@ static int hexval(int c)
     return proto_hex_digit(c);
 }
 
-/* Heap copy of s[0..n) with valid %XX sequences decoded (others kept as they are). */
+/* Heap copy of s[0..n) with valid %XX sequences decoded (others kept as they are); NULL when
+ * one decodes to a NUL byte (%00), which a C string would silently cut the value at. */
 static char *pct_decode(const char *s, size_t n)
 {
     char *o = xmalloc(n + 1), *w = o;
@@ -20,7 +21,10 @@ static char *pct_decode(const char *s, size_t n)
         int hi, lo;
         if (s[i] == '%' && i + 2 < n && (hi = hexval((unsigned char)s[i + 1])) >= 0 &&
             (lo = hexval((unsigned char)s[i + 2])) >= 0) {
-            *w++ = (char)(hi << 4 | lo);
+            if ((*w++ = (char)(hi << 4 | lo)) == '\0') {
+                free(o);
+                return NULL;
+            }
             i += 2;
         } else
             *w++ = s[i];
@@ -73,11 +77,13 @@ int redis_url_parse(const char *url, struct redis_url *u, const char **why)
     if (at) {
         const char *colon = memchr(p, ':', (size_t)(at - p));
         const char *pw = colon ? colon + 1 : p; /* redis://user:pw@, redis://:pw@, redis://pw@ */
-        if (colon && colon > p)
-            u->user = pct_decode(p, (size_t)(colon - p));
-        if (at > pw)
-            u->password = pct_decode(pw, (size_t)(at - pw));
-        else if (u->user)
+        if (colon && colon > p && (u->user = pct_decode(p, (size_t)(colon - p))) == NULL)
+            return fail(u, why, "the user holds %00 (a NUL byte), which Redis cannot be sent");
+        if (at > pw) {
+            if ((u->password = pct_decode(pw, (size_t)(at - pw))) == NULL)
+                return fail(u, why,
+                            "the password holds %00 (a NUL byte), which would cut it short");
+        } else if (u->user)
             return fail(u, why, "a user needs a password: redis://user:password@host");
         p = at + 1;
     }

@@ -88,6 +88,16 @@ void api_h_ingest(struct ctx *x)
                         perr.msg[0] != '\0' ? perr.msg : "malformed upstream webhook");
         return;
     }
+    int64_t ahead = 0;
+    if (ingest_refuse_future(c->ingest, &ev, &ahead)) { /* counted and logged there */
+        status_event_cleanup(&ev);
+        c->metrics.webhook_ingest[WI_MALFORMED]++;
+        api_reply_error(x, 400, "invalid_body", "data.updatedAt",
+                        "updatedAt is %lld s ahead of this relay's clock (more than "
+                        "STATUSRELAY_MAX_CLOCK_SKEW, %lld s)",
+                        (long long)(ahead / 1000), (long long)(c->cfg->max_clock_skew_ms / 1000));
+        return;
+    }
     /* takes a copy; the callback may run before ingest_submit returns */
     ingest_submit(c->ingest, &ev, 1, on_ingested, x);
     status_event_cleanup(&ev);

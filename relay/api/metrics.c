@@ -176,6 +176,14 @@ void metrics_render(struct core *c, struct evbuffer *out)
             evbuffer_add_printf(
                 out, "statusrelay_events_total{source=\"%s\",outcome=\"%s\"} %" PRIu64 "\n",
                 proto_source_name((enum proto_source)s), metrics_outcome_name((enum metrics_outcome)o), m->events[s][o]);
+    family(out, "events_rejected_total", "counter",
+           "Rejected upstream observations by source and reason.");
+    for (int s = 0; s < PROTO_SRC_COUNT; s++)
+        for (int r = 0; r < MR_COUNT; r++)
+            evbuffer_add_printf(
+                out, "statusrelay_events_rejected_total{source=\"%s\",reason=\"%s\"} %" PRIu64 "\n",
+                proto_source_name((enum proto_source)s), metrics_reject_names[r],
+                m->events_rejected[s][r]);
 
     counter(out, "upstream_ws_reconnects_total", "Upstream websocket reconnects.",
             m->upstream_ws_reconnects);

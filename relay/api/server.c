@@ -29,6 +29,7 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/http.h>
+#include <event2/keyvalq_struct.h>
 #include <event2/util.h>
 #include <jansson.h>
 #include <openssl/crypto.h>
@@ -380,6 +381,21 @@ static int host_allowed(const struct config *cfg, const char *host)
     return proto_host_names_relay(host, cfg->allowed_hosts);
 }
 
+/* The request's Host, or a value no Host rule accepts when it has several (ambiguous: which
+ * one did a proxy in front check?); NULL when it has none. */
+static const char *request_host(struct evkeyvalq *in)
+{
+    static const char several[] = "(several Host headers)";
+    const char *host = NULL;
+    for (struct evkeyval *kv = TAILQ_FIRST(in); kv != NULL; kv = TAILQ_NEXT(kv, next))
+        if (strcasecmp(kv->key, "Host") == 0) {
+            if (host != NULL)
+                return several;
+            host = kv->value;
+        }
+    return host;
+}
+
 /* 1 when a Content-Type value is application/json (any case, parameters allowed). */
 static int json_media_type(const char *ct)
 {
@@ -433,7 +449,7 @@ static int64_t body_cap(struct api *a, enum evhttp_cmd_type m, const char *path,
                : cfg->admin_token != NULL && cfg->admin_token[0] != '\0' && authorized_in(a, in)
                    ? API_BODY_MAX
                    : API_BODY_ANON_MAX;
-    if (r == NULL || !host_allowed(cfg, evhttp_find_header(in, "Host")))
+    if (r == NULL || !host_allowed(cfg, request_host(in)))
         return -1;
     const char *origin = evhttp_find_header(in, "Origin");
     const char *cors = read_path ? cfg->cors_origins : cfg->admin_cors_origins;
@@ -574,7 +590,7 @@ static void on_request(struct evhttp_request *req, void *arg)
         answer_options(x, allow, origin, acao); /* preflights carry no credentials */
         return;
     }
-    const char *host = evhttp_find_header(evhttp_request_get_input_headers(req), "Host");
+    const char *host = request_host(evhttp_request_get_input_headers(req));
     if (!host_allowed(cfg, host)) {
         api_reply_error(x, 403, "forbidden_host", NULL,
                         "Host %.200s is not this relay (STATUSRELAY_ALLOWED_HOSTS adds names)",

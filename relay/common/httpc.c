@@ -185,6 +185,24 @@ static void xfer_finish(struct httpc *h, struct xfer *x, CURLcode result, const 
     xlist_push(&h->done, x);
 }
 
+/* curl reports a response line or field over its own limit (100 KB in 7.88) as "out of
+ * memory" (CURLE_TOO_LARGE from 8.6), before any of our callbacks sees that line. Once the
+ * request went out or bytes came back, that is the server's answer being too big: a failed
+ * exchange ("protocol", counted and retried like any other), not a local resource running
+ * out (which would be rescheduled forever without counting). */
+static int oversized_answer(const struct xfer *x)
+{
+    int big = x->result == CURLE_OUT_OF_MEMORY;
+#if LIBCURL_VERSION_NUM >= 0x080600
+    big = big || x->result == CURLE_TOO_LARGE;
+#endif
+    if (!big)
+        return 0;
+    long sent = 0;
+    curl_easy_getinfo(x->easy, CURLINFO_REQUEST_SIZE, &sent);
+    return x->head_bytes > 0 || x->total > 0 || sent > 0;
+}
+
 static int classify(const struct xfer *x)
 {
     if (x->err == httpc_err_too_large)
@@ -193,6 +211,10 @@ static int classify(const struct xfer *x)
         return HTTPC_E_TIMEOUT;
     if (x->err == httpc_err_shutdown)
         return HTTPC_E_SHUTDOWN;
+    if (x->err == httpc_err_protocol)
+        return HTTPC_E_PROTOCOL;
+    if (oversized_answer(x))
+        return HTTPC_E_PROTOCOL;
     if (x->result == CURLE_OUT_OF_MEMORY ||
         (x->local_errno != 0 && x->result != CURLE_OK && x->result != CURLE_OPERATION_TIMEDOUT))
         return HTTPC_E_LOCAL; /* nothing was sent: a local resource ran out */
@@ -267,6 +289,9 @@ static void complete(struct httpc *h, struct xfer *x)
     memset(&r, 0, sizeof(r));
     r.err = outcome_err[outcome];
     r.detail = outcome == HTTPC_OK ? NULL
+               : outcome == HTTPC_E_PROTOCOL && (x->err == httpc_err_protocol ||
+                                                 oversized_answer(x))
+                   ? "response head too large" /* not curl's "Out of memory" */
                : x->result != CURLE_OK ? curl_easy_strerror(x->result)
                : outcome == HTTPC_E_TIMEOUT ? "total deadline reached"
                : NULL;
@@ -564,6 +589,7 @@ int httpc_request(struct httpc *h, const struct httpc_req *req, httpc_done_cb *c
         x->keep = SIZE_MAX / 4;
     x->limit = (uint64_t)x->keep + req->max_drain;
     x->total = 0;
+    x->head_bytes = 0;
     x->retry_after_ms = -1;
     x->result = CURLE_OK;
     x->err = NULL;

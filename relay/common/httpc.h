@@ -50,14 +50,16 @@ extern const char httpc_err_tls[];        /* "tls": handshake or certificate fai
 extern const char httpc_err_too_large[];  /* "too_large": body over max_response + max_drain */
 extern const char httpc_err_closed[];     /* "closed": connection closed or reset before the
                                              response was complete */
-extern const char httpc_err_protocol[];   /* "protocol": malformed HTTP from the server */
+extern const char httpc_err_protocol[];   /* "protocol": malformed HTTP from the server, or
+                                             a response head over 96 KiB (curl's "out of
+                                             memory" on an oversized field included) */
 extern const char httpc_err_bad_url[];    /* "bad_url": malformed URL or not http/https */
 extern const char httpc_err_shutdown[];   /* "shutdown": httpc_free with the request in flight */
 extern const char httpc_err_internal[];   /* "internal": anything else */
 extern const char httpc_err_local[];      /* "local_resource": this process could not open a
                                              socket or allocate (EMFILE, ENFILE, ENOBUFS,
-                                             ENOMEM; curl out of memory): nothing reached
-                                             the server, the request was never sent */
+                                             ENOMEM; curl out of memory before the request
+                                             went out): nothing reached the server */
 
 /* Outcome classes for the stats; HTTPC_OK is "an HTTP answer" (err == NULL). */
 enum httpc_outcome {

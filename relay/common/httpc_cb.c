@@ -78,6 +78,11 @@ size_t httpc_on_header(char *p, size_t size, size_t n, void *arg)
     struct xfer *x = arg;
     size_t len = size * n;
 
+    x->head_bytes += len;
+    if (x->head_bytes > HEAD_MAX) {
+        x->err = httpc_err_protocol; /* a hostile head: a failed exchange, not our memory */
+        return 0;                    /* != len: curl stops the transfer */
+    }
     if (len > 12 && (p[0] | 0x20) == 'r' && strncasecmp(p, "retry-after:", 12) == 0) {
         x->retry_after_ms = parse_retry_after(p + 12, len - 12);
     } else if (len > 5 && memcmp(p, "HTTP/", 5) == 0) {

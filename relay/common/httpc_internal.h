@@ -19,6 +19,10 @@
 #define BUF_INITIAL 4096
 #define BUF_POOL_MAX (64 * 1024) /* a pooled transfer keeps a body buffer up to this size */
 #define METHOD_MAX 16
+/* A response head (status line and fields, 1xx heads included) longer than this fails the
+ * transfer with "protocol". Under curl's own limits (one field 100 KB, a head 300 KB in
+ * 7.88) so that an oversized head is ours to name, not curl's "out of memory". */
+#define HEAD_MAX (96 * 1024)
 
 enum xfer_state { X_IDLE = 0, X_RUNNING, X_DONE, X_CALLING };
 
@@ -42,10 +46,12 @@ struct xfer {
     size_t keep;      /* max_response */
     uint64_t limit;   /* max_response + max_drain: more is too_large */
     uint64_t total;   /* body bytes read */
+    uint64_t head_bytes; /* response head bytes seen (every head, 1xx included) */
     int64_t start_ms;
     int64_t retry_after_ms;
     CURLcode result;
-    const char *err;  /* decided by us: too_large, forbidden, timeout (deadline), shutdown */
+    const char *err;  /* decided by us: too_large, protocol (head over HEAD_MAX), forbidden,
+                         timeout (deadline), shutdown */
     int refused;      /* addresses addr_check refused */
     int local_errno;  /* socket() failed for lack of a local resource (EMFILE, ...), else 0 */
     int truncated;

@@ -24,6 +24,7 @@ struct dispatch_ep; /* relay/delivery/dispatch.c: opaque everywhere else */
 #define WH_ID_MAX 40             /* "wh_" + 24 hex + NUL, with room */
 #define WH_DESC_MAX 1024         /* description length */
 #define WH_MAX_HEADERS 32        /* custom headers per endpoint */
+#define WH_HEADER_VALUE_MAX 4096 /* bytes per custom header value */
 #define WH_MAX_FILTER_VALUES 1000 /* values per filter list */
 
 enum wh_scheme { WH_SCHEME_STANDARD = 0, WH_SCHEME_UPSTREAM, WH_SCHEME_BOTH };

@@ -19,6 +19,8 @@
 #include <stdint.h>
 
 #define WRITE_BURST 16       /* frames per WRITEABLE callback */
+#define CTL_BURST 100        /* client control frames (pings, pongs): burst, then CTL_RATE/s */
+#define CTL_RATE 20          /* (a client pings every few seconds at most; we ping every 20 s) */
 #define CLOSE_GRACE_SECS 5   /* a closing session that cannot flush is dropped after this */
 #define HTTP_CHUNK 16384     /* page bytes per HTTP WRITEABLE callback */
 /* LWS_WRITE_CLOSE: 4 in enum lws_write_protocol (reserved in the public enum: "part of the
@@ -72,6 +74,10 @@ struct session {
     uint64_t serial;             /* last event queued here: one copy per event */
     /* liveness */
     int64_t last_rx_ms, last_ping_ms;
+    /* control frames from the client (pings, pongs): a token bucket like the core's message
+     * rate (ws_server.c control_rate_ok) */
+    double ctl_tokens;
+    int64_t ctl_bucket_ms;
     /* backpressure */
     uint64_t dropped_pending;    /* frames conflated since the last notice was written */
     int64_t progress_ms;         /* last write, or when the outbox stopped being empty */

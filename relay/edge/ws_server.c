@@ -297,6 +297,35 @@ static void on_config(struct ws_server *s, const struct xmsg *m)
 
 /* ---- receiving ----------------------------------------------------------------------- */
 
+/* Client control frames cost CPU like messages but never reach the core's message rate: lws
+ * answers a ping itself and tells us nothing. What it does tell: after writing the pong it
+ * leaves POLLOUT armed, so each answered ping shows as one SERVER_WRITEABLE with nothing of
+ * ours to write (no frame queued or partly sent, no ping due, no close) - pings arriving while a pong is
+ * pending are dropped by lws unanswered, so these count the pings that cost a write. Those
+ * and every pong (RECEIVE_PONG) draw from a bucket of CTL_BURST refilled at CTL_RATE a
+ * second; an empty bucket closes the session with 1008, like a message flood. 0: fine. */
+static int control_rate_ok(struct ws_server *s, struct session *x)
+{
+    int64_t now = mono_ms();
+    if (x->ctl_bucket_ms == 0) {
+        x->ctl_tokens = CTL_BURST;
+    } else {
+        x->ctl_tokens += (double)(now - x->ctl_bucket_ms) / 1000.0 * CTL_RATE;
+        if (x->ctl_tokens > CTL_BURST)
+            x->ctl_tokens = CTL_BURST;
+    }
+    x->ctl_bucket_ms = now;
+    x->ctl_tokens -= 1;
+    if (x->ctl_tokens >= 0)
+        return 0;
+    if (x->close_code == 0) {
+        log_info("dashboard session over its control frame rate: closed", "session=%llu",
+                 (unsigned long long)x->id);
+        ws_session_close(s, x, WS_SERVER_CLOSE_POLICY, "control frame rate exceeded", 1);
+    }
+    return -1;
+}
+
 static void push(struct ws_server *s, struct xmsg *m)
 {
     xq_push(s->to_core, m);
@@ -450,7 +479,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     case LWS_CALLBACK_RECEIVE:
         return x->id != 0 ? on_receive(s, x, in, len) : 0;
     case LWS_CALLBACK_RECEIVE_PONG:
-        if (x->id != 0)
+        if (x->id != 0 && control_rate_ok(s, x) == 0)
             x->last_rx_ms = mono_ms();
         return 0;
     case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
@@ -459,7 +488,11 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
          * after close") and report as 1006 instead of our code. Non-zero: close, no echo. */
         return x->id != 0 && x->close_sent ? 1 : 0;
     case LWS_CALLBACK_SERVER_WRITEABLE:
-        return x->id != 0 ? ws_outbox_write(s, x) : 0;
+        if (x->id == 0)
+            return 0;
+        if (x->out_head == NULL && !x->ping_due && x->close_code == 0 && x->held == 0)
+            control_rate_ok(s, x); /* lws just answered a ping: see control_rate_ok */
+        return ws_outbox_write(s, x);
     case LWS_CALLBACK_CLOSED:
         if (x->id != 0)
             on_closed(s, x);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #define INGEST_PENDING_MAX 100000
+#define INGEST_FUTURE_LOG_MS 10000 /* one "updatedAt ahead" warn line per this, at most */
 
 struct listener {
     ingest_event_cb *fn;
@@ -35,6 +36,8 @@ struct ingest {
     struct obs_item *head, *tail; /* waiting for Redis */
     size_t npending;
     struct event *drain_ev;
+    int64_t future_log_ms;     /* mono ms of the last "updatedAt ahead" line, 0 = none */
+    uint64_t future_suppressed; /* refusals not logged since */
 };
 
 static void submit_item(struct obs_item *it);
@@ -159,9 +162,38 @@ void ingest_free(struct ingest *in)
     free(in);
 }
 
+int ingest_refuse_future(struct ingest *in, const struct status_event *obs, int64_t *ahead_ms)
+{
+    int64_t ahead = obs->updated_at - wall_ms();
+    if (ahead <= in->c->cfg->max_clock_skew_ms)
+        return 0;
+    if (ahead_ms != NULL)
+        *ahead_ms = ahead;
+    in->c->metrics.events[obs->source][MO_REJECTED]++;
+    in->c->metrics.events_rejected[obs->source][MR_FUTURE]++;
+    int64_t mono = mono_ms();
+    if (in->future_log_ms == 0 || mono - in->future_log_ms >= INGEST_FUTURE_LOG_MS) {
+        log_warn("observation refused, updatedAt ahead of this clock",
+                 "request=%s source=%s updated_at=%lld ahead_ms=%lld max_ms=%lld suppressed=%llu",
+                 obs->request_id, proto_source_name(obs->source), (long long)obs->updated_at,
+                 (long long)ahead, (long long)in->c->cfg->max_clock_skew_ms,
+                 (unsigned long long)in->future_suppressed);
+        in->future_log_ms = mono;
+        in->future_suppressed = 0;
+    } else {
+        in->future_suppressed++;
+    }
+    return 1;
+}
+
 void ingest_submit(struct ingest *in, const struct status_event *obs, int track,
                    ingest_done_cb *cb, void *arg)
 {
+    if (ingest_refuse_future(in, obs, NULL)) {
+        if (cb)
+            cb(arg, NULL, PROTO_STALE, NULL); /* nothing written: like a stale observation */
+        return;
+    }
     struct obs_item *it = xcalloc(1, sizeof(*it));
     it->in = in;
     it->track = track;
@@ -183,6 +215,7 @@ void ingest_submit(struct ingest *in, const struct status_event *obs, int track,
 void ingest_rejected(struct ingest *in, enum proto_source src)
 {
     in->c->metrics.events[src][MO_REJECTED]++;
+    in->c->metrics.events_rejected[src][MR_MALFORMED]++;
 }
 
 void ingest_on_event(struct ingest *in, ingest_event_cb *fn, void *arg)

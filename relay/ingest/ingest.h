@@ -22,12 +22,22 @@ typedef void ingest_done_cb(void *arg, const char *err, enum proto_verdict v,
 /* Submit obs (copied). With cb == NULL the observation is queued and retried while Redis is
  * down; with cb the caller is told the outcome (err set when Redis is unavailable: nothing
  * queued). track = 1 starts tracking unknown requests. Listeners (upstream subscriptions,
- * poller reschedule) hear every accepted event through ingest_on_event. */
+ * poller reschedule) hear every accepted event through ingest_on_event. An observation that
+ * ingest_refuse_future refuses is dropped before the apply step: cb (if any) gets err NULL,
+ * verdict PROTO_STALE and a NULL event (nothing was written). */
 void ingest_submit(struct ingest *in, const struct status_event *obs, int track,
                    ingest_done_cb *cb, void *arg);
 
 /* Count a rejected (malformed) observation of a source. */
 void ingest_rejected(struct ingest *in, enum proto_source src);
+
+/* 1 when obs's updatedAt is more than STATUSRELAY_MAX_CLOCK_SKEW ahead of this relay's clock
+ * (a signed payload or an upstream clock from the far future would make every later real
+ * update "stale" and freeze the request): counted as rejected (reason future_updated_at) and
+ * logged (one warn line per 10 s at most, with the number suppressed); *ahead_ms, when not
+ * NULL, gets how far ahead it is. 0 otherwise (nothing counted). ingest_submit calls it for
+ * every observation; a caller that answers the sender calls it first to say why. */
+int ingest_refuse_future(struct ingest *in, const struct status_event *obs, int64_t *ahead_ms);
 
 typedef void ingest_event_cb(void *arg, enum proto_verdict v, const struct status_event *ev,
                              const char *stream_id);

@@ -564,6 +564,21 @@ static void test_host_names_relay(void **state)
         {"relay.example.co", ALLOWED, 0},    {"relay.example.com.evil", ALLOWED, 0},
         {"example.com", ALLOWED, 0},         {"relay.example.com", "", 0},
         {"127.0.0.1:1", ALLOWED, 1},
+        /* issue 22: only uri-host[:port] */
+        {"127.0.0.1:27413@evil", NULL, 0},   {"127.0.0.1:27413@evil", ALLOWED, 0},
+        {"relay.example.com:443@evil", ALLOWED, 0}, {"user@127.0.0.1", NULL, 0},
+        {"localhost:http", NULL, 0},         {"127.0.0.1:80x", NULL, 0},
+        {"127.0.0.1:", NULL, 0},             {"127.0.0.1:65536", NULL, 0},
+        {"127.0.0.1:65535", NULL, 1},        {"127.0.0.1:123456", NULL, 0},
+        {"relay.example.com:x", ALLOWED, 0}, {"relay.example.com:", ALLOWED, 0},
+        {"127.0.0.1:8080,evil.example", NULL, 0}, {"127.0.0.1, 127.0.0.1", NULL, 0},
+        {"relay.example.com,evil", ALLOWED, 0},   {"127.0.0.1 ", NULL, 0},
+        {" localhost", NULL, 0},             {"local host", NULL, 0},
+        {"[::1]:80x", NULL, 0},              {"[::1]x", NULL, 0},
+        {"[::1]:", NULL, 0},                 {"[]:80", NULL, 0},
+        {"[::1", NULL, 0},                   {"127.0.0.1:8080:80", NULL, 0},
+        {"127.0.0.1\t", NULL, 0},            {"127.0.0.1/x", NULL, 0},
+        {"relay.example.com.", ALLOWED, 0},  {"dash-1_x~.example.org", "dash-1_x~.example.org", 1},
     };
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
         if (proto_host_names_relay(rows[i].host, rows[i].allowed) != rows[i].ok)

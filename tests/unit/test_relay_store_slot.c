@@ -213,6 +213,50 @@ static void test_url(void **state)
     assert_int_equal(cluster_url_parse(&u, "redis://a:1", &why), -1);
 }
 
+/* issue 22: what the parser used to take silently or explain wrongly */
+static void test_url_quirks(void **state)
+{
+    static const struct {
+        const char *url, *why; /* why: a piece of the reason */
+    } bad[] = {
+        /* an unencoded '/' (or '?') in the password: the seeds were cut at it */
+        {"redis-cluster://me:pa/ss@a:1,b:2", "percent-encoded (%2F, %3F)"},
+        {"redis-cluster://:123/456@a:1", "percent-encoded"},
+        {"redis-cluster://me:pa?ss@a:1", "percent-encoded"},
+        {"redis-cluster://a:1/0@b:2", "percent-encoded"},
+        /* %00 used to cut the password at the NUL */
+        {"redis-cluster://me:sec%00ret@a:1", "%00"},
+        {"redis-cluster://:%00@a:1", "%00"},
+        {"redis-cluster://m%00e:secret@a:1", "%00"},
+        /* empty entries in the node list: a trailing one was dropped silently */
+        {"redis-cluster://a:1,b:2,", "trailing comma"},
+        {"redis-cluster://a:1,", "trailing comma"},
+        {"redis-cluster://,a:1", "leading, doubled or trailing comma"},
+        {"redis-cluster://a:1,,b:2", "doubled"},
+        {"redis-cluster://me:pw@a:1,/0", "comma"},
+    };
+    struct cluster_url u;
+    const char *why;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        why = NULL;
+        if (cluster_url_parse(&u, bad[i].url, &why) != -1)
+            fail_msg("%s: accepted", bad[i].url);
+        if (why == NULL || strstr(why, bad[i].why) == NULL)
+            fail_msg("%s: reason \"%s\" lacks \"%s\"", bad[i].url, why ? why : "(null)",
+                     bad[i].why);
+        assert_null(u.user);
+        assert_null(u.password);
+    }
+    /* encoded, they are fine */
+    assert_int_equal(cluster_url_parse(&u, "redis-cluster://me:pa%2Fss%3F@a:1,b:2/0", &why), 0);
+    assert_string_equal(u.password, "pa/ss?");
+    assert_int_equal(u.nseeds, 2);
+    cluster_url_cleanup(&u);
+    assert_int_equal(cluster_url_parse(&u, "redis-cluster://me:%01x@a:1", &why), 0);
+    assert_int_equal(u.password[0], 1); /* other bytes stay as given */
+    cluster_url_cleanup(&u);
+}
+
 static void test_resp_split(void **state)
 {
     char **argv;
@@ -241,7 +285,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_crc_and_slots), cmocka_unit_test(test_cmd_key),
         cmocka_unit_test(test_map_parse),     cmocka_unit_test(test_redirect),
-        cmocka_unit_test(test_url),           cmocka_unit_test(test_resp_split),
+        cmocka_unit_test(test_url),           cmocka_unit_test(test_url_quirks),           cmocka_unit_test(test_resp_split),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
