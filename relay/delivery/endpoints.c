@@ -408,8 +408,6 @@ struct webhooks *webhooks_new(struct core *c)
     store_script_init(&w->sc_del, "wh_del");
     store_script_init(&w->sc_load, "wh_load");
     store_script_init(&w->sc[WH_SC_LIST], "wh_list");
-    store_script_init(&w->sc[WH_SC_REQUEUE], "wh_requeue");
-    store_script_init(&w->sc[WH_SC_FANOUT], "wh_fanout");
     store_script_init(&w->sc[WH_SC_EVENTS_BY_REQUEST], "events_by_request");
     c->webhooks = w;
     store_on_state(c->store, on_store_state, w);

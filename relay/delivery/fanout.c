@@ -37,6 +37,7 @@
 #include "relay/common/log.h"
 #include "relay/common/util.h"
 #include "relay/delivery/endpoints.h"
+#include "store/deliveries.h"
 #include "store/events.h"
 #include "store/keys.h"
 #include "store/store.h"
@@ -110,14 +111,14 @@ void fo_idle(struct fanout *fo)
 
 /* ---- lease ----------------------------------------------------------------------------- */
 
-static void on_lease(void *arg, const char *err, redisReply *r)
+static void on_lease(void *arg, const char *err, const char *msg, long long held)
 {
     struct fanout *fo = arg;
     if (fo_callback_enter(fo))
         return;
-    if (err != NULL || r->type != REDIS_REPLY_INTEGER)
+    if (err != NULL)
         return;
-    if (r->integer == 1 && !fo->leader) {
+    if (held == 1 && !fo->leader) {
         if (fo->share == NULL)
             log_info("webhook fan-out lease taken", "instance=%s", fo->c->instance_id);
         else
@@ -131,7 +132,7 @@ static void on_lease(void *arg, const char *err, redisReply *r)
         fo->need_pending = 1;
         snprintf(fo->claim_cursor, sizeof(fo->claim_cursor), "0-0");
         fo_step(fo);
-    } else if (r->integer == 0 && fo->leader) {
+    } else if (held == 0 && fo->leader) {
         if (fo->share == NULL)
             log_warn("webhook fan-out lease lost", "instance=%s", fo->c->instance_id);
         else
@@ -183,11 +184,8 @@ static void on_lease_tick(evutil_socket_t fd, short what, void *arg)
         }
         return;
     }
-    char ms[24];
-    snprintf(ms, sizeof(ms), "%d", FANOUT_LEASE_MS);
-    const char *argv[] = {fo->k_lease, fo->c->instance_id, ms};
     fo->pending++;
-    if (store_eval(fo->c->store, &fo->sc_lease, on_lease, fo, 1, 3, argv, NULL) != 0)
+    if (dl_lease(fo->c->store, fo->part, fo->c->instance_id, FANOUT_LEASE_MS, on_lease, fo) != 0)
         fo->pending--;
 }
 
@@ -391,14 +389,8 @@ struct fanout *fanout_new(struct core *c, struct webhooks *w, struct dispatch *d
     fo->dp = dp;
     fo->part = part;
     fo->share = share;
-    store_script_init(&fo->sc_lease, "wh_lease");
-    store_script_init(&fo->sc_held, "wh_held");
     fo->pairs = idmap_new();
-    fo->sc_fanout = webhooks_script(w, WH_SC_FANOUT);
-    const char *tag = store_part_tag(c->store, part);
-    key_build(fo->k_events, KEY_MAX, tag, "events", NULL, NULL);
-    key_build(fo->k_lease, KEY_MAX, tag, "fanout", NULL, NULL);
-    key_build(fo->k_whv, KEY_MAX, store_tag(c->store), "whv", NULL, NULL);
+    key_build(fo->k_events, KEY_MAX, store_part_tag(c->store, part), "events", NULL, NULL);
     fo->lease_ev = event_new(c->base, -1, EV_PERSIST, on_lease_tick, fo);
     fo->poll_ev = event_new(c->base, -1, EV_PERSIST, on_poll, fo);
     fo->kick_ev = event_new(c->base, -1, 0, on_kick, fo);
