@@ -7,6 +7,7 @@
 #include "store/deliveries.h"
 #include "protocol/event.h"
 #include "relay/common/util.h"
+#include "store/events.h"
 #include "store/keys.h"
 #include "store/store.h"
 
@@ -15,11 +16,17 @@
 #include <string.h>
 
 const char dl_err_reply[] = "reply";
+const char dl_err_nogroup[] = "nogroup";
 
-enum sc_id { SC_CLAIM, SC_DONE, SC_HEALTH, SC_REAP, SC_LEASE, SC_HELD, SC_FANOUT, SC_REQUEUE,
-             SC_N };
-static const char *const sc_names[SC_N] = {"wh_claim", "wh_done",  "wh_health", "wh_reap",
-                                           "wh_lease", "wh_held",  "wh_fanout", "wh_requeue"};
+enum sc_id {
+    SC_CLAIM, SC_DONE, SC_HEALTH, SC_REAP, SC_LEASE, SC_HELD, SC_FANOUT, SC_REQUEUE,
+    SC_MEMBERS, SC_LOAD, SC_PUT, SC_DEL, SC_EVENTS_BY_REQUEST, SC_N
+};
+static const char *const sc_names[SC_N] = {
+    "wh_claim", "wh_done",   "wh_health", "wh_reap", "wh_lease", "wh_held",
+    "wh_fanout", "wh_requeue", "members",  "wh_load", "wh_put",   "wh_del",
+    "events_by_request",
+};
 static struct store_script scripts[SC_N];
 
 static const struct store_script *script(enum sc_id id)
@@ -87,7 +94,10 @@ static void ver_key(struct store *s, unsigned part, char *out)
 
 /* ---- calls ----------------------------------------------------------------------------- */
 
-enum op { OP_CLAIM, OP_PAIRS, OP_FANOUT, OP_COUNT, OP_VERSION, OP_HELD };
+enum op {
+    OP_CLAIM, OP_PAIRS, OP_FANOUT, OP_COUNT, OP_VERSION, OP_HELD, OP_GROUP, OP_AUTOCLAIM,
+    OP_READ, OP_RANGE, OP_LOAD
+};
 
 struct call {
     enum op op;
@@ -98,6 +108,10 @@ struct call {
         dl_count_cb *count;
         dl_version_cb *version;
         dl_held_cb *held;
+        dl_group_cb *group;
+        dl_autoclaim_cb *autoclaim;
+        dl_events_cb *events;
+        dl_endpoints_cb *load;
     } cb;
     void *arg;
     size_t from; /* OP_PAIRS: the first element of the pairs */
@@ -169,6 +183,36 @@ static void claim_reply(struct call *c, const char *err, const char *msg, redisR
     free(v);
 }
 
+/* wh_load.lua: {version, {id, field, value, ...}, ...}; malformed rows are skipped */
+static void load_reply(struct call *c, const char *err, const char *msg, redisReply *r)
+{
+    if (err == NULL && (r->type != REDIS_REPLY_ARRAY || r->elements < 1))
+        err = dl_err_reply;
+    if (err != NULL) {
+        c->cb.load(c->arg, err, msg, NULL);
+        return;
+    }
+    size_t n = r->elements - 1, k = 0;
+    struct dl_endpoint_row *v = xcalloc(n ? n : 1, sizeof(*v));
+    for (size_t i = 0; i < n; i++) {
+        const redisReply *row = r->element[i + 1];
+        if (row->type != REDIS_REPLY_ARRAY || row->elements < 1 || row->element[0]->str == NULL)
+            continue;
+        size_t nkv = row->elements > 1 ? (row->elements - 1) / 2 : 0;
+        const char **kv = xcalloc(2 * nkv + 1, sizeof(*kv));
+        for (size_t j = 0; j < nkv; j++) {
+            kv[2 * j] = row->element[1 + 2 * j]->str;
+            kv[2 * j + 1] = row->element[2 + 2 * j]->str;
+        }
+        v[k++] = (struct dl_endpoint_row){.id = row->element[0]->str, .kv = kv, .nkv = nkv};
+    }
+    struct dl_endpoints_res res = {.version = str_or(r->element[0], "0"), .v = v, .n = k};
+    c->cb.load(c->arg, NULL, NULL, &res);
+    for (size_t i = 0; i < k; i++)
+        free(v[i].kv);
+    free(v);
+}
+
 static void on_reply(void *arg, const char *err, redisReply *r)
 {
     struct call *c = arg;
@@ -209,9 +253,49 @@ static void on_reply(void *arg, const char *err, redisReply *r)
         break;
     }
     case OP_COUNT:
+        if (c->cb.count == NULL)
+            break;
         if (err == NULL && r->type != REDIS_REPLY_INTEGER)
             err = dl_err_reply;
         c->cb.count(c->arg, err, msg, err == NULL ? r->integer : 0);
+        break;
+    case OP_GROUP:
+        if (err == store_err_server && msg != NULL && strncmp(msg, "BUSYGROUP", 9) == 0)
+            err = NULL; /* it exists */
+        c->cb.group(c->arg, err, msg);
+        break;
+    case OP_AUTOCLAIM:
+        /* {next cursor, {ids}, ...} */
+        if (err == store_err_server && msg != NULL && strncmp(msg, "NOGROUP", 7) == 0)
+            err = dl_err_nogroup;
+        else if (err == NULL && (r->type != REDIS_REPLY_ARRAY || r->elements < 2))
+            err = dl_err_reply;
+        if (err != NULL) {
+            c->cb.autoclaim(c->arg, err, msg, NULL, 0);
+            break;
+        }
+        c->cb.autoclaim(c->arg, NULL, NULL, str_or(r->element[0], "0-0"),
+                        r->element[1]->type == REDIS_REPLY_ARRAY ? r->element[1]->elements : 0);
+        break;
+    case OP_READ:
+    case OP_RANGE: {
+        if (c->op == OP_READ && err == store_err_server && msg != NULL &&
+            strncmp(msg, "NOGROUP", 7) == 0)
+            err = dl_err_nogroup;
+        else if (c->op == OP_RANGE && err == NULL && r->type != REDIS_REPLY_ARRAY)
+            err = dl_err_reply;
+        if (err != NULL) {
+            c->cb.events(c->arg, err, msg, NULL, 0);
+            break;
+        }
+        struct store_events_iter it;
+        size_t n = c->op == OP_READ ? store_events_iter_read(&it, r)
+                                    : store_events_iter_range(&it, r);
+        c->cb.events(c->arg, NULL, NULL, &it, n);
+        break;
+    }
+    case OP_LOAD:
+        load_reply(c, err, msg, r);
         break;
     case OP_VERSION:
         if (err == NULL && r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_NIL)
@@ -593,4 +677,149 @@ int dl_requeue(struct store *s, const struct dl_requeue_req *q, dl_count_cb *cb,
     int r = eval(s, SC_REQUEUE, c, 2, 10, argv, NULL);
     free(tag);
     return r;
+}
+
+/* ---- the fan-out's stream -------------------------------------------------------------- */
+
+static void events_key(struct store *s, unsigned part, char *out)
+{
+    key_build(out, KEY_MAX, store_part_tag(s, part), "events", NULL, NULL);
+}
+
+int dl_group_create(struct store *s, unsigned part, const char *group, dl_group_cb *cb,
+                    void *arg)
+{
+    char k[KEY_MAX];
+    events_key(s, part, k);
+    struct call *c = call_new(OP_GROUP, arg);
+    c->cb.group = cb;
+    if (store_cmd(s, on_reply, c, "XGROUP CREATE %s %s 0 MKSTREAM", k, group) != 0) {
+        free(c);
+        return -1;
+    }
+    return 0;
+}
+
+int dl_autoclaim(struct store *s, unsigned part, const char *group, const char *consumer,
+                 const char *cursor, dl_autoclaim_cb *cb, void *arg)
+{
+    char k[KEY_MAX];
+    events_key(s, part, k);
+    struct call *c = call_new(OP_AUTOCLAIM, arg);
+    c->cb.autoclaim = cb;
+    if (store_cmd(s, on_reply, c, "XAUTOCLAIM %s %s %s 0 %s COUNT 1000 JUSTID", k, group,
+                  consumer, cursor) != 0) {
+        free(c);
+        return -1;
+    }
+    return 0;
+}
+
+int dl_read(struct store *s, unsigned part, const char *group, const char *consumer,
+            size_t count, int pending, dl_events_cb *cb, void *arg)
+{
+    char k[KEY_MAX], cnt[24];
+    events_key(s, part, k);
+    snprintf(cnt, sizeof(cnt), "%zu", count);
+    struct call *c = call_new(OP_READ, arg);
+    c->cb.events = cb;
+    if (store_cmd(s, on_reply, c, "XREADGROUP GROUP %s %s COUNT %s STREAMS %s %s", group,
+                  consumer, cnt, k, pending ? "0" : ">") != 0) {
+        free(c);
+        return -1;
+    }
+    return 0;
+}
+
+int dl_events_page(struct store *s, unsigned part, const char *start, const char *end,
+                   int count, dl_events_cb *cb, void *arg)
+{
+    struct call *c = call_new(OP_RANGE, arg);
+    c->cb.events = cb;
+    if (store_events_range_in(s, store_part_tag(s, part), start, end, count, on_reply, c) != 0) {
+        free(c);
+        return -1;
+    }
+    return 0;
+}
+
+int dl_events_of_request(struct store *s, const char *request_id, dl_events_cb *cb, void *arg)
+{
+    const char *tag = store_tag_of(s, request_id);
+    char ktl[KEY_MAX], kev[KEY_MAX];
+    key_build(ktl, sizeof(ktl), tag, "tl", request_id, NULL);
+    key_build(kev, sizeof(kev), tag, "events", NULL, NULL);
+    const char *argv[] = {ktl, kev, "", "", "100000"};
+    struct call *c = call_new(OP_RANGE, arg);
+    c->cb.events = cb;
+    return eval(s, SC_EVENTS_BY_REQUEST, c, 2, 5, argv, NULL);
+}
+
+/* ---- members --------------------------------------------------------------------------- */
+
+int dl_members(struct store *s, const char *instance, int64_t now_ms, int64_t lease_ms,
+               dl_count_cb *cb, void *arg)
+{
+    char k[KEY_MAX], now[24], lease[24];
+    key_build(k, sizeof(k), store_tag(s), "members", NULL, NULL);
+    const char *argv[] = {k, instance, num(now, now_ms), num(lease, lease_ms)};
+    struct call *c = call_new(OP_COUNT, arg);
+    c->cb.count = cb;
+    return eval(s, SC_MEMBERS, c, 1, 4, argv, NULL);
+}
+
+/* ---- the endpoint set ------------------------------------------------------------------ */
+
+int dl_endpoints_load(struct store *s, dl_endpoints_cb *cb, void *arg)
+{
+    char kidx[KEY_MAX], kver[KEY_MAX];
+    const char *tag = store_tag(s);
+    key_build(kidx, sizeof(kidx), tag, "whs", NULL, NULL);
+    key_build(kver, sizeof(kver), tag, "whv", NULL, NULL);
+    const char *argv[] = {kidx, kver, tag};
+    struct call *c = call_new(OP_LOAD, arg);
+    c->cb.load = cb;
+    return eval(s, SC_LOAD, c, 2, 3, argv, NULL);
+}
+
+int dl_endpoint_put(struct store *s, const char *id, int create, const char *const *fields,
+                    int nfields, int64_t now_ms, dl_count_cb *cb, void *arg)
+{
+    const char *tag = store_tag(s);
+    char kwh[KEY_MAX], kidx[KEY_MAX], kver[KEY_MAX], now[24];
+    key_build(kwh, sizeof(kwh), tag, "wh", id, NULL);
+    key_build(kidx, sizeof(kidx), tag, "whs", NULL, NULL);
+    key_build(kver, sizeof(kver), tag, "whv", NULL, NULL);
+    int argc = 6 + 2 * nfields;
+    const char **argv = xcalloc((size_t)argc, sizeof(char *));
+    size_t *lens = xcalloc((size_t)argc, sizeof(size_t));
+    argv[0] = kwh, argv[1] = kidx, argv[2] = kver, argv[3] = id;
+    argv[4] = create ? "create" : "update", argv[5] = num(now, now_ms);
+    /* a deleted field's value is the 4 bytes "\0del" (wh_put.lua) */
+    for (int i = 0; i < 2 * nfields; i++)
+        argv[6 + i] = fields[i] ? fields[i] : "\0del";
+    for (int i = 0; i < argc; i++)
+        lens[i] = i >= 6 && fields[i - 6] == NULL ? 4 : strlen(argv[i]);
+    struct call *c = call_new(OP_COUNT, arg);
+    c->cb.count = cb;
+    int r = eval(s, SC_PUT, c, 3, argc, argv, lens);
+    free(argv);
+    free(lens);
+    return r;
+}
+
+int dl_endpoint_del(struct store *s, const char *id, int64_t now_ms, dl_count_cb *cb,
+                    void *arg)
+{
+    const char *tag = store_tag(s);
+    char k[5][KEY_MAX], now[24];
+    key_build(k[0], KEY_MAX, tag, "wh", id, NULL);
+    key_build(k[1], KEY_MAX, tag, "whs", NULL, NULL);
+    key_build(k[2], KEY_MAX, tag, "whv", NULL, NULL);
+    key_build(k[3], KEY_MAX, tag, "due", NULL, NULL);
+    key_build(k[4], KEY_MAX, tag, "whgone", NULL, NULL); /* purged by store/wh_gc.lua */
+    const char *argv[] = {k[0], k[1], k[2], k[3], k[4], num(now, now_ms), id};
+    struct call *c = call_new(OP_COUNT, arg);
+    c->cb.count = cb;
+    return eval(s, SC_DEL, c, 5, 7, argv, NULL);
 }

@@ -25,6 +25,8 @@ struct status_event;
 
 /* An answer whose shape is not the script's (see above). */
 extern const char dl_err_reply[];
+/* The stream's consumer group is missing (Redis said NOGROUP): create it again. */
+extern const char dl_err_nogroup[];
 
 /* The outcome of one attempt (wh_done.lua, and the first attempts of the fan-out). */
 enum dl_outcome {
@@ -232,5 +234,63 @@ struct dl_requeue_req {
 };
 /* res: deliveries replayed (or that would be, dry). */
 int dl_requeue(struct store *s, const struct dl_requeue_req *q, dl_count_cb *cb, void *arg);
+
+/* ---- the fan-out's reading of its stream {P}:events (consumer group) --------------------- */
+
+struct store_events_iter;
+/* The group exists now (created, or it existed: BUSYGROUP is not an error). */
+typedef void dl_group_cb(void *arg, const char *err, const char *msg);
+int dl_group_create(struct store *s, unsigned part, const char *group, dl_group_cb *cb,
+                    void *arg);
+/* XAUTOCLAIM of every pending entry from cursor (ids only): res next cursor ("0-0": done),
+ * claimed the entries taken over in this step. err dl_err_nogroup: create the group. */
+typedef void dl_autoclaim_cb(void *arg, const char *err, const char *msg, const char *next,
+                             size_t claimed);
+int dl_autoclaim(struct store *s, unsigned part, const char *group, const char *consumer,
+                 const char *cursor, dl_autoclaim_cb *cb, void *arg);
+/* A page of entries: walk them with store_events_next (store/events.h; borrowed for the
+ * callback); n entries (0: nothing). */
+typedef void dl_events_cb(void *arg, const char *err, const char *msg,
+                          struct store_events_iter *it, size_t n);
+/* XREADGROUP of up to count entries for consumer: new ones, or (pending = 1) its own pending
+ * entries from the start. err dl_err_nogroup: create the group. */
+int dl_read(struct store *s, unsigned part, const char *group, const char *consumer,
+            size_t count, int pending, dl_events_cb *cb, void *arg);
+/* Replays: a page of partition part's stream (XRANGE start end COUNT count), or every event
+ * of one request (store/events_by_request.lua, on its partition). */
+int dl_events_page(struct store *s, unsigned part, const char *start, const char *end,
+                   int count, dl_events_cb *cb, void *arg);
+int dl_events_of_request(struct store *s, const char *request_id, dl_events_cb *cb, void *arg);
+
+/* ---- the deployment's live processes (members.lua, several partitions) ------------------- */
+
+/* Renew this process's entry (lease_ms 0: leave); res: the live processes. cb may be NULL. */
+int dl_members(struct store *s, const char *instance, int64_t now_ms, int64_t lease_ms,
+               dl_count_cb *cb, void *arg);
+
+/* ---- the endpoint set (wh_load.lua, wh_put.lua, wh_del.lua) ------------------------------ */
+
+struct dl_endpoint_row {
+    const char *id;
+    const char **kv; /* field, value, ... (2 * nkv strings, borrowed) */
+    size_t nkv;
+};
+struct dl_endpoints_res {
+    const char *version; /* "0" before any endpoint was written */
+    const struct dl_endpoint_row *v;
+    size_t n;
+};
+typedef void dl_endpoints_cb(void *arg, const char *err, const char *msg,
+                             const struct dl_endpoints_res *res);
+/* Every endpoint with the set's version, atomically. */
+int dl_endpoints_load(struct store *s, dl_endpoints_cb *cb, void *arg);
+/* Create (create = 1) or update endpoint id with nfields (field, value) pairs, a value NULL
+ * deleting the field; res 1, or 0 when updating an unknown id / creating an existing one. */
+int dl_endpoint_put(struct store *s, const char *id, int create, const char *const *fields,
+                    int nfields, int64_t now_ms, dl_count_cb *cb, void *arg);
+/* Delete endpoint id with its queue (its delivery log is purged by wh_gc.lua); res 1, or 0
+ * when unknown. */
+int dl_endpoint_del(struct store *s, const char *id, int64_t now_ms, dl_count_cb *cb,
+                    void *arg);
 
 #endif

@@ -152,21 +152,20 @@ static void page_clear(struct replay *rp)
     rp->nevs = 0;
 }
 
-static void on_events_page(void *arg, const char *err, redisReply *r)
+static void on_events_page(void *arg, const char *err, const char *msg,
+                           struct store_events_iter *it, size_t n)
 {
     struct replay *rp = arg;
-    if (err != NULL || r->type != REDIS_REPLY_ARRAY || webhooks_of(rp->c) == NULL) {
+    if (err != NULL || webhooks_of(rp->c) == NULL) {
         finish(rp, replay_err_unavailable);
         return;
     }
     page_clear(rp);
-    struct store_events_iter it;
     struct store_event_entry e;
-    size_t n = store_events_iter_range(&it, r);
     rp->evs = xcalloc(n + 1, sizeof(*rp->evs));
     rp->sids = xcalloc(n + 1, sizeof(*rp->sids));
     rp->last_page = rp->s.request_id[0] != '\0' || n < REPLAY_PAGE;
-    while (store_events_next(&it, &e)) {
+    while (store_events_next(it, &e)) {
         snprintf(rp->next_start, sizeof(rp->next_start), "(%s", e.sid);
         struct status_event *ev = &rp->evs[rp->nevs];
         struct proto_err pe;
@@ -320,18 +319,12 @@ static void events_next(struct replay *rp)
     }
     int r;
     if (rp->s.request_id[0]) {
-        const char *tag = store_tag_of(c->store, rp->s.request_id);
-        char ktl[KEY_MAX], kev[KEY_MAX];
-        key_build(ktl, sizeof(ktl), tag, "tl", rp->s.request_id, NULL);
-        key_build(kev, sizeof(kev), tag, "events", NULL, NULL);
-        const char *argv[] = {ktl, kev, "", "", "100000"};
-        r = store_eval(c->store, webhooks_script(rp->w, WH_SC_EVENTS_BY_REQUEST),
-                       on_events_page, rp, 2, 5, argv, NULL);
+        r = dl_events_of_request(c->store, rp->s.request_id, on_events_page, rp);
     } else {
         char end[32];
         snprintf(end, sizeof(end), "%lld", rp->s.has_until ? (long long)rp->s.until : 0LL);
-        r = store_events_range_in(c->store, store_part_tag(c->store, rp->part), rp->next_start,
-                                  rp->s.has_until ? end : "+", REPLAY_PAGE, on_events_page, rp);
+        r = dl_events_page(c->store, rp->part, rp->next_start, rp->s.has_until ? end : "+",
+                           REPLAY_PAGE, on_events_page, rp);
     }
     if (r != 0)
         finish(rp, replay_err_unavailable);
