@@ -69,64 +69,6 @@ static void pair_drop(struct fanout *fo, struct fo_dl *dl)
     dl->slot = 0;
 }
 
-/* ---- pair states ----------------------------------------------------------------------- */
-
-static const char *const state_names[FO_STATE_COUNT] = {
-    [FO_PENDING] = "pending", [FO_SKIPPED] = "skipped", [FO_OPEN] = "open",
-    [FO_CHAINED] = "chained", [FO_OK] = "ok",           [FO_RETRY] = "retry",
-    [FO_DEAD] = "dead",       [FO_GONE] = "gone",       [FO_INFLIGHT] = "inflight",
-};
-
-const char *fo_state_name(enum fo_state st)
-{
-    return (unsigned)st < FO_STATE_COUNT ? state_names[st] : "?";
-}
-
-void fo_dl_set(struct fo_dl *dl, enum fo_state st)
-{
-    if (dl->st != st)
-        log_debug("webhook fan-out pair", "webhook=%s request=%s from=%s to=%s", dl->wh->id,
-                  dl->b->ents[dl->ev].ev.request_id, fo_state_name(dl->st), fo_state_name(st));
-    dl->st = st;
-}
-
-/* How the commit records a pair (OPEN and CHAINED are never committed: the commit turns
- * them into INFLIGHT or PENDING first). */
-static enum dl_pair state_pair(enum fo_state st)
-{
-    switch (st) {
-    case FO_SKIPPED:
-        return DL_PAIR_SKIPPED;
-    case FO_OK:
-        return DL_PAIR_OK;
-    case FO_RETRY:
-        return DL_PAIR_RETRY;
-    case FO_DEAD:
-        return DL_PAIR_DEAD;
-    case FO_GONE:
-        return DL_PAIR_GONE;
-    case FO_INFLIGHT:
-        return DL_PAIR_INFLIGHT;
-    default:
-        return DL_PAIR_PENDING;
-    }
-}
-
-/* The state of a first attempt's outcome (OK, RETRY, DEAD or GONE), and back. */
-static enum fo_state outcome_state(enum dl_outcome o)
-{
-    return o == DL_OUTCOME_OK ? FO_OK : o == DL_OUTCOME_RETRY ? FO_RETRY
-                                    : o == DL_OUTCOME_GONE    ? FO_GONE
-                                                              : FO_DEAD;
-}
-
-static enum dl_outcome state_outcome(enum fo_state st)
-{
-    return st == FO_OK ? DL_OUTCOME_OK : st == FO_RETRY ? DL_OUTCOME_RETRY
-                                     : st == FO_GONE    ? DL_OUTCOME_GONE
-                                                        : DL_OUTCOME_DEAD;
-}
-
 /* ---- batches --------------------------------------------------------------------------- */
 
 static struct fo_dl *dl_add(struct fo_batch *b, size_t ev, struct webhook *wh, enum fo_state st)
@@ -238,7 +180,7 @@ static void on_first(void *arg, enum dl_outcome outcome, const char *json, int64
             fo_dl_set(dl, FO_PENDING);
             return;
         }
-        fo_dl_set(dl, outcome_state(outcome));
+        fo_dl_set(dl, fo_outcome_state(outcome));
         free(dl->json);
         dl->json = xstrdup(json ? json : "{}");
         dl->num = next_ms;
@@ -250,7 +192,7 @@ static void on_first(void *arg, enum dl_outcome outcome, const char *json, int64
          * (out of descriptors: not an attempt): recorded pending, the dispatcher sends it */
         fo_dl_set(dl, FO_PENDING);
     } else {
-        fo_dl_set(dl, outcome_state(outcome));
+        fo_dl_set(dl, fo_outcome_state(outcome));
         dl->json = xstrdup(json ? json : "{}");
         dl->num = next_ms;
     }
@@ -443,28 +385,30 @@ static void on_held(void *arg, const char *err, const char *msg, const struct dl
         struct fo_dl *dl = b->dls[i];
         if (dl->st != FO_OPEN)
             continue;
-        if (f >= nflags || flags[f++] == '1') { /* held behind an unfinished delivery */
+        int held = f >= nflags || flags[f++] == '1'; /* behind an unfinished delivery */
+        if (fo_admit_decide(held, 0, FO_PENDING) == FO_ADMIT_HELD) {
             fo_dl_set(dl, FO_PENDING);
             continue;
         }
         struct fo_dl *pred = pair_get(fo, dl);
         b->open++;
         fo->nopen++;
-        if (pred != NULL && (pred->st == FO_CHAINED || pred->st == FO_OPEN)) {
+        switch (fo_admit_decide(0, pred != NULL, pred != NULL ? pred->st : FO_PENDING)) {
+        case FO_ADMIT_CHAIN:
             fo_dl_set(dl, FO_CHAINED); /* waits for its predecessor's outcome */
             pred->succ = dl;
             pair_put(fo, dl);
-        } else if (pred != NULL && pred->st == FO_OK) {
-            pair_put(fo, dl);
-            send_first(fo, dl);
-        } else if (pred != NULL) { /* it failed or is recorded pending: behind it */
+            break;
+        case FO_ADMIT_BEHIND: /* it failed or is recorded pending: behind it */
             fo_dl_set(dl, FO_PENDING);
             b->open--;
             fo->nopen--;
             pair_put(fo, dl);
-        } else {
+            break;
+        default: /* FO_ADMIT_SEND */
             pair_put(fo, dl);
             send_first(fo, dl);
+            break;
         }
     }
     /* pending pairs are open pairs too: a later event of the request waits behind them */
@@ -492,24 +436,21 @@ void fo_try_commit(struct fanout *fo)
     if (b->open > 0 && mono_ms() - b->t0 < FANOUT_COMMIT_WAIT_MS)
         return;
     int64_t lease_end = wall_ms() + fo->c->cfg->delivery_lease_ms;
+    /* an attempt still in flight is recorded so (with a lease); it stays ours until the
+     * commit lands (on_commit detaches it), so an outcome that comes before is written by a
+     * commit again or after it, never before its record exists */
     for (size_t i = 0; i < b->ndl; i++) {
         struct fo_dl *dl = b->dls[i];
-        /* still in flight: recorded so (with a lease); the attempt stays ours until the commit
-         * lands (on_commit detaches it), so an outcome that comes before is written by a
-         * commit again or after it, never before its record exists */
-        if (dl->st == FO_OPEN && dl->h != NULL) {
-            fo_dl_set(dl, FO_INFLIGHT);
+        struct fo_commit_step st = fo_commit_decide(dl->st, dl->h != NULL);
+        fo_dl_set(dl, st.st);
+        if (st.lease)
             dl->num = lease_end;
-            b->open--;
-            fo->nopen--;
-            chain_to_pending(fo, dl);
-        } else if (dl->st == FO_INFLIGHT && dl->h != NULL) {
-            dl->num = lease_end; /* written again after a failed commit: a fresh lease */
-        } else if (dl->st == FO_CHAINED) { /* its predecessor is recorded first, in order */
-            fo_dl_set(dl, FO_PENDING);
+        if (st.closes) {
             b->open--;
             fo->nopen--;
         }
+        if (st.unchain)
+            chain_to_pending(fo, dl);
     }
     struct dl_fanout a;
     struct dl_fanout_opts o = {
@@ -536,7 +477,7 @@ void fo_try_commit(struct fanout *fo)
         int need_body = 0;
         for (; d < b->ndl && b->dls[d]->ev == i; d++) {
             struct fo_dl *dl = b->dls[d];
-            enum dl_pair k = state_pair(dl->st);
+            enum dl_pair k = fo_state_pair(dl->st);
             dl_fanout_pair(&a, dl->wh->id, k, dl->json, dl->num);
             need_body |= dl_pair_needs_body(k);
         }
@@ -611,7 +552,7 @@ static void on_commit(void *arg, const char *err, const char *msg,
         } else if (dl->late) {
             char did[PROTO_EVENT_ID_MAX + WH_ID_MAX + 2];
             snprintf(did, sizeof(did), "%s.%s", b->ents[dl->ev].ev.event_id, dl->wh->id);
-            dispatch_report(fo->dp, dl->wh, did, fo->part, state_outcome(dl->st), dl->json,
+            dispatch_report(fo->dp, dl->wh, did, fo->part, fo_state_outcome(dl->st), dl->json,
                             dl->num);
             dl->late = 0;
         }

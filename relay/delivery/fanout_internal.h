@@ -130,10 +130,36 @@ void fo_idle(struct fanout *fo);
 /* Take the next read step if none is in flight and the pipeline has room (coalesced). */
 void fo_step(struct fanout *fo);
 
-/* fanout_batch.c */
+/* fanout_state.c: the pair states' names, their one setter, and the pure per-pair decisions
+ * (row-tested in tests/unit/test_relay_fanout_state.c) */
 /* The one place a pair's state changes. */
 void fo_dl_set(struct fo_dl *dl, enum fo_state st);
 const char *fo_state_name(enum fo_state st);
+/* How the commit records a pair of state st (OPEN and CHAINED never reach it: the commit's
+ * step turns them into INFLIGHT or PENDING first; recorded PENDING if they did). */
+enum dl_pair fo_state_pair(enum fo_state st);
+/* The state of a first attempt's outcome (OK, RETRY, DEAD or GONE; any other: DEAD), and
+ * back (a state that is no outcome: DEAD). */
+enum fo_state fo_outcome_state(enum dl_outcome o);
+enum dl_outcome fo_state_outcome(enum fo_state st);
+
+/* A candidate's admission once wh_held.lua answered: held (its request has an unfinished
+ * delivery to the endpoint: recorded PENDING, not open); else by its newest open pair of the
+ * same (endpoint, request), the predecessor: none or delivered (OK): SEND its first attempt;
+ * still open (OPEN, CHAINED): CHAIN behind it; anything else (failed, pending, in flight):
+ * BEHIND it, recorded PENDING. */
+enum fo_admit { FO_ADMIT_HELD, FO_ADMIT_SEND, FO_ADMIT_CHAIN, FO_ADMIT_BEHIND };
+enum fo_admit fo_admit_decide(int held, int has_pred, enum fo_state pred);
+
+/* The commit's step for one pair of the batch it writes (attempt_out: the dispatcher still
+ * has its first attempt, dl->h != NULL). */
+struct fo_commit_step {
+    enum fo_state st; /* the state after the step (recorded as fo_state_pair(st)) */
+    int closes;       /* it leaves the open count (b->open, fo->nopen) */
+    int lease;        /* its number becomes the lease end (recorded in flight) */
+    int unchain;      /* its chained successors become PENDING (recorded behind it) */
+};
+struct fo_commit_step fo_commit_decide(enum fo_state st, int attempt_out);
 /* Match fo->batch against the endpoints and start its first attempts (through wh_held.lua);
  * the batch then joins the open ones. */
 void fo_process_batch(struct fanout *fo);
