@@ -13,6 +13,7 @@
 #include "relay/common/util.h"
 #include "relay/delivery/endpoints.h"
 #include "relay/delivery/wh_view.h"
+#include "store/deliveries.h"
 #include "store/store.h"
 
 #include <event2/event.h>
@@ -82,8 +83,8 @@ void dsp_push_result(struct dispatch *d, struct dispatch_attempt *a)
  * wh_done.lua. */
 void dsp_finish(struct dispatch *d, struct dispatch_attempt *a)
 {
-    if (a->wh != NULL && strcmp(a->outcome, "local") != 0) /* says nothing of the endpoint */
-        dsp_ep_of(d, a->wh)->failing = strcmp(a->outcome, "ok") != 0;
+    if (a->wh != NULL && a->outcome != DL_OUTCOME_LOCAL) /* says nothing of the endpoint */
+        dsp_ep_of(d, a->wh)->failing = a->outcome != DL_OUTCOME_OK;
     if (a->first_cb != NULL) {
         a->first_cb(a->first_arg, a->outcome, a->json, a->next_ms);
         dsp_attempt_free(a);
@@ -94,7 +95,7 @@ void dsp_finish(struct dispatch *d, struct dispatch_attempt *a)
     }
 }
 
-static void on_done(void *arg, const char *err, redisReply *r)
+static void on_done(void *arg, const char *err, const char *msg, const struct dl_pairs *res)
 {
     struct dispatch *d = arg;
     if (dsp_callback_enter(d))
@@ -119,11 +120,11 @@ static void on_done(void *arg, const char *err, redisReply *r)
     dsp_list_free(batch);
     int reload = 0;
     if (d->np > 1) /* health outcomes, for the deployment's endpoint hashes */
-        wh_view_health(d->c, r, 0);
-    else if (r->type == REDIS_REPLY_ARRAY)
-        for (size_t i = 0; i + 1 < r->elements; i += 2) {
-            log_warn("webhook endpoint disabled", "webhook=%s reason=%s",
-                     r->element[i]->str, r->element[i + 1]->str);
+        wh_view_health(d->c, res);
+    else
+        for (size_t i = 0; i < res->n; i++) {
+            log_warn("webhook endpoint disabled", "webhook=%s reason=%s", res->v[i].id,
+                     res->v[i].val);
             d->c->metrics.wh_endpoints_disabled++;
             reload = 1;
         }
@@ -140,43 +141,21 @@ void dsp_flush(struct dispatch *d)
     const struct config *cfg = d->c->cfg;
     /* one batch = one partition's outcomes (the head's), in their order; the others wait */
     unsigned part = d->res_head->part;
-    const char *ptag = store_part_tag(d->c->store, part);
-    char *tag = wh_view_tag(d->c, d->w, part);
-    char k_due[KEY_MAX], k_inflight[KEY_MAX], k_dead[KEY_MAX], k_ver[KEY_MAX];
-    /* several partitions: health goes back through store/wh_health.lua, and KEYS[3] is an
-     * unused key of the partition (one slot per script) */
-    key_build(k_ver, sizeof(k_ver), d->np > 1 ? ptag : store_tag(d->c->store), "whv", NULL,
-              NULL);
-    key_build(k_due, sizeof(k_due), ptag, "due", NULL, NULL);
-    key_build(k_inflight, sizeof(k_inflight), ptag, "inflight", NULL, NULL);
-    key_build(k_dead, sizeof(k_dead), ptag, "dead", NULL, NULL);
     size_t n = 0;
     for (struct dispatch_attempt *x = d->res_head; x != NULL && n < DISPATCH_DONE_MAX;
          x = x->next)
         n += x->part == part;
-    int argc = 8 + 5 * (int)n;
-    const char **argv = xmalloc(sizeof(char *) * (size_t)argc);
-    char now[24], dis[24], ret[24];
-    char (*nx)[24] = xmalloc(24 * n);
-    snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
-    snprintf(dis, sizeof(dis), "%lld", (long long)cfg->disable_after_ms);
-    snprintf(ret, sizeof(ret), "%lld", (long long)WH_RETENTION_MS);
-    argv[0] = k_due, argv[1] = k_inflight, argv[2] = k_ver, argv[3] = k_dead;
-    argv[4] = tag, argv[5] = now, argv[6] = dis, argv[7] = ret;
+    struct dl_result *res = xcalloc(n, sizeof(*res));
     size_t i = 0;
     for (struct dispatch_attempt *a = d->res_head; i < n; a = a->next) {
         if (a->part != part)
             continue;
-        snprintf(nx[i], 24, "%lld", (long long)a->next_ms);
-        argv[8 + 5 * i] = a->did;
-        argv[9 + 5 * i] = a->whid;
-        argv[10 + 5 * i] = a->outcome;
-        argv[11 + 5 * i] = a->json;
-        argv[12 + 5 * i] = nx[i];
-        i++;
+        res[i++] = (struct dl_result){.did = a->did, .whid = a->whid, .outcome = a->outcome,
+                                      .json = a->json, .next_ms = a->next_ms};
     }
     d->pending++;
-    if (store_eval(d->c->store, &d->sc_done, on_done, d, 4, argc, argv, NULL) == 0) {
+    if (dl_done(d->c->store, part, wh_view_of(d->c, d->w), wall_ms(), cfg->disable_after_ms,
+                WH_RETENTION_MS, res, n, on_done, d) == 0) {
         /* detach those n results as the batch in flight; the rest stay in order */
         struct dispatch_attempt **pp = &d->res_head, **bt = &d->flushing, *last = NULL;
         size_t moved = 0;
@@ -199,9 +178,7 @@ void dsp_flush(struct dispatch *d)
     } else {
         d->pending--;
     }
-    free(argv);
-    free(nx);
-    free(tag);
+    free(res);
 }
 
 void dsp_on_flush(evutil_socket_t fd, short what, void *arg)
@@ -270,7 +247,7 @@ static void local_failure(struct dispatch *d, struct dispatch_attempt *a,
     } else {
         d->local_suppressed++;
     }
-    a->outcome = "local";
+    a->outcome = DL_OUTCOME_LOCAL;
     a->next_ms = now + dl;
     a->json = xstrdup(""); /* nothing is logged for it */
 }
@@ -318,20 +295,20 @@ static void on_http_done(void *arg, const struct httpc_resp *resp)
     /* a 2xx is delivered even when its (ignored) response body was too long to drain */
     if ((resp->err == NULL || resp->err == httpc_err_too_large) && resp->status >= 200 &&
         resp->status < 300) {
-        a->outcome = "ok";
+        a->outcome = DL_OUTCOME_OK;
         m->wh_delivered++;
         metrics_observe_delivery(m, resp->latency_ms);
     } else if (resp->err == NULL && resp->status == 410) {
-        a->outcome = "gone";
+        a->outcome = DL_OUTCOME_GONE;
         m->wh_dead++;
     } else if (resp->err == httpc_err_forbidden) {
-        a->outcome = "dead";
+        a->outcome = DL_OUTCOME_DEAD;
         m->wh_dead++;
         m->wh_forbidden++;
     } else {
         int64_t dl = retry_delay(cfg, a->att);
         if (dl < 0) {
-            a->outcome = "dead";
+            a->outcome = DL_OUTCOME_DEAD;
             m->wh_dead++;
         } else {
             if (resp->err == NULL && (resp->status == 429 || resp->status == 503) &&
@@ -339,12 +316,12 @@ static void on_http_done(void *arg, const struct httpc_resp *resp)
                 dl = resp->retry_after_ms < DISPATCH_RETRY_AFTER_MAX_MS
                          ? resp->retry_after_ms
                          : DISPATCH_RETRY_AFTER_MAX_MS;
-            a->outcome = "retry";
+            a->outcome = DL_OUTCOME_RETRY;
             a->next_ms = now + dl;
             m->wh_retries++;
         }
     }
-    a->json = attempt_json(now - resp->latency_ms, a->att, resp->err ? resp->status : resp->status,
+    a->json = attempt_json(now - resp->latency_ms, a->att, resp->status,
                            resp->latency_ms, resp->err,
                            resp->err && resp->detail ? resp->detail : NULL, resp->body,
                            resp->body_len, a->replay);
@@ -364,7 +341,7 @@ static int forbid_private(void *arg, const struct sockaddr *sa, socklen_t len)
 /* a failed before any exchange; retry (if that is the outcome) after delay_ms. a is handed
  * on (and may be freed) here. */
 void dsp_fail_now(struct dispatch *d, struct dispatch_attempt *a, const char *err,
-                     const char *outcome, int64_t delay_ms)
+                  enum dl_outcome outcome, int64_t delay_ms)
 {
     a->outcome = outcome;
     a->next_ms = wall_ms() + delay_ms;
@@ -400,7 +377,7 @@ void dsp_send(struct dispatch *d, struct dispatch_attempt *a)
                 proto_sw_sign(wh->prev_hmac, a->ev, ts, a->b->p, a->b->len, s2, sizeof(s2));
         }
         if (r != 0) {
-            dsp_fail_now(d, a, "signing_failed", "dead", 0);
+            dsp_fail_now(d, a, "signing_failed", DL_OUTCOME_DEAD, 0);
             return;
         }
         snprintf(a->h_sig, sizeof(a->h_sig), "webhook-signature: %s%s%s", s1, s2[0] ? " " : "",
@@ -411,7 +388,7 @@ void dsp_send(struct dispatch *d, struct dispatch_attempt *a)
         char xts[24], hex[65];
         snprintf(xts, sizeof(xts), "%lld", (long long)now);
         if (proto_upstream_sign(wh->up_hmac, xts, a->b->p, a->b->len, hex) != 0) {
-            dsp_fail_now(d, a, "signing_failed", "dead", 0);
+            dsp_fail_now(d, a, "signing_failed", DL_OUTCOME_DEAD, 0);
             return;
         }
         snprintf(a->h_xts, sizeof(a->h_xts), "X-Signature-Timestamp: %s", xts);
@@ -453,7 +430,8 @@ void dsp_send(struct dispatch *d, struct dispatch_attempt *a)
             return;
         }
         int64_t dl = retry_delay(cfg, a->att);
-        dsp_fail_now(d, a, httpc_err_internal, dl < 0 ? "dead" : "retry", dl < 0 ? 0 : dl);
+        dsp_fail_now(d, a, httpc_err_internal, dl < 0 ? DL_OUTCOME_DEAD : DL_OUTCOME_RETRY,
+                     dl < 0 ? 0 : dl);
         return;
     }
     d->inflight++;

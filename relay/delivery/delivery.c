@@ -15,7 +15,7 @@
 #include "relay/delivery/dispatch.h"
 #include "relay/delivery/fanout.h"
 #include "relay/delivery/endpoints.h"
-#include "store/keys.h"
+#include "store/deliveries.h"
 #include "store/store.h"
 
 #include <event2/event.h>
@@ -31,14 +31,12 @@ struct delivery {
     struct fanout **fo; /* one per partition */
     unsigned nfo;
     struct fanout_share share;
-    struct store_script sc_members;
     struct event *members_ev; /* several partitions only */
-    char k_members[KEY_MAX];
     int members_pending; /* a members.lua call in flight: d lives until it answers */
     int closing;
 };
 
-static void on_members(void *arg, const char *err, redisReply *r)
+static void on_members(void *arg, const char *err, const char *msg, long long live)
 {
     struct delivery *d = arg;
     d->members_pending = 0;
@@ -46,18 +44,14 @@ static void on_members(void *arg, const char *err, redisReply *r)
         free(d);
         return;
     }
-    if (err == NULL && r->type == REDIS_REPLY_INTEGER && r->integer > 0)
-        d->share.live = (unsigned)r->integer;
+    if (err == NULL && live > 0)
+        d->share.live = (unsigned)live;
 }
 
 static void members_renew(struct delivery *d, int leave)
 {
-    char now[24], lease[16];
-    snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
-    snprintf(lease, sizeof(lease), "%d", leave ? 0 : MEMBER_LEASE_MS);
-    const char *argv[] = {d->k_members, d->c->instance_id, now, lease};
-    if (store_eval(d->c->store, &d->sc_members, leave ? NULL : on_members, leave ? NULL : d, 1,
-                   4, argv, NULL) == 0 && !leave)
+    if (dl_members(d->c->store, d->c->instance_id, wall_ms(), leave ? 0 : MEMBER_LEASE_MS,
+                   leave ? NULL : on_members, leave ? NULL : d) == 0 && !leave)
         d->members_pending = 1;
 }
 
@@ -78,8 +72,6 @@ int delivery_start(struct core *c)
     d->fo = xcalloc(d->nfo, sizeof(*d->fo));
     d->share = (struct fanout_share){.live = 1, .all = d->fo, .n = d->nfo};
     if (d->nfo > 1) {
-        store_script_init(&d->sc_members, "members");
-        key_build(d->k_members, KEY_MAX, store_tag(c->store), "members", NULL, NULL);
         d->members_ev = event_new(c->base, -1, EV_PERSIST, on_members_tick, d);
         struct timeval tv = {0, FANOUT_RENEW_MS * 1000};
         event_add(d->members_ev, &tv);

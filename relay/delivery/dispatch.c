@@ -20,7 +20,7 @@
 #include "relay/common/util.h"
 #include "relay/delivery/endpoints.h"
 #include "relay/delivery/wh_view.h"
-#include "store/keys.h"
+#include "store/deliveries.h"
 #include "store/store.h"
 
 #include <event2/event.h>
@@ -30,6 +30,7 @@
 
 #define DISPATCH_TICK_MS 25
 #define DISPATCH_REAP_MS 1000
+#define DISPATCH_REAP_MAX 1000 /* deliveries returned per partition and call */
 #define DISPATCH_VERSION_MS 100 /* several partitions: the endpoint set's version read */
 #define DISPATCH_MAX_HELD 4096 /* attempts claimed by this process: in flight + queued */
 #define DISPATCH_CLAIM_MAX 500
@@ -179,8 +180,8 @@ void dsp_pump(struct dispatch *d, struct webhook *wh)
             break;
         q_pop(d, wh);
         if (drop && a->first_cb) {
-            a->outcome = NULL; /* not attempted: the fan-out records it as pending */
-            a->first_cb(a->first_arg, NULL, NULL, 0);
+            a->outcome = DL_OUTCOME_NONE; /* not attempted: the fan-out records it pending */
+            a->first_cb(a->first_arg, DL_OUTCOME_NONE, NULL, 0);
             dsp_attempt_free(a);
         } else if (drop) {
             dsp_attempt_free(a);
@@ -228,9 +229,9 @@ static void start_held(struct dispatch *d)
         } else {
             webhook_ref(wh);
             a->wh = wh;
-            if (a->kind[0] == 'x') {
-                dsp_fail_now(d, a, "event_expired", "dead", 0);
-            } else if (a->kind[0] == 'r') { /* body key expired: encode from the record */
+            if (a->kind == DL_CLAIM_EXPIRED) {
+                dsp_fail_now(d, a, "event_expired", DL_OUTCOME_DEAD, 0);
+            } else if (a->kind == DL_CLAIM_RECORD) { /* body key expired: encode from it */
                 struct status_event ev;
                 struct proto_err pe;
                 status_event_init(&ev);
@@ -242,7 +243,7 @@ static void start_held(struct dispatch *d)
                 dispatch_body_unref(a->b);
                 a->b = NULL;
                 if (body == NULL) {
-                    dsp_fail_now(d, a, "event_unreadable", "dead", 0);
+                    dsp_fail_now(d, a, "event_unreadable", DL_OUTCOME_DEAD, 0);
                 } else {
                     a->b = dispatch_body_new(body, blen);
                     free(body);
@@ -270,45 +271,45 @@ static void on_held_reloaded(void *arg, const char *err)
 
 static void claim(struct dispatch *d, int force);
 
-static void on_claim(void *arg, const char *err, redisReply *r)
+static void on_claim(void *arg, const char *err, const char *msg,
+                     const struct dl_claim_res *res)
 {
     struct dispatch *d = arg;
     if (dsp_callback_enter(d))
         return;
-    if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 1) {
+    if (err != NULL) {
         d->claiming = 0;
         if (err == store_err_server)
-            log_warn("webhook claim failed", "err=\"%s\"", r->str);
+            log_warn("webhook claim failed", "err=\"%s\"", msg);
         return;
     }
-    size_t n = (r->elements - 1) / 7;
+    size_t n = res->n;
     struct dispatch_attempt *head = NULL, **tail = &head;
     struct dispatch_attempt **byidx = xcalloc(n ? n : 1, sizeof(*byidx));
     int64_t now = mono_ms();
     for (size_t i = 0; i < n; i++) {
-        redisReply **e = r->element + 1 + 7 * i;
+        const struct dl_claimed *e = &res->v[i];
         struct dispatch_attempt *a = xcalloc(1, sizeof(*a));
         a->d = d;
         a->claimed_ms = now;
         a->part = d->claim_part;
-        a->did = xstrdup(e[0]->str ? e[0]->str : "");
-        snprintf(a->whid, sizeof(a->whid), "%s", e[1]->str ? e[1]->str : "");
-        snprintf(a->ev, sizeof(a->ev), "%s", e[2]->str ? e[2]->str : "");
-        a->att = (int)(e[3]->type == REDIS_REPLY_INTEGER ? e[3]->integer : 1);
-        a->replay = e[4]->str && e[4]->str[0] == '1';
-        char k = e[5]->str ? e[5]->str[0] : 'b';
-        a->kind = k == 'r' ? "r" : k == 'x' ? "x" : "b";
-        if (k == '=') { /* the same body as an earlier delivery of this reply */
-            size_t at = (size_t)strtoull(e[6]->str ? e[6]->str : "", NULL, 10);
+        a->did = xstrdup(e->did);
+        snprintf(a->whid, sizeof(a->whid), "%s", e->whid);
+        snprintf(a->ev, sizeof(a->ev), "%s", e->event_id);
+        a->att = e->attempt;
+        a->replay = e->replay;
+        a->kind = e->kind == DL_CLAIM_SAME ? DL_CLAIM_BODY : e->kind;
+        if (e->kind == DL_CLAIM_SAME) { /* the same body as an earlier delivery of this claim */
+            size_t at = e->same_as;
             if (at < i && byidx[at]->b != NULL) {
                 a->b = byidx[at]->b;
                 a->b->refs++;
             } else {
-                a->kind = "x"; /* cannot happen with wh_claim.lua: fail it visibly */
+                a->kind = DL_CLAIM_EXPIRED; /* cannot happen with wh_claim.lua: fail visibly */
             }
         }
         if (a->b == NULL)
-            a->b = dispatch_body_new(e[6]->str ? e[6]->str : "", e[6]->str ? e[6]->len : 0);
+            a->b = dispatch_body_new(e->body, e->body_len);
         byidx[i] = a;
         *tail = a;
         tail = &a->next;
@@ -318,7 +319,7 @@ static void on_claim(void *arg, const char *err, redisReply *r)
     d->held = head;
     d->cpart = (d->claim_part + 1) % d->np; /* the next claim asks the next partition */
     d->claim_got += n;
-    const char *ver = r->element[0]->str ? r->element[0]->str : "0";
+    const char *ver = res->version;
     if (strcmp(ver, "*") != 0 && strcmp(ver, webhooks_version(d->w)) != 0) {
         webhooks_reload(d->w, on_held_reloaded, d); /* claiming stays set until then */
         return;
@@ -355,45 +356,25 @@ static void claim(struct dispatch *d, int force)
         room = DISPATCH_CLAIM_MAX;
     const struct config *cfg = d->c->cfg;
     unsigned part = d->cpart;
-    char *tag = wh_view_tag(d->c, d->w, part);
-    const char *ptag = store_part_tag(d->c->store, part);
-    char k_due[KEY_MAX], k_inflight[KEY_MAX], k_ver[KEY_MAX];
-    key_build(k_due, sizeof(k_due), ptag, "due", NULL, NULL);
-    key_build(k_inflight, sizeof(k_inflight), ptag, "inflight", NULL, NULL);
-    /* several partitions: the version is a deployment key, checked by version_probe; the
-     * script gets an unused key of its partition */
-    key_build(k_ver, sizeof(k_ver), d->np > 1 ? ptag : store_tag(d->c->store), "whv", NULL,
-              NULL);
     size_t nwh = webhooks_count(d->w);
     long def = d->ahead * (long)cfg->endpoint_concurrency;
-    int argc = 9 + 2 * (int)nwh;
-    const char **argv = xmalloc(sizeof(char *) * (size_t)argc);
-    char now[24], lease[24], max[24], defs[24], ret[24];
-    char (*free_s)[24] = xmalloc(24 * (nwh ? nwh : 1));
-    snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
-    snprintf(lease, sizeof(lease), "%lld", (long long)cfg->delivery_lease_ms);
-    snprintf(max, sizeof(max), "%zu", room);
-    snprintf(defs, sizeof(defs), "%ld", def);
-    snprintf(ret, sizeof(ret), "%lld", (long long)WH_RETENTION_MS);
-    argv[0] = k_due, argv[1] = k_inflight, argv[2] = k_ver;
-    argv[3] = tag, argv[4] = now, argv[5] = lease, argv[6] = max, argv[7] = defs, argv[8] = ret;
-    int k = 9, room_somewhere = 0;
+    struct dl_free *fr = xmalloc(sizeof(*fr) * (nwh ? nwh : 1));
+    size_t nfr = 0;
+    int room_somewhere = 0;
     for (size_t i = 0; i < nwh; i++) {
         struct webhook *wh = webhooks_at(d->w, i);
         const struct dispatch_ep *e = dsp_ep_of(d, wh);
-        long fr = d->ahead * (long)e->cwnd - e->inflight - e->queued;
-        if (fr < 0)
-            fr = 0;
+        long f = d->ahead * (long)e->cwnd - e->inflight - e->queued;
+        if (f < 0)
+            f = 0;
         /* under load, claim in half-window steps rather than after every exchange: fewer,
          * larger claims cost Redis less per delivery, and the queued window hides the wait */
         long step = (long)e->cwnd / 2;
-        if (fr >= (step > 1 ? step : 1) && wh->enabled)
+        if (f >= (step > 1 ? step : 1) && wh->enabled)
             room_somewhere = 1;
-        if (fr >= def)
+        if (f >= def)
             continue;
-        snprintf(free_s[i], 24, "%ld", fr);
-        argv[k++] = wh->id;
-        argv[k++] = free_s[i];
+        fr[nfr++] = (struct dl_free){.whid = wh->id, .free = f};
     }
     if (room_somewhere || force) {
         d->claiming = 1;
@@ -402,15 +383,25 @@ static void claim(struct dispatch *d, int force)
             d->claim_force = force;
             d->claim_got = 0;
         }
+        /* several partitions: the version is a deployment key, checked by version_probe */
+        struct dl_claim_req q = {
+            .part = part,
+            .view = wh_view_of(d->c, d->w),
+            .now_ms = wall_ms(),
+            .lease_ms = cfg->delivery_lease_ms,
+            .retention_ms = WH_RETENTION_MS,
+            .max = room,
+            .def_free = def,
+            .free = fr,
+            .nfree = nfr,
+        };
         d->pending++;
-        if (store_eval(d->c->store, &d->sc_claim, on_claim, d, 3, k, argv, NULL) != 0) {
+        if (dl_claim(d->c->store, &q, on_claim, d) != 0) {
             d->pending--;
             d->claiming = 0;
         }
     }
-    free(argv);
-    free(free_s);
-    free(tag);
+    free(fr);
 }
 
 static void on_kick(evutil_socket_t fd, short what, void *arg)
@@ -422,15 +413,14 @@ static void on_kick(evutil_socket_t fd, short what, void *arg)
  * key): it is read here, every DISPATCH_VERSION_MS (every fourth tick), and a change reloads
  * the set as a claim's answer does with one partition. Meanwhile claims leave the queues of
  * endpoints the copy does not know alone (store/wh_claim.lua). */
-static void on_version(void *arg, const char *err, redisReply *r)
+static void on_version(void *arg, const char *err, const char *msg, const char *ver)
 {
     struct dispatch *d = arg;
     if (dsp_callback_enter(d))
         return;
     d->probing = 0;
-    if (err != NULL || (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_NIL))
+    if (err != NULL)
         return;
-    const char *ver = r->type == REDIS_REPLY_STRING ? r->str : "0";
     if (strcmp(ver, webhooks_version(d->w)) != 0)
         webhooks_reload(d->w, NULL, NULL);
 }
@@ -444,7 +434,7 @@ static void version_probe(struct dispatch *d)
         return;
     d->probe_ms = now;
     d->pending++;
-    if (store_cmd(d->c->store, on_version, d, "GET %s", d->k_whv) == 0)
+    if (dl_version(d->c->store, on_version, d) == 0)
         d->probing = 1;
     else
         d->pending--;
@@ -459,16 +449,15 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     dsp_flush(d);
 }
 
-static void on_reap_reply(void *arg, const char *err, redisReply *r)
+static void on_reap_reply(void *arg, const char *err, const char *msg, long long n)
 {
     struct dispatch *d = arg;
     if (dsp_callback_enter(d))
         return;
     d->reaping--; /* one call per partition */
-    if (err == NULL && r->type == REDIS_REPLY_INTEGER && r->integer > 0) {
-        d->c->metrics.wh_leases_reaped += (uint64_t)r->integer;
-        log_info("webhook deliveries returned to the queue (lease expired)", "count=%lld",
-                 r->integer);
+    if (err == NULL && n > 0) {
+        d->c->metrics.wh_leases_reaped += (uint64_t)n;
+        log_info("webhook deliveries returned to the queue (lease expired)", "count=%lld", n);
         dispatch_kick(d);
     }
 }
@@ -478,15 +467,10 @@ static void on_reap(evutil_socket_t fd, short what, void *arg)
     struct dispatch *d = arg;
     if (d->reaping || !store_ready(d->c->store))
         return;
-    char now[24], k_due[KEY_MAX], k_inflight[KEY_MAX];
-    snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
+    int64_t now = wall_ms();
     for (unsigned p = 0; p < d->np; p++) {
-        const char *tag = store_part_tag(d->c->store, p);
-        key_build(k_due, sizeof(k_due), tag, "due", NULL, NULL);
-        key_build(k_inflight, sizeof(k_inflight), tag, "inflight", NULL, NULL);
-        const char *argv[] = {k_due, k_inflight, tag, now, "1000"};
         d->pending++;
-        if (store_eval(d->c->store, &d->sc_reap, on_reap_reply, d, 2, 5, argv, NULL) == 0)
+        if (dl_reap(d->c->store, p, now, DISPATCH_REAP_MAX, on_reap_reply, d) == 0)
             d->reaping++;
         else
             d->pending--;
@@ -515,7 +499,7 @@ static struct dispatch_attempt *first_new(struct dispatch *d, struct webhook *wh
     a->did = xstrdup(did);
     a->att = 1;
     a->part = part;
-    a->kind = "b";
+    a->kind = DL_CLAIM_BODY;
     return a;
 }
 
@@ -552,7 +536,7 @@ void dispatch_first_forget(struct dispatch *d, struct dispatch_attempt *a)
 }
 
 void dispatch_report(struct dispatch *d, struct webhook *wh, const char *did, unsigned part,
-                     const char *outcome, const char *json, int64_t next_ms)
+                     enum dl_outcome outcome, const char *json, int64_t next_ms)
 {
     if (d->closing)
         return;
@@ -613,7 +597,7 @@ int dispatch_test(struct dispatch *d, struct webhook *wh, dispatch_test_cb *cb, 
     a->att = 1;
     a->test_cb = cb;
     a->test_arg = arg;
-    a->kind = "b";
+    a->kind = DL_CLAIM_BODY;
     dsp_send(d, a); /* on failure to start, cb runs now and a is freed */
     return 0;
 }
@@ -629,11 +613,7 @@ struct dispatch *dispatch_new(struct core *c, struct webhooks *w)
      * longer than the delivery timeout a queued delivery would miss its lease under load,
      * be dropped and wait for the reaper again and again */
     d->ahead = c->cfg->delivery_lease_ms - c->cfg->delivery_timeout_ms >= 10000 ? 2 : 1;
-    store_script_init(&d->sc_claim, "wh_claim");
-    store_script_init(&d->sc_done, "wh_done");
-    store_script_init(&d->sc_reap, "wh_reap");
     d->np = store_partitions(c->store);
-    key_build(d->k_whv, KEY_MAX, store_tag(c->store), "whv", NULL, NULL);
     d->tick_ev = event_new(c->base, -1, EV_PERSIST, on_tick, d);
     d->reap_ev = event_new(c->base, -1, EV_PERSIST, on_reap, d);
     d->kick_ev = event_new(c->base, -1, 0, on_kick, d);

@@ -17,6 +17,8 @@
 #ifndef RELAY_DISPATCH_H
 #define RELAY_DISPATCH_H
 
+#include "store/deliveries.h" /* enum dl_outcome */
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,15 +51,15 @@ const char *dispatch_body_data(const struct dispatch_body *b, size_t *len);
  * the delivery as pending and the claim path sends it.
  * dispatch_first: queue the attempt (attempt 1 of delivery did, body b: a reference is
  * taken) on wh's window. cb runs exactly once, later (never inside this call), with the
- * outcome ("ok", "retry" with next_ms, "dead", "gone") and the attempt log entry, or with
- * outcome NULL when it was not attempted (endpoint deleted or disabled meanwhile) - unless
- * the handle is detached or forgotten first. Returns the handle, NULL when closing.
+ * outcome (OK, RETRY with next_ms, DEAD, GONE) and the attempt log entry, or with outcome
+ * NONE when it was not attempted (endpoint deleted or disabled meanwhile) or LOCAL when it
+ * could not start here (not an attempt) - unless the handle is detached or forgotten first. Returns the handle, NULL when closing.
  * dispatch_first_detach: the fan-out recorded the attempt as in flight (lease in {P}:inflight;
  * the commit has landed): its outcome now goes to wh_done.lua like a claimed delivery's; cb
  * will not run.
  * dispatch_first_forget: the fan-out goes away; cb will not run, the outcome is dropped. */
 struct dispatch_attempt;
-typedef void dispatch_first_cb(void *arg, const char *outcome, const char *json,
+typedef void dispatch_first_cb(void *arg, enum dl_outcome outcome, const char *json,
                                int64_t next_ms);
 int dispatch_first_ok(struct dispatch *d, struct webhook *wh);
 struct dispatch_attempt *dispatch_first(struct dispatch *d, struct webhook *wh, const char *did,
@@ -67,9 +69,9 @@ void dispatch_first_detach(struct dispatch *d, struct dispatch_attempt *a);
 void dispatch_first_forget(struct dispatch *d, struct dispatch_attempt *a);
 /* The outcome of a first attempt that ended while the fan-out's commit recording it as in
  * flight was being written (that commit has landed since): written by wh_done.lua like a
- * claimed delivery's. outcome "ok", "retry", "dead" or "gone" (static); json copied. */
+ * claimed delivery's. outcome OK, RETRY, DEAD or GONE; json copied. */
 void dispatch_report(struct dispatch *d, struct webhook *wh, const char *did, unsigned part,
-                     const char *outcome, const char *json, int64_t next_ms);
+                     enum dl_outcome outcome, const char *json, int64_t next_ms);
 
 /* Send one signed test event to wh now, outside the queue; cb gets the outcome. Returns 0
  * (cb called exactly once, later) or -1. */

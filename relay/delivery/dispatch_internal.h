@@ -9,8 +9,8 @@
 #include "protocol/proto.h"
 #include "protocol/sign.h"
 #include "relay/delivery/endpoint.h"
+#include "store/deliveries.h"
 #include "store/keys.h"
-#include "store/store.h"
 
 #include <event2/util.h>
 #include <stddef.h>
@@ -40,13 +40,13 @@ struct dispatch_attempt {
     unsigned part;              /* the partition of its request (its delivery keys) */
     struct dispatch_body *b;    /* reference; dropped when the HTTP exchange completes */
     int64_t claimed_ms; /* monotonic: the lease runs from here */
-    const char *kind;   /* 'b', 'r', 'x' from the claim */
+    enum dl_claim_kind kind; /* BODY, RECORD or EXPIRED (a claim's SAME shares a body) */
     /* headers of this attempt (httpc copies them) */
     char h_id[PROTO_EVENT_ID_MAX + 32], h_ts[48], h_sig[2 * PROTO_SIG_MAX + 32];
     char h_xts[64], h_xsig[96], h_trace[96];
     /* result */
-    const char *outcome; /* "ok", "retry", "dead", "gone", "local" (not an attempt: a local
-                            resource ran out before anything was sent; again at next_ms) */
+    enum dl_outcome outcome; /* NONE until known; LOCAL: not an attempt (a local resource ran
+                                out before anything was sent; again at next_ms) */
     char *json;          /* the attempt log entry */
     int64_t next_ms;
     /* test sends */
@@ -62,7 +62,6 @@ struct dispatch_attempt {
 struct dispatch {
     struct core *c;
     struct webhooks *w;
-    struct store_script sc_claim, sc_done, sc_reap;
     struct event *tick_ev, *kick_ev, *flush_ev, *reap_ev, *pump_ev;
     int closing;
     int pending;     /* store commands in flight */
@@ -76,7 +75,6 @@ struct dispatch {
     size_t nres;
     struct dispatch_attempt *flushing; /* batch being written */
     struct dispatch_attempt *held;     /* claimed, waiting for an endpoint reload */
-    char k_whv[KEY_MAX]; /* the endpoint set's version: a deployment key */
     /* partitions (docs/partitions.md): a claim asks one partition, the next claim the next
      * one, and a tick's claim goes on through every partition (claim_part: the one asked,
      * claim_force / claim_got: the tick's force flag and what the sweep claimed so far);
@@ -123,7 +121,7 @@ void dsp_send(struct dispatch *d, struct dispatch_attempt *a);
 /* a failed before any exchange; retry (if that is the outcome) after delay_ms. a is handed
  * on (and may be freed) here (attempt.c). */
 void dsp_fail_now(struct dispatch *d, struct dispatch_attempt *a, const char *err,
-                  const char *outcome, int64_t delay_ms);
+                  enum dl_outcome outcome, int64_t delay_ms);
 /* The outcome of a is known: to the fan-out for its first attempts, else queued for
  * wh_done.lua (attempt.c). */
 void dsp_finish(struct dispatch *d, struct dispatch_attempt *a);

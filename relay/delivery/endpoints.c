@@ -8,7 +8,7 @@
 #include "relay/core.h"
 #include "relay/common/log.h"
 #include "relay/common/util.h"
-#include "store/keys.h"
+#include "store/deliveries.h"
 #include "store/store.h"
 
 #include <event2/dns.h>
@@ -33,26 +33,13 @@ struct webhooks {
     char *view; /* the endpoint view of this set (wh_view.c), NULL until built; a load drops it */
     int loading, again;
     struct reload_waiter *waiting, *running; /* for the next load / the one in flight */
-    struct store_script sc_put, sc_del, sc_load, sc[WH_SC_COUNT];
+    struct store_script sc[WH_SC_COUNT];
     struct evdns_base *dns;
 };
 
 static void service_free(struct webhooks *w);
 
 /* ---- the endpoint set ------------------------------------------------------------------ */
-
-/* Fill wh's values from a wh_load row {id, field, value, ...} (strings borrowed from row). */
-static void values_from_row(struct webhook *wh, const redisReply *row)
-{
-    size_t n = row->elements > 1 ? (row->elements - 1) / 2 : 0;
-    const char **kv = xcalloc(2 * n + 1, sizeof(*kv));
-    for (size_t i = 0; i < n; i++) {
-        kv[2 * i] = row->element[1 + 2 * i]->str;
-        kv[2 * i + 1] = row->element[2 + 2 * i]->str;
-    }
-    webhook_values_set(wh, kv, n);
-    free(kv);
-}
 
 static int cmp_id(const void *a, const void *b)
 {
@@ -114,7 +101,8 @@ struct core *webhooks_core(struct webhooks *w)
 
 static void load_start(struct webhooks *w);
 
-static void on_load(void *arg, const char *err, redisReply *r)
+static void on_load(void *arg, const char *err, const char *msg,
+                    const struct dl_endpoints_res *res)
 {
     struct webhooks *w = arg;
     struct reload_waiter *done = w->running;
@@ -133,25 +121,21 @@ static void on_load(void *arg, const char *err, redisReply *r)
             service_free(w);
         return;
     }
-    if (err == NULL && r->type == REDIS_REPLY_ARRAY && r->elements >= 1) {
-        const redisReply *ver = r->element[0];
-        snprintf(w->version, sizeof(w->version), "%s", ver->str ? ver->str : "0");
-        size_t n = r->elements - 1;
+    if (err == NULL) {
+        snprintf(w->version, sizeof(w->version), "%s", res->version);
+        size_t n = res->n;
         struct webhook **nv = xcalloc(n + 1, sizeof(*nv));
         size_t k = 0;
         for (size_t i = 0; i < n; i++) {
-            const redisReply *row = r->element[i + 1];
-            if (row->type != REDIS_REPLY_ARRAY || row->elements < 1 || row->element[0]->str == NULL)
-                continue;
-            const char *id = row->element[0]->str;
-            struct webhook *wh = webhooks_find(w, id);
+            const struct dl_endpoint_row *row = &res->v[i];
+            struct webhook *wh = webhooks_find(w, row->id);
             if (wh) {
                 webhook_ref(wh);
                 webhook_values_clear(wh);
             } else {
-                wh = webhook_new(id);
+                wh = webhook_new(row->id);
             }
-            values_from_row(wh, row);
+            webhook_values_set(wh, row->kv, row->nkv);
             nv[k++] = wh;
         }
         qsort(nv, k, sizeof(*nv), cmp_id);
@@ -173,7 +157,7 @@ static void on_load(void *arg, const char *err, redisReply *r)
         w->n = k;
         free(w->view);
         w->view = NULL;
-    } else if (err == NULL) {
+    } else if (err == dl_err_reply) {
         err = store_err_server;
     }
     if (err)
@@ -191,17 +175,12 @@ static void on_load(void *arg, const char *err, redisReply *r)
 
 static void load_start(struct webhooks *w)
 {
-    char kidx[KEY_MAX], kver[KEY_MAX];
-    const char *tag = store_tag(w->c->store);
-    key_build(kidx, sizeof(kidx), tag, "whs", NULL, NULL);
-    key_build(kver, sizeof(kver), tag, "whv", NULL, NULL);
-    const char *argv[] = {kidx, kver, tag};
     w->again = 0;
     w->running = w->waiting;
     w->waiting = NULL;
     w->loading = 1;
     w->pending++;
-    if (store_eval(w->c->store, &w->sc_load, on_load, w, 2, 3, argv, NULL) != 0) {
+    if (dl_endpoints_load(w->c->store, on_load, w) != 0) {
         w->pending--;
         w->loading = 0;
         struct reload_waiter *done = w->running;
@@ -306,7 +285,7 @@ static void on_put_reloaded(void *arg, const char *err)
     free(op);
 }
 
-static void on_put(void *arg, const char *err, redisReply *r)
+static void on_put(void *arg, const char *err, const char *msg, long long found)
 {
     struct put_op *op = arg;
     struct webhooks *w = op->w;
@@ -318,12 +297,12 @@ static void on_put(void *arg, const char *err, redisReply *r)
             service_free(w);
         return;
     }
-    if (err != NULL || r->type != REDIS_REPLY_INTEGER) {
-        op->cb(op->arg, err ? err : store_err_server, 0);
+    if (err != NULL) {
+        op->cb(op->arg, err == dl_err_reply ? store_err_server : err, 0);
         free(op);
         return;
     }
-    op->found = r->integer != 0;
+    op->found = found != 0;
     if (!op->found) {
         op->cb(op->arg, NULL, 0);
         free(op);
@@ -335,49 +314,23 @@ static void on_put(void *arg, const char *err, redisReply *r)
 int webhooks_put(struct webhooks *w, const char *id, int create, const char *const *fields,
                  int nfields, webhooks_put_cb *cb, void *arg)
 {
-    const char *tag = store_tag(w->c->store);
-    char kwh[KEY_MAX], kidx[KEY_MAX], kver[KEY_MAX], now[24];
-    key_build(kwh, sizeof(kwh), tag, "wh", id, NULL);
-    key_build(kidx, sizeof(kidx), tag, "whs", NULL, NULL);
-    key_build(kver, sizeof(kver), tag, "whv", NULL, NULL);
-    snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
-    int argc = 6 + 2 * nfields;
-    const char **argv = xcalloc((size_t)argc, sizeof(char *));
-    size_t *lens = xcalloc((size_t)argc, sizeof(size_t));
-    argv[0] = kwh, argv[1] = kidx, argv[2] = kver, argv[3] = id;
-    argv[4] = create ? "create" : "update", argv[5] = now;
-    for (int i = 0; i < 2 * nfields; i++)
-        argv[6 + i] = fields[i] ? fields[i] : "\0del";
-    for (int i = 0; i < argc; i++)
-        lens[i] = argv[i][0] == '\0' && i >= 6 && fields[i - 6] == NULL ? 4 : strlen(argv[i]);
     struct put_op *op = xcalloc(1, sizeof(*op));
     op->w = w, op->cb = cb, op->arg = arg;
     w->pending++;
-    int r = store_eval(w->c->store, &w->sc_put, on_put, op, 3, argc, argv, lens);
-    free(argv);
-    free(lens);
-    if (r != 0) {
+    if (dl_endpoint_put(w->c->store, id, create, fields, nfields, wall_ms(), on_put, op) != 0) {
         w->pending--;
         free(op);
+        return -1;
     }
-    return r;
+    return 0;
 }
 
 int webhooks_delete(struct webhooks *w, const char *id, webhooks_put_cb *cb, void *arg)
 {
-    const char *tag = store_tag(w->c->store);
-    char k[5][KEY_MAX], now[24];
-    key_build(k[0], KEY_MAX, tag, "wh", id, NULL);
-    key_build(k[1], KEY_MAX, tag, "whs", NULL, NULL);
-    key_build(k[2], KEY_MAX, tag, "whv", NULL, NULL);
-    key_build(k[3], KEY_MAX, tag, "due", NULL, NULL);
-    key_build(k[4], KEY_MAX, tag, "whgone", NULL, NULL); /* purged by store/wh_gc.lua */
-    snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
-    const char *argv[] = {k[0], k[1], k[2], k[3], k[4], now, id};
     struct put_op *op = xcalloc(1, sizeof(*op));
     op->w = w, op->cb = cb, op->arg = arg;
     w->pending++;
-    if (store_eval(w->c->store, &w->sc_del, on_put, op, 5, 7, argv, NULL) != 0) {
+    if (dl_endpoint_del(w->c->store, id, wall_ms(), on_put, op) != 0) {
         w->pending--;
         free(op);
         return -1;
@@ -404,13 +357,7 @@ struct webhooks *webhooks_new(struct core *c)
     struct webhooks *w = xcalloc(1, sizeof(*w));
     w->c = c;
     snprintf(w->version, sizeof(w->version), "-");
-    store_script_init(&w->sc_put, "wh_put");
-    store_script_init(&w->sc_del, "wh_del");
-    store_script_init(&w->sc_load, "wh_load");
     store_script_init(&w->sc[WH_SC_LIST], "wh_list");
-    store_script_init(&w->sc[WH_SC_REQUEUE], "wh_requeue");
-    store_script_init(&w->sc[WH_SC_FANOUT], "wh_fanout");
-    store_script_init(&w->sc[WH_SC_EVENTS_BY_REQUEST], "events_by_request");
     c->webhooks = w;
     store_on_state(c->store, on_store_state, w);
     if (store_ready(c->store))

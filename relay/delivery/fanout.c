@@ -37,6 +37,7 @@
 #include "relay/common/log.h"
 #include "relay/common/util.h"
 #include "relay/delivery/endpoints.h"
+#include "store/deliveries.h"
 #include "store/events.h"
 #include "store/keys.h"
 #include "store/store.h"
@@ -110,14 +111,14 @@ void fo_idle(struct fanout *fo)
 
 /* ---- lease ----------------------------------------------------------------------------- */
 
-static void on_lease(void *arg, const char *err, redisReply *r)
+static void on_lease(void *arg, const char *err, const char *msg, long long held)
 {
     struct fanout *fo = arg;
     if (fo_callback_enter(fo))
         return;
-    if (err != NULL || r->type != REDIS_REPLY_INTEGER)
+    if (err != NULL)
         return;
-    if (r->integer == 1 && !fo->leader) {
+    if (held == 1 && !fo->leader) {
         if (fo->share == NULL)
             log_info("webhook fan-out lease taken", "instance=%s", fo->c->instance_id);
         else
@@ -131,7 +132,7 @@ static void on_lease(void *arg, const char *err, redisReply *r)
         fo->need_pending = 1;
         snprintf(fo->claim_cursor, sizeof(fo->claim_cursor), "0-0");
         fo_step(fo);
-    } else if (r->integer == 0 && fo->leader) {
+    } else if (held == 0 && fo->leader) {
         if (fo->share == NULL)
             log_warn("webhook fan-out lease lost", "instance=%s", fo->c->instance_id);
         else
@@ -183,69 +184,62 @@ static void on_lease_tick(evutil_socket_t fd, short what, void *arg)
         }
         return;
     }
-    char ms[24];
-    snprintf(ms, sizeof(ms), "%d", FANOUT_LEASE_MS);
-    const char *argv[] = {fo->k_lease, fo->c->instance_id, ms};
     fo->pending++;
-    if (store_eval(fo->c->store, &fo->sc_lease, on_lease, fo, 1, 3, argv, NULL) != 0)
+    if (dl_lease(fo->c->store, fo->part, fo->c->instance_id, FANOUT_LEASE_MS, on_lease, fo) != 0)
         fo->pending--;
 }
 
 /* ---- reading --------------------------------------------------------------------------- */
 
-static void on_group(void *arg, const char *err, redisReply *r)
+static void on_group(void *arg, const char *err, const char *msg)
 {
     struct fanout *fo = arg;
     if (fo_callback_enter(fo))
         return;
     fo_idle(fo);
-    int busy = err == store_err_server && r->str && strncmp(r->str, "BUSYGROUP", 9) == 0;
-    if (err == NULL || busy) {
+    if (err == NULL) { /* created, or it existed */
         fo->group_ready = 1;
         fo_step(fo);
     } else {
-        log_warn("webhook consumer group create failed", "err=\"%s\"",
-                 r && r->str ? r->str : err);
+        log_warn("webhook consumer group create failed", "err=\"%s\"", msg ? msg : err);
     }
 }
 
-static void on_claim(void *arg, const char *err, redisReply *r)
-{
-    struct fanout *fo = arg;
-    if (fo_callback_enter(fo))
-        return;
-    fo_idle(fo);
-    if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 2) {
-        if (err == store_err_server && r->str && strncmp(r->str, "NOGROUP", 7) == 0)
-            fo->group_ready = 0;
-        return; /* retried on the next poll */
-    }
-    const char *next = r->element[0]->str ? r->element[0]->str : "0-0";
-    if (r->element[1]->type == REDIS_REPLY_ARRAY && r->element[1]->elements > 0)
-        log_info("webhook fan-out took over pending events", "count=%zu",
-                 r->element[1]->elements);
-    snprintf(fo->claim_cursor, sizeof(fo->claim_cursor), "%s", next);
-    if (strcmp(next, "0-0") == 0)
-        fo->need_claim = 0;
-    fo_step(fo);
-}
-
-static void on_read(void *arg, const char *err, redisReply *r)
+static void on_claim(void *arg, const char *err, const char *msg, const char *next,
+                     size_t claimed)
 {
     struct fanout *fo = arg;
     if (fo_callback_enter(fo))
         return;
     fo_idle(fo);
     if (err != NULL) {
-        if (err == store_err_server && r->str && strncmp(r->str, "NOGROUP", 7) == 0) {
+        if (err == dl_err_nogroup)
+            fo->group_ready = 0;
+        return; /* retried on the next poll */
+    }
+    if (claimed > 0)
+        log_info("webhook fan-out took over pending events", "count=%zu", claimed);
+    snprintf(fo->claim_cursor, sizeof(fo->claim_cursor), "%s", next);
+    if (strcmp(next, "0-0") == 0)
+        fo->need_claim = 0;
+    fo_step(fo);
+}
+
+static void on_read(void *arg, const char *err, const char *msg, struct store_events_iter *it,
+                    size_t n)
+{
+    struct fanout *fo = arg;
+    if (fo_callback_enter(fo))
+        return;
+    fo_idle(fo);
+    if (err != NULL) {
+        if (err == dl_err_nogroup) {
             log_warn("webhook consumer group missing, recreating", "");
             fo->group_ready = 0;
             fo_step(fo);
         }
         return;
     }
-    struct store_events_iter it;
-    size_t n = store_events_iter_read(&it, r);
     if (n == 0) {
         if (fo->need_pending || fo->kick_again) {
             fo->need_pending = 0;
@@ -258,7 +252,7 @@ static void on_read(void *arg, const char *err, redisReply *r)
     b->fo = fo;
     b->ents = xcalloc(n, sizeof(*b->ents));
     struct store_event_entry e;
-    while (b->n < n && store_events_next(&it, &e)) {
+    while (b->n < n && store_events_next(it, &e)) {
         struct fo_entry *fe = &b->ents[b->n];
         snprintf(fe->sid, sizeof(fe->sid), "%.*s", (int)e.sid_len, e.sid);
         status_event_init(&fe->ev);
@@ -297,21 +291,17 @@ void fo_step(struct fanout *fo)
     fo->busy = 1;
     fo->pending++;
     if (!fo->group_ready) {
-        r = store_cmd(s, on_group, fo, "XGROUP CREATE %s %s 0 MKSTREAM", fo->k_events,
-                      FANOUT_GROUP);
+        r = dl_group_create(s, fo->part, FANOUT_GROUP, on_group, fo);
     } else if (fo->need_claim) {
-        r = store_cmd(s, on_claim, fo, "XAUTOCLAIM %s %s %s 0 %s COUNT 1000 JUSTID",
-                      fo->k_events, FANOUT_GROUP, fo->c->instance_id, fo->claim_cursor);
+        r = dl_autoclaim(s, fo->part, FANOUT_GROUP, fo->c->instance_id, fo->claim_cursor,
+                         on_claim, fo);
     } else {
         size_t nwh = webhooks_count(fo->w);
         size_t count = FANOUT_MAX_DELIVERIES / (nwh ? nwh : 1);
         count = count < 1 ? 1 : count > FANOUT_MAX_EVENTS ? FANOUT_MAX_EVENTS : count;
         fo->count_asked = count;
-        char cnt[24];
-        snprintf(cnt, sizeof(cnt), "%zu", count);
-        r = store_cmd(s, on_read, fo, "XREADGROUP GROUP %s %s COUNT %s STREAMS %s %s",
-                      FANOUT_GROUP, fo->c->instance_id, cnt, fo->k_events,
-                      fo->need_pending ? "0" : ">");
+        r = dl_read(s, fo->part, FANOUT_GROUP, fo->c->instance_id, count, fo->need_pending,
+                    on_read, fo);
     }
     if (r != 0) {
         fo->pending--;
@@ -391,14 +381,7 @@ struct fanout *fanout_new(struct core *c, struct webhooks *w, struct dispatch *d
     fo->dp = dp;
     fo->part = part;
     fo->share = share;
-    store_script_init(&fo->sc_lease, "wh_lease");
-    store_script_init(&fo->sc_held, "wh_held");
     fo->pairs = idmap_new();
-    fo->sc_fanout = webhooks_script(w, WH_SC_FANOUT);
-    const char *tag = store_part_tag(c->store, part);
-    key_build(fo->k_events, KEY_MAX, tag, "events", NULL, NULL);
-    key_build(fo->k_lease, KEY_MAX, tag, "fanout", NULL, NULL);
-    key_build(fo->k_whv, KEY_MAX, store_tag(c->store), "whv", NULL, NULL);
     fo->lease_ev = event_new(c->base, -1, EV_PERSIST, on_lease_tick, fo);
     fo->poll_ev = event_new(c->base, -1, EV_PERSIST, on_poll, fo);
     fo->kick_ev = event_new(c->base, -1, 0, on_kick, fo);

@@ -1,6 +1,7 @@
 /* fanout.h - webhook fan-out: the event stream {P}:events read through the consumer group
  * "webhooks", one delivery per matching endpoint, created idempotently by store/wh_fanout.lua
- * with the deterministic id "<event id>.<endpoint id>" and XACKed in the same script.
+ * with the deterministic id "<event id>.<endpoint id>" and XACKed in the same script
+ * (its keys, arguments and reply: store/deliveries.h dl_fanout_*, shared with replays).
  *
  * Exactly one process fans out at a time (lease {P}:fanout, renewed every second), so every
  * request's events are fanned out in stream (= seq) order. A new holder first claims the
@@ -28,48 +29,6 @@ struct fanout;
  * checks the holder atomically, so a lapse never fans out twice. */
 #define FANOUT_LEASE_MS 1000
 #define FANOUT_RENEW_MS 300
-
-/* The KEYS and ARGV of store/wh_fanout.lua (see the script's header), built once for both
- * callers: the fan-out (replay = 0) and replays (replay.c, replay = 1). v[i] has lens[i]
- * bytes; everything it owns is freed by fanout_args_free. */
-struct fanout_args {
-    const char **v;
-    size_t *lens;
-    size_t n, events; /* arguments; events added */
-    /* private */
-    char **owned;
-    size_t cap, nowned, capowned;
-};
-/* Which (endpoint, event) pairs to queue: 'p' (pending), 's' (skipped: endpoint disabled) or
- * 0 (none). */
-struct webhook;
-struct status_event;
-typedef char fanout_match_cb(void *arg, const struct webhook *wh, const struct status_event *ev);
-#define FANOUT_ARGS_NKEYS 5      /* KEYS of wh_fanout.lua at the front of v */
-#define FANOUT_ARGS_KEEP_EMPTY 1 /* add an event that matches no endpoint (it is XACKed) */
-#define FANOUT_ARGS_NO_BODY 2    /* leave bodies empty (a dry run counts pairs only) */
-/* part: the partition whose stream, lease and delivery keys the script uses (store/keys.h). */
-void fanout_args_begin(struct fanout_args *a, struct core *c, struct webhooks *w, int replay,
-                       unsigned part);
-/* Add stream entry sid with event ev (NULL: an unreadable entry, acknowledged with nothing to
- * deliver) and its pairs of w's endpoints. Returns the number of pairs added. */
-long long fanout_args_event(struct fanout_args *a, struct webhooks *w, const char *sid,
-                            const struct status_event *ev, fanout_match_cb *match, void *arg,
-                            int flags);
-void fanout_args_free(struct fanout_args *a);
-/* The pieces fanout_args_event is made of, for callers that decide the pairs themselves
- * (the live fan-out's commit): the fixed part of an event (stream id .. event time) with
- * empty body and count slots whose indexes land in *body_at and *n_at; one (endpoint, kind,
- * attempt JSON, number) quad (kinds in store/wh_fanout.lua); the count of quads; an
- * unreadable entry (acknowledged, nothing to deliver); a string a->v now points at, to be
- * freed with a. */
-void fanout_args_event_head(struct fanout_args *a, const char *sid, const struct status_event *ev,
-                            size_t *body_at, size_t *n_at);
-void fanout_args_pair(struct fanout_args *a, const char *whid, char kind, const char *json,
-                      long long num);
-void fanout_args_set_count(struct fanout_args *a, size_t n_at, long long n);
-void fanout_args_empty_event(struct fanout_args *a, const char *sid);
-void fanout_args_own(struct fanout_args *a, char *s);
 
 /* Partitions (docs/partitions.md): one fan-out per partition, each with its own stream,
  * consumer group and lease {P:p<k>}:fanout. The fan-outs of a process share this record so

@@ -13,6 +13,8 @@
 #include "relay/common/util.h"
 #include "relay/delivery/endpoints.h"
 #include "relay/delivery/wh_view.h"
+#include "store/deliveries.h"
+#include "store/store.h"
 
 #include <event2/event.h>
 #include <stdio.h>
@@ -69,7 +71,7 @@ static void pair_drop(struct fanout *fo, struct fo_dl *dl)
 
 /* ---- batches --------------------------------------------------------------------------- */
 
-static struct fo_dl *dl_add(struct fo_batch *b, size_t ev, struct webhook *wh, char kind)
+static struct fo_dl *dl_add(struct fo_batch *b, size_t ev, struct webhook *wh, enum fo_state st)
 {
     if (b->ndl == b->capdl) {
         b->capdl = b->capdl ? b->capdl * 2 : 64;
@@ -80,7 +82,7 @@ static struct fo_dl *dl_add(struct fo_batch *b, size_t ev, struct webhook *wh, c
     dl->ev = ev;
     dl->wh = wh;
     webhook_ref(wh);
-    dl->kind = kind;
+    dl->st = st;
     b->dls[b->ndl++] = dl;
     return dl;
 }
@@ -123,7 +125,7 @@ static void commit_soon(struct fanout *fo)
     event_active(fo->commit_ev, EV_TIMEOUT, 0);
 }
 
-static void on_first(void *arg, const char *outcome, const char *json, int64_t next_ms);
+static void on_first(void *arg, enum dl_outcome outcome, const char *json, int64_t next_ms);
 
 /* dl's predecessor succeeded (or it has none): make its first attempt. */
 static void send_first(struct fanout *fo, struct fo_dl *dl)
@@ -141,11 +143,11 @@ static void send_first(struct fanout *fo, struct fo_dl *dl)
     }
     char did[PROTO_EVENT_ID_MAX + WH_ID_MAX + 2];
     snprintf(did, sizeof(did), "%s.%s", fe->ev.event_id, dl->wh->id);
-    dl->kind = 'a';
+    fo_dl_set(dl, FO_OPEN);
     dl->h = dispatch_first(fo->dp, dl->wh, did, fe->ev.event_id, fe->body, fo->part,
                            on_first, dl);
-    if (dl->h == NULL && dl->out == 0) { /* not started: recorded as pending instead */
-        dl->kind = 'p';
+    if (dl->h == NULL) { /* not started: recorded as pending instead */
+        fo_dl_set(dl, FO_PENDING);
         dl->b->open--;
         fo->nopen--;
     }
@@ -156,62 +158,48 @@ static void send_first(struct fanout *fo, struct fo_dl *dl)
 static void chain_to_pending(struct fanout *fo, struct fo_dl *dl)
 {
     for (struct fo_dl *s = dl->succ; s != NULL; s = s->succ) {
-        s->kind = 'p';
+        fo_dl_set(s, FO_PENDING);
         s->b->open--;
         fo->nopen--;
     }
     dl->succ = NULL;
 }
 
-/* The kind (store/wh_fanout.lua) of a first attempt's outcome, and back. */
-static char out_code(const char *outcome)
-{
-    return strcmp(outcome, "ok") == 0      ? 'o'
-           : strcmp(outcome, "retry") == 0 ? 'r'
-           : strcmp(outcome, "gone") == 0  ? 'g'
-                                           : 'd';
-}
-
-static const char *out_name(char out)
-{
-    return out == 'o' ? "ok" : out == 'r' ? "retry" : out == 'g' ? "gone" : "dead";
-}
-
-/* dispatch_first_cb: the outcome of a first attempt (maybe inside dispatch_first). */
-static void on_first(void *arg, const char *outcome, const char *json, int64_t next_ms)
+/* dispatch_first_cb: the outcome of a first attempt (never inside dispatch_first). */
+static void on_first(void *arg, enum dl_outcome outcome, const char *json, int64_t next_ms)
 {
     struct fo_dl *dl = arg;
     struct fo_batch *b = dl->b;
     struct fanout *fo = b->fo;
+    int attempted = outcome != DL_OUTCOME_NONE && outcome != DL_OUTCOME_LOCAL;
     dl->h = NULL;
-    if (dl->out == 'f') { /* a commit carried it as in flight (its successors are pending) */
-        if (outcome == NULL || strcmp(outcome, "local") == 0) {
+    if (dl->st == FO_INFLIGHT) { /* a commit carried it in flight (its successors are pending) */
+        if (!attempted) {
             /* not attempted: written pending by the next commit; if the one out lands with
-             * 'f', the lease runs out and the reaper queues it */
-            dl->kind = 'p';
-            dl->out = 0;
+             * it in flight, the lease runs out and the reaper queues it */
+            fo_dl_set(dl, FO_PENDING);
             return;
         }
-        dl->out = out_code(outcome);
+        fo_dl_set(dl, fo_outcome_state(outcome));
         free(dl->json);
         dl->json = xstrdup(json ? json : "{}");
         dl->num = next_ms;
         dl->late = (char)b->committing; /* else the next commit writes the outcome itself */
         return;
     }
-    if (outcome == NULL || strcmp(outcome, "local") == 0) {
+    if (!attempted) {
         /* not attempted (endpoint deleted or disabled meanwhile), or it could not start here
          * (out of descriptors: not an attempt): recorded pending, the dispatcher sends it */
-        dl->kind = 'p';
+        fo_dl_set(dl, FO_PENDING);
     } else {
-        dl->out = out_code(outcome);
+        fo_dl_set(dl, fo_outcome_state(outcome));
         dl->json = xstrdup(json ? json : "{}");
         dl->num = next_ms;
     }
     b->open--;
     fo->nopen--;
     struct fo_dl *s = dl->succ;
-    if (s != NULL && dl->out == 'o') {
+    if (s != NULL && dl->st == FO_OK) {
         dl->succ = NULL;
         send_first(fo, s); /* its own successors stay chained behind it */
     } else if (s != NULL) {
@@ -234,14 +222,14 @@ struct fo_quiet {
 };
 static struct fo_quiet quiet_check, quiet_script;
 
-static void fail_line(struct fo_quiet *q, const char *msg, const char *err, redisReply *r)
+static void fail_line(struct fo_quiet *q, const char *msg, const char *err, const char *detail)
 {
     int64_t now = mono_ms();
     if (q->last_ms != 0 && now - q->last_ms < FO_FAIL_LOG_MS) {
         q->suppressed++;
         return;
     }
-    log_warn(msg, "err=\"%s\" suppressed=%llu", r && r->str ? r->str : err ? err : "reply",
+    log_warn(msg, "err=\"%s\" suppressed=%llu", detail ? detail : err ? err : "reply",
              q->suppressed);
     q->last_ms = now;
     q->suppressed = 0;
@@ -249,8 +237,8 @@ static void fail_line(struct fo_quiet *q, const char *msg, const char *err, redi
 
 /* ---- matching a batch ------------------------------------------------------------------ */
 
-static void on_held(void *arg, const char *err, redisReply *r);
-static void on_whv(void *arg, const char *err, redisReply *r);
+static void on_held(void *arg, const char *err, const char *msg, const struct dl_held_res *res);
+static void on_whv(void *arg, const char *err, const char *msg, const char *ver);
 static void send_held(struct fanout *fo, size_t ncand);
 
 /* The check before the first attempts could not be made: the batch is read again later. */
@@ -280,8 +268,8 @@ static void on_reloaded(void *arg, const char *err)
 /* Match fo->batch against the endpoints: a pair for every (event, endpoint) whose filters
  * match (endpoints that existed at the event's time); a disabled endpoint gets a skipped
  * delivery; endpoints the dispatcher should not try at once (failing, latest mode, a long
- * queue) get a pending one; the rest are candidates for a first attempt, checked for held
- * requests by wh_held.lua. */
+ * queue) get a pending one; the rest are candidates for a first attempt (OPEN, not sent),
+ * checked for held requests by wh_held.lua. */
 void fo_process_batch(struct fanout *fo)
 {
     struct webhooks *w = fo->w;
@@ -301,16 +289,18 @@ void fo_process_batch(struct fanout *fo)
             struct webhook *wh = webhooks_at(w, k);
             if (!webhook_matches(wh, &fe->ev))
                 continue;
-            char kind = !wh->enabled ? 's' : dispatch_first_ok(fo->dp, wh) ? 'a' : 'p';
-            dl_add(b, i, wh, kind);
-            ncand += kind == 'a';
+            enum fo_state st = !wh->enabled                    ? FO_SKIPPED
+                               : dispatch_first_ok(fo->dp, wh) ? FO_OPEN
+                                                               : FO_PENDING;
+            dl_add(b, i, wh, st);
+            ncand += st == FO_OPEN;
         }
     }
     if (store_partitions(fo->c->store) > 1) {
         /* several partitions: the version (a deployment key) is read first, then wh_held.lua
          * runs on the partition alone (one slot per script) */
         fo->pending++;
-        if (store_cmd(fo->c->store, on_whv, fo, "GET %s", fo->k_whv) != 0) {
+        if (dl_version(fo->c->store, on_whv, fo) != 0) {
             fo->pending--;
             held_failed(fo);
         }
@@ -322,42 +312,33 @@ void fo_process_batch(struct fanout *fo)
 /* wh_held.lua for the ncand first-attempt candidates of fo->batch. */
 static void send_held(struct fanout *fo, size_t ncand)
 {
-    struct webhooks *w = fo->w;
     struct fo_batch *b = fo->batch;
-    int several = store_partitions(fo->c->store) > 1;
-    int argc = 3 + 2 * (int)ncand;
-    const char **argv = xmalloc(sizeof(char *) * (size_t)argc);
-    /* several partitions: KEYS[1] is a key of the partition (the version was checked) */
-    argv[0] = several ? fo->k_events : fo->k_whv;
-    argv[1] = store_part_tag(fo->c->store, fo->part); /* order sets: the partition's */
-    argv[2] = several ? "*" : webhooks_version(w);
-    int k = 3;
+    struct dl_pair_ref *p = xmalloc(sizeof(*p) * (ncand ? ncand : 1));
+    size_t k = 0;
     for (size_t i = 0; i < b->ndl; i++)
-        if (b->dls[i]->kind == 'a') {
-            argv[k++] = b->dls[i]->wh->id;
-            argv[k++] = b->ents[b->dls[i]->ev].ev.request_id;
-        }
+        if (b->dls[i]->st == FO_OPEN)
+            p[k++] = (struct dl_pair_ref){.whid = b->dls[i]->wh->id,
+                                          .request_id = b->ents[b->dls[i]->ev].ev.request_id};
     fo->pending++;
-    if (store_eval(fo->c->store, &fo->sc_held, on_held, fo, 1, argc, argv, NULL) != 0) {
+    if (dl_held(fo->c->store, fo->part, webhooks_version(fo->w), p, k, on_held, fo) != 0) {
         fo->pending--;
         held_failed(fo);
     }
-    free(argv);
+    free(p);
 }
 
-static void on_whv(void *arg, const char *err, redisReply *r)
+static void on_whv(void *arg, const char *err, const char *msg, const char *ver)
 {
     struct fanout *fo = arg;
     if (fo_callback_enter(fo))
         return;
-    if (err != NULL || (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_NIL)) {
-        fail_line(&quiet_check, "webhook fan-out check failed", err, r);
+    if (err != NULL) {
+        fail_line(&quiet_check, "webhook fan-out check failed", err, msg);
         held_failed(fo);
         return;
     }
     /* compared with the version the batch was matched against, not the set's now: another
      * caller (the dispatcher's version read) may have reloaded the set meanwhile */
-    const char *ver = r->type == REDIS_REPLY_STRING ? r->str : "0";
     if (strcmp(ver, fo->matched_ver) != 0) {
         if (strcmp(ver, webhooks_version(fo->w)) == 0)
             fo_process_batch(fo); /* reloaded meanwhile: match again */
@@ -367,31 +348,30 @@ static void on_whv(void *arg, const char *err, redisReply *r)
     }
     size_t ncand = 0;
     for (size_t i = 0; i < fo->batch->ndl; i++)
-        ncand += fo->batch->dls[i]->kind == 'a';
+        ncand += fo->batch->dls[i]->st == FO_OPEN;
     send_held(fo, ncand);
 }
 
-static void on_held(void *arg, const char *err, redisReply *r)
+static void on_held(void *arg, const char *err, const char *msg, const struct dl_held_res *res)
 {
     struct fanout *fo = arg;
     if (fo_callback_enter(fo))
         return;
     struct fo_batch *b = fo->batch;
-    if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
-        r->element[0]->type != REDIS_REPLY_INTEGER) {
-        fail_line(&quiet_check, "webhook fan-out check failed", err, r);
+    if (err != NULL) {
+        fail_line(&quiet_check, "webhook fan-out check failed", err, msg);
         fo_batch_free(fo, b);
         fo->batch = NULL;
         fo->need_pending = 1;
         fo_idle(fo);
         return;
     }
-    if (r->element[0]->integer == -1) {
+    if (res->stale) {
         webhooks_reload(fo->w, on_reloaded, fo); /* the endpoint set changed: match again */
         return;
     }
-    const char *flags = r->element[1]->str ? r->element[1]->str : "";
-    size_t nflags = r->element[1]->str ? r->element[1]->len : 0, f = 0;
+    const char *flags = res->flags;
+    size_t nflags = res->nflags, f = 0;
     /* the batch joins the open ones first: first attempts may report at once */
     fo->batch = NULL;
     b->t0 = mono_ms();
@@ -403,35 +383,37 @@ static void on_held(void *arg, const char *err, redisReply *r)
     fo->nq++;
     for (size_t i = 0; i < b->ndl; i++) {
         struct fo_dl *dl = b->dls[i];
-        if (dl->kind != 'a')
+        if (dl->st != FO_OPEN)
             continue;
-        if (f >= nflags || flags[f++] == '1') { /* held behind an unfinished delivery */
-            dl->kind = 'p';
+        int held = f >= nflags || flags[f++] == '1'; /* behind an unfinished delivery */
+        if (fo_admit_decide(held, 0, FO_PENDING) == FO_ADMIT_HELD) {
+            fo_dl_set(dl, FO_PENDING);
             continue;
         }
         struct fo_dl *pred = pair_get(fo, dl);
         b->open++;
         fo->nopen++;
-        if (pred != NULL && (pred->kind == 'c' || (pred->kind == 'a' && pred->out == 0))) {
-            dl->kind = 'c'; /* waits for its predecessor's outcome */
+        switch (fo_admit_decide(0, pred != NULL, pred != NULL ? pred->st : FO_PENDING)) {
+        case FO_ADMIT_CHAIN:
+            fo_dl_set(dl, FO_CHAINED); /* waits for its predecessor's outcome */
             pred->succ = dl;
             pair_put(fo, dl);
-        } else if (pred != NULL && pred->kind == 'a' && pred->out == 'o') {
-            pair_put(fo, dl);
-            send_first(fo, dl);
-        } else if (pred != NULL) { /* it failed or is recorded pending: behind it */
-            dl->kind = 'p';
+            break;
+        case FO_ADMIT_BEHIND: /* it failed or is recorded pending: behind it */
+            fo_dl_set(dl, FO_PENDING);
             b->open--;
             fo->nopen--;
             pair_put(fo, dl);
-        } else {
+            break;
+        default: /* FO_ADMIT_SEND */
             pair_put(fo, dl);
             send_first(fo, dl);
+            break;
         }
     }
     /* pending pairs are open pairs too: a later event of the request waits behind them */
     for (size_t i = 0; i < b->ndl; i++)
-        if (b->dls[i]->kind == 'p' && b->dls[i]->slot == 0)
+        if (b->dls[i]->st == FO_PENDING && b->dls[i]->slot == 0)
             pair_put(fo, b->dls[i]);
     fo->c->metrics.wh_fanout_events += b->n;
     fo_idle(fo);
@@ -442,7 +424,8 @@ static void on_held(void *arg, const char *err, redisReply *r)
 
 /* ---- committing ------------------------------------------------------------------------ */
 
-static void on_commit(void *arg, const char *err, redisReply *r);
+static void on_commit(void *arg, const char *err, const char *msg,
+                      const struct dl_fanout_res *res);
 
 /* Commit the oldest open batch once its attempts are done or it has waited long enough. */
 void fo_try_commit(struct fanout *fo)
@@ -453,78 +436,77 @@ void fo_try_commit(struct fanout *fo)
     if (b->open > 0 && mono_ms() - b->t0 < FANOUT_COMMIT_WAIT_MS)
         return;
     int64_t lease_end = wall_ms() + fo->c->cfg->delivery_lease_ms;
+    /* an attempt still in flight is recorded so (with a lease); it stays ours until the
+     * commit lands (on_commit detaches it), so an outcome that comes before is written by a
+     * commit again or after it, never before its record exists */
     for (size_t i = 0; i < b->ndl; i++) {
         struct fo_dl *dl = b->dls[i];
-        /* still in flight: recorded so (with a lease); the attempt stays ours until the commit
-         * lands (on_commit detaches it), so an outcome that comes before is written by a
-         * commit again or after it, never before its record exists */
-        if (dl->kind == 'a' && dl->out == 0 && dl->h != NULL) {
-            dl->out = 'f';
+        struct fo_commit_step st = fo_commit_decide(dl->st, dl->h != NULL);
+        fo_dl_set(dl, st.st);
+        if (st.lease)
             dl->num = lease_end;
-            b->open--;
-            fo->nopen--;
-            chain_to_pending(fo, dl);
-        } else if (dl->kind == 'a' && dl->out == 'f' && dl->h != NULL) {
-            dl->num = lease_end; /* written again after a failed commit: a fresh lease */
-        } else if (dl->kind == 'c') { /* its predecessor is recorded first, in stream order */
-            dl->kind = 'p';
+        if (st.closes) {
             b->open--;
             fo->nopen--;
         }
+        if (st.unchain)
+            chain_to_pending(fo, dl);
     }
-    struct fanout_args a;
-    fanout_args_begin(&a, fo->c, fo->w, 0, fo->part);
-    long long created = 0;
+    struct dl_fanout a;
+    struct dl_fanout_opts o = {
+        .part = fo->part,
+        .view = wh_view_of(fo->c, fo->w),
+        .replay = 0,
+        .version = NULL, /* checked with wh_held.lua before the first attempts */
+        .holder = fo->c->instance_id,
+        .group = FANOUT_GROUP,
+        .now_ms = wall_ms(),
+        .retention_ms = WH_RETENTION_MS,
+        .disable_after_ms = fo->c->cfg->disable_after_ms,
+        .list_cap = WH_LIST_CAP,
+    };
+    dl_fanout_begin(&a, fo->c->store, &o);
     size_t d = 0;
     for (size_t i = 0; i < b->n; i++) {
         struct fo_entry *fe = &b->ents[i];
         if (!fe->ok) {
-            fanout_args_empty_event(&a, fe->sid);
+            dl_fanout_event(&a, fe->sid, NULL);
             continue;
         }
-        size_t body_at, n_at;
-        fanout_args_event_head(&a, fe->sid, &fe->ev, &body_at, &n_at);
-        long long n = 0;
+        dl_fanout_event(&a, fe->sid, &fe->ev);
         int need_body = 0;
         for (; d < b->ndl && b->dls[d]->ev == i; d++) {
             struct fo_dl *dl = b->dls[d];
-            char k = dl->kind == 'a' ? dl->out : dl->kind;
-            fanout_args_pair(&a, dl->wh->id, k, dl->json, (long long)dl->num);
-            need_body |= k == 'p' || k == 's' || k == 'r' || k == 'f';
-            n++;
+            enum dl_pair k = fo_state_pair(dl->st);
+            dl_fanout_pair(&a, dl->wh->id, k, dl->json, dl->num);
+            need_body |= dl_pair_needs_body(k);
         }
         if (need_body) {
             size_t blen = 0;
             const char *body = fe->body ? dispatch_body_data(fe->body, &blen) : NULL;
-            char *own = NULL;
+            int own = 0;
             if (body == NULL) {
-                own = proto_event_webhook_body(&fe->ev, &blen);
-                if (own == NULL) {
+                body = proto_event_webhook_body(&fe->ev, &blen);
+                if (body == NULL) {
                     log_err("webhook body encoding failed", "event=%s", fe->ev.event_id);
                     abort(); /* out of memory: relay/ aborts, see STYLE 4 */
                 }
-                fanout_args_own(&a, own);
-                body = own;
+                own = 1;
             }
-            a.v[body_at] = body;
-            a.lens[body_at] = blen;
+            dl_fanout_body(&a, body, blen, own);
         }
-        if (n > 0)
-            fanout_args_set_count(&a, n_at, n);
-        a.events++;
-        created += n;
     }
     b->committing = 1;
     fo->pending++;
-    if (store_eval(fo->c->store, fo->sc_fanout, on_commit, fo, FANOUT_ARGS_NKEYS, (int)a.n, a.v,
-                   a.lens) != 0) {
+    if (dl_fanout_send(&a, on_commit, fo) != 0) {
         fo->pending--;
         b->committing = 0; /* tried again on the next poll */
     }
-    fanout_args_free(&a);
+    dl_fanout_free(&a);
 }
 
-static void on_commit(void *arg, const char *err, redisReply *r)
+static void on_commit(void *arg, const char *err, const char *msg,
+                      const struct dl_fanout_res *res)
 {
     struct fanout *fo = arg;
     if (fo_callback_enter(fo))
@@ -533,16 +515,15 @@ static void on_commit(void *arg, const char *err, redisReply *r)
     if (b == NULL)
         return;
     b->committing = 0;
-    if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
-        r->element[0]->type != REDIS_REPLY_INTEGER) {
+    if (err != NULL) {
         /* unknown whether it ran: the script is idempotent, the next poll writes it again,
          * with the outcomes that came meanwhile */
-        fail_line(&quiet_script, "webhook fan-out script failed", err, r);
+        fail_line(&quiet_script, "webhook fan-out script failed", err, msg);
         for (size_t i = 0; i < b->ndl; i++)
             b->dls[i]->late = 0;
         return;
     }
-    long long code = r->element[0]->integer;
+    long long code = res->code;
     fo->q_head = b->next;
     if (fo->q_head == NULL)
         fo->q_tail = NULL;
@@ -565,31 +546,30 @@ static void on_commit(void *arg, const char *err, redisReply *r)
      * outcomes that came while this commit was out are written by it now */
     for (size_t i = 0; i < b->ndl; i++) {
         struct fo_dl *dl = b->dls[i];
-        if (dl->kind == 'a' && dl->out == 'f' && dl->h != NULL) {
+        if (dl->st == FO_INFLIGHT && dl->h != NULL) {
             dispatch_first_detach(fo->dp, dl->h);
             dl->h = NULL;
         } else if (dl->late) {
             char did[PROTO_EVENT_ID_MAX + WH_ID_MAX + 2];
             snprintf(did, sizeof(did), "%s.%s", b->ents[dl->ev].ev.event_id, dl->wh->id);
-            dispatch_report(fo->dp, dl->wh, did, fo->part, out_name(dl->out), dl->json,
+            dispatch_report(fo->dp, dl->wh, did, fo->part, fo_state_outcome(dl->st), dl->json,
                             dl->num);
             dl->late = 0;
         }
     }
-    long long created = r->elements > 1 ? r->element[1]->integer : 0;
-    fo->c->metrics.wh_deliveries_created += (uint64_t)created;
+    fo->c->metrics.wh_deliveries_created += (uint64_t)res->created;
     int reload = 0;
     if (store_partitions(fo->c->store) > 1) /* health outcomes, for the deployment's hashes */
-        wh_view_health(fo->c, r, 2);
-    for (size_t i = 2; store_partitions(fo->c->store) <= 1 && i + 1 < r->elements; i += 2) {
-        log_warn("webhook endpoint disabled", "webhook=%s reason=%s", r->element[i]->str,
-                 r->element[i + 1]->str);
+        wh_view_health(fo->c, &res->pairs);
+    for (size_t i = 0; store_partitions(fo->c->store) <= 1 && i < res->pairs.n; i++) {
+        log_warn("webhook endpoint disabled", "webhook=%s reason=%s", res->pairs.v[i].id,
+                 res->pairs.v[i].val);
         fo->c->metrics.wh_endpoints_disabled++;
         reload = 1;
     }
     int queued = 0;
     for (size_t i = 0; i < b->ndl && !queued; i++)
-        queued = b->dls[i]->kind == 'p' || (b->dls[i]->kind == 'a' && b->dls[i]->out == 'r');
+        queued = b->dls[i]->st == FO_PENDING || b->dls[i]->st == FO_RETRY;
     fo_batch_free(fo, b);
     if (reload)
         webhooks_reload(fo->w, NULL, NULL);

@@ -8,8 +8,8 @@
 #include "relay/delivery/fanout.h"
 #include "protocol/event.h"
 #include "protocol/proto.h"
+#include "store/deliveries.h"
 #include "store/keys.h"
-#include "store/store.h"
 
 #include <event2/util.h>
 #include <stddef.h>
@@ -36,21 +36,44 @@ struct fo_entry {
 
 struct fo_batch;
 
-/* One (event, endpoint) pair of a batch. kind: 'p' pending, 's' skipped (recorded by the
- * commit), 'a' first attempt (open until out is set), 'c' chained behind an open attempt of
- * the same request and endpoint (sent when it succeeds). out: 0 open, 'o' delivered, 'r'
- * retry, 'd' dead, 'g' gone, 'f' in flight (detached once the commit writing it landed). */
+/* The state of one (event, endpoint) pair of a batch, changed only by fo_dl_set (names for
+ * logs: fo_state_name). The commit records PENDING, SKIPPED, the outcomes and INFLIGHT as
+ * the matching store/deliveries.h enum dl_pair (fo_state_pair).
+ *   PENDING   recorded pending by the commit: the dispatcher sends it
+ *   SKIPPED   the endpoint is disabled: recorded skipped
+ *   OPEN      a first attempt from this process: a candidate until wh_held.lua answered,
+ *             then sent (open until its outcome)
+ *   CHAINED   waits in memory behind an open attempt of the same request and endpoint (sent
+ *             when that one succeeds)
+ *   OK RETRY DEAD GONE  the first attempt's outcome
+ *   INFLIGHT  the attempt was still out when its batch was committed: recorded in flight
+ *             (detached once that commit landed) */
+enum fo_state {
+    FO_PENDING = 0,
+    FO_SKIPPED,
+    FO_OPEN,
+    FO_CHAINED,
+    FO_OK,
+    FO_RETRY,
+    FO_DEAD,
+    FO_GONE,
+    FO_INFLIGHT,
+    FO_STATE_COUNT
+};
+
+/* One (event, endpoint) pair of a batch. */
 struct fo_dl {
     struct fo_batch *b;
     size_t ev;          /* index in b->ents */
     struct webhook *wh; /* reference */
-    char kind, out;
-    char late; /* its outcome came while the commit writing it in flight ('f') was out: once
-                  that commit lands, the outcome is written by wh_done.lua (dispatch_report) */
+    enum fo_state st;   /* read freely; written only through fo_dl_set */
+    char late; /* its outcome came while the commit writing it in flight (INFLIGHT) was out:
+                  once that commit lands, the outcome is written by wh_done.lua
+                  (dispatch_report) */
     struct dispatch_attempt *h; /* while the attempt is open (until its commit landed) */
     char *json;                 /* the attempt log entry (owned) */
     int64_t num;                /* next attempt ms (retry) or lease end (in flight) */
-    struct fo_dl *succ;         /* chained successor (kind 'c'), not owned */
+    struct fo_dl *succ;         /* chained successor (CHAINED), not owned */
     uint32_t slot;              /* in the open-pair map: slot + 1, 0 when not */
 };
 
@@ -61,7 +84,7 @@ struct fo_batch {
     size_t n;
     struct fo_dl **dls; /* owned */
     size_t ndl, capdl;
-    size_t open; /* pairs of kind 'a' or 'c' without an outcome */
+    size_t open; /* pairs OPEN (sent) or CHAINED */
     int64_t t0;  /* mono ms when its first attempts started */
     int committing;
 };
@@ -80,8 +103,6 @@ struct fanout {
     struct core *c;
     struct webhooks *w;
     struct dispatch *dp;
-    struct store_script sc_lease, sc_held;
-    const struct store_script *sc_fanout;
     struct event *lease_ev, *poll_ev, *kick_ev, *commit_ev;
     int closing, pending;
     int leader, group_ready, need_claim, need_pending, busy;
@@ -96,7 +117,6 @@ struct fanout {
     char claim_cursor[48];
     struct fo_pre *pre_head, *pre_tail; /* owned */
     size_t npre;
-    char k_events[KEY_MAX], k_lease[KEY_MAX], k_whv[KEY_MAX];
     char matched_ver[24]; /* the endpoint set's version fo->batch was matched against */
     unsigned part;              /* the partition this fan-out reads (store/keys.h) */
     struct fanout_share *share; /* NULL with one partition */
@@ -110,7 +130,36 @@ void fo_idle(struct fanout *fo);
 /* Take the next read step if none is in flight and the pipeline has room (coalesced). */
 void fo_step(struct fanout *fo);
 
-/* fanout_batch.c */
+/* fanout_state.c: the pair states' names, their one setter, and the pure per-pair decisions
+ * (row-tested in tests/unit/test_relay_fanout_state.c) */
+/* The one place a pair's state changes. */
+void fo_dl_set(struct fo_dl *dl, enum fo_state st);
+const char *fo_state_name(enum fo_state st);
+/* How the commit records a pair of state st (OPEN and CHAINED never reach it: the commit's
+ * step turns them into INFLIGHT or PENDING first; recorded PENDING if they did). */
+enum dl_pair fo_state_pair(enum fo_state st);
+/* The state of a first attempt's outcome (OK, RETRY, DEAD or GONE; any other: DEAD), and
+ * back (a state that is no outcome: DEAD). */
+enum fo_state fo_outcome_state(enum dl_outcome o);
+enum dl_outcome fo_state_outcome(enum fo_state st);
+
+/* A candidate's admission once wh_held.lua answered: held (its request has an unfinished
+ * delivery to the endpoint: recorded PENDING, not open); else by its newest open pair of the
+ * same (endpoint, request), the predecessor: none or delivered (OK): SEND its first attempt;
+ * still open (OPEN, CHAINED): CHAIN behind it; anything else (failed, pending, in flight):
+ * BEHIND it, recorded PENDING. */
+enum fo_admit { FO_ADMIT_HELD, FO_ADMIT_SEND, FO_ADMIT_CHAIN, FO_ADMIT_BEHIND };
+enum fo_admit fo_admit_decide(int held, int has_pred, enum fo_state pred);
+
+/* The commit's step for one pair of the batch it writes (attempt_out: the dispatcher still
+ * has its first attempt, dl->h != NULL). */
+struct fo_commit_step {
+    enum fo_state st; /* the state after the step (recorded as fo_state_pair(st)) */
+    int closes;       /* it leaves the open count (b->open, fo->nopen) */
+    int lease;        /* its number becomes the lease end (recorded in flight) */
+    int unchain;      /* its chained successors become PENDING (recorded behind it) */
+};
+struct fo_commit_step fo_commit_decide(enum fo_state st, int attempt_out);
 /* Match fo->batch against the endpoints and start its first attempts (through wh_held.lua);
  * the batch then joins the open ones. */
 void fo_process_batch(struct fanout *fo);

@@ -12,6 +12,7 @@
  * runs (webhooks_of), as the set and the dispatcher go away at shutdown. */
 #include "relay/delivery/replay.h"
 #include "relay/core.h"
+#include "relay/config.h"
 #include "relay/common/log.h"
 #include "relay/common/util.h"
 #include "relay/delivery/delivery.h"
@@ -19,6 +20,7 @@
 #include "relay/delivery/endpoints.h"
 #include "relay/delivery/fanout.h"
 #include "relay/delivery/wh_view.h"
+#include "store/deliveries.h"
 #include "store/events.h"
 #include "store/keys.h"
 #include "store/store.h"
@@ -85,14 +87,14 @@ static void requeued(struct replay *rp, long long n)
     requeue_next(rp);
 }
 
-static void on_requeued(void *arg, const char *err, redisReply *r)
+static void on_requeued(void *arg, const char *err, const char *msg, long long n)
 {
     struct replay *rp = arg;
-    if (err != NULL || r->type != REDIS_REPLY_INTEGER) {
+    if (err != NULL) {
         finish(rp, replay_err_unavailable);
         return;
     }
-    requeued(rp, r->integer);
+    requeued(rp, n);
 }
 
 static void requeue_next(struct replay *rp)
@@ -116,22 +118,21 @@ static void requeue_next(struct replay *rp)
         requeued(rp, 0); /* not the request's partition */
         return;
     }
-    const char *ptag = store_part_tag(c->store, rp->part);
-    char *tag = wh_view_tag(c, rp->w, rp->part);
-    char kset[KEY_MAX], kdue[KEY_MAX], now[24], since[24] = "", until[24] = "";
-    key_build(kset, sizeof(kset), ptag, rp->stage == 0 ? "dead" : "skipped", NULL, NULL);
-    key_build(kdue, sizeof(kdue), ptag, "due", NULL, NULL);
-    snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
-    if (rp->s.has_since)
-        snprintf(since, sizeof(since), "%lld", (long long)rp->s.since);
-    if (rp->s.has_until)
-        snprintf(until, sizeof(until), "%lld", (long long)rp->s.until);
-    const char *argv[] = {kset,  kdue,  tag, now, rp->s.webhook_id, rp->s.request_id,
-                          since, until, rp->s.dry ? "1" : "0", REPLAY_MAX_REQUEUE};
-    int r = store_eval(c->store, webhooks_script(rp->w, WH_SC_REQUEUE), on_requeued, rp, 2, 10,
-                       argv, NULL);
-    free(tag);
-    if (r != 0)
+    struct dl_requeue_req q = {
+        .part = rp->part,
+        .view = wh_view_of(c, rp->w),
+        .skipped = rp->stage != 0,
+        .now_ms = wall_ms(),
+        .webhook_id = rp->s.webhook_id,
+        .request_id = rp->s.request_id,
+        .has_since = rp->s.has_since,
+        .has_until = rp->s.has_until,
+        .since_ms = rp->s.since,
+        .until_ms = rp->s.until,
+        .dry = rp->s.dry,
+        .max = REPLAY_MAX_REQUEUE,
+    };
+    if (dl_requeue(c->store, &q, on_requeued, rp) != 0)
         finish(rp, replay_err_unavailable);
 }
 
@@ -151,21 +152,20 @@ static void page_clear(struct replay *rp)
     rp->nevs = 0;
 }
 
-static void on_events_page(void *arg, const char *err, redisReply *r)
+static void on_events_page(void *arg, const char *err, const char *msg,
+                           struct store_events_iter *it, size_t n)
 {
     struct replay *rp = arg;
-    if (err != NULL || r->type != REDIS_REPLY_ARRAY || webhooks_of(rp->c) == NULL) {
+    if (err != NULL || webhooks_of(rp->c) == NULL) {
         finish(rp, replay_err_unavailable);
         return;
     }
     page_clear(rp);
-    struct store_events_iter it;
     struct store_event_entry e;
-    size_t n = store_events_iter_range(&it, r);
     rp->evs = xcalloc(n + 1, sizeof(*rp->evs));
     rp->sids = xcalloc(n + 1, sizeof(*rp->sids));
     rp->last_page = rp->s.request_id[0] != '\0' || n < REPLAY_PAGE;
-    while (store_events_next(&it, &e)) {
+    while (store_events_next(it, &e)) {
         snprintf(rp->next_start, sizeof(rp->next_start), "(%s", e.sid);
         struct status_event *ev = &rp->evs[rp->nevs];
         struct proto_err pe;
@@ -186,7 +186,8 @@ static void on_events_page(void *arg, const char *err, redisReply *r)
     events_fanout(rp);
 }
 
-static void on_replay_fanout(void *arg, const char *err, redisReply *r);
+static void on_replay_fanout(void *arg, const char *err, const char *msg,
+                             const struct dl_fanout_res *res);
 
 static void on_replay_reloaded(void *arg, const char *err)
 {
@@ -200,59 +201,96 @@ static void on_replay_reloaded(void *arg, const char *err)
 
 /* Replay: every enabled endpoint whose filters match (replays also reach endpoints
  * registered after the event), or only the one asked for. */
-static char replay_match(void *arg, const struct webhook *wh, const struct status_event *ev)
+static int replay_match(const struct replay *rp, const struct webhook *wh,
+                        const struct status_event *ev)
 {
-    const struct replay *rp = arg;
     return wh->enabled && (!rp->s.webhook_id[0] || strcmp(rp->s.webhook_id, wh->id) == 0) &&
-                   webhook_matches_filters(wh, ev)
-               ? 'p'
-               : 0;
+           webhook_matches_filters(wh, ev);
+}
+
+/* Add ev (stream entry sid) with a pending pair per matching endpoint; an event matching
+ * none is left out. Returns the number of pairs. */
+static long long page_event(struct replay *rp, struct dl_fanout *a, const char *sid,
+                            const struct status_event *ev)
+{
+    long long nmatch = 0;
+    size_t nwh = webhooks_count(rp->w);
+    dl_fanout_event(a, sid, ev);
+    for (size_t k = 0; k < nwh; k++) {
+        struct webhook *wh = webhooks_at(rp->w, k);
+        if (!replay_match(rp, wh, ev))
+            continue;
+        dl_fanout_pair(a, wh->id, DL_PAIR_PENDING, NULL, 0);
+        nmatch++;
+    }
+    if (nmatch == 0) {
+        dl_fanout_drop(a); /* nothing for this event */
+        return 0;
+    }
+    if (!rp->s.dry) { /* a dry run counts pairs only */
+        size_t blen = 0;
+        char *body = proto_event_webhook_body(ev, &blen);
+        if (body == NULL) {
+            log_err("webhook body encoding failed", "event=%s", ev->event_id);
+            abort(); /* out of memory: relay/ aborts, see STYLE 4 */
+        }
+        dl_fanout_body(a, body, blen, 1);
+    }
+    return nmatch;
 }
 
 /* Queue the page's (event, endpoint) pairs through wh_fanout.lua in replay mode (the same
- * arguments as the fan-out's: relay/delivery/fanout.h). */
+ * script as the fan-out's: store/deliveries.h). */
 static void events_fanout(struct replay *rp)
 {
     struct core *c = rp->c;
     struct webhooks *w = rp->w;
-    struct fanout_args a;
-    fanout_args_begin(&a, c, w, 1,
-                      rp->s.request_id[0] ? key_partition(rp->s.request_id,
-                                                          strlen(rp->s.request_id),
-                                                          store_partitions(c->store))
-                                          : rp->part);
+    struct dl_fanout a;
+    struct dl_fanout_opts o = {
+        .part = rp->s.request_id[0] ? key_partition(rp->s.request_id, strlen(rp->s.request_id),
+                                                    store_partitions(c->store))
+                                    : rp->part,
+        .view = wh_view_of(c, w),
+        .replay = 1,
+        .version = webhooks_version(w),
+        .holder = c->instance_id,
+        .group = FANOUT_GROUP,
+        .now_ms = wall_ms(),
+        .retention_ms = WH_RETENTION_MS,
+        .disable_after_ms = c->cfg->disable_after_ms,
+        .list_cap = WH_LIST_CAP,
+    };
+    dl_fanout_begin(&a, c->store, &o);
     long long pairs = 0;
     for (size_t i = 0; i < rp->nevs; i++)
-        pairs += fanout_args_event(&a, w, rp->sids[i], &rp->evs[i], replay_match, rp,
-                                   rp->s.dry ? FANOUT_ARGS_NO_BODY : 0);
+        pairs += page_event(rp, &a, rp->sids[i], &rp->evs[i]);
     int r = 0;
     if (rp->s.dry || a.events == 0) {
         rp->count += rp->s.dry ? pairs : 0;
         r = 1;
-    } else if (store_eval(c->store, webhooks_script(w, WH_SC_FANOUT), on_replay_fanout, rp,
-                          FANOUT_ARGS_NKEYS,
-                          (int)a.n, a.v, a.lens) != 0) {
+    } else if (dl_fanout_send(&a, on_replay_fanout, rp) != 0) {
         r = -1;
     }
-    fanout_args_free(&a);
+    dl_fanout_free(&a);
     if (r < 0)
         finish(rp, replay_err_unavailable);
     else if (r == 1)
         events_next(rp);
 }
 
-static void on_replay_fanout(void *arg, const char *err, redisReply *r)
+static void on_replay_fanout(void *arg, const char *err, const char *msg,
+                             const struct dl_fanout_res *res)
 {
     struct replay *rp = arg;
-    if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 1) {
+    if (err != NULL) {
         finish(rp, replay_err_unavailable);
         return;
     }
-    if (r->element[0]->integer == -1) {
+    if (res->code == -1) {
         webhooks_reload(rp->w, on_replay_reloaded, rp);
         return;
     }
-    rp->count += r->elements > 1 ? r->element[1]->integer : 0;
+    rp->count += res->created;
     events_next(rp);
 }
 
@@ -281,18 +319,12 @@ static void events_next(struct replay *rp)
     }
     int r;
     if (rp->s.request_id[0]) {
-        const char *tag = store_tag_of(c->store, rp->s.request_id);
-        char ktl[KEY_MAX], kev[KEY_MAX];
-        key_build(ktl, sizeof(ktl), tag, "tl", rp->s.request_id, NULL);
-        key_build(kev, sizeof(kev), tag, "events", NULL, NULL);
-        const char *argv[] = {ktl, kev, "", "", "100000"};
-        r = store_eval(c->store, webhooks_script(rp->w, WH_SC_EVENTS_BY_REQUEST),
-                       on_events_page, rp, 2, 5, argv, NULL);
+        r = dl_events_of_request(c->store, rp->s.request_id, on_events_page, rp);
     } else {
         char end[32];
         snprintf(end, sizeof(end), "%lld", rp->s.has_until ? (long long)rp->s.until : 0LL);
-        r = store_events_range_in(c->store, store_part_tag(c->store, rp->part), rp->next_start,
-                                  rp->s.has_until ? end : "+", REPLAY_PAGE, on_events_page, rp);
+        r = dl_events_page(c->store, rp->part, rp->next_start, rp->s.has_until ? end : "+",
+                           REPLAY_PAGE, on_events_page, rp);
     }
     if (r != 0)
         finish(rp, replay_err_unavailable);

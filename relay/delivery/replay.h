@@ -18,7 +18,7 @@ struct core;
 
 #define REPLAY_PAGE 200           /* events read from the log per step */
 #define REPLAY_MAX_EVENTS 200000  /* events scanned by one replay at most */
-#define REPLAY_MAX_REQUEUE "100000" /* dead or skipped deliveries requeued per set at most */
+#define REPLAY_MAX_REQUEUE 100000 /* dead or skipped deliveries requeued per set at most */
 
 /* What to replay. Events: created_at within [since, until] (each bound when has_*), of
  * request_id ("" any), to webhook_id ("" every enabled endpoint whose filters match; replays

@@ -9,19 +9,20 @@
 #ifndef RELAY_DELIVERY_WH_VIEW_H
 #define RELAY_DELIVERY_WH_VIEW_H
 
-#include <hiredis/hiredis.h>
 #include <stddef.h>
 
 struct core;
 struct webhooks;
+struct dl_pairs;
 
-/* The tag argument of store/wh_{claim,done,fanout,requeue}.lua for partition part: the tag
- * with one partition, else "<partition tag> <deployment tag> <id>[:<flags>],..." with flags
- * l (latest mode) and d (disabled). Malloc'd; the caller frees it. */
-char *wh_view_tag(struct core *c, struct webhooks *w, unsigned part);
-/* The (endpoint id, outcome) pairs of r's elements [from..] (several partitions): applied
- * through store/wh_health.lua; endpoints disabled by it are logged and counted and the set
- * is reloaded, as when a 1-partition script disables one. */
-void wh_view_health(struct core *c, const redisReply *r, size_t from);
+/* The endpoint view the delivery scripts of partition calls get (store/deliveries.h: the
+ * store puts it into their tag argument): "<id>[:<flags>],..." with flags l (latest mode)
+ * and d (disabled), built once per loaded set and borrowed until the set's next load; NULL
+ * with one partition (the scripts read the endpoint hashes themselves). */
+const char *wh_view_of(struct core *c, struct webhooks *w);
+/* The (endpoint id, outcome) pairs a partition script handed back (several partitions):
+ * applied through store/wh_health.lua (dl_health); endpoints disabled by it are logged and
+ * counted and the set is reloaded, as when a 1-partition script disables one. */
+void wh_view_health(struct core *c, const struct dl_pairs *p);
 
 #endif
