@@ -140,8 +140,9 @@ FUZZ_LIBS   = $(shell pkg-config --libs jansson openssl)
 fuzz: $(FUZZ_SRC:tests/fuzz/%.c=build-fuzz/%)
 	@set -e; for f in $^; do n=$$(basename $$f); mkdir -p build-fuzz/corpus/$$n; \
 	    seeds=tests/data/seeds/$$n; [ -d $$seeds ] || seeds=; \
+	    [ $$n != fuzz_facts ] || seeds="$$seeds tests/data/seeds/fuzz_normalize_requests"; \
 	    case $$n in *_ws) fx='ws_*';; *_status) fx='status_v3_*';; *_webhook) fx='webhook_payload_*';; \
-	        *_requests) fx='requests_v3_*';; *_json) fx='*.json';; *) fx=;; esac; \
+	        *_requests|*_facts) fx='requests_v3_*';; *_json) fx='*.json';; *) fx=;; esac; \
 	    if [ -n "$$fx" ]; then rm -rf build-fuzz/fixtures/$$n; mkdir -p build-fuzz/fixtures/$$n; \
 	        cp tests/fixtures/upstream/$$fx build-fuzz/fixtures/$$n/; seeds="$$seeds build-fuzz/fixtures/$$n"; fi; \
 	    echo "== $$n for $(FUZZ_SECONDS)s"; \

@@ -444,13 +444,21 @@ static int fail_json(struct proto_err *err, const struct jparser *P)
     return proto_fail(err, PROTO_EJSON, "", msg);
 }
 
-/* Pass 1 validates and sizes, pass 2 fills one allocation (freed with pjson_free). */
 int pjson_parse(const char *buf, size_t len, struct pjson_doc *doc, struct proto_err *err)
+{
+    return pjson_parse_max(buf, len, PROTO_MAX_INPUT, doc, err);
+}
+
+/* Pass 1 validates and sizes, pass 2 fills one allocation (freed with pjson_free). */
+int pjson_parse_max(const char *buf, size_t len, size_t max, struct pjson_doc *doc,
+                    struct proto_err *err)
 {
     doc->mem = NULL;
     doc->root = NULL;
-    if (len > PROTO_MAX_INPUT)
-        return proto_fail(err, PROTO_ETOOLONG, "", "message over PROTO_MAX_INPUT bytes");
+    if (len > max || len > UINT32_MAX)
+        return proto_fail(err, PROTO_ETOOLONG, "",
+                          max == PROTO_MAX_INPUT ? "message over PROTO_MAX_INPUT bytes"
+                                                 : "document over its size bound");
     if (buf == NULL)
         len = 0;
     struct jparser P = {0};

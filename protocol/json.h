@@ -65,6 +65,11 @@ struct pjson_doc {
  * calls pjson_free, and keeps buf alive while it reads raw text. */
 int pjson_parse(const char *buf, size_t len, struct pjson_doc *doc, struct proto_err *err);
 
+/* pjson_parse with another size bound than PROTO_MAX_INPUT (the upstream's chain list is
+ * larger than one message: facts.h); PROTO_ETOOLONG over max. */
+int pjson_parse_max(const char *buf, size_t len, size_t max, struct pjson_doc *doc,
+                    struct proto_err *err);
+
 /* Free the document's arena (NULL-safe on an empty doc); *doc becomes empty. */
 void pjson_free(struct pjson_doc *doc);
 
