@@ -7,7 +7,8 @@
  * Decisions (documented in README's "One base URL" section):
  *   - Only paths no route matches, and never our own namespaces: /v1 and everything under it,
  *     /intents/status*, /healthz, /readyz, /metrics (compared percent-decoded and
- *     case-insensitively) keep their own answers (404, 405, 401).
+ *     case-insensitively) keep their own answers (404, 405, 401): admission decides it
+ *     (admit.c, verdict ADMIT_PROXY).
  *   - Verbatim: method, raw path and query, body, and the client's own headers minus the
  *     hop-by-hop ones (Connection and the names it lists, Keep-Alive, Proxy-*, TE, Trailer,
  *     Transfer-Encoding, Upgrade), Host, Content-Length and Expect (recomputed). The relay's
@@ -17,7 +18,7 @@
  *   - The answer: the upstream's status, headers minus hop-by-hop (Content-Length is
  *     recomputed, except for HEAD), and body, buffered up to PT_MAX_RESPONSE.
  *   - Limits: request bodies 64 KiB (API_BODY_ANON_MAX), 1 MiB with the admin token (the
- *     gate checks before this runs: server.c's api_gate_body_cap), a total deadline of
+ *     gate checks before this runs: admit.c's ADMIT_PROXY cap), a total deadline of
  *     PT_TIMEOUT_MS, PT_MAX_INFLIGHT requests in flight (then 503 with Retry-After: 1).
  *     Transport failures answer 502/504 with the error shape, top-level "message" and
  *     "errorCode" included (what upstream clients print).
@@ -31,6 +32,7 @@
  *   - Dot-segments: a path with a "." or ".." segment (also percent-encoded, also between
  *     backslashes) is refused with 400 invalid_path, not forwarded: curl removes dot-segments,
  *     which would escape the path of a prefixed STATUSRELAY_UPSTREAM_API_URL. */
+#include "relay/api/proxy.h"
 #include "relay/api/internal.h"
 #include "relay/common/httpc.h"
 #include "relay/common/log.h"
@@ -123,29 +125,6 @@ static int is_admin_token(const char *v, const char *tok)
     while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
         n--;
     return n == m && CRYPTO_memcmp(v, tok, m) == 0;
-}
-
-int api_proxy_wants(const struct api *a, const char *path)
-{
-    if (!a->c->cfg->passthrough)
-        return 0;
-    if (path == NULL || path[0] == '\0')
-        path = "/";
-    size_t n = 0;
-    char *d = evhttp_uridecode(path, 0, &n);
-    if (d == NULL)
-        return 0;
-    size_t l = strlen(d);
-    int ours = l != n; /* a decoded NUL byte: refused here, not forwarded */
-    while (l > 1 && d[l - 1] == '/')
-        l--;
-    static const char *const exact[] = {"/healthz", "/readyz", "/metrics", "/v1"};
-    for (size_t i = 0; i < ARRAY_LEN(exact) && !ours; i++)
-        ours = l == strlen(exact[i]) && strncasecmp(d, exact[i], l) == 0;
-    if (!ours)
-        ours = strncasecmp(d, "/v1/", 4) == 0 || strncasecmp(d, "/intents/status", 15) == 0;
-    free(d);
-    return !ours;
 }
 
 static void pt_free(struct pt *p)
@@ -313,12 +292,6 @@ static const char *method_name(enum evhttp_cmd_type m)
     }
 }
 
-static void count(struct ctx *x, int code)
-{
-    if (x->api != NULL && code >= 100 && code < 600)
-        x->api->c->metrics.api_responses[code / 100 - 1]++;
-}
-
 static void on_upstream(void *arg, const struct httpc_resp *r)
 {
     struct pt *p = arg;
@@ -388,7 +361,7 @@ static void on_upstream(void *arg, const struct httpc_resp *r)
     struct timeval tv = {PT_CHECK_MS / 1000, (PT_CHECK_MS % 1000) * 1000};
     evtimer_add(o->timer, &tv);
     evhttp_request_set_on_complete_cb(x->req, on_answer_written, o);
-    count(x, (int)r->status);
+    api_count_answer(x, (int)r->status);
     evhttp_send_reply(x->req, (int)r->status, NULL, b);
     evbuffer_free(b);
     api_ctx_free(x);
