@@ -368,6 +368,65 @@ static void on_upstream(void *arg, const struct httpc_resp *r)
     pt_free(p);
 }
 
+/* The client's header lines for curl into p->lines (minus hop-by-hop, Host, Content-Length,
+ * Expect and an Authorization carrying the admin token), then blanks for the headers curl
+ * would add on its own. -1 when there are more than PT_MAX_HEADERS. */
+static int pt_headers(struct pt *p, struct evkeyvalq *in, const char *admin_token)
+{
+    int has_accept = 0, has_ua = 0, has_ctype = 0;
+    const struct evkeyval *kv;
+    TAILQ_FOREACH(kv, in, next) {
+        size_t nl = strlen(kv->key);
+        if (hop(in, kv->key, nl) || strcasecmp(kv->key, "host") == 0 ||
+            strcasecmp(kv->key, "content-length") == 0 || strcasecmp(kv->key, "expect") == 0)
+            continue;
+        if (strcasecmp(kv->key, "authorization") == 0 && is_admin_token(kv->value, admin_token))
+            continue;
+        if (p->nlines == PT_MAX_HEADERS)
+            return -1;
+        has_accept |= strcasecmp(kv->key, "accept") == 0;
+        has_ua |= strcasecmp(kv->key, "user-agent") == 0;
+        has_ctype |= strcasecmp(kv->key, "content-type") == 0;
+        /* curl drops "Name:" (no value) instead of sending it; "Name;" sends it empty */
+        p->lines[p->nlines++] = kv->value[0] == '\0' ? xasprintf("%s;", kv->key)
+                                                     : xasprintf("%s: %s", kv->key, kv->value);
+    }
+    /* nothing curl would add on its own: the client's headers are the request's headers */
+    p->lines[p->nlines++] = xstrdup("Expect:");
+    if (!has_accept)
+        p->lines[p->nlines++] = xstrdup("Accept:");
+    if (!has_ua)
+        p->lines[p->nlines++] = xstrdup("User-Agent:");
+    if (!has_ctype)
+        p->lines[p->nlines++] = xstrdup("Content-Type:");
+    p->lines[p->nlines] = NULL;
+    return 0;
+}
+
+/* Start forwarding p (its x's method, path, query, headers and body) to url. 0, or -1 when
+ * curl could not take it. */
+static int pt_start(struct core *c, struct pt *p, const char *method, const char *url)
+{
+    struct evbuffer *body = evhttp_request_get_input_buffer(p->x->req);
+    p->body_len = evbuffer_get_length(body);
+    if (p->body_len > 0) {
+        p->body = xmalloc(p->body_len);
+        evbuffer_copyout(body, p->body, p->body_len);
+    }
+    struct httpc_req req = {
+        .method = method,
+        .url = url,
+        .headers = (const char *const *)p->lines,
+        .body = p->body,
+        .body_len = p->body_len,
+        .connect_timeout_ms = PT_CONNECT_TIMEOUT_MS,
+        .total_timeout_ms = PT_TIMEOUT_MS,
+        .max_response = PT_MAX_RESPONSE,
+        .keep_headers = 1,
+    };
+    return httpc_request(c->httpc, &req, on_upstream, p);
+}
+
 void api_proxy(struct ctx *x)
 {
     struct api *a = x->api;
@@ -396,68 +455,21 @@ void api_proxy(struct ctx *x)
                         "paths with . or .. segments are not forwarded to the upstream");
         return;
     }
+    struct pt *p = xcalloc(1, sizeof(*p));
+    p->x = x;
+    if (pt_headers(p, evhttp_request_get_input_headers(x->req), c->cfg->admin_token) != 0) {
+        api_reply_error(x, 431, "too_many_headers", NULL,
+                        "at most %d request headers are forwarded", PT_MAX_HEADERS);
+        pt_free(p);
+        return;
+    }
     const char *base = c->cfg->upstream_api_url;
     size_t bl = strlen(base);
     while (bl > 0 && base[bl - 1] == '/')
         bl--;
     char *url = xasprintf("%.*s%s%s%s%s", (int)bl, base, path[0] == '/' ? "" : "/", path,
                           query != NULL ? "?" : "", query != NULL ? query : "");
-
-    struct pt *p = xcalloc(1, sizeof(*p));
-    p->x = x;
-    struct evkeyvalq *in = evhttp_request_get_input_headers(x->req);
-    int has_accept = 0, has_ua = 0, has_ctype = 0;
-    const struct evkeyval *kv;
-    TAILQ_FOREACH(kv, in, next) {
-        size_t nl = strlen(kv->key);
-        if (hop(in, kv->key, nl) || strcasecmp(kv->key, "host") == 0 ||
-            strcasecmp(kv->key, "content-length") == 0 || strcasecmp(kv->key, "expect") == 0)
-            continue;
-        if (strcasecmp(kv->key, "authorization") == 0 &&
-            is_admin_token(kv->value, c->cfg->admin_token))
-            continue;
-        if (p->nlines == PT_MAX_HEADERS) {
-            api_reply_error(x, 431, "too_many_headers", NULL,
-                            "at most %d request headers are forwarded", PT_MAX_HEADERS);
-            pt_free(p);
-            free(url);
-            return;
-        }
-        has_accept |= strcasecmp(kv->key, "accept") == 0;
-        has_ua |= strcasecmp(kv->key, "user-agent") == 0;
-        has_ctype |= strcasecmp(kv->key, "content-type") == 0;
-        /* curl drops "Name:" (no value) instead of sending it; "Name;" sends it empty */
-        p->lines[p->nlines++] = kv->value[0] == '\0' ? xasprintf("%s;", kv->key)
-                                                     : xasprintf("%s: %s", kv->key, kv->value);
-    }
-    /* nothing curl would add on its own: the client's headers are the request's headers */
-    p->lines[p->nlines++] = xstrdup("Expect:");
-    if (!has_accept)
-        p->lines[p->nlines++] = xstrdup("Accept:");
-    if (!has_ua)
-        p->lines[p->nlines++] = xstrdup("User-Agent:");
-    if (!has_ctype)
-        p->lines[p->nlines++] = xstrdup("Content-Type:");
-    p->lines[p->nlines] = NULL;
-
-    struct evbuffer *body = evhttp_request_get_input_buffer(x->req);
-    p->body_len = evbuffer_get_length(body);
-    if (p->body_len > 0) {
-        p->body = xmalloc(p->body_len);
-        evbuffer_copyout(body, p->body, p->body_len);
-    }
-    struct httpc_req req = {
-        .method = method,
-        .url = url,
-        .headers = (const char *const *)p->lines,
-        .body = p->body,
-        .body_len = p->body_len,
-        .connect_timeout_ms = PT_CONNECT_TIMEOUT_MS,
-        .total_timeout_ms = PT_TIMEOUT_MS,
-        .max_response = PT_MAX_RESPONSE,
-        .keep_headers = 1,
-    };
-    int rc = httpc_request(c->httpc, &req, on_upstream, p);
+    int rc = pt_start(c, p, method, url);
     free(url);
     if (rc != 0) {
         api_reply_error(x, 502, "upstream_unavailable", NULL,
