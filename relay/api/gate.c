@@ -8,9 +8,9 @@
  * and evhttp answers an oversized body with its own HTML page. The gate fills both gaps:
  *   - it holds the head (at most PROTO_REST_HEAD_MAX bytes) until its empty line, parses it
  *     (protocol/rest_req.c; a head evhttp might read differently - obs-fold, two lengths,
- *     Content-Length with chunked, another coding - closes the connection), and asks server.c
- *     (api_gate_body_cap) how much body this request may send, from its method, path and
- *     headers alone (route, Host, Origin, token, Content-Type);
+ *     Content-Length with chunked, another coding - closes the connection), and asks admission
+ *     (admit.c, the same verdict on_request acts on) how much body this request may send,
+ *     from its method, path and headers alone (route, Host, Origin, token, Content-Type);
  *   - a request refused on its headers, or declaring more than its cap, reaches evhttp with
  *     its body and connection headers removed (Content-Length, Transfer-Encoding, Expect,
  *     Connection) and, when too large, "X-Statusrelay-Gate: too-large"; server.c answers it
@@ -26,7 +26,7 @@
  *   - a total deadline per request (STATUSRELAY_HTTP_REQUEST_TIMEOUT): from the first byte of
  *     a request to the last byte of its body; a client trickling bytes is cut when it passes,
  *     whatever evhttp's per-read timeout says (that one bounds idle keep-alive connections);
- *   - the listener sees each head first (api_listen_head, listen.c: the reserve, a trusted
+ *   - the listener sees each head first (its on_head hook, listen.c: the reserve, a trusted
  *     proxy's forwarded client counted per address) and may close the connection;
  *   - at most STATUSRELAY_HTTP_KEEPALIVE_REQUESTS requests per connection: the last one
  *     reaches evhttp with "Connection: close" (its own Connection header removed), so its
@@ -35,13 +35,11 @@
  * it (gate_free). It keeps no pointer to the connection: it closes one by raising an event on
  * its bufferevent (evhttp's error callback then frees the connection), and after evhttp freed
  * the bufferevent its callbacks are gone, so a late timer does nothing. */
-#include "relay/api/internal.h"
+#include "relay/api/gate.h"
 #include "protocol/rest_req.h"
-#include "relay/api/server.h"
+#include "relay/api/admit.h"
 #include "relay/common/log.h"
 #include "relay/common/util.h"
-#include "relay/config.h"
-#include "relay/core.h"
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -61,7 +59,7 @@ enum gate_state {
 };
 
 struct gate {
-    struct api *api;         /* borrowed: connections are freed before the api (evhttp_free) */
+    const struct gate_opts *o; /* borrowed: connections are freed before it (evhttp_free) */
     struct bufferevent *bev; /* the filter bufferevent: owns us */
     struct event *timer;     /* the request deadline, or an immediate close */
     struct event *kick;      /* moves an answer evhttp queued while writing was off */
@@ -111,7 +109,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 
 static void arm_deadline(struct gate *g)
 {
-    int64_t ms = g->api->c->cfg->http_request_timeout_ms;
+    int64_t ms = g->o->request_timeout_ms;
     struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
     evtimer_add(g->timer, &tv);
 }
@@ -167,6 +165,38 @@ static void refuse(struct gate *g, const char *buf, const struct proto_rest_head
     }
 }
 
+/* How many body bytes the request of head h may send (admit.h): API_BODY_MAX,
+ * API_BODY_ANON_MAX, or -1 when it is answered on its head alone. Its headers are copied into
+ * an evkeyvalq as evhttp will read them (evhttp_add_header refuses what evhttp would). */
+static int64_t body_cap(const struct gate *g, const struct proto_rest_head *h)
+{
+    struct evkeyvalq in;
+    TAILQ_INIT(&in);
+    char *target = xstrndup(h->target, h->target_len);
+    struct evhttp_uri *uri = evhttp_uri_parse_with_flags(target, EVHTTP_URI_NONCONFORMANT);
+    const char *path = uri != NULL ? evhttp_uri_get_path(uri) : NULL;
+    int64_t cap = -1;
+    for (size_t i = 0; i < h->nhdr; i++) {
+        char *k = xstrndup(h->hdr[i].name, h->hdr[i].name_len);
+        char *v = xstrndup(h->hdr[i].value, h->hdr[i].value_len);
+        evhttp_add_header(&in, k, v); /* copies */
+        free(k);
+        free(v);
+    }
+    if (path != NULL) { /* a target evhttp cannot parse is refused there: no body needed */
+        struct admit_req q = {admit_method(h->method, h->method_len), path, &in, NULL};
+        struct admit ad;
+        admit_decide(g->o->rules, &q, &ad);
+        cap = ad.body_cap;
+        admit_cleanup(&ad);
+    }
+    if (uri != NULL)
+        evhttp_uri_free(uri);
+    evhttp_clear_headers(&in);
+    free(target);
+    return cap;
+}
+
 /* The head buf[0..len) is whole: judge it and pass it (or its refusal) to dst. */
 static void take_head(struct gate *g, const char *buf, size_t len, struct evbuffer *dst)
 {
@@ -175,15 +205,15 @@ static void take_head(struct gate *g, const char *buf, size_t len, struct evbuff
         gate_close_soon(g, "malformed_head");
         return;
     }
-    if (api_listen_head(g->api, g->bev, &h) != 0) {
+    if (g->o->on_head != NULL && g->o->on_head(g->o->arg, g->bev, &h) != 0) {
         gate_close_soon(g, "listener");
         return;
     }
-    g->last = ++g->nreq >= g->api->c->cfg->http_keepalive_requests;
+    g->last = ++g->nreq >= g->o->keepalive_requests;
     int has_body = h.chunked || h.content_length > 0;
     /* a head with more lines than h keeps: judged refused (its body is not needed for the
      * answer it gets: 431 on pass-through paths) */
-    int64_t cap = h.more ? -1 : api_gate_body_cap(g->api, &h);
+    int64_t cap = h.more ? -1 : body_cap(g, &h);
     if (!has_body || (cap >= 0 && !h.chunked && h.content_length <= cap)) {
         if (proto_rest_head_find(&h, API_GATE_HEADER) != NULL || g->last) {
             /* a forged marker is removed; the last request says Connection: close */
@@ -432,10 +462,10 @@ static void gate_free(void *arg)
     free(g);
 }
 
-struct bufferevent *api_gate_bev_new(struct event_base *base, void *arg)
+struct bufferevent *api_gate_bev_new(struct event_base *base, const struct gate_opts *o)
 {
     struct gate *g = xcalloc(1, sizeof(*g));
-    g->api = arg;
+    g->o = o;
     g->in = evbuffer_new();
     g->timer = evtimer_new(base, on_timer, g);
     g->kick = event_new(base, -1, 0, on_kick, g);

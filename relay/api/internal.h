@@ -1,21 +1,27 @@
 /* internal.h (api) - what the files of relay/api/ share: the server, the per-request context,
- * the route table's types, the reply and parser helpers of server.c and the route handlers.
+ * the route table's types, the reply and parser helpers of reply.c and the route handlers.
  * Private to relay/api/ (nothing outside it includes this file); the public API is server.h.
  *
- * The request lifetime (server.c): on_request creates one struct ctx per HTTP request and hands it
+ * The request lifetime (server.c, reply.c): on_request creates one struct ctx per HTTP request and hands it
  * to the route's handler; exactly one api_reply_* / api_send_* call finishes it (and frees it).
  * A handler that waits for Redis or the upstream returns and finishes the ctx from its callback;
  * by then the client may be gone (ctx->req == NULL: the answer is dropped) and, after api_free,
  * ctx->api is NULL. A callback that starts more work checks both first, and if either is gone
  * calls api_ctx_free instead of answering.
  *
- * Files: server.c (evhttp setup, auth, limits, dispatch, replies), gate.c (each connection's
- * request heads, judged before evhttp reads a body; the request deadline), routes.c (the table),
- * health.c (/healthz /readyz /metrics), requests.c (/v1/requests), events.c (/v1/events and
- * the record -> JSON helpers), compat.c (/intents/status/v3), ingest.c (/v1/ingest/upstream),
- * chains.c (/v1/chains),
+ * Files: server.c (evhttp setup, dispatch by admission's verdict, teardown), admit.c (the
+ * verdict on a request head: route, Host, Origin, token, media type, body cap; pure), reply.c
+ * (the ctx's life, replies, parsers), gate.c (each connection's request heads, judged before
+ * evhttp reads a body; the request deadline), listen.c (the listener, connection caps, client
+ * addresses), routes.c (the table), health.c (/healthz /readyz /metrics), requests.c
+ * (/v1/requests), events.c (/v1/events and the record -> JSON helpers), compat.c
+ * (/intents/status/v3), ingest.c (/v1/ingest/upstream), chains.c (/v1/chains),
  * webhooks.c (webhook endpoints, deliveries, replay; knows no evhttp), metrics.c (the page),
  * proxy.c (the pass-through to the upstream for paths we do not serve).
+ * Dependencies point one way (tests/tools/check_layout.sh checks it): server -> listen -> gate
+ * -> admit; server -> proxy; everything -> reply and this file. This file declares what every
+ * file shares (types, the replies, the handlers); a module only some files use has its own
+ * header (admit.h, gate.h, listen.h, proxy.h).
  * runs on: core thread. */
 #ifndef RELAY_API_INTERNAL_H
 #define RELAY_API_INTERNAL_H
@@ -32,7 +38,6 @@
 #include <stdint.h>
 
 #define ROUTE_MAX_PARAMS 2
-#define API_BODY_ANON_MAX (64 * 1024) /* bodies of requests not authenticated by the token */
 #define API_GATE_HEADER "X-Statusrelay-Gate" /* gate.c -> on_request; never from a client */
 
 #define CT_JSON "application/json"
@@ -48,6 +53,7 @@ struct proto_rest_head;
 struct bufferevent;
 struct event_base;
 struct pt_out;
+struct admit_rules;
 
 struct api {
     struct core *c;
@@ -61,6 +67,7 @@ struct api {
     struct pt_out *proxy_out;      /* pass-through answers being written (proxy.c, owned) */
     size_t proxy_queued;           /* their bytes (bounded by proxy.c's PT_MAX_QUEUED) */
     struct api_listen *lsn;        /* the listener and its connection cap (listen.c) */
+    struct admit_rules *rules;     /* admission's settings (admit.h; server.c owns them) */
 };
 
 struct ctx {
@@ -91,30 +98,6 @@ struct ctx {
     char after[48];    /* events: normalised "ms-seq", "" = none */
     char only_status[PROTO_MAX_STATUS + 1]; /* list of stuck requests: this status only */
 };
-
-/* ---- the listener (listen.c) --------------------------------------------------------------- */
-
-/* Bind host:port with a listener counted against cfg->http_max_connections and paused on
- * descriptor exhaustion; sets a->lsn and a->sock. 0, or -1 after one log line. */
-int api_listen_start(struct api *a, const char *host, int port);
-/* A connection counted by the listener closed (called by api_on_conn_close): its count and
- * its address's count are returned. */
-void api_listen_closed(struct api *a, struct evhttp_connection *evcon);
-/* The gate read head h on bev, before evhttp sees it: 0 to go on, -1 to close the connection
- * (a connection of the reserve with a head that is neither ingest nor token-bearing, or a
- * trusted proxy forwarding a client at its per-address cap). See listen.c. */
-int api_listen_head(struct api *a, struct bufferevent *bev, const struct proto_rest_head *h);
-/* The client address of req into out: its peer, or when the peer is a trusted proxy, the
- * client its X-Forwarded-For / Forwarded names (the proxy on a malformed value, logged).
- * 0, or -1 when unknown (out zeroed). */
-int api_client_addr(struct api *a, struct evhttp_request *req, struct proto_ip *out);
-/* The bound socket is about to be freed (api_stop_accepting): no more pause/resume. */
-void api_listen_stop(struct api_listen *l);
-/* Free after evhttp_free (which closes the connections). NULL-safe. */
-void api_listen_free(struct api_listen *l);
-/* The close callback of every REST connection (server.c): requests waiting on it are marked
- * gone and the connection cap is told. */
-void api_on_conn_close(struct evhttp_connection *evcon, void *arg);
 
 /* ---- the route table (routes.c) ------------------------------------------------------------- */
 
@@ -148,27 +131,22 @@ route_cb api_h_ingest;                                      /* ingest.c */
 route_cb api_h_chains;                                      /* chains.c */
 route_cb api_h_partitions;                                  /* partitions.c */
 route_cb api_h_webhooks; /* routes.c: adapter to webhooks.c (x->route->arg = enum api_wh_route) */
-/* proxy.c: forward x to the upstream verbatim (the pass-through). api_proxy_wants: is the
- * pass-through on and path (raw, as received) not one of ours (/v1*, /intents/status*, /healthz,
- * /readyz, /metrics)? on_request asks it for paths no route matches, before the token check. */
-route_cb api_proxy;
-int api_proxy_wants(const struct api *a, const char *path);
-/* proxy.c: the connection evcon is being freed: its pass-through answers are no longer
- * waiting (api_on_conn_close). api_proxy_free: release every one left (api_free). */
-void api_proxy_conn_closed(struct api *a, struct evhttp_connection *evcon);
-void api_proxy_free(struct api *a);
 
-/* ---- replies (server.c) ----------------------------------------------------------------------
+/* ---- the ctx and replies (reply.c) -------------------------------------------------------
  * Each finishes (frees) the ctx; when the client is gone (x->req NULL) nothing is written.
  * Content-Type (when given) and Cache-Control: no-store are added; a HEAD request gets the
  * headers and Content-Length only. */
 
+/* A new ctx for req, linked into a->pending (on_request). Never NULL (allocation aborts). */
+struct ctx *api_ctx_new(struct api *a, struct evhttp_request *req);
 /* Free x without answering: for a ctx that is gone (x->req or x->api NULL). */
 void api_ctx_free(struct ctx *x);
 /* Answer code with len bytes of buf (copied) as ctype; 204 sends no body and no headers. */
 void api_send_body(struct ctx *x, int code, const char *ctype, const char *buf, size_t len);
 /* Answer code with the content of b (moved into the reply; b stays the caller's to free). */
 void api_send_evbuffer(struct ctx *x, int code, const char *ctype, struct evbuffer *b);
+/* Count an answer of code in the REST answers by class (for a reply sent without api_send_*). */
+void api_count_answer(struct ctx *x, int code);
 /* 500 {"message":"out of memory","error":{"code":"internal","message":"out of memory"}} (a
  * static body). */
 void api_reply_oom(struct ctx *x);
@@ -187,7 +165,7 @@ api_reply_error(struct ctx *x, int code, const char *ecode, const char *field, c
 /* 503 "store_unavailable" with Retry-After: 1; what says what failed ("cannot read"). */
 void api_reply_unavailable(struct ctx *x, const char *what);
 
-/* ---- request parsers (server.c) ---------------------------------------------------------------
+/* ---- request parsers (reply.c) ----------------------------------------------------------------
  * On a bad value each answers 400 (finishing x) and returns -1 / NULL; the handler then returns
  * without touching x. */
 
@@ -210,17 +188,5 @@ int api_decode_record(const char *buf, size_t len, struct status_event *ev, cons
 /* The upstream-shaped "data" of ev (and, when sr is not NULL, its "statusrelay" object) as the
  * webhook body has them. New references or NULL (allocation failure). */
 json_t *api_event_parts(const struct status_event *ev, json_t **sr);
-
-/* gate.c: the evhttp bevcb (arg: the api) - a filtering bufferevent that reads each request
- * head before evhttp does (see gate.c). Never NULL (allocation aborts). */
-struct bufferevent *api_gate_bev_new(struct event_base *base, void *arg);
-
-/* server.c, for the gate: how many body bytes the request of head h may
- * send, decided on its method, path and headers as on_request would: API_BODY_MAX for a
- * request that passes the token checks (or a pass-through path with the admin token),
- * API_BODY_ANON_MAX for the routes without the token (signed ingest, status reads, health,
- * anonymous pass-through), -1 for a request answered
- * on its headers alone (401, 403, 404, 405, 415, OPTIONS). */
-int64_t api_gate_body_cap(struct api *a, const struct proto_rest_head *h);
 
 #endif

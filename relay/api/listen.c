@@ -13,8 +13,8 @@
  *     connection's bufferevent (the request gate's filter, gate.c), before any request is read, so a connection that never sends
  *     a byte is counted too. We create it, hold one extra reference and, from a zero-delay
  *     event right after, read its callback argument (the evhttp_connection evhttp set) and
- *     install the connection close callback (api_on_conn_close in server.c, which
- *     calls api_listen_closed). A connection evhttp freed before that step shows callbacks cleared;
+ *     install the connection close callback (on_conn_close: the connection counted closed,
+ *     then the owner's hook, server.c). A connection evhttp freed before that step shows callbacks cleared;
  *     it is counted closed there. Dropping our reference then frees it (closing the socket).
  *     evhttp calls the close callback of an incoming connection exactly once, when it frees
  *     it (evhttp_connection_free; reset_ only runs for outgoing connections).
@@ -22,8 +22,8 @@
  * Per address (issue 22): at that same step the peer's address is read (getpeername) and
  * counted against STATUSRELAY_HTTP_MAX_CONNECTIONS_PER_ADDRESS (accept_guard.h; IPv6 by its
  * /64); a connection past it is closed at once. A peer in STATUSRELAY_TRUSTED_PROXIES is not
- * counted at accept: each request head it forwards (the gate calls api_listen_head before
- * evhttp reads it) counts its forwarded client instead (the count moves with the client of the
+ * counted at accept: each request head it forwards (the gate calls on_head before evhttp
+ * reads it) counts its forwarded client instead (the count moves with the client of the
  * latest head: a proxy reusing one upstream connection for several clients), and a head whose
  * client is at its cap closes that connection. A connection accepted into the listener's
  * reserve (its last cap/8 slots) serves only heads naming /v1/ingest/upstream or carrying the
@@ -35,6 +35,8 @@
  * Client addresses (api_client_addr): the peer, or for a trusted proxy the forwarded client
  * (protocol/forwarded.h); a malformed forwarded header falls back to the proxy's address and
  * is logged at most every 10 s with the count folded in. */
+#include "relay/api/listen.h"
+#include "relay/api/gate.h"
 #include "relay/api/internal.h"
 #include "protocol/forwarded.h"
 #include "protocol/rest_req.h"
@@ -70,7 +72,12 @@ struct api_listen {
     size_t tab_size, nconn;
     int64_t bad_last_ms;            /* malformed forwarded headers: last log line */
     uint64_t bad_quiet;
+    struct gate_opts gate;          /* every connection's gate reads these */
+    api_conn_close_cb *on_close;    /* the owner's close hook, and its argument */
+    void *close_arg;
 };
+
+static int on_head(void *arg, struct bufferevent *bev, const struct proto_rest_head *h);
 
 #define RESERVE_IDLE_MS 2000 /* a connection in the reserve: idle (no byte) at most this long */
 
@@ -233,7 +240,7 @@ static void attach_fresh(struct api_listen *l)
             accept_guard_closed(l->guard); /* evhttp already freed the connection */
             continue;
         }
-        evhttp_connection_set_closecb(cbarg, api_on_conn_close, l->a);
+        api_listen_watch(l, cbarg);
         if (track(l, bev, &l->fresh[i].c) != 0) /* its address is at its cap: evhttp frees it */
             bufferevent_trigger_event(bev, BEV_EVENT_READING | BEV_EVENT_EOF, 0);
         else
@@ -267,7 +274,7 @@ static void on_attach(evutil_socket_t fd, short what, void *arg)
 static struct bufferevent *on_new_bev(struct event_base *base, void *arg)
 {
     struct api_listen *l = arg;
-    struct bufferevent *bev = api_gate_bev_new(base, l->a); /* gate.c: heads judged first */
+    struct bufferevent *bev = api_gate_bev_new(base, &l->gate); /* gate.c: heads judged first */
     if (l->nfresh == l->capfresh) {
         l->capfresh = l->capfresh ? 2 * l->capfresh : 16;
         l->fresh = xrealloc(l->fresh, l->capfresh * sizeof(*l->fresh));
@@ -280,7 +287,8 @@ static struct bufferevent *on_new_bev(struct event_base *base, void *arg)
     return bev;
 }
 
-int api_listen_start(struct api *a, const char *host, int port)
+int api_listen_start(struct api *a, const char *host, int port, api_conn_close_cb *on_close,
+                     void *arg)
 {
     struct api_listen *l = xcalloc(1, sizeof(*l));
     struct event_base *base = a->c->base;
@@ -312,6 +320,10 @@ int api_listen_start(struct api *a, const char *host, int port)
         return -1;
     }
     l->a = a;
+    l->on_close = on_close;
+    l->close_arg = arg;
+    l->gate = (struct gate_opts){a->rules, a->c->cfg->http_request_timeout_ms,
+                                 a->c->cfg->http_keepalive_requests, on_head, l};
     l->timer = evtimer_new(base, on_guard_timer, l);
     l->attach_ev = event_new(base, -1, 0, on_attach, l);
     if (l->timer == NULL || l->attach_ev == NULL) {
@@ -337,12 +349,21 @@ int api_listen_start(struct api *a, const char *host, int port)
     return 0;
 }
 
-void api_listen_closed(struct api *a, struct evhttp_connection *evcon)
+/* evhttp frees a connection (exactly once per incoming connection): it is counted closed,
+ * then the owner hears of it. */
+static void on_conn_close(struct evhttp_connection *evcon, void *arg)
 {
-    if (a->lsn == NULL)
-        return;
-    lremove(a->lsn, evcon != NULL ? evhttp_connection_get_bufferevent(evcon) : NULL);
-    accept_guard_closed(a->lsn->guard);
+    struct api_listen *l = arg;
+    lremove(l, evcon != NULL ? evhttp_connection_get_bufferevent(evcon) : NULL);
+    accept_guard_closed(l->guard);
+    if (l->on_close != NULL)
+        l->on_close(evcon, l->close_arg);
+}
+
+void api_listen_watch(struct api_listen *l, struct evhttp_connection *evcon)
+{
+    if (l != NULL && evcon != NULL)
+        evhttp_connection_set_closecb(evcon, on_conn_close, l);
 }
 
 /* ---- client addresses ------------------------------------------------------------------- */
@@ -461,9 +482,13 @@ static int privileged(const struct api *a, const struct proto_rest_head *h)
     return n == m && CRYPTO_memcmp(v, tok, m) == 0;
 }
 
-int api_listen_head(struct api *a, struct bufferevent *bev, const struct proto_rest_head *h)
+/* The gate read head h on bev, before evhttp sees it (gate_opts.on_head): 0 to go on, -1 to
+ * close the connection (a connection of the reserve with a head that is neither ingest nor
+ * token-bearing, or a trusted proxy forwarding a client at its per-address cap). */
+static int on_head(void *arg, struct bufferevent *bev, const struct proto_rest_head *h)
 {
-    struct api_listen *l = a->lsn;
+    struct api_listen *l = arg;
+    struct api *a = l->a;
     struct lconn *c = lfind(l, bev);
     if (c == NULL)
         return 0;

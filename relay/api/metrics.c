@@ -166,10 +166,8 @@ static void render_depths(const struct metrics *m, struct evbuffer *out)
                         m->wh_delivered, (double)m->wh_latency_ms_sum / 1000.0, m->wh_delivered);
 }
 
-void metrics_render(struct core *c, struct evbuffer *out)
+static void render_events(const struct metrics *m, struct evbuffer *out)
 {
-    const struct metrics *m = &c->metrics;
-
     family(out, "events_total", "counter", "Upstream observations by source and apply outcome.");
     for (int s = 0; s < PROTO_SRC_COUNT; s++)
         for (int o = 0; o < MO_COUNT; o++)
@@ -184,7 +182,11 @@ void metrics_render(struct core *c, struct evbuffer *out)
                 out, "statusrelay_events_rejected_total{source=\"%s\",reason=\"%s\"} %" PRIu64 "\n",
                 proto_source_name((enum proto_source)s), metrics_reject_names[r],
                 m->events_rejected[s][r]);
+}
 
+static void render_upstream(struct core *c, struct evbuffer *out)
+{
+    const struct metrics *m = &c->metrics;
     counter(out, "upstream_ws_reconnects_total", "Upstream websocket reconnects.",
             m->upstream_ws_reconnects);
     const char *ws = c->upstream ? upstream_state_name(c->upstream) : "down";
@@ -216,7 +218,10 @@ void metrics_render(struct core *c, struct evbuffer *out)
     gauge(out, "upstream_budget_per_minute",
           "STATUSRELAY_UPSTREAM_BUDGET: upstream calls per minute shared by every process.",
           c->cfg->upstream_budget);
+}
 
+static void render_ingest_api(const struct metrics *m, struct evbuffer *out)
+{
     gauge(out, "ingest_pending", "Observations waiting for Redis.", (int64_t)m->ingest_pending);
     counter(out, "ingest_dropped_total", "Observations dropped because the pending queue was full.",
             m->ingest_dropped);
@@ -232,25 +237,53 @@ void metrics_render(struct core *c, struct evbuffer *out)
     for (int i = 0; i < METRICS_API_CLASSES; i++)
         evbuffer_add_printf(out, "statusrelay_http_responses_total{class=\"%s\"} %" PRIu64 "\n",
                             api_classes[i], m->api_responses[i]);
+}
 
-    if (c->store != NULL) {
-        struct store_stats st;
-        memset(&st, 0, sizeof(st));
-        store_stats_get(c->store, &st);
-        gauge(out, "redis_up", "1 when the Redis connection is ready.", store_ready(c->store));
-        gauge(out, "redis_refusing_writes",
-              "1 when Redis answers but refuses writes (OOM, READONLY, MISCONF; /readyz says why).",
-              store_ready(c->store) && store_write_refused(c->store) != NULL);
-        counter(out, "redis_commands_total", "Redis commands sent.", st.commands);
-        counter(out, "redis_errors_total", "Redis error replies and failed commands.", st.errors);
-        counter(out, "redis_reconnects_total", "Redis reconnects.", st.reconnects);
-        counter(out, "redis_timeouts_total", "Redis commands that timed out.", st.timeouts);
-        gauge(out, "redis_pending_commands", "Redis commands waiting for an answer.", st.pending);
-        family(out, "redis_command_latency_seconds", "summary", "Redis command latency.");
-        evbuffer_add_printf(out, "statusrelay_redis_command_latency_seconds_sum %.3f\n",
-                            (double)st.latency_ms_sum / 1000.0);
-        sample(out, "redis_command_latency_seconds_count", st.latency_n);
-    }
+static void render_store(struct core *c, struct evbuffer *out)
+{
+    if (c->store == NULL)
+        return;
+    struct store_stats st;
+    memset(&st, 0, sizeof(st));
+    store_stats_get(c->store, &st);
+    gauge(out, "redis_up", "1 when the Redis connection is ready.", store_ready(c->store));
+    gauge(out, "redis_refusing_writes",
+          "1 when Redis answers but refuses writes (OOM, READONLY, MISCONF; /readyz says why).",
+          store_ready(c->store) && store_write_refused(c->store) != NULL);
+    counter(out, "redis_commands_total", "Redis commands sent.", st.commands);
+    counter(out, "redis_errors_total", "Redis error replies and failed commands.", st.errors);
+    counter(out, "redis_reconnects_total", "Redis reconnects.", st.reconnects);
+    counter(out, "redis_timeouts_total", "Redis commands that timed out.", st.timeouts);
+    gauge(out, "redis_pending_commands", "Redis commands waiting for an answer.", st.pending);
+    family(out, "redis_command_latency_seconds", "summary", "Redis command latency.");
+    evbuffer_add_printf(out, "statusrelay_redis_command_latency_seconds_sum %.3f\n",
+                        (double)st.latency_ms_sum / 1000.0);
+    sample(out, "redis_command_latency_seconds_count", st.latency_n);
+}
+
+static void render_dashboard(struct core *c, struct evbuffer *out)
+{
+    if (c->ws == NULL)
+        return;
+    struct ws_thread_stats wst;
+    ws_thread_stats(c->ws, &wst);
+    gauge(out, "dashboard_clients", "Open dashboard websocket connections.",
+          (int64_t)wst.dash.sessions);
+    counter(out, "dashboard_slow_closed_total", "Dashboard clients cut off for being slow.",
+            wst.dash.slow_closed);
+    gauge(out, "dashboard_queued_bytes", "Bytes waiting in dashboard send queues.",
+          (int64_t)wst.dash.queued_bytes);
+    counter(out, "upstream_ws_frames_total", "Frames received on the upstream websocket.",
+            wst.up.frames_in);
+}
+
+void metrics_render(struct core *c, struct evbuffer *out)
+{
+    const struct metrics *m = &c->metrics;
+    render_events(m, out);
+    render_upstream(c, out);
+    render_ingest_api(m, out);
+    render_store(c, out);
     family(out, "start_time_seconds", "gauge", "Process start time (unix seconds).");
     evbuffer_add_printf(out, "statusrelay_start_time_seconds %.3f\n", (double)c->started_ms / 1000.0);
     gauge(out, "partitions", "Partitions of the deployment (STATUSRELAY_PARTITIONS).",
@@ -259,19 +292,7 @@ void metrics_render(struct core *c, struct evbuffer *out)
           (int64_t)delivery_partitions_held(c));
     render_depths(m, out);
     render_watch(m, out);
-    if (c->ws != NULL) {
-        struct ws_thread_stats wst;
-        ws_thread_stats(c->ws, &wst);
-        gauge(out, "dashboard_clients", "Open dashboard websocket connections.",
-              (int64_t)wst.dash.sessions);
-        counter(out, "dashboard_slow_closed_total", "Dashboard clients cut off for being slow.",
-                wst.dash.slow_closed);
-        gauge(out, "dashboard_queued_bytes", "Bytes waiting in dashboard send queues.",
-              (int64_t)wst.dash.queued_bytes);
-        counter(out, "upstream_ws_frames_total", "Frames received on the upstream websocket.",
-                wst.up.frames_in);
-    }
-
+    render_dashboard(c, out);
     gauge(out, "shutting_down", "1 while the process is shutting down.", c->shutting_down != 0);
     render_webhooks(c, out);
 }

@@ -7,7 +7,8 @@
  * Decisions (documented in README's "One base URL" section):
  *   - Only paths no route matches, and never our own namespaces: /v1 and everything under it,
  *     /intents/status*, /healthz, /readyz, /metrics (compared percent-decoded and
- *     case-insensitively) keep their own answers (404, 405, 401).
+ *     case-insensitively) keep their own answers (404, 405, 401): admission decides it
+ *     (admit.c, verdict ADMIT_PROXY).
  *   - Verbatim: method, raw path and query, body, and the client's own headers minus the
  *     hop-by-hop ones (Connection and the names it lists, Keep-Alive, Proxy-*, TE, Trailer,
  *     Transfer-Encoding, Upgrade), Host, Content-Length and Expect (recomputed). The relay's
@@ -17,7 +18,7 @@
  *   - The answer: the upstream's status, headers minus hop-by-hop (Content-Length is
  *     recomputed, except for HEAD), and body, buffered up to PT_MAX_RESPONSE.
  *   - Limits: request bodies 64 KiB (API_BODY_ANON_MAX), 1 MiB with the admin token (the
- *     gate checks before this runs: server.c's api_gate_body_cap), a total deadline of
+ *     gate checks before this runs: admit.c's ADMIT_PROXY cap), a total deadline of
  *     PT_TIMEOUT_MS, PT_MAX_INFLIGHT requests in flight (then 503 with Retry-After: 1).
  *     Transport failures answer 502/504 with the error shape, top-level "message" and
  *     "errorCode" included (what upstream clients print).
@@ -31,6 +32,7 @@
  *   - Dot-segments: a path with a "." or ".." segment (also percent-encoded, also between
  *     backslashes) is refused with 400 invalid_path, not forwarded: curl removes dot-segments,
  *     which would escape the path of a prefixed STATUSRELAY_UPSTREAM_API_URL. */
+#include "relay/api/proxy.h"
 #include "relay/api/internal.h"
 #include "relay/common/httpc.h"
 #include "relay/common/log.h"
@@ -123,29 +125,6 @@ static int is_admin_token(const char *v, const char *tok)
     while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
         n--;
     return n == m && CRYPTO_memcmp(v, tok, m) == 0;
-}
-
-int api_proxy_wants(const struct api *a, const char *path)
-{
-    if (!a->c->cfg->passthrough)
-        return 0;
-    if (path == NULL || path[0] == '\0')
-        path = "/";
-    size_t n = 0;
-    char *d = evhttp_uridecode(path, 0, &n);
-    if (d == NULL)
-        return 0;
-    size_t l = strlen(d);
-    int ours = l != n; /* a decoded NUL byte: refused here, not forwarded */
-    while (l > 1 && d[l - 1] == '/')
-        l--;
-    static const char *const exact[] = {"/healthz", "/readyz", "/metrics", "/v1"};
-    for (size_t i = 0; i < ARRAY_LEN(exact) && !ours; i++)
-        ours = l == strlen(exact[i]) && strncasecmp(d, exact[i], l) == 0;
-    if (!ours)
-        ours = strncasecmp(d, "/v1/", 4) == 0 || strncasecmp(d, "/intents/status", 15) == 0;
-    free(d);
-    return !ours;
 }
 
 static void pt_free(struct pt *p)
@@ -313,12 +292,6 @@ static const char *method_name(enum evhttp_cmd_type m)
     }
 }
 
-static void count(struct ctx *x, int code)
-{
-    if (x->api != NULL && code >= 100 && code < 600)
-        x->api->c->metrics.api_responses[code / 100 - 1]++;
-}
-
 static void on_upstream(void *arg, const struct httpc_resp *r)
 {
     struct pt *p = arg;
@@ -388,11 +361,70 @@ static void on_upstream(void *arg, const struct httpc_resp *r)
     struct timeval tv = {PT_CHECK_MS / 1000, (PT_CHECK_MS % 1000) * 1000};
     evtimer_add(o->timer, &tv);
     evhttp_request_set_on_complete_cb(x->req, on_answer_written, o);
-    count(x, (int)r->status);
+    api_count_answer(x, (int)r->status);
     evhttp_send_reply(x->req, (int)r->status, NULL, b);
     evbuffer_free(b);
     api_ctx_free(x);
     pt_free(p);
+}
+
+/* The client's header lines for curl into p->lines (minus hop-by-hop, Host, Content-Length,
+ * Expect and an Authorization carrying the admin token), then blanks for the headers curl
+ * would add on its own. -1 when there are more than PT_MAX_HEADERS. */
+static int pt_headers(struct pt *p, struct evkeyvalq *in, const char *admin_token)
+{
+    int has_accept = 0, has_ua = 0, has_ctype = 0;
+    const struct evkeyval *kv;
+    TAILQ_FOREACH(kv, in, next) {
+        size_t nl = strlen(kv->key);
+        if (hop(in, kv->key, nl) || strcasecmp(kv->key, "host") == 0 ||
+            strcasecmp(kv->key, "content-length") == 0 || strcasecmp(kv->key, "expect") == 0)
+            continue;
+        if (strcasecmp(kv->key, "authorization") == 0 && is_admin_token(kv->value, admin_token))
+            continue;
+        if (p->nlines == PT_MAX_HEADERS)
+            return -1;
+        has_accept |= strcasecmp(kv->key, "accept") == 0;
+        has_ua |= strcasecmp(kv->key, "user-agent") == 0;
+        has_ctype |= strcasecmp(kv->key, "content-type") == 0;
+        /* curl drops "Name:" (no value) instead of sending it; "Name;" sends it empty */
+        p->lines[p->nlines++] = kv->value[0] == '\0' ? xasprintf("%s;", kv->key)
+                                                     : xasprintf("%s: %s", kv->key, kv->value);
+    }
+    /* nothing curl would add on its own: the client's headers are the request's headers */
+    p->lines[p->nlines++] = xstrdup("Expect:");
+    if (!has_accept)
+        p->lines[p->nlines++] = xstrdup("Accept:");
+    if (!has_ua)
+        p->lines[p->nlines++] = xstrdup("User-Agent:");
+    if (!has_ctype)
+        p->lines[p->nlines++] = xstrdup("Content-Type:");
+    p->lines[p->nlines] = NULL;
+    return 0;
+}
+
+/* Start forwarding p (its x's method, path, query, headers and body) to url. 0, or -1 when
+ * curl could not take it. */
+static int pt_start(struct core *c, struct pt *p, const char *method, const char *url)
+{
+    struct evbuffer *body = evhttp_request_get_input_buffer(p->x->req);
+    p->body_len = evbuffer_get_length(body);
+    if (p->body_len > 0) {
+        p->body = xmalloc(p->body_len);
+        evbuffer_copyout(body, p->body, p->body_len);
+    }
+    struct httpc_req req = {
+        .method = method,
+        .url = url,
+        .headers = (const char *const *)p->lines,
+        .body = p->body,
+        .body_len = p->body_len,
+        .connect_timeout_ms = PT_CONNECT_TIMEOUT_MS,
+        .total_timeout_ms = PT_TIMEOUT_MS,
+        .max_response = PT_MAX_RESPONSE,
+        .keep_headers = 1,
+    };
+    return httpc_request(c->httpc, &req, on_upstream, p);
 }
 
 void api_proxy(struct ctx *x)
@@ -423,68 +455,21 @@ void api_proxy(struct ctx *x)
                         "paths with . or .. segments are not forwarded to the upstream");
         return;
     }
+    struct pt *p = xcalloc(1, sizeof(*p));
+    p->x = x;
+    if (pt_headers(p, evhttp_request_get_input_headers(x->req), c->cfg->admin_token) != 0) {
+        api_reply_error(x, 431, "too_many_headers", NULL,
+                        "at most %d request headers are forwarded", PT_MAX_HEADERS);
+        pt_free(p);
+        return;
+    }
     const char *base = c->cfg->upstream_api_url;
     size_t bl = strlen(base);
     while (bl > 0 && base[bl - 1] == '/')
         bl--;
     char *url = xasprintf("%.*s%s%s%s%s", (int)bl, base, path[0] == '/' ? "" : "/", path,
                           query != NULL ? "?" : "", query != NULL ? query : "");
-
-    struct pt *p = xcalloc(1, sizeof(*p));
-    p->x = x;
-    struct evkeyvalq *in = evhttp_request_get_input_headers(x->req);
-    int has_accept = 0, has_ua = 0, has_ctype = 0;
-    const struct evkeyval *kv;
-    TAILQ_FOREACH(kv, in, next) {
-        size_t nl = strlen(kv->key);
-        if (hop(in, kv->key, nl) || strcasecmp(kv->key, "host") == 0 ||
-            strcasecmp(kv->key, "content-length") == 0 || strcasecmp(kv->key, "expect") == 0)
-            continue;
-        if (strcasecmp(kv->key, "authorization") == 0 &&
-            is_admin_token(kv->value, c->cfg->admin_token))
-            continue;
-        if (p->nlines == PT_MAX_HEADERS) {
-            api_reply_error(x, 431, "too_many_headers", NULL,
-                            "at most %d request headers are forwarded", PT_MAX_HEADERS);
-            pt_free(p);
-            free(url);
-            return;
-        }
-        has_accept |= strcasecmp(kv->key, "accept") == 0;
-        has_ua |= strcasecmp(kv->key, "user-agent") == 0;
-        has_ctype |= strcasecmp(kv->key, "content-type") == 0;
-        /* curl drops "Name:" (no value) instead of sending it; "Name;" sends it empty */
-        p->lines[p->nlines++] = kv->value[0] == '\0' ? xasprintf("%s;", kv->key)
-                                                     : xasprintf("%s: %s", kv->key, kv->value);
-    }
-    /* nothing curl would add on its own: the client's headers are the request's headers */
-    p->lines[p->nlines++] = xstrdup("Expect:");
-    if (!has_accept)
-        p->lines[p->nlines++] = xstrdup("Accept:");
-    if (!has_ua)
-        p->lines[p->nlines++] = xstrdup("User-Agent:");
-    if (!has_ctype)
-        p->lines[p->nlines++] = xstrdup("Content-Type:");
-    p->lines[p->nlines] = NULL;
-
-    struct evbuffer *body = evhttp_request_get_input_buffer(x->req);
-    p->body_len = evbuffer_get_length(body);
-    if (p->body_len > 0) {
-        p->body = xmalloc(p->body_len);
-        evbuffer_copyout(body, p->body, p->body_len);
-    }
-    struct httpc_req req = {
-        .method = method,
-        .url = url,
-        .headers = (const char *const *)p->lines,
-        .body = p->body,
-        .body_len = p->body_len,
-        .connect_timeout_ms = PT_CONNECT_TIMEOUT_MS,
-        .total_timeout_ms = PT_TIMEOUT_MS,
-        .max_response = PT_MAX_RESPONSE,
-        .keep_headers = 1,
-    };
-    int rc = httpc_request(c->httpc, &req, on_upstream, p);
+    int rc = pt_start(c, p, method, url);
     free(url);
     if (rc != 0) {
         api_reply_error(x, 502, "upstream_unavailable", NULL,

@@ -3,10 +3,10 @@
  * Routes live in one table in routes.c ({method, path pattern, handler, auth}); a pattern segment
  * "{}" matches one path segment (percent-decoded) and hands it to the handler. Cross-cutting
  * rules, applied before any handler runs:
- *   - every request is judged on its head first (gate.c, before evhttp reads a body): one that
- *     is refused anyway is answered without its body; bodies over API_BODY_MAX (1 MiB; 64 KiB,
- *     API_BODY_ANON_MAX, on the routes without the token) -> 413 with the JSON error shape,
- *     from Content-Length or the decoded chunked size; a request must arrive whole within
+ *   - every request is judged on its head first (admit.c, asked by gate.c before evhttp reads
+ *     a body): one that is refused anyway is answered without its body; bodies over
+ *     API_BODY_MAX (admit.h: 1 MiB; 64 KiB, API_BODY_ANON_MAX, on the routes without the
+ *     token) -> 413 with the JSON error shape, from Content-Length or the decoded chunked size; a request must arrive whole within
  *     STATUSRELAY_HTTP_REQUEST_TIMEOUT. evhttp's own limit is API_BODY_MAX too: the gate
  *     answers before it would.
  *   - with an admin token configured, every route except GET /healthz and GET /readyz needs
@@ -32,9 +32,6 @@
  * runs on: core thread. */
 #ifndef RELAY_API_H
 #define RELAY_API_H
-
-#define API_BODY_MAX (1024 * 1024)          /* larger bodies: 413 with our JSON error */
-#define API_BODY_HARD_MAX (8 * 1024 * 1024) /* refused bodies up to this are read and dropped */
 
 struct core;
 struct api;
