@@ -9,9 +9,9 @@
 #ifndef STORE_HISTORY_H
 #define STORE_HISTORY_H
 
-#include "store/store.h"
-
 #include <stddef.h>
+
+struct store;
 
 /* A request's last-known state: rec (NULL when it has none) and whether it is tracked. */
 struct store_history_record {

@@ -16,9 +16,10 @@
 #define STORE_STREAM_H
 
 #include "protocol/stream_vec.h"
-#include "store/store.h"
 
 #include <stddef.h>
+
+struct store;
 
 /* One entry of the log. */
 struct store_stream_entry {

@@ -14,6 +14,7 @@
 #include "relay/dash/ops.h"
 #include "relay/dash/table.h"
 #include "relay/edge/dash_filter.h"
+#include "store/store.h"
 #include "store/stream.h"
 
 #include <event2/event.h>
