@@ -1,54 +1,47 @@
-/* follow.c - the event stream, new and resumed: the follower (XREAD from the hub's cursor,
- * each entry routed once to the ws thread as one shared frame, or skipped when nobody here
- * follows its request), going live (installing a subscription in the ws thread at the
- * cursor), and resume (XINFO STREAM gap check, XRANGE replay pages up to the cursor, waiters
- * for a client cursor ahead of ours). The hand-off is described in hub.h. State: internal.h.
- * With N > 1 partitions the follower and resume are follow_parts.c's (h->np > 1).
+/* follow.c - see follow.h: the follower of the event stream, resume and gaps. The position
+ * h->pos (one stream id per partition) and its text h->cursor are this file's; the reads are
+ * store/stream.h's, one gathered answer per round whatever the partition count.
  * runs on: core thread. */
-#include "relay/dash/internal.h"
+#include "relay/dash/follow.h"
 #include "protocol/event.h"
 #include "relay/common/idmap.h"
 #include "relay/common/log.h"
 #include "relay/common/util.h"
 #include "relay/core.h"
-#include "store/events.h"
+#include "relay/dash/frames.h"
+#include "relay/dash/history.h"
+#include "relay/dash/limits.h"
+#include "relay/dash/ops.h"
+#include "relay/dash/table.h"
+#include "relay/edge/dash_filter.h"
+#include "store/store.h"
+#include "store/stream.h"
 
 #include <event2/event.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- going live ------------------------------------------------------------------------- */
-
-void dash_waiter_del(struct hub *h, uint64_t sess, uint32_t no)
+void dash_follow_init(struct hub *h)
 {
-    for (size_t i = 0; i < h->nwaiters; i++)
-        if (h->waiters[i].sess == sess && h->waiters[i].no == no) {
-            h->waiters[i] = h->waiters[--h->nwaiters];
-            return;
-        }
+    h->np = store_partitions(h->c->store);
+    h->pos = xcalloc(h->np, sizeof(*h->pos));
 }
 
-void dash_go_live(struct hub *h, struct hsess *x, struct hsub *u)
+static void set_cursor_text(struct hub *h)
 {
-    u->state = SS_LIVE;
-    dash_str_set(&u->live_at, h->cursor);
-    if (u->kind == SUB_ID) {
-        uint32_t n = 0;
-        idmap_get(h->live_ids, u->id, &n);
-        idmap_put(h->live_ids, u->id, n + 1);
-        dash_filter_op(h, x->id, DASH_OP_ADD_ID, u->id, 0, NULL);
-    } else if (u->kind == SUB_BROAD) {
-        h->broad_live++;
-        json_t *j = dash_broad_to_json(&u->f);
-        char *t = json_dumps(j, JSON_COMPACT);
-        json_decref(j);
-        dash_filter_op(h, x->id, DASH_OP_ADD_BROAD, NULL, u->no, t);
-        free(t);
-    }
+    svec_format(h->cursor, sizeof(h->cursor), h->pos, h->np);
 }
 
-void dash_resumed_notice(struct hub *h, struct hsess *x, struct hsub *u)
+/* u->from as np positions; 0, or -1 when it is not a vector of this deployment. */
+static int from_of(const struct hub *h, const struct hsub *u, struct svec_pos *from)
+{
+    return u->from != NULL && svec_parse(u->from, from, h->np) == (int)h->np ? 0 : -1;
+}
+
+/* ---- notices ------------------------------------------------------------------------------ */
+
+static void resumed_notice(struct hub *h, struct hsess *x, struct hsub *u)
 {
     json_t *d = dash_sub_data(u);
     json_object_set_new(d, "lastEventId", json_string(u->from));
@@ -57,11 +50,17 @@ void dash_resumed_notice(struct hub *h, struct hsess *x, struct hsub *u)
     dash_send_json(h, x->id, NULL, json_pack("{s:s,s:o}", "type", "resumed", "data", d));
 }
 
-/* ---- resume ------------------------------------------------------------------------------- */
-
-static void send_gap(struct hub *h, struct hsess *x, struct hsub *u, const char *reason,
-                     const char *oldest)
+static void go_live_resumed(struct hub *h, struct hsess *x, struct hsub *u)
 {
+    dash_sub_go_live(h, x, u);
+    resumed_notice(h, x, u);
+}
+
+void dash_gap(struct hub *h, struct hsess *x, struct hsub *u, const char *reason,
+              const char *oldest)
+{
+    log_info("dashboard resume answered with a gap", "session=%llu from=%s reason=%s",
+             (unsigned long long)x->id, u->from, reason);
     json_t *d = dash_sub_data(u);
     json_object_set_new(d, "lastEventId", json_string(u->from));
     json_object_set_new(d, "oldestStreamId", oldest && oldest[0] ? json_string(oldest)
@@ -71,38 +70,22 @@ static void send_gap(struct hub *h, struct hsess *x, struct hsub *u, const char 
                         json_string("events after lastEventId cannot be replayed: a fresh "
                                     "snapshot follows"));
     dash_send_json(h, x->id, NULL, json_pack("{s:s,s:o}", "type", "gap", "data", d));
-}
-
-void dash_gap(struct hub *h, struct hsess *x, struct hsub *u, const char *reason,
-              const char *oldest)
-{
-    log_info("dashboard resume answered with a gap", "session=%llu from=%s reason=%s",
-             (unsigned long long)x->id, u->from, reason);
-    send_gap(h, x, u, reason, oldest);
-    dash_go_live(h, x, u);
+    dash_sub_go_live(h, x, u);
     dash_fresh_snapshot(h, x, u, HUB_SNAPSHOT_DEFAULT);
 }
 
-static void replay_page(struct hub *h, struct hsess *x, struct hsub *u);
+/* ---- resume: replay rounds --------------------------------------------------------------- */
 
-static void finish_resume(struct hub *h, struct hsess *x, struct hsub *u)
-{
-    if (stream_id_cmp(u->from, h->cursor) > 0) {
-        /* the client saw events this process has not read yet: go live once the follower
-         * passes its cursor, so nothing it saw is sent twice */
-        u->state = SS_WAIT;
-        h->waiters = xrealloc(h->waiters, (h->nwaiters + 1) * sizeof(*h->waiters));
-        struct waiter *w = &h->waiters[h->nwaiters++];
-        w->sess = x->id;
-        w->no = u->no;
-        snprintf(w->cursor, sizeof(w->cursor), "%s", u->from);
-        return;
-    }
-    dash_go_live(h, x, u);
-    dash_resumed_notice(h, x, u);
-}
+/* One replay round of a subscription: a page of every stream after its replay vector. */
+struct pround {
+    struct op op;
+    struct svec_pos *issue; /* h->pos when the round was sent */
+    struct svec_pos *start; /* the replay vector the pages start after */
+};
 
-int dash_sub_matches(const struct hsub *u, const char *rid, const struct status_event *ev)
+static void replay_round(struct hub *h, struct hsess *x, struct hsub *u);
+
+static int sub_matches(const struct hsub *u, const char *rid, const struct status_event *ev)
 {
     if (u->kind == SUB_ID)
         return strcmp(u->id, rid) == 0;
@@ -110,113 +93,146 @@ int dash_sub_matches(const struct hsub *u, const char *rid, const struct status_
                                           ev->origin_chain_id, ev->destination_chain_id);
 }
 
-static void on_replay(void *arg, const char *err, redisReply *r)
+/* Send u the entry e with streamId sid when it matches. */
+static void replay_one(struct hub *h, struct hsess *x, struct hsub *u,
+                       const struct store_stream_entry *e, const char *sid)
 {
-    struct op *op = arg;
-    struct hub *h = op->h;
-    struct hsess *x;
-    struct hsub *u = dash_op_finish(op, &x);
-    if (u == NULL)
+    if (e->rid == NULL || e->rec == NULL || (u->kind == SUB_ID && strcmp(e->rid, u->id) != 0))
         return;
-    if (err != NULL || r->type != REDIS_REPLY_ARRAY) {
-        dash_gap(h, x, u, "unavailable", NULL);
-        return;
+    struct status_event ev;
+    status_event_init(&ev);
+    size_t len = 0;
+    char *f = dash_encode_frame(h, e->rec, e->rec_len, 0, sid, &ev, &len);
+    if (f != NULL && sub_matches(u, e->rid, &ev)) {
+        dash_send_text(h, x->id, e->rid, f, len);
+        u->replayed++;
     }
-    int live = 0;
-    struct store_events_iter it;
-    struct store_event_entry e;
-    size_t n = store_events_iter_range(&it, r);
-    while (store_events_next(&it, &e)) {
-        if (stream_id_cmp(e.sid, h->cursor) > 0) { /* the follower delivers it after live */
-            live = 1;
-            break;
-        }
-        if (e.rid != NULL && e.rec != NULL && (u->kind != SUB_ID || strcmp(e.rid, u->id) == 0)) {
-            struct status_event ev;
-            status_event_init(&ev);
-            size_t len = 0;
-            char *f = dash_encode_frame(h, e.rec, e.rec_len, 0, e.sid, &ev, &len);
-            if (f != NULL && dash_sub_matches(u, e.rid, &ev)) {
-                dash_send_text(h, x->id, e.rid, f, len);
-                u->replayed++;
-            }
-            free(f);
-            status_event_cleanup(&ev);
-        }
-        dash_str_set(&u->cursor, e.sid);
-    }
-    if (live || n < HUB_REPLAY_PAGE)
-        finish_resume(h, x, u);
-    else
-        replay_page(h, x, u);
+    free(f);
+    status_event_cleanup(&ev);
 }
 
-static void replay_page(struct hub *h, struct hsess *x, struct hsub *u)
+/* Every partition replayed up to h->pos: live now, or wait for the follower when the client
+ * saw more than this process has read. */
+static void replay_finish(struct hub *h, struct hsess *x, struct hsub *u)
 {
-    char from[SID_MAX + 1];
-    snprintf(from, sizeof(from), "(%s", u->cursor);
-    struct op *op = dash_op_new(h, x->id, u->no, NULL);
+    struct svec_pos from[SVEC_MAX];
+    if (from_of(h, u, from) == 0 && !svec_ge(h->pos, from, h->np)) {
+        dash_waiter_add(h, x, u);
+        return;
+    }
+    go_live_resumed(h, x, u);
+}
+
+/* Is the round over for every partition? A partition is when its page reached past h->pos
+ * (over), or was short and covered h->pos: a short page holds everything the follower had
+ * read when the round was sent (one connection per master answers in order); when the
+ * follower read further since, another round catches up. */
+static int round_complete(const struct hub *h, const struct pround *r,
+                          const struct store_stream_result *res, const struct svec_pos *cur,
+                          const int *over)
+{
+    for (unsigned p = 0; p < h->np; p++) {
+        if (over[p])
+            continue;
+        if (res->count[p] >= HUB_REPLAY_PAGE)
+            return 0;
+        const struct svec_pos *cov =
+            svec_pos_cmp(&r->issue[p], &cur[p]) > 0 ? &r->issue[p] : &cur[p];
+        if (svec_pos_cmp(&h->pos[p], cov) > 0)
+            return 0;
+    }
+    return 1;
+}
+
+static void on_round(void *arg, const struct store_stream_result *res)
+{
+    struct pround *r = arg;
+    struct hub *h = r->op.h;
+    struct hsess *x;
+    struct hsub *u = dash_enter(h) ? NULL : dash_op_sub(&r->op, &x);
+    if (u != NULL && res->failed) {
+        dash_gap(h, x, u, "unavailable", NULL);
+    } else if (u != NULL) {
+        struct svec_pos cur[SVEC_MAX];
+        int over[SVEC_MAX];
+        char sid[SVEC_TEXT_MAX];
+        memcpy(cur, r->start, h->np * sizeof(*cur));
+        memset(over, 0, sizeof(over));
+        for (size_t i = 0; i < res->n; i++) {
+            const struct store_stream_entry *e = &res->e[i];
+            if (over[e->part] || svec_pos_cmp(&e->at, &h->pos[e->part]) > 0) {
+                over[e->part] = 1; /* the follower delivers it after live */
+                continue;
+            }
+            cur[e->part] = e->at;
+            svec_format(sid, sizeof(sid), cur, h->np);
+            replay_one(h, x, u, e, sid);
+        }
+        svec_format(sid, sizeof(sid), cur, h->np);
+        dash_str_set(&u->cursor, sid);
+        if (round_complete(h, r, res, cur, over))
+            replay_finish(h, x, u);
+        else
+            replay_round(h, x, u);
+    }
+    free(r->issue);
+    free(r->start);
+    free(r);
+}
+
+static void replay_round(struct hub *h, struct hsess *x, struct hsub *u)
+{
+    struct pround *r = xcalloc(1, sizeof(*r));
+    r->op.h = h;
+    r->op.sess = x->id;
+    r->op.no = u->no;
+    r->issue = xmalloc(h->np * sizeof(*r->issue));
+    memcpy(r->issue, h->pos, h->np * sizeof(*r->issue));
+    r->start = xcalloc(h->np, sizeof(*r->start));
     h->pending++;
-    if (store_events_range(h->c->store, from, "+", HUB_REPLAY_PAGE, on_replay, op) != 0) {
+    if (u->cursor == NULL || svec_parse(u->cursor, r->start, h->np) != (int)h->np ||
+        store_stream_range(h->c->store, r->start, HUB_REPLAY_PAGE, on_round, r) != 0) {
         h->pending--;
-        free(op);
+        free(r->issue);
+        free(r->start);
+        free(r);
         dash_gap(h, x, u, "unavailable", NULL);
     }
 }
 
-static void on_resume_info(void *arg, const char *err, redisReply *r)
+/* ---- resume: the gap check ---------------------------------------------------------------- */
+
+static void on_info(void *arg, const struct store_stream_result *res)
 {
     struct op *op = arg;
     struct hub *h = op->h;
     struct hsess *x;
     struct hsub *u = dash_op_finish(op, &x);
+    struct svec_pos from[SVEC_MAX], oldest[SVEC_MAX];
     if (u == NULL)
         return;
-    char last[SID_MAX] = "0-0", maxdel[SID_MAX] = "", first[SID_MAX] = "";
-    if (err == store_err_server && r->str && strstr(r->str, "no such key") != NULL) {
-        /* no stream yet: nothing was ever written or it is all gone */
-    } else if (err != NULL || r->type != REDIS_REPLY_ARRAY) {
+    if (res->failed || from_of(h, u, from) != 0) {
         dash_gap(h, x, u, "unavailable", NULL);
         return;
-    } else {
-        const char *v;
-        if ((v = dash_reply_field(r, "last-generated-id", NULL)) != NULL)
-            snprintf(last, sizeof(last), "%s", v);
-        if ((v = dash_reply_field(r, "max-deleted-entry-id", NULL)) != NULL)
-            snprintf(maxdel, sizeof(maxdel), "%s", v);
-        for (size_t i = 0; i + 1 < r->elements; i += 2)
-            if (r->element[i]->str && strcmp(r->element[i]->str, "first-entry") == 0) {
-                const redisReply *fe = r->element[i + 1];
-                if (fe->type == REDIS_REPLY_ARRAY && fe->elements > 0 && fe->element[0]->str)
-                    snprintf(first, sizeof(first), "%s", fe->element[0]->str);
-            }
     }
-    if (stream_id_cmp(u->from, last) > 0) {
-        dash_gap(h, x, u, "unknown", first); /* not a cursor of this stream (Redis was reset?) */
-        return;
-    }
-    /* events after the cursor were removed when the cursor is older than the oldest entry
-     * left (trimming cuts the head; conservative: the cursor entry itself may have been
-     * the last one cut), when XDEL removed a newer one (max-deleted-entry-id, Redis 7), or
-     * when the stream is empty but had entries after it */
-    int trimmed = (first[0] != '\0' && stream_id_cmp(u->from, first) < 0) ||
-                  (maxdel[0] != '\0' && stream_id_cmp(u->from, maxdel) < 0) ||
-                  (first[0] == '\0' && stream_id_cmp(u->from, last) < 0);
-    if (trimmed) {
-        dash_gap(h, x, u, "trimmed", first);
+    int any_first = 0;
+    enum store_stream_gap g = store_stream_gap_check(res->info, h->np, from, oldest, &any_first);
+    if (g != STORE_STREAM_GAP_NONE) {
+        char old[SVEC_TEXT_MAX] = "";
+        if (any_first)
+            svec_format(old, sizeof(old), oldest, h->np);
+        dash_gap(h, x, u, g == STORE_STREAM_GAP_UNKNOWN ? "unknown" : "trimmed", old);
         return;
     }
     dash_str_set(&u->cursor, u->from);
-    replay_page(h, x, u);
+    replay_round(h, x, u);
 }
 
 int dash_start_resume(struct hub *h, struct hsess *x, struct hsub *u)
 {
-    if (h->np > 1)
-        return dash_parts_resume(h, x, u);
     struct op *op = dash_op_new(h, x->id, u->no, NULL);
     h->pending++;
-    if (store_cmd(h->c->store, on_resume_info, op, "XINFO STREAM %s", h->k_events) != 0) {
+    if (store_stream_info(h->c->store, on_info, op) != 0) {
         h->pending--;
         free(op);
         return -1;
@@ -224,44 +240,84 @@ int dash_start_resume(struct hub *h, struct hsess *x, struct hsub *u)
     return 0;
 }
 
-/* ---- the stream follower -------------------------------------------------------------------- */
+/* ---- the follower ---------------------------------------------------------------------- */
 
 static void follow(struct hub *h);
+static void recheck(struct hub *h);
 
-static void wake_waiters(struct hub *h, const char *sid)
+/* Before routing entry e: waiters whose client has not seen e go live now when the follower
+ * is at or past their cursor in every other partition and routed nothing after it meanwhile
+ * (with one partition: at the first event after the cursor); otherwise they missed e and
+ * replay again once the follower passed their cursor (waiters_after). */
+static void waiters_before(struct hub *h, const struct store_stream_entry *e)
 {
     for (size_t i = 0; i < h->nwaiters;) {
         struct waiter *w = &h->waiters[i];
-        if (stream_id_cmp(sid, w->cursor) <= 0) {
+        struct hsess *x = dash_sess_find(h, w->sess);
+        struct hsub *u = x != NULL ? dash_sub_find(x, w->no) : NULL;
+        struct svec_pos from[SVEC_MAX];
+        if (u == NULL || u->state != SS_WAIT || from_of(h, u, from) != 0) {
+            w->missed = 1; /* waiters_after decides */
             i++;
             continue;
         }
+        if (svec_pos_cmp(&e->at, &from[e->part]) <= 0) {
+            i++; /* the client saw it */
+            continue;
+        }
+        struct svec_pos at_e = from[e->part];
+        from[e->part] = h->pos[e->part]; /* the other partitions only */
+        int others = svec_ge(h->pos, from, h->np);
+        from[e->part] = at_e;
+        if (!others || w->missed) {
+            w->missed = 1;
+            i++;
+            continue;
+        }
+        h->waiters[i] = h->waiters[--h->nwaiters];
+        go_live_resumed(h, x, u);
+    }
+}
+
+/* After a round: waiters that missed events and whose cursor the follower passed (in every
+ * partition) replay again from where their replay stopped, then go live. */
+static void waiters_after(struct hub *h)
+{
+    for (size_t i = 0; i < h->nwaiters;) {
+        struct waiter *w = &h->waiters[i];
         struct hsess *x = dash_sess_find(h, w->sess);
         struct hsub *u = x != NULL ? dash_sub_find(x, w->no) : NULL;
+        struct svec_pos from[SVEC_MAX];
+        if (u != NULL && u->state == SS_WAIT &&
+            (!w->missed || (from_of(h, u, from) == 0 && !svec_ge(h->pos, from, h->np)))) {
+            i++;
+            continue;
+        }
         h->waiters[i] = h->waiters[--h->nwaiters];
         if (u != NULL && u->state == SS_WAIT) {
-            dash_go_live(h, x, u);
-            dash_resumed_notice(h, x, u);
+            u->state = SS_REPLAY;
+            replay_round(h, x, u);
         }
     }
 }
 
-void dash_route(struct hub *h, const char *rid, size_t rid_len, const char *rec, size_t rec_len,
-                const char *sid)
+/* Route one entry to the ws thread as a shared frame whose streamId is h->cursor (skipped
+ * undecoded when nobody here follows its request); counts it as seen. */
+static void route(struct hub *h, const struct store_stream_entry *e)
 {
     h->events_seen++;
-    if (rid == NULL || rec == NULL || rid_len > PROTO_MAX_ID)
+    if (e->rid == NULL || e->rec == NULL || e->rid_len > PROTO_MAX_ID)
         return;
-    if (h->broad_live == 0 && !idmap_get(h->live_ids, rid, NULL))
+    if (h->broad_live == 0 && !idmap_get(h->live_ids, e->rid, NULL))
         return; /* nobody here follows it: not even decoded */
     struct status_event ev;
     status_event_init(&ev);
     size_t len = 0;
-    char *f = dash_encode_frame(h, rec, rec_len, 0, sid, &ev, &len);
+    char *f = dash_encode_frame(h, e->rec, e->rec_len, 0, h->cursor, &ev, &len);
     if (f != NULL) {
         struct xmsg *m = xmsg_new(XMSG_DASH_EVENT, 0, NULL, 0);
         m->shared = xbuf_new(f, len); /* one buffer for every recipient */
-        snprintf(m->key, sizeof(m->key), "%s", rid);
+        snprintf(m->key, sizeof(m->key), "%s", e->rid);
         snprintf(m->status, sizeof(m->status), "%s", ev.status ? ev.status : "");
         m->origin_chain_id = ev.origin_chain_id;
         m->destination_chain_id = ev.destination_chain_id;
@@ -272,77 +328,101 @@ void dash_route(struct hub *h, const char *rid, size_t rid_len, const char *rec,
     status_event_cleanup(&ev);
 }
 
-static void on_read(void *arg, const char *err, redisReply *r)
+/* What is new, in merged order, each entry routed with the vector after it as its streamId:
+ * resuming from any frame's streamId replays exactly what came after it in every
+ * partition. */
+static void on_read(void *arg, const struct store_stream_result *r)
 {
     struct hub *h = arg;
     if (dash_enter(h))
         return;
     h->reading = 0;
-    if (err != NULL)
-        return; /* errors: the next poll retries */
-    struct store_events_iter it;
-    struct store_event_entry e;
-    size_t n = store_events_iter_read(&it, r); /* 0 on nil: nothing new */
-    while (store_events_next(&it, &e)) {
-        if (e.sid_len >= SID_MAX)
-            continue;
+    int full = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        const struct store_stream_entry *e = &r->e[i];
         if (h->nwaiters > 0)
-            wake_waiters(h, e.sid); /* before the entry: it is their first live event */
-        dash_route(h, e.rid, e.rid_len, e.rec, e.rec_len, e.sid);
-        snprintf(h->cursor, sizeof(h->cursor), "%s", e.sid);
+            waiters_before(h, e); /* before the entry: it is their first live event */
+        h->pos[e->part] = e->at;
+        set_cursor_text(h);
+        route(h, e);
     }
-    if (n >= HUB_READ_COUNT)
+    for (unsigned p = 0; p < r->np; p++)
+        full |= r->count[p] >= HUB_READ_COUNT;
+    if (h->nwaiters > 0)
+        waiters_after(h);
+    if (h->recheck_after)
+        recheck(h);
+    else if (full)
         event_active(h->kick_ev, EV_TIMEOUT, 0); /* more waiting */
 }
 
-static void on_cursor(void *arg, const char *err, redisReply *r)
+/* Each stream's newest id: the start (the cursor starts at the end), or a re-check after
+ * Redis came back that moves a position back to a stream that is behind it. */
+static void on_newest(void *arg, const struct store_stream_result *r)
 {
     struct hub *h = arg;
     if (dash_enter(h))
         return;
     h->cursor_checking = 0;
-    if (err != NULL || r->type != REDIS_REPLY_ARRAY)
-        return;
-    char last[SID_MAX] = "0-0";
-    struct store_events_iter it;
-    struct store_event_entry e;
-    store_events_iter_range(&it, r);
-    if (store_events_next(&it, &e) && e.sid_len < SID_MAX)
-        snprintf(last, sizeof(last), "%s", e.sid);
     if (h->cursor[0] == '\0') {
-        snprintf(h->cursor, sizeof(h->cursor), "%s", last);
-        log_info("dashboard stream follower started", "stream_id=%s", h->cursor);
-    } else if (stream_id_cmp(last, h->cursor) < 0) {
-        log_warn("event stream is behind the dashboard cursor (Redis reset?): following from "
-                 "its end", "cursor=%s stream_id=%s", h->cursor, last);
-        snprintf(h->cursor, sizeof(h->cursor), "%s", last);
+        for (unsigned p = 0; p < h->np; p++)
+            if (!r->ok[p])
+                return; /* the next poll tries again */
+        memcpy(h->pos, r->newest, h->np * sizeof(*h->pos));
+        set_cursor_text(h);
+        log_info("dashboard stream follower started", "partitions=%u stream_id=%s", h->np,
+                 h->cursor);
+    } else {
+        int behind = 0;
+        char was[SVEC_TEXT_MAX];
+        snprintf(was, sizeof(was), "%s", h->cursor);
+        for (unsigned p = 0; p < h->np; p++)
+            if (r->ok[p] && svec_pos_cmp(&r->newest[p], &h->pos[p]) < 0) {
+                h->pos[p] = r->newest[p];
+                behind = 1;
+            }
+        if (behind) {
+            set_cursor_text(h);
+            log_warn("event stream is behind the dashboard cursor (Redis reset?): following "
+                     "from its end", "cursor=%s stream_id=%s", was, h->cursor);
+        }
     }
-    follow(h);
+    if (h->recheck_after)
+        recheck(h);
+    else
+        follow(h); /* read at once once the cursor is known */
+}
+
+static void recheck(struct hub *h)
+{
+    if (h->closing)
+        return;
+    if (h->reading || h->cursor_checking) {
+        h->recheck_after = 1;
+        return;
+    }
+    h->recheck_after = 0;
+    if (!store_ready(h->c->store))
+        return;
+    h->cursor_checking = 1;
+    h->pending++;
+    if (store_stream_newest(h->c->store, on_newest, h) != 0) {
+        h->pending--;
+        h->cursor_checking = 0;
+    }
 }
 
 static void follow(struct hub *h)
 {
     if (h->closing || h->reading || h->cursor_checking || !store_ready(h->c->store))
         return;
-    if (h->np > 1) {
-        dash_parts_follow(h);
-        return;
-    }
     if (h->cursor[0] == '\0') {
-        h->cursor_checking = 1;
-        h->pending++;
-        if (store_events_last(h->c->store, on_cursor, h) != 0) {
-            h->pending--;
-            h->cursor_checking = 0;
-        }
+        recheck(h);
         return;
     }
-    char cnt[16];
-    snprintf(cnt, sizeof(cnt), "%d", HUB_READ_COUNT);
     h->reading = 1;
     h->pending++;
-    if (store_cmd(h->c->store, on_read, h, "XREAD COUNT %s STREAMS %s %s", cnt, h->k_events,
-                  h->cursor) != 0) {
+    if (store_stream_read(h->c->store, h->pos, HUB_READ_COUNT, on_read, h) != 0) {
         h->pending--;
         h->reading = 0;
     }
@@ -364,24 +444,10 @@ void dash_on_ingest_event(void *arg, enum proto_verdict v, const struct status_e
 void dash_on_store_state(void *arg, int up)
 {
     struct hub *h = arg;
-    if (h->closing)
-        return;
-    if (up && h->cursor[0] != '\0' && !h->cursor_checking && h->np > 1) {
-        dash_parts_recheck(h);
-        return;
-    }
-    if (up && h->cursor[0] != '\0' && !h->cursor_checking) {
-        /* re-check the cursor against the stream (a restarted Redis may be behind it) */
-        h->cursor_checking = 1;
-        h->pending++;
-        if (store_events_last(h->c->store, on_cursor, h) != 0) {
-            h->pending--;
-            h->cursor_checking = 0;
-        }
-        return;
-    }
-    if (up)
-        follow(h);
+    if (h->closing || !up)
+        return; /* commands in flight complete with an error anyway */
+    if (h->cursor[0] != '\0')
+        recheck(h); /* a restarted Redis may be behind the cursor */
     else
-        h->reading = 0; /* commands in flight complete with an error anyway */
+        follow(h);
 }

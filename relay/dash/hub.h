@@ -9,7 +9,8 @@
  * "statusrelay.streamId"), put in one xbuf and pushed as one XMSG_DASH_EVENT with its routing
  * meta; entries nobody here can match are skipped without decoding. With N > 1 partitions
  * (docs/partitions.md) every partition's stream is followed, merged, and the cursor and each
- * frame's streamId are vectors of one stream id per partition (follow_parts.c).
+ * frame's streamId are vectors of one stream id per partition (store/stream.h; one partition: the
+ * plain stream id).
  *
  * Hand-off. A subscription is installed in the ws thread (XMSG_DASH_ACCEPT_SUB) at a precise
  * stream position, the hub's cursor at that moment: every event after it is routed by the ws
@@ -20,6 +21,19 @@
  * this process's cursor waits until the follower passes it. One Redis connection answers in
  * order, which is what makes "up to the hub's cursor" exact.
  *
+ * Limits and close codes: relay/dash/limits.h. Files of this folder, one object each (none
+ * includes a header of a file above it; hub.c is the owner and includes them all):
+ *   limits.h   the numbers; internal.h the shared state (types only)
+ *   frames.c   frames to the ws thread (text, JSON, filter changes, event frames)
+ *   table.c    the sessions and their subscriptions, the indexes, the waiters, going live
+ *   ops.c      what every Redis command carries (struct op) and the hub's deferred free
+ *   history.c  snapshots and history answers (store/history.h)
+ *   follow.c   the follower of the event stream, resume, gaps (store/stream.h)
+ *   stats.c    the stats frames
+ *   subscribe.c  the subscribe decision (pure, tests/unit/test_relay_dash_subscribe.c)
+ *   client.c   client messages: open, gone, subscribe (decide, then apply), unsubscribe,
+ *              history requests, message rates
+ *
  * Page counters: clients subscribed to "statusrelay.stats" get one stats frame per second
  * built from core->metrics, the upstream state and the ws thread's counters.
  * runs on: core thread. */
@@ -27,31 +41,6 @@
 #define RELAY_HUB_H
 
 #include <stdint.h>
-
-#define HUB_POLL_MS 25              /* stream poll period while idle */
-#define HUB_READ_COUNT 1000         /* entries per XREAD */
-#define HUB_REPLAY_PAGE 500         /* entries per XRANGE page of a resume */
-#define HUB_SNAPSHOT_DEFAULT 100    /* snapshots for a broad subscription (snapshotLimit) */
-#define HUB_SNAPSHOT_MAX 1000
-#define HUB_HISTORY_MAX 100         /* events in a history answer */
-#define HUB_HISTORY_BYTES (1024 * 1024) /* its size (the newest events that fit) */
-#define HUB_HISTORY_ANON_MAX 20     /* the same for anonymous clients (no token, and not a */
-#define HUB_HISTORY_ANON_BYTES (64 * 1024) /* tool or same-origin page on loopback) */
-#define HUB_HISTORY_INFLIGHT 4      /* history answers being read at once per connection */
-#define HUB_STATS_MS 1000           /* stats frame period */
-#define HUB_MSG_BURST 200           /* client messages: burst, then HUB_MSG_RATE per second */
-#define HUB_MSG_RATE 100
-#define HUB_BAD_BURST 10            /* bad client messages: burst, then one per 2 s */
-
-/* A refused subscribe gets its error frame ({"type":"error","request":"subscribe",...}: not
- * an ack even to a client that reads only "type") and then the connection is closed with
- * one of these codes, so an upstream client falls back to polling (README "Dashboard
- * stream"). The close reason is "subscription refused: <error code>". */
-#define HUB_CLOSE_REFUSED 4400             /* bad_request, invalid_request_id, bad_cursor,
-                                              unsupported_event */
-#define HUB_CLOSE_REFUSED_AUTH 4401        /* unauthorized: the stream token is needed */
-#define HUB_CLOSE_REFUSED_LIMIT 4429       /* too_many_subscriptions, too_many_ids */
-#define HUB_CLOSE_REFUSED_UNAVAILABLE 4503 /* unavailable: Redis is down, retry later */
 
 struct core;
 struct xmsg;
