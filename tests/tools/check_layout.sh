@@ -49,8 +49,8 @@ done
 # circle too. tsort finds circles; each is printed with its modules.
 # CIRCLE_FREE: the folders checked. CIRCLE_PENDING: folders being untangled, reported only
 # (move a folder to CIRCLE_FREE once its circle is gone).
-CIRCLE_FREE=${CIRCLE_FREE-"api"}
-CIRCLE_PENDING=${CIRCLE_PENDING-"dash"}
+CIRCLE_FREE="api dash"
+CIRCLE_PENDING=""
 CC=${CC:-cc}
 
 strip_comments() { # the code of $1 without comments (directives kept)
