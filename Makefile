@@ -157,7 +157,7 @@ check-purity:
 	@! grep -nE '#include <(event2|libwebsockets|hiredis|curl)|\b(socket|recv|send|fopen|time|clock_gettime|getrandom|pthread_[a-z_]+)\(' protocol/*.[ch] \
 	    || (echo "protocol/ must stay free of I/O"; false)
 
-# The include rules of the layout (README "Layout"): tests/tools/check_layout.sh.
+# The include rules of the layout (docs/internals.md "Layout"): tests/tools/check_layout.sh.
 check-layout:
 	@tests/tools/check_layout.sh
 

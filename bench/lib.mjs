@@ -172,9 +172,9 @@ export function cpuMeter(pids) {
 // ---- Redis ----------------------------------------------------------------------------------
 
 
-// AOF as in production (README "Redis"): everysec, rewritten from 1 GB on (the default 64 MB
-// rewrites every few seconds at these rates, and each fork competes for the 2 cores). Every
-// Redis of the bench runs with it, cluster masters included.
+// AOF as in production (docs/operations.md "Running against the real upstream"): everysec,
+// rewritten from 1 GB on (the default 64 MB rewrites every few seconds at these rates, and each
+// fork competes for the 2 cores). Every Redis of the bench runs with it, cluster masters included.
 export const REDIS_PERSISTENCE = ['--save', '', '--appendonly', 'yes', '--appendfsync', 'everysec', '--auto-aof-rewrite-min-size', '1gb'];
 
 export async function startRedis(name = 'redis') {

@@ -84,10 +84,10 @@ const struct setting config_settings[] = {
      "dashboard websocket and live page"},
     {"http-max-connections", SET_INT, F(http_max_connections), "0", 0, 0,
      "open REST connections at most; beyond, accepting pauses until one closes (0: derived "
-     "from the descriptor limit, see README)"},
+     "from the descriptor limit, see docs/configuration.md)"},
     {"ws-max-connections", SET_INT, F(ws_max_connections), "0", 0, 0,
      "open dashboard-port connections at most; beyond, accepting pauses until one closes "
-     "(0: derived from the descriptor limit, see README)"},
+     "(0: derived from the descriptor limit, see docs/configuration.md)"},
     {"http-max-connections-per-address", SET_INT, F(http_max_connections_per_address), "128",
      0, 0,
      "open REST connections from one client address (IPv6: its /64) at most; more are closed "
@@ -187,7 +187,7 @@ static int url_scheme_ok(const char *u, const char *a, const char *b)
 }
 
 /* ---- settings that depend on one another --------------------------------------------------
- * The rule (README "Configuration"): a default never conflicts with a legal value of another
+ * The rule (docs/configuration.md): a default never conflicts with a legal value of another
  * setting. When only one setting of a dependent pair is given, the unset one follows it; two
  * given values that conflict stop start-up with one line naming both. The pairs:
  *   connect-timeout <= delivery-timeout < delivery-lease: unset connect = min(5s, delivery);

@@ -1,7 +1,8 @@
 /* config.h - the daemon's settings, parsed once into an immutable struct config.
  *
  * Every setting is STATUSRELAY_<NAME> in the environment and --<name> as a flag (flags win).
- * The table in config.c is the one list of settings: README's table mirrors it.
+ * The table in config.c is the one list of settings: docs/configuration.md's table mirrors it
+ * (tests/integration/ops.test.mjs checks both ways).
  * runs on: main thread at start-up; afterwards read-only from any thread. */
 #ifndef RELAY_CONFIG_H
 #define RELAY_CONFIG_H

@@ -1,4 +1,4 @@
-// anon_watch.test.mjs - anonymous dashboard subscriptions (issue 15, high 3; README "Anonymous
+// anon_watch.test.mjs - anonymous dashboard subscriptions (issue 15, high 3; docs/dashboard.md "Anonymous
 // subscriptions"), against a real redis-server, the simulator and `statusrelay serve` on
 // loopback: a subscription without the stream token watches an id only while some connection
 // follows it (closing ends the watch: unsubscribed upstream, no more polls; a killed process's

@@ -1,4 +1,4 @@
-// claims.test.mjs - claims of the README that no test held (issue 21 item 7): the delivery
+// claims.test.mjs - claims of the README (now docs/) that no test held (issue 21 item 7): the delivery
 // window towards an endpoint shrinks when it answers 503 and grows back when it recovers
 // (AIMD, seen at the receiver as requests in flight); retries of many deliveries due after the
 // same delay are spread by jitter; the attempt log keeps the receiver's answer, cut at 1 KiB;

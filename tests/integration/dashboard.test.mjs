@@ -229,7 +229,7 @@ test('upstream protocol: greeting, the SDK subscribe, ack, snapshot, events, uns
     assert.equal(c.events().filter((f) => f.data.status === 'success').length, 0, 'nothing after unsubscribe');
 
     // an id nobody tracks: an anonymous watch starts (watched while subscribed, not tracked:
-    // README "Anonymous subscriptions"); no snapshot (nothing known yet)
+    // docs/dashboard.md "Anonymous subscriptions"); no snapshot (nothing known yet)
     const B = rid('b');
     c.send(sub({ id: B }));
     await c.wait((f) => isAck('subscribe')(f) && f.data.filters.id === B, 'ack B');

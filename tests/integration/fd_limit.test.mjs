@@ -141,13 +141,13 @@ test('more idle connections than the caps: paused, not spinning; answers again a
   const d = await startLimited(redis);
   const lim = logLines(d.proc, /msg="descriptor limit"/);
   assert.equal(lim.length, 1, 'one descriptor limit line');
-  // README formula: of what the reserve leaves, a quarter for REST (at least 256, or half when
+  // docs/configuration.md formula: of what the reserve leaves, a quarter for REST (at least 256, or half when
   // less is left), the rest for the dashboard port; at this limit both get half
   const avail = NOFILE - (24 + Math.floor(NOFILE / 8));
   const httpCap = Math.floor(avail / 4) >= 256 ? Math.floor(avail / 4) : Math.min(256, Math.floor(avail / 2));
   const cap = Number(/http_max_connections=(\d+)/.exec(lim[0])[1]);
-  assert.equal(cap, httpCap, 'README formula (REST)');
-  assert.equal(Number(/ws_max_connections=(\d+)/.exec(lim[0])[1]), avail - httpCap, 'README formula (dashboard)');
+  assert.equal(cap, httpCap, 'docs/configuration.md formula (REST)');
+  assert.equal(Number(/ws_max_connections=(\d+)/.exec(lim[0])[1]), avail - httpCap, 'docs/configuration.md formula (dashboard)');
   assert.equal(avail - httpCap, cap, 'at this limit both caps are equal');
 
   const h = await idle(d.httpPort, cap + 15);

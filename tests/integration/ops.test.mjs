@@ -69,12 +69,34 @@ test('every subcommand answers --help; unimplemented input is refused', () => {
   assert.match(bad.stderr, /unknown command/);
 });
 
-test('README documents every setting the daemon has', () => {
-  const readme = fs.readFileSync(path.resolve('../README.md'), 'utf8');
-  const r = serve(['--print-config']);
-  const names = r.stdout.trim().split('\n').map((l) => l.split('=')[0]);
-  assert.ok(names.length > 30);
-  for (const n of names) assert.ok(readme.includes('`' + n + '`'), `README lacks ${n}`);
+test('docs/configuration.md documents every setting of serve --help once, and no other', () => {
+  // serve --help: "  --flag   STATUSRELAY_NAME" then an indented line ending "(default: X)"
+  const help = serve(['--help']).stdout.split('\n');
+  const given = new Map();
+  help.forEach((l, i) => {
+    const m = /^\s+(--[a-z0-9-]+)\s+(STATUSRELAY_[A-Z0-9_]+)\s*$/.exec(l);
+    if (m) given.set(m[2], { flag: m[1], def: /\(default: ([^()]*)\)\s*$/.exec(help[i + 1])?.[1] });
+  });
+  assert.ok(given.size > 30, `settings in serve --help: ${given.size}`);
+  // a setting's row: | `STATUSRELAY_NAME` | `--flag` | default | meaning |
+  const row = /^\| `(STATUSRELAY_[A-Z0-9_]+)` \| `(--[a-z0-9-]+)` \| ([^|]*) \|/;
+  const rows = (file) => fs.readFileSync(path.resolve('..', file), 'utf8').split('\n')
+    .map((l) => row.exec(l)).filter(Boolean);
+  const documented = new Map();
+  for (const [, name, flag, def] of rows('docs/configuration.md')) {
+    assert.ok(!documented.has(name), `${name} has two rows in docs/configuration.md`);
+    documented.set(name, { flag, def: def.replace(/^derived \((.*)\)$/, '$1').replace(/`/g, '') });
+  }
+  for (const [name, h] of given) {
+    assert.ok(documented.has(name), `docs/configuration.md lacks ${name}`);
+    assert.equal(documented.get(name).flag, h.flag, `${name}: flag`);
+    assert.equal(documented.get(name).def, h.def, `${name}: default`);
+  }
+  for (const name of documented.keys()) assert.ok(given.has(name), `${name} is documented but serve --help has no such setting`);
+  // exactly one place: no other document has a row for a setting
+  const others = ['README.md', ...fs.readdirSync(path.resolve('../docs')).filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`).filter((f) => f !== 'docs/configuration.md')];
+  for (const f of others) assert.deepEqual(rows(f).map((m) => m[1]), [], `${f} documents settings: they belong in docs/configuration.md`);
 });
 
 test('metrics pass promtool, CLI works end to end, SIGTERM drains deliveries and exits 0', async () => {

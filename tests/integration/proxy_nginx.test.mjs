@@ -1,7 +1,7 @@
 // proxy_nginx.test.mjs - statusrelay behind a real nginx (Debian's) terminating TLS on both
 // ports (issue 21 item 2; DESIGN "Client addresses behind proxies"). The test makes a
 // self-signed certificate (openssl CLI) and runs nginx as a private non-root instance (its own
-// prefix and config in a temp dir, as bench/run.mjs does), configured as README "Behind a
+// prefix and config in a temp dir, as bench/run.mjs does), configured as docs/operations.md "Behind a
 // reverse proxy" says: TLS, websocket upgrade headers, and
 // `proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for`. statusrelay trusts nginx's
 // address (STATUSRELAY_TRUSTED_PROXIES=127.0.0.1).
@@ -41,7 +41,7 @@ let redis, sim, d, nginx, restTls, wsTls, dir;
 // the certificate is ours: the SDK's axios (https module) and ws accept it
 process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0';
 
-/** nginx.conf as README "Behind a reverse proxy" documents it, for this temp dir and ports. */
+/** nginx.conf as docs/operations.md "Behind a reverse proxy" documents it, for this temp dir and ports. */
 function nginxConf({ dir, restTls, wsTls, rest, ws }) {
   const tls = `ssl_certificate ${dir}/cert.pem;\n        ssl_certificate_key ${dir}/key.pem;`;
   return `worker_processes 1;

@@ -209,7 +209,7 @@ test('a refused subscription closes the socket and the SDK falls back to polling
     ready: (v) => v.polls.some((p) => p.status === 200),
   });
   // the refusal is not a "subscribe" frame (the SDK would read any as an ack) but an error
-  // frame about the subscribe request, then a close with 4401 (README "Dashboard stream")
+  // frame about the subscribe request, then a close with 4401 (docs/dashboard.md)
   assert.ok(!r.socket?.frames.some((f) => f.type === 'subscribe'), `no subscribe ack: ${r.explain}`);
   const refusal = r.socket?.frames.find((f) => f.type === 'error' && f.request === 'subscribe');
   assert.equal(refusal?.status, 'error', `the subscription is refused: ${r.explain}`);

@@ -1,5 +1,5 @@
 // status_anon.test.mjs - status reads by anonymous callers create no state and cannot drain the
-// upstream budget (issue 22 item 2; README "Upstream-compatible surface" and "Sources and the
+// upstream budget (issue 22 item 2; docs/rest-api.md "Upstream-compatible surface" and docs/internals.md "Sources and the
 // upstream budget"). In the default configuration (no admin token, loopback), a request that
 // carries an Origin - any web page can make a browser send it - is anonymous: its misses take
 // the per-address miss rate, leave nothing behind unless the upstream answered 200 (never on a

@@ -1,5 +1,5 @@
 // status_fresh.test.mjs - fresh status reads (issue 21 item 1; DESIGN "Fresh status reads",
-// README "Upstream-compatible surface"): GET /intents/status/v3 of an id no watch follows
+// docs/rest-api.md "Upstream-compatible surface"): GET /intents/status/v3 of an id no watch follows
 // answers the upstream's current state - asked again unless the stored state was confirmed
 // within STATUSRELAY_STATUS_MAX_AGE, one upstream call for concurrent reads of an id -, a read
 // holds the id watched as a lease renewed by each read (never tracking: it ends when reads

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # check_layout.sh - `make check-layout`: the include rules that keep the architecture one-way
-# (README "Layout"). Prints every violation as file:line: include, and exits 1 if any.
+# (docs/internals.md "Layout"). Prints every violation as file:line: include, and exits 1 if any.
 #   protocol/       includes nothing of ours but protocol/ (pure: no daemon, no store)
 #   store/          includes no relay/ header other than relay/common/ (knows no daemon)
 #   relay/common/   includes no relay/ header outside relay/common/ (knows no daemon)

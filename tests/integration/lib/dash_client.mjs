@@ -1,4 +1,4 @@
-// dash_client.mjs - a dashboard stream client for the tests (README "Dashboard stream"): every
+// dash_client.mjs - a dashboard stream client for the tests (docs/dashboard.md): every
 // frame kept with its arrival time, waits on frames, the subscribe answer. Shared by
 // dashboard.test.mjs and partitions_dash.test.mjs.
 import WebSocket from 'ws';
@@ -40,7 +40,7 @@ export const sub = (filters, extra = {}) => ({ type: 'subscribe', event: EVENT, 
 export const isAck = (type) => (f) => f.type === type && f.status === 'success';
 
 /** The answer to one subscribe: its ack, or its refusal ({"type":"error","request":"subscribe"},
- *  after which the server closes the connection: README "Dashboard stream"). */
+ *  after which the server closes the connection: docs/dashboard.md). */
 export async function subscribed(c, msg) {
   const before = c.frames.length;
   c.send(msg);
