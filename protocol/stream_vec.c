@@ -6,7 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-int svec_parse(const char *s, struct svec_pos *out, unsigned max)
+/* bare_max: a component without "-<seq>" gets seq UINT64_MAX (svec_parse_after). */
+static int parse(const char *s, struct svec_pos *out, unsigned max, int bare_max)
 {
     if (s == NULL || s[0] == '\0')
         return -1;
@@ -20,12 +21,24 @@ int svec_parse(const char *s, struct svec_pos *out, unsigned max)
         one[l] = '\0';
         if (proto_stream_id_parse(one, &out[n].ms, &out[n].seq) != 0)
             return -1;
+        if (bare_max && memchr(one, '-', l) == NULL)
+            out[n].seq = UINT64_MAX;
         n++;
         p += l;
         if (*p == '\0')
             return (int)n;
         p++; /* the comma: a component must follow */
     }
+}
+
+int svec_parse(const char *s, struct svec_pos *out, unsigned max)
+{
+    return parse(s, out, max, 0);
+}
+
+int svec_parse_after(const char *s, struct svec_pos *out, unsigned max)
+{
+    return parse(s, out, max, 1);
 }
 
 int svec_format(char *buf, size_t cap, const struct svec_pos *v, unsigned n)

@@ -24,6 +24,10 @@ struct svec_pos {
  * (>= 1), or -1 when s is not a vector: empty, an empty or malformed component, or more
  * than max components. out is written up to the first fault. */
 int svec_parse(const char *s, struct svec_pos *out, unsigned max);
+/* The same for a position to read after (the "after" of GET /v1/events): a component
+ * without "-<seq>" (a bare ms time) means after that whole millisecond, so its seq is
+ * UINT64_MAX. Returns as svec_parse. */
+int svec_parse_after(const char *s, struct svec_pos *out, unsigned max);
 /* Write the n components of v into buf (cap bytes), "<ms>-<seq>" separated by commas.
  * Returns the length, or -1 when it does not fit (buf then holds ""). */
 int svec_format(char *buf, size_t cap, const struct svec_pos *v, unsigned n);

@@ -19,8 +19,8 @@
 #include "relay/edge/ws_thread.h"
 #include "relay/edge/xq.h"
 #include "store/apply.h"
+#include "store/counts.h"
 #include "store/janitor.h"
-#include "store/keys.h"
 #include "store/store.h"
 
 #include <event2/event.h>
@@ -82,39 +82,26 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 }
 
 /* Queue depths and requests by status for /metrics: one pipelined round of ZCARDs every 2 s
- * (cheap: O(1) each), so rendering /metrics never waits for Redis. With partitions each
- * gauge is the sum over the partitions' keys; a gauge one of whose answers failed keeps its
- * last value. */
-#define DEPTH_GAUGES (7 + METRICS_STATUSES)
-struct depth_round {
-    int pending;
-    int64_t *dst[DEPTH_GAUGES];
-    int64_t sum[DEPTH_GAUGES];
-    int failed[DEPTH_GAUGES];
-    struct depth_item {
-        struct depth_round *r;
-        int i;
-    } items[DEPTH_GAUGES];
-};
+ * (store/counts.h: cheap, O(1) each, summed over the partitions), so rendering /metrics never
+ * waits for Redis. A gauge one of whose answers failed keeps its last value. */
+static const char *const depth_kinds[] = {"due", "inflight", "dead", "poll", "pollu", "polls",
+                                          "polln"};
+#define DEPTH_GAUGES (ARRAY_LEN(depth_kinds) + METRICS_STATUSES)
 
-static void depth_done(struct depth_round *d)
+/* The gauge of count i: the queue depths in depth_kinds order, then requests by status. */
+static int64_t *depth_gauge(struct metrics *m, size_t i)
 {
-    if (--d->pending > 0)
-        return;
-    for (int i = 0; i < DEPTH_GAUGES; i++)
-        if (!d->failed[i])
-            *d->dst[i] = d->sum[i];
-    free(d);
+    int64_t *q[] = {&m->q_due,         &m->q_inflight,  &m->q_dead,      &m->tracked_polled,
+                    &m->poll_urgent,   &m->watch_settled, &m->watch_anon};
+    return i < ARRAY_LEN(q) ? q[i] : &m->requests_by_status[i - ARRAY_LEN(q)];
 }
 
-static void on_zcard(void *arg, const char *err, redisReply *r)
+static void on_depth_counts(void *arg, const int64_t *sum, const int *ok, size_t n)
 {
-    struct depth_item *it = arg;
-    if (err == NULL && r->type == REDIS_REPLY_INTEGER)
-        it->r->sum[it->i] += r->integer;
-    else
-        it->r->failed[it->i] = 1;
-    depth_done(it->r);
+    struct core *c = arg;
+    for (size_t i = 0; i < n; i++)
+        if (ok[i])
+            *depth_gauge(&c->metrics, i) = sum[i];
 }
 
 static void on_depths(evutil_socket_t fd, short what, void *arg)
@@ -122,34 +109,12 @@ static void on_depths(evutil_socket_t fd, short what, void *arg)
     struct core *c = arg;
     if (!store_ready(c->store))
         return;
-    struct metrics *m = &c->metrics;
-    char k[KEY_MAX];
-    const struct {
-        const char *kind;
-        int64_t *dst;
-    } q[] = {{"due", &m->q_due}, {"inflight", &m->q_inflight}, {"dead", &m->q_dead},
-             {"poll", &m->tracked_polled}, {"pollu", &m->poll_urgent},
-             {"polls", &m->watch_settled}, {"polln", &m->watch_anon}};
-    struct depth_round *d = xcalloc(1, sizeof(*d));
-    for (int i = 0; i < DEPTH_GAUGES; i++) {
-        d->items[i] = (struct depth_item){d, i};
-        d->dst[i] = i < (int)ARRAY_LEN(q) ? q[i].dst : &m->requests_by_status[i - ARRAY_LEN(q)];
-    }
-    d->pending = 1; /* this loop's own share: no answer frees the round before the end */
-    for (unsigned p = 0; p < store_partitions(c->store); p++) {
-        const char *tag = store_part_tag(c->store, p);
-        for (int i = 0; i < DEPTH_GAUGES; i++) {
-            if (i < (int)ARRAY_LEN(q))
-                key_build(k, sizeof(k), tag, q[i].kind, NULL, NULL);
-            else
-                key_build(k, sizeof(k), tag, "st", metrics_statuses[i - ARRAY_LEN(q)], NULL);
-            if (store_cmd(c->store, on_zcard, &d->items[i], "ZCARD %s", k) == 0)
-                d->pending++;
-            else
-                d->failed[i] = 1;
-        }
-    }
-    depth_done(d); /* the loop's share */
+    struct store_count_key keys[DEPTH_GAUGES];
+    for (size_t i = 0; i < DEPTH_GAUGES; i++)
+        keys[i] = i < ARRAY_LEN(depth_kinds)
+                      ? (struct store_count_key){depth_kinds[i], NULL}
+                      : (struct store_count_key){"st", metrics_statuses[i - ARRAY_LEN(depth_kinds)]};
+    store_counts_zcard(c->store, keys, DEPTH_GAUGES, on_depth_counts, c);
 }
 
 static void on_refund_failure(void *arg, const char *request_id, const char *reason)

@@ -5,22 +5,20 @@
  * runs on: core thread. */
 #include "relay/api/internal.h"
 #include "relay/core.h"
-#include "store/keys.h"
-#include "store/store.h"
+#include "store/chain_list.h"
 
 #include <event2/http.h>
 #include <stdlib.h>
 #include <time.h>
 
-static void on_chains(void *arg, const char *err, redisReply *r)
+static void on_chains(void *arg, const char *err, const struct store_chain_list *cl)
 {
     struct ctx *x = arg;
-    if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+    if (err != NULL) {
         api_reply_unavailable(x, "cannot read");
         return;
     }
-    const redisReply *body = r->element[0], *at = r->element[1];
-    if (body->type != REDIS_REPLY_STRING) {
+    if (cl->body == NULL) {
         if (x->req != NULL)
             evhttp_add_header(evhttp_request_get_output_headers(x->req), "Retry-After", "5");
         api_reply_error(x, 503, "chains_unavailable", NULL,
@@ -28,22 +26,19 @@ static void on_chains(void *arg, const char *err, redisReply *r)
                         "within the upstream budget); retry shortly");
         return;
     }
-    if (x->req != NULL && at->type == REDIS_REPLY_STRING) {
-        time_t t = (time_t)(strtoll(at->str, NULL, 10) / 1000);
+    if (x->req != NULL && cl->has_at) {
+        time_t t = (time_t)(cl->at_ms / 1000);
         struct tm tm;
         char date[64];
         if (gmtime_r(&t, &tm) != NULL &&
             strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm) > 0)
             evhttp_add_header(evhttp_request_get_output_headers(x->req), "Last-Modified", date);
     }
-    api_send_body(x, 200, CT_JSON, body->str, body->len);
+    api_send_body(x, 200, CT_JSON, cl->body, cl->body_len);
 }
 
 void api_h_chains(struct ctx *x)
 {
-    struct core *c = x->api->c;
-    char k[KEY_MAX];
-    key_build(k, sizeof(k), store_tag(c->store), "chains", NULL, NULL);
-    if (store_cmd(c->store, on_chains, x, "HMGET %s body at", k) != 0)
+    if (store_chain_list_get(x->api->c->store, on_chains, x) != 0)
         api_reply_unavailable(x, "cannot read");
 }

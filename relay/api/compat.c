@@ -47,8 +47,7 @@
 #include "relay/ingest/anon.h"
 #include "relay/ingest/poller.h"
 #include "relay/ingest/track.h"
-#include "store/keys.h"
-#include "store/store.h"
+#include "store/requests.h"
 
 #include <arpa/inet.h>
 #include <event2/http.h>
@@ -92,9 +91,9 @@ static void send_state(struct ctx *x, const struct status_event *ev, int64_t sta
 
 /* When the upstream last confirmed the stored state ev (ms): the hash's "cf", else (a record
  * written before "cf" existed) when ev was observed. */
-static int64_t confirmed_at(const redisReply *cf, const struct status_event *ev)
+static int64_t confirmed_at(const struct store_field *cf, const struct status_event *ev)
 {
-    if (cf != NULL && cf->type == REDIS_REPLY_STRING && cf->len > 0 && cf->len < 20) {
+    if (cf->str != NULL && cf->len > 0 && cf->len < 20) {
         char *end;
         long long v = strtoll(cf->str, &end, 10);
         if (*end == '\0' && v > 0)
@@ -118,21 +117,20 @@ static void reply_no_upstream(struct ctx *x)
                     x->id);
 }
 
-/* r: HMGET rec cf, read again after the upstream could not give a current state. */
-static void on_stale_read(void *arg, const char *err, redisReply *reply)
+/* r: rec and cf, read again after the upstream could not give a current state. */
+static void on_stale_read(void *arg, const char *err, const struct store_request *r)
 {
     struct ctx *x = arg;
-    if (err != NULL || reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
-        reply->element[0]->type != REDIS_REPLY_STRING) {
+    if (err != NULL || r->rec.str == NULL) {
         reply_no_upstream(x); /* Redis failed, or the record went meanwhile */
         return;
     }
     struct status_event ev;
     status_event_init(&ev);
-    if (api_decode_record(reply->element[0]->str, reply->element[0]->len, &ev, x->id) != 0)
+    if (api_decode_record(r->rec.str, r->rec.len, &ev, x->id) != 0)
         reply_no_upstream(x);
     else
-        send_state(x, &ev, stale_age(confirmed_at(reply->element[1], &ev), wall_ms()));
+        send_state(x, &ev, stale_age(confirmed_at(&r->cf, &ev), wall_ms()));
     status_event_cleanup(&ev);
 }
 
@@ -144,10 +142,7 @@ static void answer_stored(struct ctx *x)
         api_ctx_free(x);
         return;
     }
-    struct core *c = x->api->c;
-    char k[KEY_MAX];
-    key_build(k, sizeof(k), store_tag_of(c->store, x->id), "req", x->id, NULL);
-    if (store_cmd(c->store, on_stale_read, x, "HMGET %s rec cf", k) != 0)
+    if (store_request_get(x->api->c->store, x->id, SRF_REC | SRF_CF, on_stale_read, x) != 0)
         reply_no_upstream(x);
 }
 
@@ -241,12 +236,10 @@ static void read_unwatched(struct ctx *x, const struct status_event *ev, int64_t
     send_state(x, ev, stale_age(conf, now)); /* not asked: the miss rate, budget or Redis */
 }
 
-/* r: HMGET rec trk watch cf. */
-static void on_v3_cached(void *arg, const char *err, redisReply *reply)
+/* r: rec, trk, watch and cf. */
+static void on_v3_cached(void *arg, const char *err, const struct store_request *r)
 {
     struct ctx *x = arg;
-    if (err == NULL && (reply->type != REDIS_REPLY_ARRAY || reply->elements != 4))
-        err = "unexpected reply";
     if (err != NULL) {
         api_reply_unavailable(x, "cannot read");
         return;
@@ -255,17 +248,16 @@ static void on_v3_cached(void *arg, const char *err, redisReply *reply)
         api_ctx_free(x);
         return;
     }
-    const redisReply *r = reply->element[0], *trk = reply->element[1], *w = reply->element[2];
-    int tracked = trk->type == REDIS_REPLY_STRING && trk->len == 1 && trk->str[0] == '1';
-    int watched = w->type == REDIS_REPLY_STRING &&
-                  (strcmp(w->str, "active") == 0 || strcmp(w->str, "settled") == 0);
+    int tracked = r->tracked;
+    int watched = r->watch.str != NULL &&
+                  (strcmp(r->watch.str, "active") == 0 || strcmp(r->watch.str, "settled") == 0);
     struct core *c = x->api->c;
-    if (r->type == REDIS_REPLY_STRING) {
+    if (r->rec.str != NULL) {
         struct status_event ev;
         status_event_init(&ev);
-        if (api_decode_record(r->str, r->len, &ev, x->id) == 0) {
+        if (api_decode_record(r->rec.str, r->rec.len, &ev, x->id) == 0) {
             if (!watched) {
-                read_unwatched(x, &ev, confirmed_at(reply->element[3], &ev), tracked);
+                read_unwatched(x, &ev, confirmed_at(&r->cf, &ev), tracked);
             } else {
                 if (!tracked)
                     anon_read(c->anon, x->id); /* held anonymously: read-leased too */
@@ -276,7 +268,7 @@ static void on_v3_cached(void *arg, const char *err, redisReply *reply)
         }
         status_event_cleanup(&ev); /* unreadable: ask the upstream instead */
     }
-    int known = r->type == REDIS_REPLY_STRING || tracked;
+    int known = r->rec.str != NULL || tracked;
     int wait =
         !known && x->anonymous ? rate_table_take(x->api->anon_misses, x->peer, mono_ms()) : 0;
     if (wait > 0) {
@@ -306,9 +298,7 @@ void api_h_status_v3(struct ctx *x)
     memcpy(x->id, rid, len);
     x->id[len] = '\0';
     peer_key(x);
-    struct core *c = x->api->c;
-    char k[KEY_MAX];
-    key_build(k, sizeof(k), store_tag_of(c->store, x->id), "req", x->id, NULL);
-    if (store_cmd(c->store, on_v3_cached, x, "HMGET %s rec trk watch cf", k) != 0)
+    if (store_request_get(x->api->c->store, x->id, SRF_REC | SRF_TRK | SRF_WATCH | SRF_CF,
+                          on_v3_cached, x) != 0)
         api_reply_unavailable(x, "cannot read");
 }

@@ -10,18 +10,14 @@
 #include "relay/api/internal.h"
 #include "protocol/event.h"
 #include "protocol/proto.h"
-#include "protocol/rest_req.h"
+#include "protocol/stream_vec.h"
 #include "relay/common/log.h"
 #include "relay/common/util.h"
 #include "relay/core.h"
-#include "store/events.h"
-#include "store/keys.h"
-#include "store/store.h"
+#include "store/eventlog.h"
 
-#include <errno.h>
 #include <jansson.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,20 +67,19 @@ int api_decode_record(const char *buf, size_t len, struct status_event *ev, cons
 
 /* One event of the event stream. NULL when the entry has no record, when it is unreadable
  * (logged) or on allocation failure. */
-static json_t *event_json(const struct store_event_entry *e)
+static json_t *event_json(const struct store_eventlog_entry *e)
 {
     if (e->rec == NULL)
         return NULL;
     struct status_event ev;
-    struct proto_err perr;
-    memset(&perr, 0, sizeof(perr));
-    if (unreadable(store_event_decode(e, &ev, &perr), &perr, e->sid) != 0) {
+    status_event_init(&ev);
+    if (api_decode_record(e->rec, e->rec_len, &ev, e->sid) != 0) {
         status_event_cleanup(&ev);
         return NULL;
     }
     json_t *o = json_object();
     if (o != NULL) {
-        json_object_set_new(o, "streamId", json_stringn(e->sid, e->sid_len));
+        json_object_set_new(o, "streamId", json_string(e->sid));
         json_object_set_new(o, "eventId", json_string(ev.event_id));
         json_object_set_new(o, "requestId",
                             ev.request_id ? json_string(ev.request_id) : json_null());
@@ -101,248 +96,82 @@ static json_t *event_json(const struct store_event_entry *e)
     return o;
 }
 
-/* ---- GET /v1/events?after=&requestId=&limit= ------------------------------------------------- */
-
-/* Stream id "ms-seq" or "ms" into parts (each up to 20 digits, fitting uint64). */
-static void on_events(void *arg, const char *err, redisReply *r)
-{
-    struct ctx *x = arg;
-    if (err != NULL || r->type != REDIS_REPLY_ARRAY) {
-        api_reply_unavailable(x, "cannot read events");
-        return;
-    }
-    json_t *list = json_array();
-    const char *last = NULL;
-    struct store_events_iter it;
-    struct store_event_entry e;
-    store_events_iter_range(&it, r);
-    while (store_events_next(&it, &e)) {
-        last = e.sid; /* an unreadable entry is skipped, not re-read */
-        json_t *o = event_json(&e);
-        if (o != NULL)
-            json_array_append_new(list, o);
-    }
-    json_t *cur = last != NULL          ? json_string(last)
-                  : x->after[0] != '\0' ? json_string(x->after)
-                                        : json_null();
-    api_reply_json(x, 200, json_pack("{s:o,s:o}", "events", list, "cursor", cur));
-}
-
-/* after=$: nothing now, the cursor is the newest stream id (tail from here). */
-static void on_events_last(void *arg, const char *err, redisReply *r)
-{
-    struct ctx *x = arg;
-    if (err != NULL || r->type != REDIS_REPLY_ARRAY) {
-        api_reply_unavailable(x, "cannot read events");
-        return;
-    }
-    const char *last = "0-0";
-    struct store_events_iter it;
-    struct store_event_entry e;
-    store_events_iter_range(&it, r);
-    if (store_events_next(&it, &e))
-        last = e.sid;
-    api_reply_json(x, 200, json_pack("{s:[],s:s}", "events", "cursor", last));
-}
-
-/* ---- the event stream with several partitions (docs/partitions.md) -------------------------
- * Each partition has its own stream. A page reads every stream after its own position and
- * merges by (ms, seq, partition); the order is exact within a partition (so per request) and
- * by stream-id time across partitions. The cursor is the vector of positions,
- * "<sid0>,<sid1>,..." (one per partition), given back as "after"; each event carries as
- * "streamId" the vector after it (so "after" = any event's streamId resumes right after that
- * event) and its "partition". */
-struct ev_pos {
-    uint64_t ms, seq;
-};
-
-struct ev_merge {
+/* ---- GET /v1/events?after=&requestId=&limit= -------------------------------------------------
+ * The position is a vector cursor (protocol/stream_vec.h) with one stream id per stream read:
+ * every partition's stream (docs/partitions.md), or the one stream of a request's timeline.
+ * The streams are read after their own positions and merged by (ms, seq, partition)
+ * (store/eventlog.h): the order is exact within a partition (so per request) and by stream-id
+ * time across partitions. Each event carries as "streamId" the vector after it (so "after" =
+ * any event's streamId resumes right after that event) and, when the page spans several
+ * streams, its "partition". The cursor is the vector after the page; null only when nothing
+ * was asked for and nothing exists. With one stream the vector is the plain stream id. */
+struct ev_read {
     struct ctx *x;
-    unsigned np, pending;
-    int failed, tail, asked; /* tail: after=$; asked: an "after" was given */
-    struct ev_pos *pos;      /* np positions: the input cursor, then the output one */
-    size_t n, cap;
-    struct ev_item {
-        struct ev_pos at;
-        unsigned part;
-        json_t *obj; /* NULL: an unreadable entry (skipped, but the cursor passes it) */
-    } *e;
+    unsigned n;     /* the streams read: the partitions, or 1 (a request's timeline) */
+    int by_request; /* requestId=: the request's own stream only */
+    int asked, tail; /* an "after" was given; after=$ */
+    struct svec_pos pos[SVEC_MAX];
 };
 
-static void em_free(struct ev_merge *m)
+static json_t *pos_json(const struct ev_read *rd)
 {
-    for (size_t i = 0; i < m->n; i++)
-        if (m->e[i].obj != NULL)
-            json_decref(m->e[i].obj);
-    free(m->e);
-    free(m->pos);
-    free(m);
+    char buf[SVEC_TEXT_MAX];
+    svec_format(buf, sizeof(buf), rd->pos, rd->n);
+    return json_string(buf);
 }
 
-static int em_cmp(const void *a, const void *b)
+static void on_events(void *arg, const char *err, const struct store_eventlog_entry *e,
+                      size_t n)
 {
-    const struct ev_item *x = a, *y = b;
-    if (x->at.ms != y->at.ms)
-        return x->at.ms < y->at.ms ? -1 : 1;
-    if (x->at.seq != y->at.seq)
-        return x->at.seq < y->at.seq ? -1 : 1;
-    return x->part < y->part ? -1 : x->part > y->part;
-}
-
-static json_t *em_cursor(const struct ev_merge *m)
-{
-    size_t cap = (size_t)m->np * 44 + 1, len = 0;
-    char *s = xmalloc(cap);
-    s[0] = '\0';
-    for (unsigned p = 0; p < m->np; p++)
-        len += (size_t)snprintf(s + len, cap - len, "%s%llu-%llu", p ? "," : "",
-                                (unsigned long long)m->pos[p].ms,
-                                (unsigned long long)m->pos[p].seq);
-    json_t *j = json_string(s);
-    free(s);
-    return j;
-}
-
-static void em_done(struct ev_merge *m)
-{
-    if (--m->pending > 0)
-        return;
-    struct ctx *x = m->x;
-    if (m->failed) {
+    struct ev_read *rd = arg;
+    struct ctx *x = rd->x;
+    if (err != NULL) {
         api_reply_unavailable(x, "cannot read events");
-        em_free(m);
+        free(rd);
         return;
     }
-    if (m->n > 1)
-        qsort(m->e, m->n, sizeof(*m->e), em_cmp);
     json_t *list = json_array();
-    size_t take = m->tail || m->n < (size_t)x->limit ? m->n : (size_t)x->limit;
-    for (size_t i = 0; i < take; i++) {
-        m->pos[m->e[i].part] = m->e[i].at;
-        if (!m->tail && m->e[i].obj != NULL) { /* its streamId: the vector after it */
-            json_object_set_new(m->e[i].obj, "streamId", em_cursor(m));
-            json_array_append(list, m->e[i].obj);
-        }
+    for (size_t i = 0; i < n; i++) {
+        rd->pos[rd->by_request ? 0 : e[i].part] = e[i].pos; /* an unreadable entry too */
+        json_t *o = rd->tail ? NULL : event_json(&e[i]);
+        if (o == NULL)
+            continue;
+        json_object_set_new(o, "streamId", pos_json(rd));
+        if (rd->n > 1)
+            json_object_set_new(o, "partition", json_integer(e[i].part));
+        json_array_append_new(list, o);
     }
-    json_t *cur = take == 0 && !m->asked && !m->tail ? json_null() : em_cursor(m);
+    json_t *cur = n == 0 && !rd->asked && !rd->tail ? json_null() : pos_json(rd);
     api_reply_json(x, 200, json_pack("{s:o,s:o}", "events", list, "cursor", cur));
-    em_free(m);
-}
-
-struct em_read {
-    struct ev_merge *m;
-    unsigned part;
-};
-
-static void on_em_page(void *arg, const char *err, redisReply *r)
-{
-    struct em_read *rd = arg;
-    struct ev_merge *m = rd->m;
-    if (err != NULL || r->type != REDIS_REPLY_ARRAY) {
-        m->failed = 1;
-    } else {
-        struct store_events_iter it;
-        struct store_event_entry e;
-        store_events_iter_range(&it, r);
-        while (store_events_next(&it, &e)) {
-            struct ev_pos at;
-            int has_seq = 0;
-            if (proto_rest_stream_id(e.sid, &at.ms, &at.seq, &has_seq) != 0 || !has_seq)
-                continue;
-            if (m->n == m->cap) {
-                m->cap = m->cap ? 2 * m->cap : 64;
-                m->e = xrealloc(m->e, m->cap * sizeof(*m->e));
-            }
-            json_t *o = m->tail ? NULL : event_json(&e);
-            if (o != NULL)
-                json_object_set_new(o, "partition", json_integer(rd->part));
-            m->e[m->n++] = (struct ev_item){at, rd->part, o};
-        }
-    }
     free(rd);
-    em_done(m);
 }
 
 /* after: NULL/"" (from the start), "$" (the newest positions), a bare ms (after it, in every
- * partition) or the vector cursor. Returns 0, or -1 after a 400. */
-static int events_parts(struct ctx *x, const char *after)
+ * stream) or the vector cursor. Returns 0, or -1 after a 400. */
+static int parse_after(struct ev_read *rd, const char *after)
 {
-    struct core *c = x->api->c;
-    struct ev_merge *m = xcalloc(1, sizeof(*m));
-    m->x = x;
-    m->np = store_partitions(c->store);
-    m->pos = xcalloc(m->np, sizeof(*m->pos));
-    m->tail = after != NULL && strcmp(after, "$") == 0;
-    m->asked = after != NULL && after[0] != '\0';
-    uint64_t ms, seq;
-    int has_seq = 0;
-    if (m->asked && !m->tail) {
-        const char *p = after;
-        unsigned k = 0;
-        char one[48];
-        int bad = 0;
-        while (!bad && k < m->np) {
-            size_t l = strcspn(p, ",");
-            if (l == 0 || l >= sizeof(one)) {
-                bad = 1;
-                break;
-            }
-            memcpy(one, p, l);
-            one[l] = '\0';
-            if (proto_rest_stream_id(one, &ms, &seq, &has_seq) != 0) {
-                bad = 1;
-                break;
-            }
-            m->pos[k++] = (struct ev_pos){ms, has_seq ? seq : UINT64_MAX};
-            p += l;
-            if (*p == ',')
-                p++;
-            else
-                break;
-        }
-        if (!bad && k == 1 && !has_seq && *p == '\0') { /* a bare ms: in every partition */
-            for (unsigned i = 1; i < m->np; i++)
-                m->pos[i] = m->pos[0];
-            k = m->np;
-        }
-        if (bad || k != m->np || *p != '\0') {
-            em_free(m);
-            api_reply_error(x, 400, "invalid_parameter", "after",
-                            "after must be the cursor of an earlier page (%u stream ids "
-                            "\"<ms>-<seq>\" separated by commas: one per partition), a unix "
-                            "ms timestamp or \"$\"", store_partitions(c->store));
-            return -1;
-        }
+    rd->tail = after != NULL && strcmp(after, "$") == 0;
+    rd->asked = after != NULL && after[0] != '\0';
+    if (!rd->asked || rd->tail)
+        return 0;
+    int k = svec_parse_after(after, rd->pos, rd->n);
+    if (k == 1 && strchr(after, '-') == NULL) { /* a bare ms: in every stream */
+        for (unsigned i = 1; i < rd->n; i++)
+            rd->pos[i] = rd->pos[0];
+        k = (int)rd->n;
     }
-    m->pending = 1; /* this loop's own share */
-    for (unsigned p = 0; p < m->np; p++) {
-        const char *tag = store_part_tag(c->store, p);
-        struct em_read *rd = xcalloc(1, sizeof(*rd));
-        rd->m = m;
-        rd->part = p;
-        char start[48] = "-";
-        if (m->asked && !m->tail) {
-            const struct ev_pos *a = &m->pos[p];
-            if (a->seq < UINT64_MAX)
-                snprintf(start, sizeof(start), "%llu-%llu", (unsigned long long)a->ms,
-                         (unsigned long long)a->seq + 1);
-            else if (a->ms < UINT64_MAX)
-                snprintf(start, sizeof(start), "%llu-0", (unsigned long long)a->ms + 1);
-            else
-                snprintf(start, sizeof(start), "+"); /* nothing after the largest id */
-        }
-        m->pending++;
-        int rc = m->tail ? store_events_last_in(c->store, tag, on_em_page, rd)
-                         : store_events_range_in(c->store, tag, start, "+", x->limit, on_em_page,
-                                                 rd);
-        if (rc != 0) {
-            m->pending--;
-            m->failed = 1;
-            free(rd);
-        }
-    }
-    em_done(m);
-    return 0;
+    if (k == (int)rd->n)
+        return 0;
+    if (rd->n == 1)
+        api_reply_error(rd->x, 400, "invalid_parameter", "after",
+                        "after must be a streamId (\"<ms>-<seq>\"), a unix ms "
+                        "timestamp or \"$\"");
+    else
+        api_reply_error(rd->x, 400, "invalid_parameter", "after",
+                        "after must be the cursor of an earlier page (%u stream ids "
+                        "\"<ms>-<seq>\" separated by commas: one per partition), a unix "
+                        "ms timestamp or \"$\"", rd->n);
+    return -1;
 }
 
 void api_h_events(struct ctx *x)
@@ -352,57 +181,22 @@ void api_h_events(struct ctx *x)
     const char *after = api_query_get(x, "after"), *rid = api_query_get(x, "requestId");
     if (rid != NULL && api_take_id(x, rid, strlen(rid), "requestId") != 0)
         return;
-    if (rid == NULL && store_partitions(x->api->c->store) > 1) { /* every partition's stream */
-        events_parts(x, after);
+    struct store *s = x->api->c->store;
+    struct ev_read *rd = xcalloc(1, sizeof(*rd));
+    rd->x = x;
+    rd->by_request = rid != NULL;
+    rd->n = rd->by_request ? 1 : store_partitions(s);
+    if (parse_after(rd, after) != 0) {
+        free(rd);
         return;
     }
-    uint64_t ms = 0, seq = 0;
-    int has_seq = 0, tail = after != NULL && strcmp(after, "$") == 0;
-    if (after != NULL && after[0] != '\0' && !tail) {
-        if (proto_rest_stream_id(after, &ms, &seq, &has_seq) != 0) {
-            api_reply_error(x, 400, "invalid_parameter", "after",
-                            "after must be a streamId (\"<ms>-<seq>\"), a unix ms "
-                            "timestamp or \"$\"");
-            return;
-        }
-        if (!has_seq) /* a bare ms: everything of that millisecond is "before" */
-            seq = UINT64_MAX;
-        snprintf(x->after, sizeof(x->after), "%llu-%llu", (unsigned long long)ms,
-                 (unsigned long long)seq);
-        if (ms == UINT64_MAX && seq == UINT64_MAX) { /* the largest id: nothing comes after */
-            api_reply_json(x, 200, json_pack("{s:[],s:s}", "events", "cursor", x->after));
-            return;
-        }
-    }
-    struct core *c = x->api->c;
-    const char *tag = store_tag(c->store);
-    int rc;
-    if (tail) {
-        rc = store_events_last(c->store, on_events_last, x);
-    } else if (rid != NULL) {
-        char k_tl[KEY_MAX], k_ev[KEY_MAX], cnt[16], a_ms[24] = "", a_seq[24] = "0";
-        tag = store_tag_of(c->store, x->id); /* the request's partition */
-        key_build(k_tl, sizeof(k_tl), tag, "tl", x->id, NULL);
-        key_build(k_ev, sizeof(k_ev), tag, "events", NULL, NULL);
-        snprintf(cnt, sizeof(cnt), "%d", x->limit);
-        if (x->after[0] != '\0') {
-            snprintf(a_ms, sizeof(a_ms), "%llu", (unsigned long long)ms);
-            snprintf(a_seq, sizeof(a_seq), "%llu", (unsigned long long)seq);
-        }
-        const char *argv[] = {k_tl, k_ev, a_ms, a_seq, cnt};
-        rc = store_eval(c->store, &x->api->events_sc, on_events, x, 2, 5, argv, NULL);
-    } else {
-        /* exclusive start without "(" (Redis < 6.2): the successor of the cursor's id */
-        char start[48] = "-";
-        if (x->after[0] != '\0') {
-            if (seq < UINT64_MAX)
-                snprintf(start, sizeof(start), "%llu-%llu", (unsigned long long)ms,
-                         (unsigned long long)seq + 1);
-            else
-                snprintf(start, sizeof(start), "%llu-0", (unsigned long long)ms + 1);
-        }
-        rc = store_events_range(c->store, start, "+", x->limit, on_events, x);
-    }
-    if (rc != 0)
-        api_reply_unavailable(x, "cannot read events");
+    const struct svec_pos *from = rd->asked ? rd->pos : NULL;
+    if (rd->tail && rd->by_request)
+        store_eventlog_newest_of(s, x->id, on_events, rd);
+    else if (rd->tail)
+        store_eventlog_newest(s, on_events, rd);
+    else if (rd->by_request)
+        store_eventlog_of_request(s, x->id, from, x->limit, on_events, rd);
+    else
+        store_eventlog_read(s, from, x->limit, on_events, rd);
 }

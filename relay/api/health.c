@@ -6,6 +6,7 @@
 #include "relay/common/util.h"
 #include "relay/ingest/poller.h"
 #include "relay/ingest/upstream.h"
+#include "store/probe.h"
 #include "store/store.h"
 
 #include <event2/buffer.h>
@@ -28,7 +29,7 @@ void api_h_healthz(struct ctx *x)
 #define READY_REDIS_BOUND_MS 1000
 static int64_t probe_t0; /* mono ms the probe in flight was sent; 0: none */
 
-static void on_probe(void *arg, const char *err, redisReply *reply)
+static void on_probe(void *arg, const char *err)
 {
     probe_t0 = 0; /* answered, or its connection went away (then the store is down) */
 }
@@ -39,7 +40,7 @@ static int64_t redis_unanswered_ms(struct store *st)
     int64_t now = mono_ms();
     if (probe_t0 == 0) {
         probe_t0 = now; /* before the call: a callback run at once must clear it */
-        if (store_cmd(st, on_probe, NULL, "EXISTS %s:readyz", store_tag(st)) != 0)
+        if (store_probe(st, on_probe, NULL) != 0)
             probe_t0 = 0;
         return 0;
     }

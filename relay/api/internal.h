@@ -95,7 +95,6 @@ struct ctx {
     char **ids; /* list page: ids (owned) */
     size_t nids;
     char *next_cursor; /* list page: cursor after this page, or NULL */
-    char after[48];    /* events: normalised "ms-seq", "" = none */
     char only_status[PROTO_MAX_STATUS + 1]; /* list of stuck requests: this status only */
 };
 

@@ -5,7 +5,6 @@
  * reload the process's endpoint set, so an answer never shows a stale copy. POST /v1/replay
  * validates here and runs relay/delivery/replay.c, which answers through on_replayed. */
 #include "relay/api/webhooks.h"
-#include "relay/api/deliveries_merge.h"
 #include "protocol/addr.h"
 #include "protocol/event.h"
 #include "relay/core.h"
@@ -14,7 +13,7 @@
 #include "relay/delivery/dispatch.h"
 #include "relay/delivery/endpoints.h"
 #include "relay/delivery/replay.h"
-#include "store/keys.h"
+#include "store/delivery_log.h"
 #include "store/store.h"
 
 #include <stdio.h>
@@ -38,8 +37,7 @@ struct op {
     int64_t prev_expires;
     /* deliveries */
     char state[16];
-    long offset;
-    long *offsets; /* several partitions: one offset per partition (the cursor) */
+    struct store_dl_cursor *from; /* where the listing continues (owned) */
     int limit;
     /* replay */
     struct replay_spec rp;
@@ -47,7 +45,7 @@ struct op {
 
 static void op_free(struct op *op)
 {
-    free(op->offsets);
+    store_dl_cursor_free(op->from);
     json_decref(op->in);
     for (int i = 0; i < op->nowned; i++)
         free(op->owned[i]);
@@ -465,101 +463,59 @@ static void on_deleted(void *arg, const char *err, int found)
 
 /* ---- deliveries ------------------------------------------------------------------------ */
 
-static const char *hfield(const redisReply *h, const char *k)
-{
-    for (size_t i = 0; i + 1 < h->elements; i += 2)
-        if (h->element[i]->str && strcmp(h->element[i]->str, k) == 0)
-            return h->element[i + 1]->str;
-    return NULL;
-}
-
 static json_t *int_or_null(const char *s)
 {
     return s && s[0] ? json_integer(strtoll(s, NULL, 10)) : json_null();
 }
 
-static json_t *delivery_json(const redisReply *h)
+static json_t *delivery_json(const struct store_dl_listed *d)
 {
     json_t *o = json_object();
-    const char *s;
-    json_object_set_new(o, "id", json_string((s = hfield(h, "id")) ? s : ""));
-    json_object_set_new(o, "eventId", json_string((s = hfield(h, "ev")) ? s : ""));
-    json_object_set_new(o, "webhookId", json_string((s = hfield(h, "wh")) ? s : ""));
-    json_object_set_new(o, "requestId", json_string((s = hfield(h, "rid")) ? s : ""));
-    json_object_set_new(o, "seq", int_or_null(hfield(h, "seq")));
-    json_object_set_new(o, "status", json_string((s = hfield(h, "st")) ? s : ""));
-    json_object_set_new(o, "state", json_string((s = hfield(h, "state")) ? s : ""));
-    long n = (s = hfield(h, "nlog")) ? strtol(s, NULL, 10) : 0;
+    json_object_set_new(o, "id", json_string(d->id ? d->id : ""));
+    json_object_set_new(o, "eventId", json_string(d->event_id ? d->event_id : ""));
+    json_object_set_new(o, "webhookId", json_string(d->webhook_id ? d->webhook_id : ""));
+    json_object_set_new(o, "requestId", json_string(d->request_id ? d->request_id : ""));
+    json_object_set_new(o, "seq", int_or_null(d->seq));
+    json_object_set_new(o, "status", json_string(d->status ? d->status : ""));
+    json_object_set_new(o, "state", json_string(d->state ? d->state : ""));
     json_t *atts = json_array();
-    for (long i = 1; i <= n; i++) {
-        char k[24];
-        snprintf(k, sizeof(k), "a%ld", i);
-        const char *t = hfield(h, k);
-        json_t *a = t ? json_loads(t, 0, NULL) : NULL;
+    for (size_t i = 0; i < d->nattempts; i++) {
+        json_t *a = json_loads(d->attempts[i], 0, NULL);
         if (a)
             json_array_append_new(atts, a);
     }
     json_object_set_new(o, "attempts", atts);
-    const char *state = hfield(h, "state");
-    json_object_set_new(o, "nextAttemptAt", state && !strcmp(state, "pending")
-                                                ? int_or_null(hfield(h, "next"))
+    json_object_set_new(o, "nextAttemptAt", d->state && !strcmp(d->state, "pending")
+                                                ? int_or_null(d->next)
                                                 : json_null());
-    json_object_set_new(o, "createdAt", int_or_null(hfield(h, "ct")));
-    json_object_set_new(o, "eventCreatedAt", int_or_null(hfield(h, "et")));
-    json_object_set_new(o, "finishedAt", int_or_null(hfield(h, "done")));
-    json_object_set_new(o, "replay", json_boolean((s = hfield(h, "rp")) && s[0] == '1'));
+    json_object_set_new(o, "createdAt", int_or_null(d->created));
+    json_object_set_new(o, "eventCreatedAt", int_or_null(d->event_created));
+    json_object_set_new(o, "finishedAt", int_or_null(d->done));
+    json_object_set_new(o, "replay", json_boolean(d->replay && d->replay[0] == '1'));
     return o;
 }
 
-static void on_list(void *arg, const char *err, redisReply *r)
+static void on_listed(void *arg, const char *err, const struct store_dl_listed *e, size_t n,
+                      const char *next)
 {
     struct op *op = arg;
-    if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 1) {
+    if (err != NULL) {
         answer_unavailable(op);
         return;
     }
     json_t *arr = json_array();
-    for (size_t i = 1; i < r->elements; i++)
-        if (r->element[i]->type == REDIS_REPLY_ARRAY)
-            json_array_append_new(arr, delivery_json(r->element[i]));
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new(arr, delivery_json(&e[i]));
     json_t *o = json_object();
     json_object_set_new(o, "deliveries", arr);
-    long long next = r->element[0]->integer;
-    if (next >= 0) {
-        char c[24];
-        snprintf(c, sizeof(c), "%lld", next);
-        json_object_set_new(o, "cursor", json_string(c));
-    } else {
-        json_object_set_new(o, "cursor", json_null());
-    }
+    json_object_set_new(o, "cursor", next != NULL ? json_string(next) : json_null());
     answer_json(op, 200, o);
 }
 
-static void on_parts_listed(void *arg, json_t *body)
-{
-    if (body != NULL)
-        answer_json(arg, 200, body);
-    else
-        answer_unavailable(arg);
-}
-
+/* Every partition's list of the endpoint's deliveries, merged (store/delivery_log.h). */
 static void h_deliveries_read(struct op *op, struct webhook *wh)
 {
-    struct core *c = op->r.c;
-    if (op->offsets != NULL) { /* several partitions: relay/api/deliveries_merge.c */
-        dlm_start(c->store, webhooks_script(op->w, WH_SC_LIST), wh->id, op->state, op->offsets,
-                  op->limit, delivery_json, on_parts_listed, op);
-        return;
-    }
-    const char *tag = store_tag(c->store);
-    char k[KEY_MAX], off[24], lim[24];
-    key_build(k, sizeof(k), tag, "dls", wh->id, NULL);
-    snprintf(off, sizeof(off), "%ld", op->offset);
-    snprintf(lim, sizeof(lim), "%d", op->limit);
-    const char *argv[] = {k, tag, op->state, off, lim};
-    if (store_eval(c->store, webhooks_script(op->w, WH_SC_LIST), on_list, op, 1, 5, argv, NULL) !=
-        0)
-        answer_unavailable(op);
+    store_dl_list(op->r.c->store, wh->id, op->state, op->from, op->limit, on_listed, op);
 }
 
 static void h_deliveries(struct op *op)
@@ -579,30 +535,9 @@ static void h_deliveries(struct op *op)
         snprintf(op->state, sizeof(op->state), "%s", st);
     }
     const char *cur = op->r.query(op->r.ctx, "cursor");
-    unsigned np = store_partitions(op->r.c->store);
-    if (np > 1) { /* one offset per partition */
-        op->offsets = xcalloc(np, sizeof(*op->offsets));
-        const char *p = cur && cur[0] ? cur : NULL;
-        for (unsigned k = 0; p != NULL && k < np; k++) {
-            char *end;
-            op->offsets[k] = strtol(p, &end, 10);
-            int last = k + 1 == np;
-            if (p[0] < '0' || p[0] > '9' || op->offsets[k] < 0 ||
-                (last ? *end != '\0' : *end != ',')) {
-                answer_error(op, 400, "invalid_parameter", "cursor", "malformed cursor");
-                return;
-            }
-            p = end + 1;
-        }
-        cur = NULL;
-    }
-    if (cur && cur[0]) {
-        char *end;
-        op->offset = strtol(cur, &end, 10);
-        if (*end != '\0' || op->offset < 0 || cur[0] < '0' || cur[0] > '9') {
-            answer_error(op, 400, "invalid_parameter", "cursor", "malformed cursor");
-            return;
-        }
+    if ((op->from = store_dl_cursor_parse(op->r.c->store, cur)) == NULL) {
+        answer_error(op, 400, "invalid_parameter", "cursor", "malformed cursor");
+        return;
     }
     op->limit = DELIVERIES_LIMIT_DEFAULT;
     const char *lim = op->r.query(op->r.ctx, "limit");

@@ -49,6 +49,38 @@ static void test_parse_rows(void **state)
     assert_int_equal(svec_parse(NULL, NULL, 0), -1);
 }
 
+/* svec_parse_after: a bare ms component is "after that millisecond" (seq UINT64_MAX); a
+ * component with a seq keeps it; what svec_parse rejects stays rejected. */
+static void test_parse_after_rows(void **state)
+{
+    static const struct {
+        const char *in;
+        int want;
+        uint64_t ms0, seq0, msl, seql;
+    } rows[] = {
+        {"42", 1, 42, UINT64_MAX, 42, UINT64_MAX},
+        {"42-0", 1, 42, 0, 42, 0},
+        {"1-2,3", 2, 1, 2, 3, UINT64_MAX},
+        {"5,6-7", 2, 5, UINT64_MAX, 6, 7},
+        {"18446744073709551615-18446744073709551615", 1, UINT64_MAX, UINT64_MAX, UINT64_MAX,
+         UINT64_MAX},
+        {"", -1, 0, 0, 0, 0},
+        {"1-", -1, 0, 0, 0, 0},
+        {"1-2,", -1, 0, 0, 0, 0},
+    };
+    for (size_t i = 0; i < N_ROWS(rows); i++) {
+        struct svec_pos v[SVEC_MAX];
+        int n = svec_parse_after(rows[i].in, v, SVEC_MAX);
+        assert_int_equal(n, rows[i].want);
+        if (n < 1)
+            continue;
+        assert_true(v[0].ms == rows[i].ms0 && v[0].seq == rows[i].seq0);
+        assert_true(v[n - 1].ms == rows[i].msl && v[n - 1].seq == rows[i].seql);
+    }
+    struct svec_pos one;
+    assert_int_equal(svec_parse_after("1-2,3-4", &one, 1), -1); /* more than max */
+}
+
 static void test_bound(void **state)
 {
     /* SVEC_MAX components parse; one more does not; fewer room than components fails */
@@ -102,6 +134,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_rows),
+        cmocka_unit_test(test_parse_after_rows),
         cmocka_unit_test(test_bound),
         cmocka_unit_test(test_format),
         cmocka_unit_test(test_order),

@@ -1,0 +1,271 @@
+/* requests.c - see requests.h: the request hashes and indexes for the REST views, through
+ * store_gather (one command per partition). The scripts are registered on first use
+ * (file-scope, one per process). runs on: core thread. */
+#include "store/requests.h"
+#include "relay/common/util.h"
+#include "store/gather.h"
+#include "store/keys.h"
+#include "store/store.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The hash fields, in the order HMGET asks for them (requests_read.lua asks for SRF_REST in
+ * this order too). */
+static const struct {
+    unsigned bit;
+    const char *name;
+    size_t off;
+} fields[] = {
+    {SRF_REC, "rec", offsetof(struct store_request, rec)},
+    {SRF_SEQ, "seq", offsetof(struct store_request, seq)},
+    {SRF_STATUS, "status", offsetof(struct store_request, status)},
+    {SRF_META, "meta", offsetof(struct store_request, meta)},
+    {SRF_FIRST, "first", offsetof(struct store_request, first)},
+    {SRF_TRK, "trk", offsetof(struct store_request, trk)},
+    {SRF_SRC, "src", offsetof(struct store_request, src)},
+    {SRF_WATCH, "watch", offsetof(struct store_request, watch)},
+    {SRF_WU, "wu", offsetof(struct store_request, wu)},
+    {SRF_CF, "cf", offsetof(struct store_request, cf)},
+};
+#define NFIELDS (sizeof(fields) / sizeof(fields[0]))
+
+static struct store_script page_sc, read_sc;
+/* The index key kinds of enum store_req_index (store/keys.h). */
+static const char *const index_kinds[] = {"all", "st", "act"};
+
+static void scripts_init(void)
+{
+    if (page_sc.name == NULL) {
+        store_script_init(&page_sc, "requests_page");
+        store_script_init(&read_sc, "requests_read");
+    }
+}
+
+/* The asked fields of one request from an HMGET-like array (values in fields[] order): a
+ * value that is not a string, and a missing element, read as absent. */
+static void fill(struct store_request *req, unsigned mask, const redisReply *arr)
+{
+    memset(req, 0, sizeof(*req));
+    size_t j = 0;
+    for (size_t f = 0; f < NFIELDS; f++) {
+        if (!(mask & fields[f].bit))
+            continue;
+        const redisReply *v = arr != NULL && arr->type == REDIS_REPLY_ARRAY &&
+                                      j < arr->elements ? arr->element[j] : NULL;
+        j++;
+        if (v == NULL || v->type != REDIS_REPLY_STRING)
+            continue;
+        struct store_field *out = (struct store_field *)((char *)req + fields[f].off);
+        *out = (struct store_field){v->str, v->len};
+        req->found = 1;
+    }
+    req->tracked = req->trk.str != NULL && req->trk.len == 1 && req->trk.str[0] == '1';
+}
+
+static size_t count_of(unsigned mask)
+{
+    size_t n = 0;
+    for (size_t f = 0; f < NFIELDS; f++)
+        n += (mask & fields[f].bit) != 0;
+    return n;
+}
+
+/* ---- one request ------------------------------------------------------------------------ */
+
+struct get_op {
+    store_request_cb *cb;
+    void *arg;
+    unsigned mask;
+};
+
+static void on_get(void *arg, const char *err, redisReply *r)
+{
+    struct get_op *op = arg;
+    struct store_request req;
+    if (err == NULL &&
+        (r->type != REDIS_REPLY_ARRAY || r->elements != count_of(op->mask)))
+        err = store_err_reply;
+    if (err == NULL)
+        fill(&req, op->mask, r);
+    op->cb(op->arg, err, err == NULL ? &req : NULL);
+    free(op);
+}
+
+int store_request_get(struct store *s, const char *id, unsigned mask, store_request_cb *cb,
+                      void *arg)
+{
+    char key[KEY_MAX];
+    const char *argv[2 + NFIELDS] = {"HMGET", key};
+    int argc = 2;
+    key_build(key, sizeof(key), store_tag_of(s, id), "req", id, NULL);
+    for (size_t f = 0; f < NFIELDS; f++)
+        if (mask & fields[f].bit)
+            argv[argc++] = fields[f].name;
+    struct get_op *op = xmalloc(sizeof(*op));
+    *op = (struct get_op){cb, arg, mask};
+    if (store_cmdargv(s, on_get, op, argc, argv, NULL) != 0) {
+        free(op);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- a page of an index, every partition's merged ------------------------------------------ */
+
+struct req_page {
+    store_req_page_cb *cb;
+    void *arg;
+    int limit;
+    size_t n, cap;
+    struct page_ent {
+        char *id, *score; /* owned */
+        long long sc;
+    } *e;
+};
+
+/* requests_page.lua: {id, score, id, score, ...}. */
+static int on_page_part(void *arg, unsigned i, const char *err, redisReply *r)
+{
+    struct req_page *pg = arg;
+    if (err != NULL)
+        return 0;
+    if (r->type != REDIS_REPLY_ARRAY)
+        return -1;
+    for (size_t k = 0; k + 1 < r->elements; k += 2) {
+        const redisReply *id = r->element[k], *sc = r->element[k + 1];
+        if (id->type != REDIS_REPLY_STRING || sc->type != REDIS_REPLY_STRING)
+            continue;
+        if (pg->n == pg->cap) {
+            pg->cap = pg->cap ? 2 * pg->cap : 64;
+            pg->e = xrealloc(pg->e, pg->cap * sizeof(*pg->e));
+        }
+        pg->e[pg->n++] = (struct page_ent){xstrndup(id->str, id->len),
+                                           xstrndup(sc->str, sc->len),
+                                           strtoll(sc->str, NULL, 10)};
+    }
+    return 0;
+}
+
+/* The order of one zset, which is the order across partitions too: score, then id bytes. */
+static int page_cmp(const void *a, const void *b)
+{
+    const struct page_ent *x = a, *y = b;
+    if (x->sc != y->sc)
+        return x->sc < y->sc ? -1 : 1;
+    return strcmp(x->id, y->id);
+}
+
+static void on_paged(void *arg, const char *err)
+{
+    struct req_page *pg = arg;
+    size_t take = 0;
+    int more = 0;
+    struct store_req_ref *refs = NULL;
+    if (err == NULL) {
+        if (pg->n > 1)
+            qsort(pg->e, pg->n, sizeof(*pg->e), page_cmp);
+        more = pg->n > (size_t)pg->limit;
+        take = more ? (size_t)pg->limit : pg->n;
+        refs = xcalloc(take + 1, sizeof(*refs));
+        for (size_t i = 0; i < take; i++)
+            refs[i] = (struct store_req_ref){pg->e[i].id, pg->e[i].score};
+    }
+    pg->cb(pg->arg, err, refs, take, more);
+    free(refs);
+    for (size_t i = 0; i < pg->n; i++) {
+        free(pg->e[i].id);
+        free(pg->e[i].score);
+    }
+    free(pg->e);
+    free(pg);
+}
+
+void store_requests_page(struct store *s, const struct store_req_query *q,
+                         store_req_page_cb *cb, void *arg)
+{
+    scripts_init();
+    struct req_page *pg = xcalloc(1, sizeof(*pg));
+    *pg = (struct req_page){.cb = cb, .arg = arg, .limit = q->limit > 0 ? q->limit : 1};
+    char k[KEY_MAX], want[16], max[24] = "";
+    snprintf(want, sizeof(want), "%d", pg->limit + 1); /* one more: is there a next page? */
+    if (q->index == STORE_REQ_STUCK)
+        snprintf(max, sizeof(max), "%lld", (long long)q->max);
+    const char *argv[] = {k, q->after_score ? q->after_score : "", q->after_id ? q->after_id : "",
+                          want, max};
+    struct store_gather *g = store_gather_new(s, on_page_part, on_paged, pg);
+    for (unsigned p = 0; p < store_partitions(s); p++) {
+        key_build(k, sizeof(k), store_part_tag(s, p), index_kinds[q->index],
+                  q->index == STORE_REQ_STATUS ? q->status : NULL, NULL);
+        store_gather_eval(g, p, &page_sc, 1, 5, argv, NULL);
+    }
+    store_gather_end(g);
+}
+
+/* ---- the records of a page's ids, partition by partition ---------------------------------- */
+
+struct req_read {
+    store_request_each_fn *each;
+    store_requests_done_cb *done;
+    void *arg;
+    size_t *idx[KEY_MAX_PARTITIONS]; /* per partition: the indexes of its ids, in order */
+    size_t nidx[KEY_MAX_PARTITIONS];
+};
+
+/* requests_read.lua: one HMGET-like array per key. */
+static int on_read_part(void *arg, unsigned p, const char *err, redisReply *r)
+{
+    struct req_read *rd = arg;
+    if (err != NULL)
+        return 0;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != rd->nidx[p])
+        return -1;
+    for (size_t j = 0; j < rd->nidx[p]; j++) {
+        struct store_request req;
+        fill(&req, SRF_REST, r->element[j]);
+        rd->each(rd->arg, rd->idx[p][j], &req);
+    }
+    return 0;
+}
+
+static void on_read(void *arg, const char *err)
+{
+    struct req_read *rd = arg;
+    rd->done(rd->arg, err);
+    for (unsigned p = 0; p < KEY_MAX_PARTITIONS; p++)
+        free(rd->idx[p]);
+    free(rd);
+}
+
+void store_requests_read(struct store *s, const char *const *ids, size_t n,
+                         store_request_each_fn *each, store_requests_done_cb *done, void *arg)
+{
+    scripts_init();
+    unsigned np = store_partitions(s);
+    struct req_read *rd = xcalloc(1, sizeof(*rd));
+    *rd = (struct req_read){.each = each, .done = done, .arg = arg};
+    for (size_t i = 0; i < n; i++) {
+        unsigned p = key_partition(ids[i], strlen(ids[i]), np);
+        if (rd->idx[p] == NULL)
+            rd->idx[p] = xcalloc(n, sizeof(size_t));
+        rd->idx[p][rd->nidx[p]++] = i;
+    }
+    struct store_gather *g = store_gather_new(s, on_read_part, on_read, rd);
+    char **keys = xcalloc(n + 1, sizeof(*keys));
+    for (unsigned p = 0; p < np; p++) {
+        size_t k = rd->nidx[p];
+        if (k == 0)
+            continue;
+        for (size_t j = 0; j < k; j++) {
+            keys[j] = xmalloc(KEY_MAX);
+            key_build(keys[j], KEY_MAX, store_part_tag(s, p), "req", ids[rd->idx[p][j]], NULL);
+        }
+        store_gather_eval(g, p, &read_sc, (int)k, (int)k, (const char **)keys, NULL);
+        for (size_t j = 0; j < k; j++)
+            free(keys[j]);
+    }
+    free(keys);
+    store_gather_end(g);
+}
