@@ -61,7 +61,6 @@ struct api {
     struct evhttp_bound_socket *sock;
     struct proto_hmac *ingest_key; /* HMAC of the upstream API key; NULL without a key */
     struct ctx *pending;           /* every unfinished request */
-    struct store_script page_sc, read_sc, events_sc;
     struct rate_table *anon_misses; /* status-read misses of anonymous callers, per address */
     unsigned proxy_inflight;       /* pass-through requests waiting for the upstream */
     struct pt_out *proxy_out;      /* pass-through answers being written (proxy.c, owned) */

@@ -237,9 +237,6 @@ struct api *api_new(struct core *c)
             abort();
         }
     }
-    store_script_init(&a->page_sc, "requests_page");
-    store_script_init(&a->read_sc, "requests_read");
-    store_script_init(&a->events_sc, "events_by_request");
     a->anon_misses = rate_table_new(c->cfg->anon_miss_rate, ANON_MISS_SLOTS);
     a->rules = xcalloc(1, sizeof(*a->rules));
     *a->rules = (struct admit_rules){

@@ -33,7 +33,6 @@ struct webhooks {
     char *view; /* the endpoint view of this set (wh_view.c), NULL until built; a load drops it */
     int loading, again;
     struct reload_waiter *waiting, *running; /* for the next load / the one in flight */
-    struct store_script sc[WH_SC_COUNT];
     struct evdns_base *dns;
 };
 
@@ -338,10 +337,6 @@ int webhooks_delete(struct webhooks *w, const char *id, webhooks_put_cb *cb, voi
     return 0;
 }
 
-const struct store_script *webhooks_script(struct webhooks *w, enum wh_script which)
-{
-    return &w->sc[which];
-}
 
 /* ---- service --------------------------------------------------------------------------- */
 
@@ -357,7 +352,6 @@ struct webhooks *webhooks_new(struct core *c)
     struct webhooks *w = xcalloc(1, sizeof(*w));
     w->c = c;
     snprintf(w->version, sizeof(w->version), "-");
-    store_script_init(&w->sc[WH_SC_LIST], "wh_list");
     c->webhooks = w;
     store_on_state(c->store, on_store_state, w);
     if (store_ready(c->store))

@@ -77,12 +77,4 @@ int webhooks_put(struct webhooks *w, const char *id, int create, const char *con
  * webhooks_put. */
 int webhooks_delete(struct webhooks *w, const char *id, webhooks_put_cb *cb, void *arg);
 
-/* Script handles for the API's reads (borrowed; live as long as the set); the delivery
- * scripts are store/deliveries.h's. */
-enum wh_script {
-    WH_SC_LIST = 0,
-    WH_SC_COUNT
-};
-const struct store_script *webhooks_script(struct webhooks *w, enum wh_script which);
-
 #endif
