@@ -1,13 +1,14 @@
 /* cluster.c - see cluster.h. The pure parts (slots, routing key, map, URL) are in
- * cluster_slot.c. runs on: core thread. */
+ * cluster_slot.c; each node's connection (connect, handshake, backoff, timeouts, NOSCRIPT)
+ * is a store/conn.c conn. This file routes: slot map, redirects, waiting commands.
+ * runs on: core thread. */
 #include "store/cluster.h"
 #include "store/cluster_slot.h"
+#include "store/conn.h"
 #include "relay/common/log.h"
 #include "relay/common/util.h"
 
 #include <event2/event.h>
-#include <hiredis/adapters/libevent.h>
-#include <hiredis/async.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,19 +18,17 @@
 #define TICK_MS 100
 #define DOWN_REFRESH_MS 500 /* map re-read period while a master is missing */
 
-enum node_state { N_DOWN = 0, N_CONNECTING, N_HANDSHAKE, N_READY };
-
 /* One accepted command: owned by the cluster from cluster_send until its callback ran. */
 struct ccmd {
-    struct ccmd *next;
+    struct conn_req req; /* req.data = this; req.script: an EVALSHA (conn.c resends as EVAL) */
+    struct ccmd *next;   /* on a wait or later queue */
     struct cnode *node; /* the node it was written to, or is forced to (MOVED/ASK target) */
     store_cb *cb;
     void *arg;
-    const struct store_script *script; /* EVALSHA: NOSCRIPT resends as EVAL, once */
     int argc;
     char **argv;
     size_t *lens;
-    int64_t t0, sent, not_before;
+    int64_t t0, not_before;
     int hops;
     int asking;
 };
@@ -41,13 +40,8 @@ struct cmdq {
 struct cnode {
     struct cluster *cl;
     struct cluster_addr addr;
-    redisAsyncContext *ac;
-    enum node_state state;
-    struct cmdq sent; /* written, replies come in this order */
-    struct cmdq wait; /* accepted for this node, not yet written */
-    struct event *retry_ev;
-    int64_t backoff_ms, hs_t0;
-    int failing; /* a connect failure was logged; the next ones are debug */
+    struct conn *conn; /* ours */
+    struct cmdq wait;  /* accepted for this node, not yet written */
 };
 
 struct cluster {
@@ -66,6 +60,7 @@ struct cluster {
     int have_map, up, closing, stopped;
     int refresh_wanted;
     struct cnode *refreshing; /* CLUSTER SLOTS asked of this node */
+    struct conn_req slots_req; /* that command (data = the node) */
     int64_t refresh_t0;
     struct cmdq later; /* waiting out a TRYAGAIN-like pause, or a slot without owner */
     struct event *tick_ev;
@@ -75,6 +70,7 @@ struct cluster {
 static void dispatch(struct cluster *cl, struct ccmd *c);
 static void node_connect(struct cnode *n);
 static void try_refresh(struct cluster *cl);
+static void on_node_event(void *arg, struct conn *conn, int up);
 
 /* ---- small helpers ------------------------------------------------------------------- */
 
@@ -136,11 +132,6 @@ static int in_route(const struct cluster *cl, const struct cnode *n)
     return 0;
 }
 
-static void on_retry(evutil_socket_t fd, short what, void *arg)
-{
-    node_connect(arg);
-}
-
 static int node_index(struct cluster *cl, const struct cluster_addr *a)
 {
     for (int i = 0; i < cl->nnodes; i++)
@@ -151,7 +142,11 @@ static int node_index(struct cluster *cl, const struct cluster_addr *a)
     struct cnode *n = xcalloc(1, sizeof(*n));
     n->cl = cl;
     n->addr = *a;
-    n->retry_ev = evtimer_new(cl->base, on_retry, n);
+    struct conn_opts co = {.host = n->addr.host, .port = n->addr.port, .user = cl->url.user,
+                           .password = cl->url.password, .cmd_timeout_ms = cl->cmd_timeout_ms,
+                           .fatal_checks = cl->fatal_checks, .what = "redis cluster node",
+                           .on_event = on_node_event, .arg = n};
+    n->conn = conn_new(cl->base, &co);
     cl->nodes[cl->nnodes] = n;
     return cl->nnodes++;
 }
@@ -165,8 +160,8 @@ static void update_up(struct cluster *cl)
         return;
     int up = cl->have_map;
     for (int i = 0; up && i < cl->nnodes; i++) {
-        enum node_state st = cl->nodes[i]->state;
-        if (in_route(cl, cl->nodes[i]) && st != N_READY && (!cl->up || st == N_DOWN))
+        enum conn_state st = conn_state(cl->nodes[i]->conn);
+        if (in_route(cl, cl->nodes[i]) && st != CONN_UP && (!cl->up || st == CONN_DOWN))
             up = 0;
     }
     if (up == cl->up)
@@ -181,20 +176,13 @@ static void update_up(struct cluster *cl)
 
 /* ---- sending ------------------------------------------------------------------------- */
 
-static void on_cmd_reply(redisAsyncContext *ac, void *r, void *privdata);
-
 static int write_cmd(struct cnode *n, struct ccmd *c)
 {
-    if (n->state != N_READY || n->ac == NULL)
+    if (conn_state(n->conn) != CONN_UP || (c->asking && conn_asking(n->conn) != 0))
         return -1;
-    if (c->asking && redisAsyncCommand(n->ac, NULL, NULL, "ASKING") != REDIS_OK)
-        return -1;
-    if (redisAsyncCommandArgv(n->ac, on_cmd_reply, c, c->argc, (const char **)c->argv,
-                              c->lens) != REDIS_OK)
+    if (conn_send(n->conn, &c->req, c->argc, (const char *const *)c->argv, c->lens) != 0)
         return -1;
     c->node = n;
-    c->sent = mono_ms();
-    q_push(&n->sent, c);
     n->cl->stats.commands++;
     return 0;
 }
@@ -216,7 +204,7 @@ static void dispatch(struct cluster *cl, struct ccmd *c)
             n = idx == CLUSTER_NO_NODE ? NULL : cl->nodes[idx];
         } else {
             for (int i = 0; i < cl->nnodes && n == NULL; i++)
-                if (cl->nodes[i]->state == N_READY && in_route(cl, cl->nodes[i]))
+                if (conn_state(cl->nodes[i]->conn) == CONN_UP && in_route(cl, cl->nodes[i]))
                     n = cl->nodes[i];
         }
     }
@@ -231,8 +219,7 @@ static void dispatch(struct cluster *cl, struct ccmd *c)
         return;
     c->node = n;
     q_push(&n->wait, c);
-    if (n->state == N_DOWN && !evtimer_pending(n->retry_ev, NULL))
-        node_connect(n);
+    node_connect(n); /* unless connecting, connected or waiting out its backoff */
 }
 
 /* Point one slot at addr now (a MOVED answer), before the re-read map confirms it. */
@@ -251,16 +238,11 @@ static int is_err(const redisReply *r, const char *prefix)
     return r->len >= l && strncmp(r->str, prefix, l) == 0;
 }
 
-static void on_cmd_reply(redisAsyncContext *ac, void *r, void *privdata)
+static void on_cmd_reply(struct conn_req *req, redisReply *reply)
 {
-    struct ccmd *c = privdata;
-    struct cnode *n = c->node;
-    struct cluster *cl = n->cl;
-    redisReply *reply = r;
-    q_remove(&n->sent, c);
-    if (reply == NULL) { /* the connection is going away: no more writes to it */
-        if (n->state == N_READY)
-            n->state = N_DOWN;
+    struct ccmd *c = req->data;
+    struct cluster *cl = c->node->cl;
+    if (reply == NULL) { /* the connection is going away (conn.c takes no more writes) */
         complete(cl, c, store_err_disconnected, NULL);
         return;
     }
@@ -306,19 +288,6 @@ static void on_cmd_reply(redisAsyncContext *ac, void *r, void *privdata)
         cl->refresh_wanted = 1;
         return;
     }
-    if (c->script && !cl->closing && is_err(reply, "NOSCRIPT")) {
-        /* this master has not seen the script (each master loads its own): EVAL loads it */
-        free(c->argv[0]);
-        free(c->argv[1]);
-        c->argv[0] = xstrdup("EVAL"), c->lens[0] = 4;
-        c->argv[1] = xmalloc(c->script->len + 1);
-        memcpy(c->argv[1], c->script->src, c->script->len);
-        c->argv[1][c->script->len] = '\0';
-        c->lens[1] = c->script->len;
-        c->script = NULL;
-        dispatch(cl, c); /* c->node kept: the same master */
-        return;
-    }
     cl->stats.errors++;
     if (cl->on_error)
         cl->on_error(cl->arg, reply->str);
@@ -336,9 +305,11 @@ int cluster_send(struct cluster *cl, store_cb *cb, void *arg, const struct store
         return -1;
     }
     struct ccmd *c = xcalloc(1, sizeof(*c));
+    c->req.cb = on_cmd_reply;
+    c->req.data = c;
+    c->req.script = sc;
     c->cb = cb;
     c->arg = arg;
-    c->script = sc;
     c->argc = argc;
     c->argv = argv;
     c->lens = lens;
@@ -379,10 +350,10 @@ static void apply_map(struct cluster *cl, const struct cluster_map *m)
     }
     for (int i = 0; i < cl->nnodes; i++) {
         struct cnode *n = cl->nodes[i];
-        if (in_route(cl, n) && n->state == N_DOWN && !evtimer_pending(n->retry_ev, NULL))
+        if (in_route(cl, n))
             node_connect(n);
         /* commands parked on a node that lost its slots go to the new owner */
-        if (n->state != N_READY) {
+        if (conn_state(n->conn) != CONN_UP) {
             for (struct ccmd *c = q_take_all(&n->wait), *next; c; c = next) {
                 next = c->next;
                 if (!c->asking)
@@ -394,11 +365,10 @@ static void apply_map(struct cluster *cl, const struct cluster_map *m)
     update_up(cl);
 }
 
-static void on_slots(redisAsyncContext *ac, void *r, void *privdata)
+static void on_slots(struct conn_req *req, redisReply *reply)
 {
-    struct cnode *n = privdata;
+    struct cnode *n = req->data;
     struct cluster *cl = n->cl;
-    redisReply *reply = r;
     if (cl->refreshing == n)
         cl->refreshing = NULL;
     if (cl->closing)
@@ -427,35 +397,27 @@ static void try_refresh(struct cluster *cl)
         return;
     struct cnode *pick = NULL;
     for (int i = 0; i < cl->nnodes && pick == NULL; i++)
-        if (cl->nodes[i]->state == N_READY && in_route(cl, cl->nodes[i]))
+        if (conn_state(cl->nodes[i]->conn) == CONN_UP && in_route(cl, cl->nodes[i]))
             pick = cl->nodes[i];
     for (int i = 0; i < cl->nnodes && pick == NULL; i++)
-        if (cl->nodes[i]->state == N_READY)
+        if (conn_state(cl->nodes[i]->conn) == CONN_UP)
             pick = cl->nodes[i];
     if (pick == NULL) {
         for (int i = 0; i < cl->nnodes; i++)
-            if (cl->nodes[i]->state == N_DOWN && !evtimer_pending(cl->nodes[i]->retry_ev, NULL))
-                node_connect(cl->nodes[i]);
+            node_connect(cl->nodes[i]);
         return;
     }
-    if (redisAsyncCommand(pick->ac, on_slots, pick, "CLUSTER SLOTS") != REDIS_OK)
+    cl->slots_req.cb = on_slots;
+    cl->slots_req.data = pick;
+    cl->slots_req.script = NULL;
+    if (conn_sendf(pick->conn, &cl->slots_req, "CLUSTER SLOTS") != 0)
         return;
     cl->refresh_wanted = 0;
     cl->refreshing = pick;
     cl->refresh_t0 = mono_ms();
 }
 
-/* ---- node connections ---------------------------------------------------------------- */
-
-static void schedule_retry(struct cnode *n)
-{
-    n->backoff_ms = n->backoff_ms ? n->backoff_ms * 2 : 100;
-    if (n->backoff_ms > 5000)
-        n->backoff_ms = 5000;
-    int64_t d = n->backoff_ms / 2 + (int64_t)jitter_rand((uint64_t)n->backoff_ms / 2 + 1);
-    struct timeval tv = {d / 1000, (d % 1000) * 1000};
-    evtimer_add(n->retry_ev, &tv);
-}
+/* ---- node connections (store/conn.c) ------------------------------------------------ */
 
 /* A node we need: a master of the map, or any node while there is no map. */
 static int wanted(const struct cluster *cl, const struct cnode *n)
@@ -463,65 +425,16 @@ static int wanted(const struct cluster *cl, const struct cnode *n)
     return !cl->have_map || in_route(cl, n) || n->wait.head != NULL;
 }
 
-static void node_down(struct cnode *n)
+static void node_connect(struct cnode *n)
+{
+    if (!n->cl->closing && !n->cl->stopped)
+        conn_connect(n->conn); /* unless connecting, connected or waiting out its backoff */
+}
+
+/* Past its handshake: what waited for it is written, and the map may be read from it. */
+static void node_up(struct cnode *n)
 {
     struct cluster *cl = n->cl;
-    n->ac = NULL;
-    n->state = N_DOWN;
-    if (cl->refreshing == n)
-        cl->refreshing = NULL;
-    if (cl->closing || cl->stopped)
-        return;
-    if (wanted(cl, n))
-        schedule_retry(n);
-    cl->refresh_wanted = 1; /* a lost master may have been replaced */
-    try_refresh(cl);
-    update_up(cl);
-}
-
-static void on_policy(redisAsyncContext *ac, void *r, void *privdata)
-{
-    struct cnode *n = privdata;
-    redisReply *reply = r;
-    if (reply == NULL || reply->type != REDIS_REPLY_ARRAY || reply->elements < 2 ||
-        reply->element[1]->type != REDIS_REPLY_STRING)
-        return;
-    const char *policy = reply->element[1]->str;
-    if (strncmp(policy, "allkeys-", 8) == 0) {
-        struct cluster *cl = n->cl;
-        cl->fatal = "redis maxmemory-policy allkeys-* would evict queues; use noeviction or "
-                    "volatile-*";
-        log_err("refusing redis with an allkeys eviction policy", "node=%s:%d policy=%s",
-                n->addr.host, n->addr.port, policy);
-        if (cl->fatal_checks && !cl->stopped) {
-            cl->stopped = 1;
-            cl->up = 0;
-            cl->on_state(cl->arg, 0); /* the owner stops */
-        }
-    }
-}
-
-static void on_handshake_error(redisAsyncContext *ac, void *r, void *privdata)
-{
-    struct cnode *n = privdata;
-    redisReply *reply = r;
-    if (reply && reply->type == REDIS_REPLY_ERROR) {
-        log_err("redis handshake failed", "node=%s:%d reason=\"%s\"", n->addr.host, n->addr.port,
-                reply->str);
-        redisAsyncDisconnect(ac);
-    }
-}
-
-static void on_ping(redisAsyncContext *ac, void *r, void *privdata)
-{
-    struct cnode *n = privdata;
-    struct cluster *cl = n->cl;
-    redisReply *reply = r;
-    if (reply == NULL || reply->type == REDIS_REPLY_ERROR || cl->closing || cl->stopped)
-        return;
-    n->state = N_READY;
-    n->backoff_ms = 0;
-    n->failing = 0;
     for (struct ccmd *c = q_take_all(&n->wait), *next; c; c = next) {
         next = c->next;
         dispatch(cl, c);
@@ -532,67 +445,39 @@ static void on_ping(redisAsyncContext *ac, void *r, void *privdata)
     update_up(cl);
 }
 
-static void on_connect(const redisAsyncContext *ac, int status)
-{
-    struct cnode *n = ac->data;
-    if (status != REDIS_OK) {
-        if (!n->failing)
-            log_warn("redis cluster node connect failed", "node=%s:%d err=\"%s\"", n->addr.host,
-                     n->addr.port, ac->errstr);
-        n->failing = 1;
-        node_down(n); /* hiredis frees the context after a failed connect */
-        return;
-    }
-    log_info("redis cluster node connected", "node=%s:%d", n->addr.host, n->addr.port);
-    redisAsyncContext *w = n->ac;
-    n->state = N_HANDSHAKE;
-    struct cluster *cl = n->cl;
-    if (cl->url.password && cl->url.user)
-        redisAsyncCommand(w, on_handshake_error, n, "AUTH %s %s", cl->url.user, cl->url.password);
-    else if (cl->url.password)
-        redisAsyncCommand(w, on_handshake_error, n, "AUTH %s", cl->url.password);
-    redisAsyncCommand(w, on_policy, n, "CONFIG GET maxmemory-policy");
-    redisAsyncCommand(w, on_ping, n, "PING");
-}
-
-static void on_disconnect(const redisAsyncContext *ac, int status)
-{
-    struct cnode *n = ac->data;
-    struct cluster *cl = n->cl;
-    if (cl->closing) {
-        n->ac = NULL;
-        return;
-    }
-    log_warn("redis cluster node disconnected", "node=%s:%d err=\"%s\"", n->addr.host,
-             n->addr.port, status == REDIS_OK ? "closed" : ac->errstr);
-    cl->stats.reconnects++;
-    node_down(n);
-}
-
-static void node_connect(struct cnode *n)
+/* An allkeys-* policy on a master with fatal_checks: the cluster stops (the owner exits). */
+static void node_down(struct cnode *n)
 {
     struct cluster *cl = n->cl;
-    if (cl->closing || cl->stopped || n->ac != NULL)
+    if (cl->refreshing == n)
+        cl->refreshing = NULL;
+    if (cl->closing || cl->stopped)
         return;
-    redisAsyncContext *ac = redisAsyncConnect(n->addr.host, n->addr.port);
-    if (ac == NULL || ac->err) {
-        log_warn("redis cluster node connect failed", "node=%s:%d err=\"%s\"", n->addr.host,
-                 n->addr.port, ac ? ac->errstr : "oom");
-        if (ac)
-            redisAsyncFree(ac);
-        schedule_retry(n);
+    if (conn_fatal(n->conn) != NULL && cl->fatal_checks) {
+        cl->stopped = 1;
+        cl->up = 0;
+        cl->on_state(cl->arg, 0);
         return;
     }
-    ac->data = n;
-    n->ac = ac;
-    n->state = N_CONNECTING;
-    n->hs_t0 = mono_ms(); /* connect and handshake share one deadline */
-    redisLibeventAttach(ac, cl->base);
-    redisAsyncSetConnectCallback(ac, on_connect);
-    redisAsyncSetDisconnectCallback(ac, on_disconnect);
+    if (wanted(cl, n))
+        conn_retry(n->conn);
+    cl->refresh_wanted = 1; /* a lost master may have been replaced */
+    try_refresh(cl);
+    update_up(cl);
 }
 
-/* ---- the tick: timeouts and paused commands ------------------------------------------ */
+static void on_node_event(void *arg, struct conn *conn, int up)
+{
+    struct cnode *n = arg;
+    if (n->cl->fatal == NULL)
+        n->cl->fatal = conn_fatal(conn); /* cluster_fatal: refused even without fatal_checks */
+    if (up && !n->cl->closing && !n->cl->stopped)
+        node_up(n);
+    else if (!up)
+        node_down(n);
+}
+
+/* ---- the tick: waiting and paused commands ------------------------------------------ */
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
@@ -600,22 +485,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     int64_t now = mono_ms();
     for (int i = 0; i < cl->nnodes; i++) {
         struct cnode *n = cl->nodes[i];
-        int stuck = n->ac && ((n->sent.head && now - n->sent.head->sent > cl->cmd_timeout_ms) ||
-                              (n->state != N_READY && now - n->hs_t0 > cl->cmd_timeout_ms) ||
-                              (cl->refreshing == n && now - cl->refresh_t0 > cl->cmd_timeout_ms));
-        if (stuck) {
-            /* redisAsyncFree, not redisAsyncDisconnect (which waits for the pending replies):
-             * every written command completes now with store_err_disconnected */
-            log_warn("redis command timed out, reconnecting", "node=%s:%d timeout_ms=%lld",
-                     n->addr.host, n->addr.port, (long long)cl->cmd_timeout_ms);
-            cl->stats.timeouts++;
-            int connected = n->state != N_CONNECTING;
-            redisAsyncContext *ac = n->ac;
-            redisAsyncFree(ac); /* connected: on_disconnect runs node_down */
-            if (!connected || n->ac == ac)
-                node_down(n);
-        }
-        /* accepted but never written: give up after the command timeout, as if lost */
+        /* accepted but never written: give up after the command timeout, as if lost (a
+         * written command or a handshake past it: conn.c drops that connection) */
         for (struct ccmd *c = n->wait.head, *next; c; c = next) {
             next = c->next;
             if (now - c->t0 > cl->cmd_timeout_ms) {
@@ -692,11 +563,8 @@ void cluster_free(struct cluster *cl)
     cl->up = 0;
     for (int i = 0; i < cl->nnodes; i++) {
         struct cnode *n = cl->nodes[i];
-        if (n->ac) {
-            redisAsyncContext *ac = n->ac;
-            n->ac = NULL;
-            redisAsyncFree(ac); /* completes written commands with NULL replies */
-        }
+        conn_free(n->conn); /* completes written commands with NULL replies */
+        n->conn = NULL;
         for (struct ccmd *c = q_take_all(&n->wait), *next; c; c = next) {
             next = c->next;
             complete(cl, c, store_err_disconnected, NULL);
@@ -706,10 +574,8 @@ void cluster_free(struct cluster *cl)
         next = c->next;
         complete(cl, c, store_err_disconnected, NULL);
     }
-    for (int i = 0; i < cl->nnodes; i++) {
-        event_free(cl->nodes[i]->retry_ev);
+    for (int i = 0; i < cl->nnodes; i++)
         free(cl->nodes[i]);
-    }
     if (cl->tick_ev)
         event_free(cl->tick_ev);
     cluster_url_cleanup(&cl->url);
@@ -729,6 +595,11 @@ const char *cluster_fatal(const struct cluster *cl)
 void cluster_stats_get(const struct cluster *cl, struct store_stats *out)
 {
     *out = cl->stats;
+    struct conn_counts cc = {0, 0};
+    for (int i = 0; i < cl->nnodes; i++)
+        conn_counts_add(cl->nodes[i]->conn, &cc);
+    out->reconnects += cc.reconnects;
+    out->timeouts += cc.timeouts;
 }
 
 int cluster_slot_node(const struct cluster *cl, unsigned slot, char *buf, size_t n)

@@ -1,10 +1,10 @@
 /* cluster.h - Redis Cluster routing under the store (a redis-cluster:// URL): reads the slot
- * map (CLUSTER SLOTS) from any reachable node, keeps one hiredis async connection per master
+ * map (CLUSTER SLOTS) from any reachable node, keeps one store/conn.c connection per master
  * on the core event_base, and sends every command to the master of its routing key's slot
  * (cluster_cmd_key). MOVED: the slot's owner is updated at once, the map is re-read, the
  * command resent (at most 5 hops). ASK: ASKING + the command on the named node, map kept.
  * TRYAGAIN / CLUSTERDOWN / LOADING / MASTERDOWN: resent after a short pause until the command
- * timeout. NOSCRIPT: resent as EVAL on the same master (scripts load per master).
+ * timeout. NOSCRIPT: resent as EVAL on the same master (conn.c; scripts load per master).
  *
  * The guarantees are the single-Redis store's (store.h): the cluster is "up" when it has a
  * map and every master of it is connected and past its handshake; while it is down,

@@ -1,7 +1,11 @@
-/* store.c - see store.h. runs on: core thread. */
+/* store.c - see store.h. One Redis is one store/conn.c connection; a redis-cluster:// URL
+ * goes through store/cluster.c (one conn per master). This file owns what both share: the
+ * state the callers see, the partition check, pending counts and refusals, the tags.
+ * runs on: core thread. */
 #include "store/store.h"
 #include "store/cluster.h"
 #include "store/cluster_slot.h"
+#include "store/conn.h"
 #include "store/keys.h"
 #include "store/redis_url.h"
 #include "relay/common/embedded.h"
@@ -9,8 +13,6 @@
 #include "relay/common/util.h"
 
 #include <event2/event.h>
-#include <hiredis/adapters/libevent.h>
-#include <hiredis/async.h>
 #include <openssl/sha.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -21,7 +23,9 @@
 const char store_err_disconnected[] = "redis_disconnected";
 const char store_err_server[] = "redis_error";
 
-enum store_state { ST_DOWN = 0, ST_CONNECTING, ST_HANDSHAKE, ST_READY, ST_CLOSING };
+/* DOWN: no ready connection; CHECKING: connected (conn up / cluster up), the partition count
+ * being checked; READY: store_cmd* accepted. */
+enum store_state { ST_DOWN = 0, ST_CHECKING, ST_READY, ST_CLOSING };
 
 struct listener {
     store_state_cb *cb;
@@ -29,15 +33,14 @@ struct listener {
     struct listener *next;
 };
 
-/* One accepted command. Replies arrive in order, so the FIFO head is the oldest. */
+/* One accepted command on the single connection: freed after its callback. */
 struct pending {
-    struct pending *next;
+    struct conn_req req; /* req.data = this */
     struct store *s;
     store_cb *cb;
     void *arg;
     int64_t t0;
-    /* for EVALSHA: the argv to resend as EVAL on NOSCRIPT */
-    const struct store_script *script;
+    /* store_eval: the EVALSHA argv, kept for conn.c's NOSCRIPT resend (malloc'd) */
     int argc;
     char **argv;
     size_t *lens;
@@ -45,30 +48,25 @@ struct pending {
 
 struct store {
     struct event_base *base;
-    redisAsyncContext *ac;
     enum store_state state;
     struct redis_url url; /* host or unix_path, user, password, port, db */
     char tag[KEY_TAG_MAX];
     unsigned nparts;
     char (*ptags)[KEY_TAG_MAX]; /* nparts tags (ptags[0] = tag when nparts = 1) */
     char (*wtags)[2 * KEY_TAG_MAX]; /* store_wh_tag */
-    struct event *check_ev;     /* cluster: the partition check again after a failure */
+    struct event *check_ev;     /* the partition check again after a failure */
     char fatal_buf[200];
     int64_t cmd_timeout_ms;
     int fatal_checks;
-    int aof;
     const char *fatal;
     struct listener *listeners;
-    struct pending *head, *tail;
-    struct event *retry_ev, *watchdog_ev;
-    int64_t backoff_ms;
     struct store_stats stats;
     char refused[160];    /* last write refusal (OOM / READONLY / MISCONF), "" when none */
     int64_t refused_at;   /* mono ms of it */
-    struct cluster *cluster; /* redis-cluster:// URL: every command goes through it */
+    struct conn *conn;       /* a single Redis */
+    struct cluster *cluster; /* or a redis-cluster:// URL: every command goes through it */
 };
 
-static void connect_now(struct store *s);
 static void set_state(struct store *s, enum store_state st);
 static void check_partitions(struct store *s);
 static void notify(struct store *s, int up);
@@ -103,7 +101,7 @@ void store_write_ok(struct store *s)
     s->refused[0] = '\0';
 }
 
-/* ---- pending FIFO and completion ----------------------------------------------------- */
+/* ---- commands on the single connection ------------------------------------------- */
 
 static void pending_free(struct pending *p)
 {
@@ -116,65 +114,21 @@ static void pending_free(struct pending *p)
     free(p);
 }
 
-static void unlink_pending(struct store *s, struct pending *p)
+static void on_reply(struct conn_req *req, redisReply *reply)
 {
-    struct pending **pp = &s->head, *prev = NULL;
-    while (*pp && *pp != p) {
-        prev = *pp;
-        pp = &(*pp)->next;
-    }
-    if (*pp == NULL)
-        return;
-    *pp = p->next;
-    if (s->tail == p)
-        s->tail = prev;
-    s->stats.pending--;
-}
-
-static int send_pending(struct store *s, struct pending *p, int argc, const char **argv,
-                        const size_t *lens);
-
-/* A command was handed to hiredis: its reply comes after every earlier one. */
-static void fifo_append(struct store *s, struct pending *p)
-{
-    if (s->tail)
-        s->tail->next = p;
-    else
-        s->head = p;
-    s->tail = p;
-    s->stats.pending++;
-    s->stats.commands++;
-}
-
-static void on_reply(redisAsyncContext *ac, void *r, void *privdata)
-{
-    struct pending *p = privdata;
+    struct pending *p = req->data;
     struct store *s = p->s;
-    redisReply *reply = r;
-    unlink_pending(s, p);
     const char *err = NULL;
+    s->stats.pending--;
     if (reply == NULL)
         err = store_err_disconnected;
     else if (reply->type == REDIS_REPLY_ERROR) {
         err = store_err_server;
         s->stats.errors++;
         note_refusal(s, reply->str);
-        if (p->script && strncmp(reply->str, "NOSCRIPT", 8) == 0 && s->state == ST_READY) {
-            /* resend as EVAL: replace argv[0..1] (EVALSHA sha) with (EVAL src) */
-            const char *argv[p->argc];
-            size_t lens[p->argc];
-            for (int i = 0; i < p->argc; i++)
-                argv[i] = p->argv[i], lens[i] = p->lens[i];
-            argv[0] = "EVAL", lens[0] = 4;
-            argv[1] = p->script->src, lens[1] = p->script->len;
-            p->script = NULL; /* once */
-            p->next = NULL;
-            if (send_pending(s, p, p->argc, argv, lens) == 0)
-                return;
-        }
     } else {
         int64_t dt = mono_ms() - p->t0;
-        s->stats.latency_ms_sum += (uint64_t)dt;
+        s->stats.latency_ms_sum += (uint64_t)(dt > 0 ? dt : 0);
         s->stats.latency_n++;
     }
     if (p->cb)
@@ -182,56 +136,46 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata)
     pending_free(p);
 }
 
-static int send_pending(struct store *s, struct pending *p, int argc, const char **argv,
-                        const size_t *lens)
-{
-    if (s->ac == NULL)
-        return -1;
-    p->s = s;
-    p->t0 = mono_ms();
-    if (redisAsyncCommandArgv(s->ac, on_reply, p, argc, argv, lens) != REDIS_OK)
-        return -1;
-    fifo_append(s, p);
-    return 0;
-}
-
-static int raw_cmdargv(struct store *s, store_cb *cb, void *arg, int argc, const char **argv,
-                       const size_t *lens)
+static struct pending *pending_new(struct store *s, store_cb *cb, void *arg)
 {
     struct pending *p = xcalloc(1, sizeof(*p));
+    p->req.cb = on_reply;
+    p->req.data = p;
+    p->s = s;
     p->cb = cb;
     p->arg = arg;
-    if (send_pending(s, p, argc, argv, lens) != 0) {
-        free(p);
+    p->t0 = mono_ms();
+    return p;
+}
+
+/* A command was written: its callback is owed. */
+static void sent(struct store *s)
+{
+    s->stats.pending++;
+    s->stats.commands++;
+}
+
+/* Takes p (freed when not sent). argv is p's own with p->req.script, else borrowed. */
+static int raw_send(struct store *s, struct pending *p, int argc, const char *const *argv,
+                    const size_t *lens)
+{
+    if (conn_send(s->conn, &p->req, argc, argv, lens) != 0) {
+        pending_free(p);
         return -1;
     }
+    sent(s);
     return 0;
 }
 
 static int raw_cmd(struct store *s, store_cb *cb, void *arg, const char *fmt, va_list ap)
 {
-    if (s->ac == NULL)
-        return -1;
-    struct pending *p = xcalloc(1, sizeof(*p));
-    p->s = s;
-    p->cb = cb;
-    p->arg = arg;
-    p->t0 = mono_ms();
-    if (redisvAsyncCommand(s->ac, on_reply, p, fmt, ap) != REDIS_OK) {
-        free(p);
+    struct pending *p = pending_new(s, cb, arg);
+    if (conn_vsendf(s->conn, &p->req, fmt, ap) != 0) {
+        pending_free(p);
         return -1;
     }
-    fifo_append(s, p);
+    sent(s);
     return 0;
-}
-
-static int internal_cmd(struct store *s, store_cb *cb, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    int r = raw_cmd(s, cb, s, fmt, ap);
-    va_end(ap);
-    return r;
 }
 
 /* ---- Redis Cluster: the same calls through store/cluster.c ----------------------------- */
@@ -263,29 +207,6 @@ static int cluster_cmd(struct store *s, store_cb *cb, void *arg, const char *fmt
     return cluster_send(s->cluster, cb, arg, NULL, argc, av, al);
 }
 
-static void on_cluster_error(void *arg, const char *msg)
-{
-    note_refusal(arg, msg); /* OOM / READONLY / MISCONF on a master: readiness, as above */
-}
-
-static void on_cluster_state(void *arg, int up)
-{
-    struct store *s = arg;
-    if (!up && s->state != ST_READY) {
-        s->state = ST_DOWN;
-        if (s->fatal == NULL && cluster_fatal(s->cluster) != NULL) {
-            s->fatal = cluster_fatal(s->cluster);
-            notify(s, 0); /* a fatal check failed: the owner stops */
-        }
-        return;
-    }
-    s->fatal = cluster_fatal(s->cluster);
-    if (up)
-        check_partitions(s); /* ready once the partition count is checked */
-    else
-        set_state(s, ST_DOWN);
-}
-
 int store_cmd(struct store *s, store_cb *cb, void *arg, const char *fmt, ...)
 {
     if (s->state != ST_READY)
@@ -304,7 +225,7 @@ int store_cmdargv(struct store *s, store_cb *cb, void *arg, int argc, const char
         return -1;
     if (s->cluster)
         return cluster_cmdargv(s, cb, arg, NULL, argc, argv, lens);
-    return raw_cmdargv(s, cb, arg, argc, argv, lens);
+    return raw_send(s, pending_new(s, cb, arg), argc, argv, lens);
 }
 
 void store_script_init(struct store_script *sc, const char *name)
@@ -331,10 +252,8 @@ int store_eval(struct store *s, const struct store_script *sc, store_cb *cb, voi
     if (s->state != ST_READY)
         return -1;
     int n = argc + 3;
-    struct pending *p = xcalloc(1, sizeof(*p));
-    p->cb = cb;
-    p->arg = arg;
-    p->script = sc;
+    struct pending *p = pending_new(s, cb, arg);
+    p->req.script = sc;
     p->argc = n;
     p->argv = xmalloc(sizeof(char *) * (size_t)n);
     p->lens = xmalloc(sizeof(size_t) * (size_t)n);
@@ -353,14 +272,10 @@ int store_eval(struct store *s, const struct store_script *sc, store_cb *cb, voi
         free(p);
         return r;
     }
-    if (send_pending(s, p, n, (const char **)p->argv, p->lens) != 0) {
-        pending_free(p);
-        return -1;
-    }
-    return 0;
+    return raw_send(s, p, n, (const char *const *)p->argv, p->lens);
 }
 
-/* ---- connection lifecycle ------------------------------------------------------------ */
+/* ---- state ------------------------------------------------------------------------ */
 
 static void notify(struct store *s, int up)
 {
@@ -373,7 +288,6 @@ static void set_state(struct store *s, enum store_state st)
     enum store_state old = s->state;
     s->state = st;
     if (st == ST_READY && old != ST_READY) {
-        s->backoff_ms = 0;
         log_info("redis ready", "db=%d", s->url.db);
         notify(s, 1);
     } else if (old == ST_READY && st != ST_READY) {
@@ -381,28 +295,12 @@ static void set_state(struct store *s, enum store_state st)
     }
 }
 
-static void schedule_retry(struct store *s)
+/* A setting we refuse to run with (store_fatal): down, and the owner stops. */
+static void refuse(struct store *s, const char *fatal)
 {
-    if (s->state == ST_CLOSING)
-        return;
-    s->backoff_ms = s->backoff_ms ? s->backoff_ms * 2 : 100;
-    if (s->backoff_ms > 5000)
-        s->backoff_ms = 5000;
-    int64_t d = s->backoff_ms / 2 + (int64_t)jitter_rand((uint64_t)s->backoff_ms / 2 + 1);
-    struct timeval tv = {d / 1000, (d % 1000) * 1000};
-    evtimer_add(s->retry_ev, &tv);
-}
-
-static void on_retry(evutil_socket_t fd, short what, void *arg)
-{
-    connect_now(arg);
-}
-
-static void fail_handshake(struct store *s, const char *why)
-{
-    log_err("redis handshake failed", "reason=\"%s\"", why);
-    if (s->ac)
-        redisAsyncDisconnect(s->ac);
+    s->fatal = fatal;
+    s->state = ST_DOWN;
+    notify(s, 0);
 }
 
 /* ---- the recorded partition count (store/partitions.lua, docs/partitions.md) ---------- */
@@ -410,22 +308,18 @@ static void fail_handshake(struct store *s, const char *why)
 static void on_check_retry(evutil_socket_t fd, short what, void *arg)
 {
     struct store *s = arg;
-    if (s->cluster && s->state != ST_READY && s->state != ST_CLOSING)
+    if (s->state == ST_CHECKING)
         check_partitions(s);
 }
 
 static void on_partitions(void *arg, const char *err, redisReply *r)
 {
     struct store *s = arg;
-    if (err == store_err_disconnected || s->state == ST_CLOSING)
+    if (err == store_err_disconnected || s->state != ST_CHECKING)
         return; /* the next connection checks again */
     if (err != NULL || r->type != REDIS_REPLY_STRING) {
-        const char *why = err != NULL ? r->str : "unexpected reply";
-        log_err("redis partition check failed", "reason=\"%s\"", why);
-        if (s->cluster == NULL) {
-            fail_handshake(s, why); /* reconnect and try again */
-            return;
-        }
+        log_err("redis partition check failed", "reason=\"%s\"",
+                err != NULL ? r->str : "unexpected reply");
         struct timeval tv = {1, 0};
         evtimer_add(s->check_ev, &tv);
         return;
@@ -439,19 +333,14 @@ static void on_partitions(void *arg, const char *err, redisReply *r)
                  s->nparts, r->str);
         log_err("refusing redis: partition count differs from the deployment's",
                 "partitions=%u recorded=%.20s", s->nparts, r->str);
-        s->fatal = s->fatal_buf;
-        if (s->cluster == NULL) {
-            fail_handshake(s, s->fatal); /* on_disconnect tells the owner, who stops */
-        } else {
-            s->state = ST_DOWN;
-            notify(s, 0);
-        }
+        refuse(s, s->fatal_buf);
         return;
     }
     set_state(s, ST_READY);
 }
 
-/* EVAL store/partitions.lua on the deployment tag's node, before anything else runs. */
+/* EVAL store/partitions.lua on the deployment tag's node, before anything else runs. Not
+ * sent: the connection went down meanwhile, and the next "up" checks again. */
 static void check_partitions(struct store *s)
 {
     static struct store_script sc;
@@ -479,163 +368,56 @@ static void check_partitions(struct store *s)
     size_t lens[sizeof(argv) / sizeof(argv[0])];
     for (int i = 0; i < argc; i++)
         lens[i] = i == 1 ? sc.len : strlen(argv[i]);
-    int r = s->cluster ? cluster_cmdargv(s, on_partitions, s, NULL, argc, argv, lens)
-                       : raw_cmdargv(s, on_partitions, s, argc, argv, lens);
-    if (r != 0 && s->cluster == NULL)
-        fail_handshake(s, "partition check not sent");
-    else if (r != 0) {
-        struct timeval tv = {1, 0};
-        evtimer_add(s->check_ev, &tv);
-    }
+    if (s->cluster)
+        cluster_cmdargv(s, on_partitions, s, NULL, argc, argv, lens);
+    else
+        raw_send(s, pending_new(s, on_partitions, s), argc, argv, lens);
 }
 
-static void on_checks_done(void *arg, const char *err, redisReply *r)
-{
-    struct store *s = arg;
-    if (err == store_err_disconnected)
-        return;
-    check_partitions(s);
-}
+/* ---- the connection (store/conn.c) or the cluster (store/cluster.c) going up and down - */
 
-/* Persistence: AOF off and no RDB save points means a Redis restart loses everything. */
-static void on_save(void *arg, const char *err, redisReply *r)
+/* Connected and past the handshake: check the partition count, then ready. Down: callers
+ * are told; a refused setting stops (the owner exits), anything else reconnects. */
+static void on_conn_event(void *arg, struct conn *c, int up)
 {
     struct store *s = arg;
-    if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 2)
-        return;
-    if (!s->aof && r->element[1]->str[0] == '\0')
-        log_warn("redis runs WITHOUT persistence (appendonly no, save \"\"): a Redis restart "
-                 "loses every event and delivery; set appendonly yes",
-                 "");
-    else if (!s->aof)
-        log_warn("redis has no AOF (appendonly no): a crash loses writes since the last RDB "
-                 "snapshot; set appendonly yes",
-                 "");
-}
-
-static void on_aof(void *arg, const char *err, redisReply *r)
-{
-    struct store *s = arg;
-    if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 2)
-        return;
-    s->aof = strcmp(r->element[1]->str, "yes") == 0;
-}
-
-static void on_policy(void *arg, const char *err, redisReply *r)
-{
-    struct store *s = arg;
-    if (err == store_err_disconnected)
-        return;
-    if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 2) {
-        log_warn("redis CONFIG GET refused; eviction policy not checked", "");
+    if (s->fatal == NULL)
+        s->fatal = conn_fatal(c);
+    if (up) {
+        s->state = ST_CHECKING;
+        check_partitions(s);
         return;
     }
-    const char *policy = r->element[1]->str;
-    if (strncmp(policy, "allkeys-", 8) == 0) {
-        s->fatal = "redis maxmemory-policy allkeys-* would evict queues; use noeviction or "
-                   "volatile-*";
-        log_err("refusing redis with an allkeys eviction policy", "policy=%s", policy);
-        if (s->fatal_checks)
-            fail_handshake(s, s->fatal);
-    }
-}
-
-static void on_auth_or_select(void *arg, const char *err, redisReply *r)
-{
-    struct store *s = arg;
-    if (err == store_err_server)
-        fail_handshake(s, r->str);
-}
-
-static void start_handshake(struct store *s)
-{
-    s->state = ST_HANDSHAKE;
-    if (s->url.password && s->url.user) /* Redis 6 ACL user */
-        internal_cmd(s, on_auth_or_select, "AUTH %s %s", s->url.user, s->url.password);
-    else if (s->url.password)
-        internal_cmd(s, on_auth_or_select, "AUTH %s", s->url.password);
-    if (s->url.db)
-        internal_cmd(s, on_auth_or_select, "SELECT %d", s->url.db);
-    internal_cmd(s, on_policy, "CONFIG GET maxmemory-policy");
-    internal_cmd(s, on_aof, "CONFIG GET appendonly");
-    internal_cmd(s, on_save, "CONFIG GET save");
-    internal_cmd(s, on_checks_done, "PING");
-}
-
-static void on_connect(const redisAsyncContext *ac, int status)
-{
-    struct store *s = ac->data;
-    if (status != REDIS_OK) {
-        log_warn("redis connect failed", "err=\"%s\"", ac->errstr);
-        s->ac = NULL; /* hiredis frees the context after a failed connect */
-        s->state = ST_DOWN;
-        schedule_retry(s);
-        return;
-    }
-    log_info("redis connected", "%s%s", s->url.unix_path ? "path=" : "host=",
-             s->url.unix_path ? s->url.unix_path : s->url.host);
-    start_handshake(s);
-}
-
-static void on_disconnect(const redisAsyncContext *ac, int status)
-{
-    struct store *s = ac->data;
-    s->ac = NULL;
-    if (s->state == ST_CLOSING)
-        return;
+    evtimer_del(s->check_ev);
     if (s->fatal && s->fatal_checks) {
-        s->state = ST_DOWN;
-        notify(s, 0); /* the owner stops: no reconnect */
+        refuse(s, s->fatal);
         return;
     }
-    log_warn("redis disconnected", "err=\"%s\"", status == REDIS_OK ? "closed" : ac->errstr);
-    s->stats.reconnects++;
     set_state(s, ST_DOWN);
-    schedule_retry(s);
+    conn_retry(c);
 }
 
-static void connect_now(struct store *s)
-{
-    if (s->state == ST_CLOSING || s->ac != NULL)
-        return;
-    redisAsyncContext *ac = s->url.unix_path ? redisAsyncConnectUnix(s->url.unix_path)
-                                             : redisAsyncConnect(s->url.host, s->url.port);
-    if (ac == NULL || ac->err) {
-        log_warn("redis connect failed", "err=\"%s\"", ac ? ac->errstr : "oom");
-        if (ac)
-            redisAsyncFree(ac);
-        schedule_retry(s);
-        return;
-    }
-    ac->data = s;
-    s->ac = ac;
-    s->state = ST_CONNECTING;
-    redisLibeventAttach(ac, s->base);
-    redisAsyncSetConnectCallback(ac, on_connect);
-    redisAsyncSetDisconnectCallback(ac, on_disconnect);
-}
-
-/* A command unanswered past the timeout: drop the connection so every callback completes. */
-static void on_watchdog(evutil_socket_t fd, short what, void *arg)
+static void on_cluster_state(void *arg, int up)
 {
     struct store *s = arg;
-    if (s->head && s->ac && mono_ms() - s->head->t0 > s->cmd_timeout_ms) {
-        log_warn("redis command timed out, reconnecting", "timeout_ms=%lld",
-                 (long long)s->cmd_timeout_ms);
-        s->stats.timeouts++;
-        /* redisAsyncFree, not redisAsyncDisconnect: that one waits for the pending replies,
-         * which a hung Redis (SIGSTOP, a stalled host) never sends, so the store stayed "up"
-         * with every command stuck. Free completes them now with NULL replies
-         * (store_err_disconnected) and, on a connected context, runs on_disconnect. */
-        redisAsyncContext *ac = s->ac;
-        int connected = (ac->c.flags & REDIS_CONNECTED) != 0;
-        redisAsyncFree(ac);
-        if (!connected && s->ac == ac) { /* no on_disconnect for a connect still pending */
-            s->ac = NULL;
-            set_state(s, ST_DOWN);
-            schedule_retry(s);
-        }
+    const char *was = s->fatal;
+    if (s->fatal == NULL)
+        s->fatal = cluster_fatal(s->cluster);
+    if (up) {
+        s->state = ST_CHECKING;
+        check_partitions(s); /* ready once the partition count is checked */
+        return;
     }
+    evtimer_del(s->check_ev);
+    if (s->state != ST_READY && was == NULL && s->fatal != NULL)
+        refuse(s, s->fatal); /* a fatal check failed: the owner stops */
+    else
+        set_state(s, ST_DOWN);
+}
+
+static void on_cluster_error(void *arg, const char *msg)
+{
+    note_refusal(arg, msg); /* OOM / READONLY / MISCONF on a master: readiness, as above */
 }
 
 struct store *store_new(struct event_base *base, const struct store_opts *o)
@@ -676,10 +458,13 @@ struct store *store_new(struct event_base *base, const struct store_opts *o)
         store_free(s);
         return NULL;
     }
-    s->retry_ev = evtimer_new(base, on_retry, s);
-    s->watchdog_ev = event_new(base, -1, EV_PERSIST, on_watchdog, s);
-    struct timeval tv = {0, 500 * 1000};
-    evtimer_add(s->watchdog_ev, &tv);
+    struct conn_opts co = {.host = s->url.host, .port = s->url.port,
+                           .unix_path = s->url.unix_path, .user = s->url.user,
+                           .password = s->url.password, .db = s->url.db,
+                           .cmd_timeout_ms = s->cmd_timeout_ms, .fatal_checks = o->fatal_checks,
+                           .check_persistence = 1, .what = "redis", .on_event = on_conn_event,
+                           .arg = s};
+    s->conn = conn_new(base, &co);
     return s;
 }
 
@@ -689,15 +474,7 @@ void store_free(struct store *s)
         return;
     s->state = ST_CLOSING;
     cluster_free(s->cluster);
-    if (s->ac) {
-        redisAsyncContext *ac = s->ac;
-        s->ac = NULL;
-        redisAsyncFree(ac); /* completes pending callbacks with NULL replies */
-    }
-    if (s->retry_ev)
-        event_free(s->retry_ev);
-    if (s->watchdog_ev)
-        event_free(s->watchdog_ev);
+    conn_free(s->conn); /* completes pending callbacks with NULL replies */
     if (s->check_ev)
         event_free(s->check_ev);
     free(s->ptags);
@@ -725,7 +502,7 @@ int store_start(struct store *s)
         cluster_start(s->cluster);
         return 0;
     }
-    connect_now(s);
+    conn_connect(s->conn);
     return 0;
 }
 
@@ -762,10 +539,7 @@ const char *store_wh_tag(const struct store *s, unsigned k)
 int store_tag_where(const struct store *s, const char *tag, char *node, size_t n)
 {
     if (s->cluster == NULL) {
-        if (s->url.unix_path)
-            snprintf(node, n, "%s", s->url.unix_path);
-        else
-            snprintf(node, n, "%s:%d", s->url.host, s->url.port);
+        snprintf(node, n, "%s", conn_addr(s->conn));
         return -1;
     }
     unsigned slot = cluster_key_slot(tag, strlen(tag));
@@ -786,4 +560,8 @@ void store_stats_get(const struct store *s, struct store_stats *out)
         return;
     }
     *out = s->stats;
+    struct conn_counts cc = {0, 0};
+    conn_counts_add(s->conn, &cc);
+    out->reconnects = cc.reconnects;
+    out->timeouts = cc.timeouts;
 }

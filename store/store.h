@@ -6,6 +6,8 @@
  * nothing: callers keep what must not be lost and retry on the next "up". A command that
  * has not been answered within the command timeout makes the store drop the connection, so
  * every pending callback completes (with store_err_disconnected) instead of hanging.
+ * The connection itself (connect, handshake, backoff, timeouts, NOSCRIPT) is store/conn.c;
+ * a redis-cluster:// URL goes through store/cluster.c, which keeps one such conn per master.
  * runs on: core thread only. */
 #ifndef STORE_STORE_H
 #define STORE_STORE_H
