@@ -281,6 +281,11 @@ static void on_sync(void *arg, const char *err, redisReply *r)
     free(v);
 }
 
+int watches_batch_covers(const struct watches_batch *b, const char *id)
+{
+    return key_partition(id, strlen(id), b->nparts) == b->part;
+}
+
 static void feed_read_part(struct feed_part *fp)
 {
     struct watches_feed *f = fp->f;

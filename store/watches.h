@@ -56,7 +56,7 @@ struct watches_change {
     int watched; /* 1 watched now, 0 no longer */
 };
 struct watches_batch {
-    unsigned part, nparts; /* the partition read (key_partition of its ids), of nparts */
+    unsigned part, nparts; /* the partition read, of nparts (for logs: watches_batch_covers) */
     int full;              /* v is that partition's whole watched set (every watched = 1): its
                             * ids missing from v are no longer watched */
     long long version;     /* the partition's change version after this batch */
@@ -64,6 +64,8 @@ struct watches_batch {
     const struct watches_change *v;
     size_t n;
 };
+/* 1 when id belongs to the part of the watched set b is about (its partition). */
+int watches_batch_covers(const struct watches_batch *b, const char *id);
 /* One partition's answer (err set: nothing to apply; the next read asks again). */
 typedef void watches_feed_cb(void *arg, const char *err, const struct watches_batch *b);
 

@@ -18,7 +18,6 @@
 #include "relay/common/util.h"
 #include "relay/edge/xq.h"
 #include "protocol/normalize.h"
-#include "store/keys.h"
 #include "store/leader.h"
 #include "store/store.h"
 
@@ -291,19 +290,20 @@ void upstream_track(struct upstream *u, const char *id)
 }
 
 struct stale_mark {
-    unsigned part, nparts;
+    upstream_scope_fn *in_scope;
+    const void *scope;
 };
 
 static void mark_stale(void *arg, const char *id, uint32_t *value)
 {
     const struct stale_mark *m = arg;
-    if (key_partition(id, strlen(id), m->nparts) == m->part)
+    if (m->in_scope(m->scope, id))
         *value |= SUB_STALE;
 }
 
-void upstream_sync_begin(struct upstream *u, unsigned part, unsigned nparts)
+void upstream_sync_begin(struct upstream *u, upstream_scope_fn *in_scope, const void *scope)
 {
-    struct stale_mark m = {part, nparts};
+    struct stale_mark m = {in_scope, scope};
     idmap_each(u->subs, mark_stale, &m);
 }
 

@@ -50,6 +50,12 @@ void watch_windows(const struct core *c, struct watches_windows *out)
 
 /* ---- sync -------------------------------------------------------------------------------- */
 
+/* An upstream_scope_fn: is id in the part of the watched set batch b is about? */
+static int batch_covers(const void *b, const char *id)
+{
+    return watches_batch_covers(b, id);
+}
+
 /* One partition's batch of changes (the feed's callback). */
 static void on_sync(void *arg, const char *err, const struct watches_batch *b)
 {
@@ -58,7 +64,7 @@ static void on_sync(void *arg, const char *err, const struct watches_batch *b)
         return; /* try again next tick */
     struct upstream *u = w->c->upstream;
     if (b->full)
-        upstream_sync_begin(u, b->part, b->nparts);
+        upstream_sync_begin(u, batch_covers, b);
     for (size_t i = 0; i < b->n; i++) {
         if (b->v[i].watched)
             upstream_track(u, b->v[i].id);

@@ -1,8 +1,9 @@
 /* fake_store.h - a stand-in for store/store.c in unit tests of the typed script modules
  * (store/polls.c, store/watches.c, included by the test): store_eval records each command
  * (script name, keys, arguments) and keeps its callback, which the test answers with a reply
- * it builds by hand (fake_answer). The partition count is the test's (fake_np); tags are
- * "{sr}" with one partition, "{sr:p<k>}" with several, as store/keys.h names them.
+ * it builds by hand (fake_answer); `heard` keeps what the module answered. The partition
+ * count is the test's (fake_reset); tags are "{sr}" with one partition, "{sr:p<k>}" with
+ * several, as store/keys.h names them.
  * No Redis, no event loop. runs on: the test process, one thread. */
 #ifndef TESTS_FAKE_STORE_H
 #define TESTS_FAKE_STORE_H
@@ -90,6 +91,15 @@ int store_eval(struct store *s, const struct store_script *sc, store_cb *cb, voi
     c->arg = arg;
     return 0;
 }
+
+/* What the test's callbacks heard (each test fills what it needs). */
+static struct {
+    int calls;
+    const char *err;
+    long long count;
+    char ids[8][64];
+    size_t n;
+} heard;
 
 /* ---- replies built by hand ------------------------------------------------------------- */
 

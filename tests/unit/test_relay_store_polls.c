@@ -13,15 +13,6 @@
 
 #include <cmocka.h>
 
-/* What a callback heard. */
-static struct {
-    int calls;
-    const char *err;
-    long long count;
-    char ids[8][64];
-    size_t n;
-} heard;
-
 static void heard_claim(void *arg, const char *err, const char *const *ids, size_t n)
 {
     heard.calls++;

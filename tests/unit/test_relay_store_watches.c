@@ -14,15 +14,6 @@
 
 static const struct watches_windows win = {1000, 2000, 3000};
 
-/* What a callback heard. */
-static struct {
-    int calls;
-    const char *err;
-    long long count;
-    char ids[8][64];
-    size_t n;
-} heard;
-
 static void heard_track(void *arg, const char *err, size_t created)
 {
     heard.calls++;
@@ -220,6 +211,64 @@ static void test_fallback_walk(void **state)
     assert_int_equal(heard.calls, 2);
 }
 
+static struct watches_batch fed[4];
+static int nfed;
+
+static void heard_feed(void *arg, const char *err, const struct watches_batch *b)
+{
+    heard.calls++;
+    heard.err = err;
+    if (b != NULL && nfed < 4) {
+        fed[nfed] = *b;
+        fed[nfed].v = NULL; /* borrowed: gone after the call */
+        heard.count = b->n > 0 ? b->v[0].watched : -1;
+        snprintf(heard.ids[nfed++], sizeof(heard.ids[0]), "%s", b->n > 0 ? b->v[0].id : "");
+    }
+}
+
+/* The change feed reads each partition from its own version (-1 first: a full read) and
+ * hands each answer over with its partition; a cut batch of changes asks for more. */
+static void test_feed(void **state)
+{
+    fake_reset(2);
+    memset(&heard, 0, sizeof(heard));
+    nfed = 0;
+    struct watches_feed *f = watches_feed_new(NULL, 5000, heard_feed, NULL);
+    watches_feed_read(f);
+    assert_int_equal(fake.ncalls, 2);
+    struct fake_call *c = &fake.calls[1];
+    assert_string_equal(c->script, "watch_sync");
+    assert_int_equal(c->nkeys, 4);
+    assert_string_equal(c->argv[0], "{sr:p1}:watch");
+    assert_string_equal(c->argv[3], "{sr:p1}:wlow");
+    assert_string_equal(c->argv[4], "-1");
+    assert_string_equal(c->argv[5], "5000");
+    watches_feed_read(f); /* both in flight: nothing more */
+    assert_int_equal(fake.ncalls, 2);
+    struct fake_pool p = {0};
+    fake_answer(1, NULL, fake_arr(&p, 4, fake_int(&p, 7), fake_int(&p, 1), fake_str(&p, "a"),
+                                  fake_int(&p, 1)));
+    assert_int_equal(fed[0].part, 1);
+    assert_int_equal(fed[0].full, 1);
+    assert_int_equal(fed[0].more, 0);
+    assert_int_equal(fed[0].version, 7);
+    assert_int_equal(watches_batch_covers(&fed[0], "a"), key_partition("a", 1, 2) == 1);
+    fake_answer(0, NULL, fake_arr(&p, 4, fake_int(&p, 3), fake_int(&p, 0), fake_str(&p, "b"),
+                                  fake_int(&p, 0)));
+    assert_int_equal(fed[1].part, 0);
+    assert_int_equal(fed[1].full, 0);
+    assert_int_equal(fed[1].more, 1);
+    assert_int_equal(heard.count, 0); /* "b" unwatched */
+    watches_feed_read(f);
+    assert_string_equal(fake.calls[2].argv[4], "3");
+    assert_string_equal(fake.calls[3].argv[4], "7");
+    watches_feed_reset(f);
+    fake_answer(2, store_err_disconnected, NULL);
+    watches_feed_read(f);
+    assert_string_equal(fake.calls[4].argv[4], "-1");
+    watches_feed_free(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -228,6 +277,7 @@ int main(void)
         cmocka_unit_test(test_hold),
         cmocka_unit_test(test_stats),
         cmocka_unit_test(test_fallback_walk),
+        cmocka_unit_test(test_feed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
