@@ -3,10 +3,11 @@
  * Local state: held (id -> local subscriber count), addrs (address key -> new ids taken) and
  * reads (id -> end of its status-read lease; such an id counts one subscriber in held while
  * its lease lasts, checked every ANON_EXPIRE_MS).
- * Redis: store/anon_hold.lua (first subscriber, and the refresh of every held id each third
- * of the lease), anon_release.lua (last subscriber gone), anon_expire.lua (every second,
- * any process: holders of dead processes), anon_miss.lua (a 404 answer). What ended is
- * counted and logged as one summary line at most every ANON_LOG_MS. */
+ * Redis, through store/watches.h (which splits ids by partition and answers once):
+ * watches_hold (first subscriber, and the refresh of every held id each third of the lease),
+ * watches_release (last subscriber gone), watches_hold_expire (every second, any process:
+ * holders of dead processes), watches_miss (a 404 answer). What ended is counted and logged
+ * as one summary line at most every ANON_LOG_MS. */
 #include "relay/ingest/anon.h"
 #include "relay/core.h"
 #include "protocol/forwarded.h"
@@ -16,8 +17,8 @@
 #include "relay/common/util.h"
 #include "relay/ingest/upstream.h"
 #include "relay/ingest/watch.h"
-#include "store/keys.h"
 #include "store/store.h"
+#include "store/watches.h"
 
 #include <event2/event.h>
 #include <stdio.h>
@@ -29,7 +30,7 @@
  * ANON_BATCH ids a tick: all at once, 10,000 held ids were 20 back-to-back script calls that
  * kept Redis busy for tens of ms, and every event waited behind them. */
 #define ANON_EXPIRE_MS 1000
-#define ANON_EXPIRE_BATCH "500"
+#define ANON_EXPIRE_BATCH 500
 #define ANON_BATCH 500 /* ids per refresh script call */
 #define ANON_LOG_MS 10000
 #define ANON_READ_UNIT_MS 100 /* read leases end in these units since the map's start */
@@ -41,7 +42,6 @@ struct anon {
     struct idmap *reads; /* id -> end of its status-read lease (ANON_READ_UNIT_MS since t0) */
     int64_t t0;          /* mono ms */
     struct event *tick_ev;
-    struct store_script hold_sc, release_sc, expire_sc, miss_sc;
     int64_t next_refresh, next_expire, next_log, next_reads; /* mono ms */
     char **round;            /* the refresh round under way: copies of the held ids */
     size_t round_n, round_i; /* its size, and how many were sent */
@@ -51,82 +51,37 @@ struct anon {
     uint64_t started, released, expired, not_found; /* since the last summary line */
 };
 
-static const char *lease_arg(const struct anon *a, char *buf, size_t n)
-{
-    snprintf(buf, n, "%lld", (long long)a->c->cfg->ws_anon_lease_ms);
-    return buf;
-}
-
 static void read_end_now(struct anon *a, const char *id);
 
 /* ---- hold and refresh ---------------------------------------------------------------------- */
 
-static void on_held(void *arg, const char *err, redisReply *r)
+static void on_held(void *arg, const char *err, long long started, const char *const *unknown,
+                    size_t n)
 {
     struct anon *a = arg;
-    if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 1)
-        return; /* the next refresh holds it again */
-    if (r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer > 0) {
-        a->started += (uint64_t)r->element[0]->integer;
+    if (started > 0) {
+        a->started += (uint64_t)started;
         watch_kick(a->c->watch); /* the holder subscribes it upstream */
     }
-    for (size_t i = 1; i < r->elements; i++) {
-        if (r->element[i]->type != REDIS_REPLY_STRING)
-            continue;
-        const char *id = r->element[i]->str;
-        read_end_now(a, id); /* a read lease of an id the upstream does not know */
-        if (idmap_get(a->held, id, NULL) && a->gone_cb != NULL)
-            a->gone_cb(a->gone_arg, id);
+    for (size_t i = 0; i < n; i++) {
+        read_end_now(a, unknown[i]); /* a read lease of an id the upstream does not know */
+        if (idmap_get(a->held, unknown[i], NULL) && a->gone_cb != NULL)
+            a->gone_cb(a->gone_arg, unknown[i]);
     }
 }
 
-/* anon_hold.lua on one partition (tag) for its ids[0..n). start: 0 the refresh, 1 a first
- * hold that may start a watch polled at once, else the same with its first poll at that wall
- * ms. */
-static void hold_part(struct anon *a, const char *tag, const char *const *ids, size_t n,
-                      int64_t start)
-{
-    if (n == 0)
-        return;
-    char k[KEY_MAX], now[24], lease[24], st[24];
-    struct watch_args wa;
-    watch_args_get(a->c, &wa);
-    key_build(k, sizeof(k), tag, "anonh", NULL, NULL);
-    snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
-    const char **argv = xcalloc(9 + n, sizeof(*argv));
-    size_t j = 0;
-    argv[j++] = k;
-    argv[j++] = now;
-    argv[j++] = lease_arg(a, lease, sizeof(lease));
-    argv[j++] = a->c->instance_id;
-    argv[j++] = tag;
-    argv[j++] = wa.wttl;
-    argv[j++] = wa.settled;
-    argv[j++] = wa.ftail;
-    snprintf(st, sizeof(st), "%lld", (long long)start);
-    argv[j++] = st;
-    for (size_t i = 0; i < n; i++)
-        argv[j++] = ids[i];
-    store_eval(a->c->store, &a->hold_sc, on_held, a, 1, (int)j, argv, NULL);
-    free(argv);
-}
-
-/* Hold ids[0..n) (start: a request nobody watches starts an anonymous watch): one call per
- * partition holding some of them. */
+/* Hold ids[0..n) (start: 0 the refresh, 1 a first hold that may start a watch polled at
+ * once, else the same with its first poll at that wall ms). */
 static void hold_ids(struct anon *a, const char *const *ids, size_t n, int64_t start)
 {
     if (n == 0 || !store_ready(a->c->store))
-        return;
-    unsigned np = store_partitions(a->c->store);
-    if (np <= 1) {
-        hold_part(a, store_tag(a->c->store), ids, n, start);
-        return;
-    }
-    const char **part = xcalloc(n, sizeof(*part));
-    for (unsigned k = 0; k < np; k++)
-        hold_part(a, store_part_tag(a->c->store, k), part, key_ids_in(k, np, ids, n, part),
-                  start);
-    free(part);
+        return; /* the next refresh holds them */
+    struct watches_windows w;
+    watch_windows(a->c, &w);
+    struct watches_hold h = {.holder = a->c->instance_id,
+                             .lease_ms = a->c->cfg->ws_anon_lease_ms,
+                             .start = start};
+    watches_hold(a->c->store, &w, &h, ids, n, on_held, a);
 }
 
 struct collect {
@@ -271,49 +226,21 @@ static void reads_expire(struct anon *a)
     free(e.ids);
 }
 
-static void on_released(void *arg, const char *err, redisReply *r)
+static void on_released(void *arg, const char *err, long long ended)
 {
     struct anon *a = arg;
-    if (err == NULL && r->type == REDIS_REPLY_INTEGER && r->integer > 0) {
-        a->released += (uint64_t)r->integer;
+    if (ended > 0) {
+        a->released += (uint64_t)ended;
         watch_kick(a->c->watch); /* unsubscribed upstream through the sync */
     }
 }
 
-/* anon_release.lua on one partition (tag) for its ids[0..n). */
-static void release_part(struct anon *a, const char *tag, const char *const *ids, size_t n)
-{
-    if (n == 0)
-        return;
-    char k[KEY_MAX], now[24];
-    key_build(k, sizeof(k), tag, "anonh", NULL, NULL);
-    snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
-    const char **argv = xcalloc(4 + n, sizeof(*argv));
-    size_t j = 0;
-    argv[j++] = k;
-    argv[j++] = now;
-    argv[j++] = a->c->instance_id;
-    argv[j++] = tag;
-    for (size_t i = 0; i < n; i++)
-        argv[j++] = ids[i];
-    store_eval(a->c->store, &a->release_sc, on_released, a, 1, (int)j, argv, NULL);
-    free(argv);
-}
-
-/* Release ids[0..n) held by this process (one call per partition holding some). */
+/* Release ids[0..n) held by this process. */
 static void release_ids(struct anon *a, const char *const *ids, size_t n)
 {
     if (n == 0 || !store_ready(a->c->store))
         return; /* the lease expires instead */
-    unsigned np = store_partitions(a->c->store);
-    if (np <= 1) {
-        release_part(a, store_tag(a->c->store), ids, n);
-        return;
-    }
-    const char **part = xcalloc(n, sizeof(*part));
-    for (unsigned k = 0; k < np; k++)
-        release_part(a, store_part_tag(a->c->store, k), part, key_ids_in(k, np, ids, n, part));
-    free(part);
+    watches_release(a->c->store, a->c->instance_id, ids, n, on_released, a);
 }
 
 void anon_release(struct anon *a, const char *id)
@@ -362,11 +289,11 @@ struct miss_op {
     char id[PROTO_MAX_ID + 1];
 };
 
-static void on_miss(void *arg, const char *err, redisReply *r)
+static void on_miss(void *arg, const char *err, long long ended)
 {
     struct miss_op *op = arg;
     struct anon *a = op->a;
-    if (err == NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 1) {
+    if (ended == 1) {
         a->not_found++;
         log_debug("anonymous watch ended: the upstream does not know the id", "request=%s",
                   op->id);
@@ -382,29 +309,22 @@ void anon_upstream_404(struct anon *a, const char *id)
 {
     if (a == NULL || !store_ready(a->c->store))
         return;
-    const char *tag = store_tag_of(a->c->store, id);
-    char k[KEY_MAX], now[24], tries[8], ttl[24], cap[24];
-    key_build(k, sizeof(k), tag, "req", id, NULL);
-    snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
-    snprintf(tries, sizeof(tries), "%d", ANON_TRIES);
-    snprintf(ttl, sizeof(ttl), "%d", ANON_NOT_FOUND_MS);
-    snprintf(cap, sizeof(cap), "%d", ANON_NOT_FOUND_CAP);
     struct miss_op *op = xcalloc(1, sizeof(*op));
     op->a = a;
     snprintf(op->id, sizeof(op->id), "%s", id);
-    const char *argv[] = {k, id, now, tag, tries, ttl, cap};
-    if (store_eval(a->c->store, &a->miss_sc, on_miss, op, 1, 7, argv, NULL) != 0)
+    if (watches_miss(a->c->store, id, ANON_TRIES, ANON_NOT_FOUND_MS, ANON_NOT_FOUND_CAP, on_miss,
+                     op) != 0)
         free(op);
 }
 
 /* ---- expiry and the timer ------------------------------------------------------------------ */
 
-static void on_expired(void *arg, const char *err, redisReply *r)
+static void on_expired(void *arg, const char *err, long long ended)
 {
     struct anon *a = arg;
-    a->expiring--; /* one call per partition */
-    if (err == NULL && r->type == REDIS_REPLY_INTEGER && r->integer > 0) {
-        a->expired += (uint64_t)r->integer;
+    a->expiring = 0;
+    if (ended > 0) {
+        a->expired += (uint64_t)ended;
         watch_kick(a->c->watch);
     }
 }
@@ -426,15 +346,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     }
     if (now >= a->next_expire && !a->expiring) {
         a->next_expire = now + ANON_EXPIRE_MS;
-        char k[KEY_MAX], wall[24];
-        snprintf(wall, sizeof(wall), "%lld", (long long)wall_ms());
-        for (unsigned p = 0; p < store_partitions(a->c->store); p++) {
-            const char *tag = store_part_tag(a->c->store, p);
-            key_build(k, sizeof(k), tag, "anonx", NULL, NULL);
-            const char *argv[] = {k, wall, ANON_EXPIRE_BATCH, tag};
-            if (store_eval(a->c->store, &a->expire_sc, on_expired, a, 1, 4, argv, NULL) == 0)
-                a->expiring++;
-        }
+        if (watches_hold_expire(a->c->store, ANON_EXPIRE_BATCH, on_expired, a) == 0)
+            a->expiring = 1;
     }
     if (now >= a->next_log) {
         a->next_log = now + ANON_LOG_MS;
@@ -496,10 +409,6 @@ struct anon *anon_new(struct core *c)
     a->addrs = idmap_new();
     a->reads = idmap_new();
     a->t0 = mono_ms();
-    store_script_init(&a->hold_sc, "anon_hold");
-    store_script_init(&a->release_sc, "anon_release");
-    store_script_init(&a->expire_sc, "anon_expire");
-    store_script_init(&a->miss_sc, "anon_miss");
     a->tick_ev = event_new(c->base, -1, EV_PERSIST, on_tick, a);
     return a;
 }

@@ -1,17 +1,17 @@
 /* chains.c - see chains.h. runs on: core thread.
  *
- * One tick per refresh/4 (at most 5 s): store/chains_poll.lua says whether a refresh is due
- * and ours (it took the lease), and returns the cached body when its fetch time differs from
- * the one this process last handed to the ws thread. A due refresh goes through poller_get
- * (one call from the shared budget); its end goes to store/chains_put.lua, which stores a
- * good body and releases or keeps the lease (the retry delay). */
+ * One tick per refresh/4 (at most 5 s): polls_chains_look (store/polls.h) says whether a
+ * refresh is due and ours (it took the lease), and returns the cached body when its fetch time
+ * differs from the one this process last handed to the ws thread. A due refresh goes through
+ * poller_get (one call from the shared budget); its end goes to polls_chains_put, which stores
+ * a good body and releases or keeps the lease (the retry delay). */
 #include "relay/ingest/chains.h"
 #include "relay/core.h"
 #include "relay/common/log.h"
 #include "relay/common/util.h"
 #include "relay/edge/xq.h"
 #include "relay/ingest/poller.h"
-#include "store/keys.h"
+#include "store/polls.h"
 #include "store/store.h"
 
 #include <event2/event.h>
@@ -28,10 +28,9 @@
 struct chains {
     struct core *c;
     struct event *tick_ev;
-    struct store_script poll_sc, put_sc;
     char known_at[24]; /* fetch time of the list last handed to the ws thread ("" = none) */
-    int looking;       /* a chains_poll.lua call in flight */
-    int fetching;      /* a refresh in flight (poller_get .. chains_put.lua) */
+    int looking;       /* a polls_chains_look in flight */
+    int fetching;      /* a refresh in flight (poller_get .. polls_chains_put) */
 };
 
 static const char *const slim_keys[] = {
@@ -76,18 +75,11 @@ out:
 
 /* ---- the end of a refresh ------------------------------------------------------------------ */
 
-static void keys(struct chains *ch, char *k_list, char *k_lease)
-{
-    const char *tag = store_tag(ch->c->store);
-    key_build(k_list, KEY_MAX, tag, "chains", NULL, NULL);
-    key_build(k_lease, KEY_MAX, tag, "chainsl", NULL, NULL);
-}
-
-static void on_put(void *arg, const char *err, redisReply *r)
+static void on_put(void *arg, const char *err, int stored)
 {
     struct chains *ch = arg;
     ch->fetching = 0;
-    if (err == NULL && r->type == REDIS_REPLY_INTEGER && r->integer == 1)
+    if (stored)
         event_active(ch->tick_ev, EV_TIMEOUT, 0); /* hand the new list over now */
 }
 
@@ -96,15 +88,8 @@ static void on_put(void *arg, const char *err, redisReply *r)
 static void put(struct chains *ch, const char *body, size_t len, int64_t hold_ms,
                 int ends_fetch)
 {
-    char k_list[KEY_MAX], k_lease[KEY_MAX], now[24], hold[24];
-    keys(ch, k_list, k_lease);
-    snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
-    snprintf(hold, sizeof(hold), "%lld", (long long)hold_ms);
-    const char *argv[] = {k_list, k_lease, body ? body : "", now, ch->c->instance_id, hold};
-    const size_t lens[] = {strlen(k_list), strlen(k_lease), body ? len : 0, strlen(now),
-                           strlen(ch->c->instance_id), strlen(hold)};
-    if (store_eval(ch->c->store, &ch->put_sc, ends_fetch ? on_put : NULL, ch, 2, 6, argv,
-                   lens) != 0 && ends_fetch)
+    if (polls_chains_put(ch->c->store, ch->c->instance_id, body, len, hold_ms,
+                         ends_fetch ? on_put : NULL, ch) != 0 && ends_fetch)
         ch->fetching = 0; /* Redis is gone: the lease expires by itself */
 }
 
@@ -139,10 +124,10 @@ static void on_fetched(void *arg, const struct httpc_resp *r)
 
 /* ---- the periodic look ------------------------------------------------------------------- */
 
-static void hand_to_ws(struct chains *ch, const redisReply *body)
+static void hand_to_ws(struct chains *ch, const char *body, size_t body_len)
 {
     size_t len = 0;
-    char *slim = chains_slim(body->str, body->len, &len);
+    char *slim = chains_slim(body, body_len, &len);
     if (slim == NULL) {
         log_warn("cached chain list unreadable: not handed to the dashboard port", "");
         return;
@@ -153,18 +138,17 @@ static void hand_to_ws(struct chains *ch, const redisReply *body)
     free(slim);
 }
 
-static void on_poll(void *arg, const char *err, redisReply *r)
+static void on_look(void *arg, const char *err, const struct polls_chains_seen *r)
 {
     struct chains *ch = arg;
     ch->looking = 0;
-    if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
-        r->element[0]->type != REDIS_REPLY_INTEGER || r->element[1]->type != REDIS_REPLY_STRING)
+    if (err != NULL)
         return; /* next tick */
-    if (r->elements >= 3 && r->element[2]->type == REDIS_REPLY_STRING) {
-        hand_to_ws(ch, r->element[2]);
-        snprintf(ch->known_at, sizeof(ch->known_at), "%s", r->element[1]->str);
+    if (r->body != NULL) {
+        hand_to_ws(ch, r->body, r->body_len);
+        snprintf(ch->known_at, sizeof(ch->known_at), "%s", r->at);
     }
-    if (r->element[0]->integer != 1)
+    if (!r->fetch)
         return;
     if (ch->fetching || ch->c->shutting_down) {
         put(ch, NULL, 0, 0, 0);
@@ -182,14 +166,12 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     struct chains *ch = arg;
     if (ch->looking || ch->c->shutting_down || !store_ready(ch->c->store))
         return;
-    char k_list[KEY_MAX], k_lease[KEY_MAX], now[24], period[24], lease[16];
-    keys(ch, k_list, k_lease);
-    snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
-    snprintf(period, sizeof(period), "%lld", (long long)ch->c->cfg->chains_refresh_ms);
-    snprintf(lease, sizeof(lease), "%d", LEASE_MS);
-    const char *argv[] = {k_list, k_lease, now, period, lease, ch->c->instance_id, ch->known_at};
+    struct polls_chains_look q = {.period_ms = ch->c->cfg->chains_refresh_ms,
+                                  .lease_ms = LEASE_MS,
+                                  .holder = ch->c->instance_id,
+                                  .known_at = ch->known_at};
     ch->looking = 1;
-    if (store_eval(ch->c->store, &ch->poll_sc, on_poll, ch, 2, 7, argv, NULL) != 0)
+    if (polls_chains_look(ch->c->store, &q, on_look, ch) != 0)
         ch->looking = 0;
 }
 
@@ -204,8 +186,6 @@ struct chains *chains_new(struct core *c)
 {
     struct chains *ch = xcalloc(1, sizeof(*ch));
     ch->c = c;
-    store_script_init(&ch->poll_sc, "chains_poll");
-    store_script_init(&ch->put_sc, "chains_put");
     ch->tick_ev = event_new(c->base, -1, EV_PERSIST, on_tick, ch);
     store_on_state(c->store, on_store_state, ch);
     return ch;

@@ -1,8 +1,8 @@
 /* poller.c - see poller.h. runs on: core thread.
  *
- * Every upstream HTTP call is reserved first with store/poll_claim.lua, which draws from the
- * paced budget (a token bucket) shared by all processes and hands out the most overdue
- * requests first.
+ * Every upstream HTTP call is reserved first from the paced budget (a token bucket) shared by
+ * all processes, and due polls are claimed most overdue first: both through store/polls.h,
+ * which owns the scripts and the partitions.
  * A claimed request is pushed a lease into the future, so a crashed process only delays it.
  * 429/5xx/timeouts pause all polling with capped exponential backoff (Retry-After wins).
  * A key the upstream refuses (401/403 to any keyed call) is reported (warn line once a minute,
@@ -18,7 +18,7 @@
 #include "relay/ingest/upstream.h"
 #include "relay/common/util.h"
 #include "protocol/normalize.h"
-#include "store/keys.h"
+#include "store/polls.h"
 #include "store/store.h"
 
 #include <event2/event.h>
@@ -59,9 +59,7 @@ struct fetch {
 struct poller {
     struct core *c;
     struct event *tick_ev;
-    struct store_script claim_sc, due_sc, set_sc;
-    struct store_script btake_sc, bgive_sc, ptake_sc; /* several partitions: poll_round */
-    unsigned rot;              /* the partition a poll round starts at, turning */
+    unsigned rounds;           /* claims of polls so far (where a claim starts: polls.h) */
     char *api;                 /* base URL without trailing slash */
     char *key_header;          /* "x-api-key: ..." or NULL */
     int inflight;
@@ -192,12 +190,7 @@ static void note_result(struct poller *p, const struct httpc_resp *r)
  * meanwhile stays unpolled). tier 0 keeps the request's tier. */
 static void reschedule(struct poller *p, const char *id, char tier, int64_t at)
 {
-    char k[KEY_MAX], atbuf[24], t[2] = {tier, 0};
-    const char *tag = store_tag_of(p->c->store, id);
-    key_build(k, sizeof(k), tag, "req", id, NULL);
-    snprintf(atbuf, sizeof(atbuf), "%lld", (long long)at);
-    const char *argv[] = {k, id, t, atbuf, tag};
-    store_eval(p->c->store, &p->set_sc, NULL, NULL, 1, 5, argv, NULL);
+    polls_set(p->c->store, id, tier, at);
 }
 
 /* The poll period of a request unchanged for idle ms: the base period, growing with the
@@ -443,30 +436,12 @@ static void fetch_page(struct poller *p, enum page_kind kind)
 
 static void gap_fallback_all(struct poller *p)
 {
-    char k1[KEY_MAX], k2[KEY_MAX], now[24];
-    snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
-    for (unsigned k = 0; k < store_partitions(p->c->store); k++) { /* each partition's tiers */
-        const char *tag = store_part_tag(p->c->store, k);
-        key_build(k1, sizeof(k1), tag, "poll", NULL, NULL);
-        key_build(k2, sizeof(k2), tag, "pollu", NULL, NULL);
-        const char *argv[] = {k1, k2, now};
-        store_eval(p->c->store, &p->due_sc, NULL, NULL, 2, 3, argv, NULL);
-    }
+    polls_due_now(p->c->store, POLLS_TIERS_ACTIVE);
 }
 
 void poller_ws_lost(struct poller *p)
 {
-    char ku[KEY_MAX], ka[KEY_MAX], ks[KEY_MAX], kn[KEY_MAX], now[24];
-    snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
-    for (unsigned k = 0; k < store_partitions(p->c->store); k++) { /* each partition's tiers */
-        const char *tag = store_part_tag(p->c->store, k);
-        key_build(ku, sizeof(ku), tag, "pollu", NULL, NULL);
-        key_build(ka, sizeof(ka), tag, "poll", NULL, NULL);
-        key_build(ks, sizeof(ks), tag, "polls", NULL, NULL);
-        key_build(kn, sizeof(kn), tag, "polln", NULL, NULL);
-        const char *argv[] = {ku, ka, ks, kn, now};
-        store_eval(p->c->store, &p->due_sc, NULL, NULL, 4, 5, argv, NULL);
-    }
+    polls_due_now(p->c->store, POLLS_TIERS_ALL);
 }
 
 void poller_gap(void *poller, int64_t since_wall_ms)
@@ -544,7 +519,7 @@ static void on_event(void *arg, enum proto_verdict v, const struct status_event 
 
 struct claim_op {
     struct poller *p;
-    enum { CLAIM_POLLS, CLAIM_PAGE, CLAIM_FETCH, CLAIM_READ, CLAIM_GET } what;
+    enum { CLAIM_PAGE, CLAIM_FETCH, CLAIM_READ, CLAIM_GET } what;
     enum page_kind kind;
     char id[PROTO_MAX_ID + 1];
     poller_fetch_cb *cb;
@@ -637,16 +612,14 @@ static void fetch_done(void *arg, long status, const char *body, size_t len)
     free(f);
 }
 
-static void on_claimed(void *arg, const char *err, redisReply *r)
+/* The budget's answer to a reservation of one call (reserve). */
+static void on_reserved(void *arg, const char *err, int granted)
 {
     struct claim_op *op = arg;
     struct poller *p = op->p;
-    if (op->what == CLAIM_POLLS)
-        p->claiming = 0;
-    int ok = err == NULL && r->type == REDIS_REPLY_ARRAY && r->elements >= 1;
-    long long extra = ok ? r->element[0]->integer : 0;
+    int ok = err == NULL;
     if (op->what == CLAIM_GET) {
-        if (extra > 0) {
+        if (granted > 0) {
             get_one(op); /* takes op */
             return;
         }
@@ -656,177 +629,61 @@ static void on_claimed(void *arg, const char *err, redisReply *r)
         free(op->path);
     } else if (op->what == CLAIM_READ) {
         p->read_claiming = 0;
-        if (extra > 0 && p->nreads > 0) {
+        if (granted > 0 && p->nreads > 0) {
             read_request(p, p->reads[0]);
             free(p->reads[0]);
             memmove(p->reads, p->reads + 1, (size_t)(--p->nreads) * sizeof(p->reads[0]));
         }
     } else if (op->what == CLAIM_PAGE) {
-        if (extra > 0)
+        if (granted > 0)
             fetch_page(p, op->kind);
         else
             p->page_inflight = 0;
-    } else if (op->what == CLAIM_FETCH) {
-        if (extra > 0) {
-            poll_one(p, op->id, op->cb, op->arg); /* op->cb is fetch_done */
-        } else {
-            if (ok)
-                p->c->metrics.budget_denied++;
-            op->cb(op->arg, 0, "", 0);
-        }
-    } else if (ok) {
-        for (size_t i = 1; i < r->elements; i++)
-            if (r->element[i]->type == REDIS_REPLY_STRING)
-                poll_one(p, r->element[i]->str, NULL, NULL);
+    } else if (granted > 0) { /* CLAIM_FETCH */
+        poll_one(p, op->id, op->cb, op->arg); /* op->cb is fetch_done */
+    } else {
+        if (ok)
+            p->c->metrics.budget_denied++;
+        op->cb(op->arg, 0, "", 0);
     }
     free(op);
 }
 
-/* ---- polls of a deployment with several partitions (docs/partitions.md) ----------------------
- * The budget bucket is a deployment key and the poll tiers are partition keys: a round takes
- * the calls first (store/budget_take.lua), then claims due polls partition by partition
- * (store/poll_take.lua: the tracked tiers of every partition, then the anonymous tier of
- * every partition with at most half of what is left), starting at a partition that turns
- * each round, and gives back what it did not use (store/budget_give.lua). */
-struct poll_round {
-    struct poller *p;
-    int granted, avail, taken; /* calls taken from the budget, tokens there were, polls claimed */
-    int pass;                  /* 0: tracked tiers, 1: the anonymous tier */
-    unsigned start, i;         /* partition start + i is asked next */
-};
-
-/* budget_take.lua / budget_give.lua on the deployment's bucket: n calls. */
-static int budget_call(struct poller *p, struct store_script *sc, store_cb *cb, void *arg,
-                       int n)
+/* Reserve one call besides the polls (store/polls.h: from the shared budget, an anonymous
+ * status read from its own share too). Takes op: freed here on -1 (Redis not ready). */
+static int reserve(struct poller *p, struct claim_op *op)
 {
-    char k[KEY_MAX], now[24], ns[16], budget[24];
-    key_build(k, sizeof(k), store_tag(p->c->store), "budget", NULL, NULL);
-    snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
-    snprintf(ns, sizeof(ns), "%d", n);
-    snprintf(budget, sizeof(budget), "%lld", (long long)p->c->cfg->upstream_budget);
-    const char *argv[] = {k, now, ns, budget};
-    return store_eval(p->c->store, sc, cb, arg, 1, 4, argv, NULL);
-}
-
-static void round_end(struct poll_round *rd)
-{
-    struct poller *p = rd->p;
-    p->claiming = 0;
-    int unused = rd->granted - rd->taken;
-    if (unused > 0)
-        budget_call(p, &p->bgive_sc, NULL, NULL, unused);
-    free(rd);
-}
-
-static void round_next(struct poll_round *rd);
-
-static void on_taken(void *arg, const char *err, redisReply *r)
-{
-    struct poll_round *rd = arg;
-    if (err != NULL || r->type != REDIS_REPLY_ARRAY) {
-        round_end(rd);
-        return;
-    }
-    for (size_t i = 0; i < r->elements; i++)
-        if (r->element[i]->type == REDIS_REPLY_STRING) {
-            poll_one(rd->p, r->element[i]->str, NULL, NULL);
-            rd->taken++;
-        }
-    rd->i++;
-    round_next(rd);
-}
-
-static void round_next(struct poll_round *rd)
-{
-    struct poller *p = rd->p;
-    unsigned np = store_partitions(p->c->store);
-    if (rd->i == np && rd->pass == 0)
-        rd->pass = 1, rd->i = 0;
-    int left = rd->granted - rd->taken;
-    int anon = (rd->avail - rd->taken) / 2;
-    if (anon > left)
-        anon = left;
-    if (rd->i == np || left <= 0 || (rd->pass == 1 && anon <= 0)) {
-        round_end(rd);
-        return;
-    }
-    const char *tag = store_part_tag(p->c->store, (rd->start + rd->i) % np);
-    char ku[KEY_MAX], ka[KEY_MAX], ks[KEY_MAX], kn[KEY_MAX], now[24], nt[16], lease[16], na[16];
-    key_build(ku, sizeof(ku), tag, "pollu", NULL, NULL);
-    key_build(ka, sizeof(ka), tag, "poll", NULL, NULL);
-    key_build(ks, sizeof(ks), tag, "polls", NULL, NULL);
-    key_build(kn, sizeof(kn), tag, "polln", NULL, NULL);
-    snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
-    snprintf(nt, sizeof(nt), "%d", rd->pass == 0 ? left : 0);
-    snprintf(lease, sizeof(lease), "%d", CLAIM_LEASE_MS);
-    snprintf(na, sizeof(na), "%d", rd->pass == 1 ? anon : 0);
-    const char *argv[] = {ku, ka, ks, kn, now, nt, lease, na};
-    if (store_eval(p->c->store, &p->ptake_sc, on_taken, rd, 4, 8, argv, NULL) != 0)
-        round_end(rd);
-}
-
-static void on_budget_taken(void *arg, const char *err, redisReply *r)
-{
-    struct poll_round *rd = arg;
-    if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
-        round_end(rd); /* nothing was granted */
-        return;
-    }
-    rd->granted = (int)r->element[0]->integer;
-    rd->avail = (int)r->element[1]->integer;
-    round_next(rd);
-}
-
-/* Start a round for up to max polls; p->claiming stays set until it ends. */
-static int round_start(struct poller *p, int max)
-{
-    struct poll_round *rd = xcalloc(1, sizeof(*rd));
-    rd->p = p;
-    rd->start = p->rot++ % store_partitions(p->c->store);
-    if (budget_call(p, &p->btake_sc, on_budget_taken, rd, max) != 0) {
-        free(rd);
-        return -1;
-    }
-    return 0;
-}
-
-/* Reserve extra calls and/or claim up to max_polls due polls (store/poll_claim.lua). With
- * several partitions a claim of polls is a poll_round; a reservation only touches the budget,
- * so it names the tiers under the deployment tag too (never read then: one slot). */
-static int claim(struct poller *p, struct claim_op *op, int max_polls, int extra)
-{
-    if (max_polls > 0 && store_partitions(p->c->store) > 1) {
-        free(op);
-        return round_start(p, max_polls);
-    }
-    char k_poll[KEY_MAX], k_budget[KEY_MAX], k_pollu[KEY_MAX], k_polls[KEY_MAX],
-        k_polln[KEY_MAX], k_budgetr[KEY_MAX], now[24], maxs[16], lease[16], budget[24],
-        extras[8], share[24] = "0";
-    int64_t t = wall_ms();
-    const char *tag = store_tag(p->c->store);
-    key_build(k_poll, sizeof(k_poll), tag, "poll", NULL, NULL);
-    key_build(k_budget, sizeof(k_budget), tag, "budget", NULL, NULL);
-    key_build(k_pollu, sizeof(k_pollu), tag, "pollu", NULL, NULL);
-    key_build(k_polls, sizeof(k_polls), tag, "polls", NULL, NULL);
-    key_build(k_polln, sizeof(k_polln), tag, "polln", NULL, NULL);
-    key_build(k_budgetr, sizeof(k_budgetr), tag, "budgetr", NULL, NULL);
+    struct polls_reserve q = {.budget = p->c->cfg->upstream_budget, .calls = 1};
     if (op->what == CLAIM_FETCH && op->anon) {
-        int64_t sh = p->c->cfg->upstream_budget / POLLER_ANON_READ_DIV;
-        snprintf(share, sizeof(share), "%lld", (long long)(sh > 0 ? sh : 1));
+        int64_t sh = q.budget / POLLER_ANON_READ_DIV;
+        q.anon_share = sh > 0 ? sh : 1;
     }
-    snprintf(now, sizeof(now), "%lld", (long long)t);
-    snprintf(maxs, sizeof(maxs), "%d", max_polls);
-    snprintf(lease, sizeof(lease), "%d", CLAIM_LEASE_MS);
-    snprintf(budget, sizeof(budget), "%lld", (long long)p->c->cfg->upstream_budget);
-    snprintf(extras, sizeof(extras), "%d", extra);
-    const char *argv[] = {k_poll, k_budget, k_pollu, k_polls, k_polln, k_budgetr, now, maxs,
-                          lease, budget, extras, max_polls ? "0" : "1", share};
     op->p = p;
-    if (store_eval(p->c->store, &p->claim_sc, on_claimed, op, 6, 13, argv, NULL) != 0) {
+    if (polls_reserve(p->c->store, &q, on_reserved, op) != 0) {
         free(op);
         return -1;
     }
     return 0;
+}
+
+static void on_polls_claimed(void *arg, const char *err, const char *const *ids, size_t n)
+{
+    struct poller *p = arg;
+    p->claiming = 0;
+    for (size_t i = 0; i < n; i++) /* claimed even when the claim failed half-way */
+        poll_one(p, ids[i], NULL, NULL);
+}
+
+/* Claim up to max due polls (store/polls.h); p->claiming stays set until the answer. */
+static void claim_polls(struct poller *p, int max)
+{
+    struct polls_claim q = {.budget = p->c->cfg->upstream_budget,
+                            .max = max,
+                            .lease_ms = CLAIM_LEASE_MS,
+                            .round = p->rounds++};
+    p->claiming = 1;
+    if (polls_claim(p->c->store, &q, on_polls_claimed, p) != 0)
+        p->claiming = 0;
 }
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)
@@ -836,13 +693,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         return;
     if (p->auth == POLLER_AUTH_REJECTED) {
         /* a refused key: one probe per pause (a due poll), nothing else until it is accepted */
-        if (p->claiming || p->inflight > 0)
-            return;
-        struct claim_op *op = xcalloc(1, sizeof(*op));
-        op->what = CLAIM_POLLS;
-        p->claiming = 1;
-        if (claim(p, op, 1, 0) != 0)
-            p->claiming = 0;
+        if (!p->claiming && p->inflight == 0)
+            claim_polls(p, 1);
         return;
     }
     if (!p->page_inflight && (p->gap_active || (p->c->cfg->discover && p->key_header &&
@@ -853,23 +705,18 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         if (op->kind == PAGE_DISCOVER && p->disc_cont == NULL)
             p->disc_next = mono_ms() + p->c->cfg->discover_interval_ms;
         p->page_inflight = 1;
-        if (claim(p, op, 0, 1) != 0)
+        if (reserve(p, op) != 0)
             p->page_inflight = 0;
     }
     if (p->nreads > 0 && !p->read_claiming) {
         struct claim_op *op = xcalloc(1, sizeof(*op));
         op->what = CLAIM_READ;
         p->read_claiming = 1;
-        if (claim(p, op, 0, 1) != 0)
+        if (reserve(p, op) != 0)
             p->read_claiming = 0;
     }
-    if (!p->claiming && p->inflight < MAX_INFLIGHT) {
-        struct claim_op *op = xcalloc(1, sizeof(*op));
-        op->what = CLAIM_POLLS;
-        p->claiming = 1;
-        if (claim(p, op, MAX_INFLIGHT - p->inflight, 0) != 0)
-            p->claiming = 0;
-    }
+    if (!p->claiming && p->inflight < MAX_INFLIGHT)
+        claim_polls(p, MAX_INFLIGHT - p->inflight);
 }
 
 int poller_fetch_now(struct poller *p, const char *id, int anonymous, poller_fetch_cb *cb,
@@ -895,7 +742,7 @@ int poller_fetch_now(struct poller *p, const char *id, int anonymous, poller_fet
     op->cb = fetch_done;
     op->arg = f;
     op->anon = anonymous;
-    if (claim(p, op, 0, 1) != 0) { /* claim freed op; cb is not called */
+    if (reserve(p, op) != 0) { /* reserve freed op; cb is not called */
         fetch_unlink(p, f);
         free(f->waiters); /* ours alone: nobody could join meanwhile */
         free(f);
@@ -916,7 +763,7 @@ int poller_get(struct poller *p, const char *path, size_t max_response, httpc_do
     op->get_cb = cb;
     op->arg = arg;
     char *keep = op->path;
-    if (claim(p, op, 0, 1) != 0) { /* claim freed op */
+    if (reserve(p, op) != 0) { /* reserve freed op */
         free(keep);
         return -1;
     }
@@ -934,12 +781,6 @@ struct poller *poller_new(struct core *c)
     p->api = xstrndup(api, n);
     if (c->cfg->upstream_api_key)
         p->key_header = xasprintf("x-api-key: %s", c->cfg->upstream_api_key);
-    store_script_init(&p->claim_sc, "poll_claim");
-    store_script_init(&p->due_sc, "poll_due");
-    store_script_init(&p->set_sc, "poll_set");
-    store_script_init(&p->btake_sc, "budget_take");
-    store_script_init(&p->bgive_sc, "budget_give");
-    store_script_init(&p->ptake_sc, "poll_take");
     p->disc_since_s = wall_ms() / 1000 - 60;
     p->tick_ev = event_new(c->base, -1, EV_PERSIST, on_tick, p);
     ingest_on_event(c->ingest, on_event, p);

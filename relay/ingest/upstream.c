@@ -18,7 +18,7 @@
 #include "relay/common/util.h"
 #include "relay/edge/xq.h"
 #include "protocol/normalize.h"
-#include "store/keys.h"
+#include "store/leader.h"
 #include "store/store.h"
 
 #include <event2/event.h>
@@ -43,8 +43,7 @@ struct upstream {
     void *on_gap_arg;
     int started;
     uint64_t rejected_logged;
-    /* leader lease: exactly one process holds the upstream websocket */
-    struct store_script lease_sc, release_sc;
+    /* leader lease: exactly one process holds the upstream websocket (store/leader.h) */
     struct event *lease_ev;
     struct event *down_ev;  /* DOWN_GRACE_MS after a loss: poller_ws_lost */
     int held;               /* we hold the lease */
@@ -103,8 +102,6 @@ struct upstream *upstream_new(struct core *c)
     u->down_since_mono = mono_ms();
     u->down_since_wall = wall_ms();
     store_on_state(c->store, on_store_state, u);
-    store_script_init(&u->lease_sc, "leader");
-    store_script_init(&u->release_sc, "leader_release");
     u->lease_ev = event_new(c->base, -1, EV_PERSIST, on_lease_tick, u);
     u->down_ev = evtimer_new(c->base, on_down_grace, u);
     return u;
@@ -147,24 +144,18 @@ static void lose_lead(struct upstream *u, const char *why)
     xq_push(u->c->to_ws, xmsg_new(XMSG_UP_STOP, 0, NULL, 0));
 }
 
-static void on_lease(void *arg, const char *err, redisReply *r)
+static void on_lease(void *arg, const char *err, int held, int ws_ok)
 {
     struct upstream *u = arg;
     u->renewing = 0;
-    if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2)
+    if (err != NULL)
         return; /* keep our view; the expiry check in on_lease_tick decides */
     u->last_renew_ok = mono_ms();
-    u->remote_ws_ok = r->element[1]->integer == 1;
-    if (r->element[0]->integer == 1 && !u->held && !u->c->shutting_down)
+    u->remote_ws_ok = ws_ok;
+    if (held && !u->held && !u->c->shutting_down)
         take_lead(u);
-    else if (r->element[0]->integer == 0 && u->held)
+    else if (!held && u->held)
         lose_lead(u, "taken");
-}
-
-static void lease_keys(struct upstream *u, char *k1, char *k2)
-{
-    key_build(k1, KEY_MAX, store_tag(u->c->store), "leader", NULL, NULL);
-    key_build(k2, KEY_MAX, store_tag(u->c->store), "wsok", NULL, NULL);
 }
 
 static void on_lease_tick(evutil_socket_t fd, short what, void *arg)
@@ -176,11 +167,8 @@ static void on_lease_tick(evutil_socket_t fd, short what, void *arg)
         lose_lead(u, "not renewed");
     if (u->renewing || u->c->shutting_down)
         return;
-    char k1[KEY_MAX], k2[KEY_MAX], ms[24];
-    lease_keys(u, k1, k2);
-    snprintf(ms, sizeof(ms), "%lld", (long long)lease);
-    const char *argv[] = {k1, k2, u->c->instance_id, ms, u->held && u->state == UP_READY ? "1" : "0"};
-    if (store_eval(u->c->store, &u->lease_sc, on_lease, u, 2, 5, argv, NULL) == 0)
+    if (leader_renew(u->c->store, u->c->instance_id, lease, u->held && u->state == UP_READY,
+                     on_lease, u) == 0)
         u->renewing = 1;
 }
 
@@ -198,10 +186,7 @@ void upstream_shutdown(struct upstream *u)
 {
     if (!u->held)
         return;
-    char k1[KEY_MAX], k2[KEY_MAX];
-    lease_keys(u, k1, k2);
-    const char *argv[] = {k1, k2, u->c->instance_id};
-    store_eval(u->c->store, &u->release_sc, NULL, NULL, 2, 3, argv, NULL);
+    leader_release(u->c->store, u->c->instance_id);
     u->held = 0;
     xq_push(u->c->to_ws, xmsg_new(XMSG_UP_STOP, 0, NULL, 0));
 }
@@ -305,19 +290,20 @@ void upstream_track(struct upstream *u, const char *id)
 }
 
 struct stale_mark {
-    unsigned part, nparts;
+    upstream_scope_fn *in_scope;
+    const void *scope;
 };
 
 static void mark_stale(void *arg, const char *id, uint32_t *value)
 {
     const struct stale_mark *m = arg;
-    if (key_partition(id, strlen(id), m->nparts) == m->part)
+    if (m->in_scope(m->scope, id))
         *value |= SUB_STALE;
 }
 
-void upstream_sync_begin(struct upstream *u, unsigned part, unsigned nparts)
+void upstream_sync_begin(struct upstream *u, upstream_scope_fn *in_scope, const void *scope)
 {
-    struct stale_mark m = {part, nparts};
+    struct stale_mark m = {in_scope, scope};
     idmap_each(u->subs, mark_stale, &m);
 }
 

@@ -34,10 +34,12 @@ void upstream_on_msg(struct upstream *u, const struct xmsg *m);
  * lease holder sends frames). */
 void upstream_track(struct upstream *u, const char *id);
 void upstream_untrack(struct upstream *u, const char *id);
-/* A full copy of the watched set of partition part (of nparts: store/keys.h) follows:
- * upstream_sync_begin, upstream_track for each id of it, upstream_sync_end unsubscribes every
- * id of that partition that was not named in between (ids of other partitions stay). */
-void upstream_sync_begin(struct upstream *u, unsigned part, unsigned nparts);
+/* A full copy of one part of the watched set follows (the store's partition: in_scope(scope,
+ * id) says whether id belongs to it): upstream_sync_begin, upstream_track for each id of it,
+ * upstream_sync_end unsubscribes every id of that part that was not named in between (other
+ * ids stay). */
+typedef int upstream_scope_fn(const void *scope, const char *id);
+void upstream_sync_begin(struct upstream *u, upstream_scope_fn *in_scope, const void *scope);
 void upstream_sync_end(struct upstream *u);
 /* 1 when the websocket is ready and the subscription of id is acknowledged. */
 int upstream_confirmed(const struct upstream *u, const char *id);

@@ -1,17 +1,19 @@
 /* watch.c - see watch.h. runs on: core thread.
  *
- * Sync: this process remembers the last change version of the watched set it applied; each
- * tick asks store/watch_sync.lua for the changes after it (or the whole set, after a start,
- * a Redis reconnect, or when the unwatch log no longer reaches back that far) and tracks or
- * untracks the ids in the upstream module. Only the lease holder turns those into frames;
- * the others just keep the set, so a takeover starts from a complete copy. */
+ * Sync: the change feed of store/watches.h remembers the last change version of the watched
+ * set this process applied (one per partition); each tick asks it for the changes after it
+ * (or the whole set, after a start, a Redis reconnect, or when the unwatch log no longer
+ * reaches back that far) and tracks or untracks the ids in the upstream module. Only the lease
+ * holder turns those into frames; the others just keep the set, so a takeover starts from a
+ * complete copy. Expiry, gauges and the start-up conversions are store/watches.h calls too:
+ * the store sends one command per partition and answers once. */
 #include "relay/ingest/watch.h"
 #include "relay/core.h"
 #include "relay/common/log.h"
 #include "relay/ingest/upstream.h"
 #include "relay/common/util.h"
-#include "store/keys.h"
 #include "store/store.h"
+#include "store/watches.h"
 
 #include <event2/event.h>
 #include <stdio.h>
@@ -19,108 +21,69 @@
 #include <string.h>
 
 #define WATCH_SYNC_MS 250
-#define WATCH_SYNC_BATCH "5000"
+#define WATCH_SYNC_BATCH 5000
 #define WATCH_EXPIRE_MS 1000
-#define WATCH_EXPIRE_BATCH "500"
+#define WATCH_EXPIRE_BATCH 500
 #define WATCH_STATS_MS 5000
-#define WATCH_STATS_CAP "10000"
-#define MIGRATE_BATCH "1000"
-
-/* One partition's sync state (docs/partitions.md: each partition has its own watch set and
- * version counter); the callback argument of its calls. */
-struct wpart {
-    struct watch *w;
-    unsigned k;
-    long long version; /* last change version applied; -1 = none (full sync next) */
-    int syncing;
-};
+#define WATCH_STATS_CAP 10000
+#define MIGRATE_BATCH 1000
 
 struct watch {
     struct core *c;
     struct event *tick_ev;
-    struct store_script sync_sc, expire_sc, stats_sc, migrate_sc, fallback_sc;
-    unsigned np;          /* partitions */
-    struct wpart *parts;  /* np of them */
+    struct watches_feed *feed; /* owned */
     int expiring, stats_busy, migrated, migrating; /* expiring, stats_busy: calls in flight */
-    int expire_full;      /* an expiry batch came back full: expire again at once */
     /* start-up: settle the fallback watches an earlier version kept active, partition by
      * partition (store/watch_fallback.lua) */
-    unsigned fb_part;     /* partition being walked; np = done */
-    long long fb_cursor;
-    int fb_busy;
+    struct watches_cursor fb_at;
+    int fb_done, fb_busy;
+    struct watches_cursor mig_at;
     int64_t next_expire, next_stats; /* mono ms */
-    /* the gauges being summed over the partitions' watch_stats.lua answers */
-    int64_t acc_oldest, acc_stuck, acc_by_status[METRICS_STATUSES + 1];
 };
 
-void watch_args_get(const struct core *c, struct watch_args *out)
+void watch_windows(const struct core *c, struct watches_windows *out)
 {
-    snprintf(out->wttl, sizeof(out->wttl), "%lld", (long long)c->cfg->waiting_ttl_ms);
-    snprintf(out->settled, sizeof(out->settled), "%lld", (long long)c->cfg->settled_watch_ms);
-    snprintf(out->ftail, sizeof(out->ftail), "%lld", (long long)c->cfg->failure_tail_ms);
+    out->waiting_ttl_ms = c->cfg->waiting_ttl_ms;
+    out->settled_ms = c->cfg->settled_watch_ms;
+    out->failure_tail_ms = c->cfg->failure_tail_ms;
 }
 
 /* ---- sync -------------------------------------------------------------------------------- */
 
-static void on_sync(void *arg, const char *err, redisReply *r)
+/* An upstream_scope_fn: is id in the part of the watched set batch b is about? */
+static int batch_covers(const void *b, const char *id)
 {
-    struct wpart *wp = arg;
-    struct watch *w = wp->w;
-    wp->syncing = 0;
-    if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
-        r->element[0]->type != REDIS_REPLY_INTEGER || r->element[1]->type != REDIS_REPLY_INTEGER)
-        return; /* try again next tick */
-    struct upstream *u = w->c->upstream;
-    int full = r->element[1]->integer == 1;
-    if (full)
-        upstream_sync_begin(u, wp->k, w->np);
-    for (size_t i = 2; i + 1 < r->elements; i += 2) {
-        const redisReply *id = r->element[i], *on = r->element[i + 1];
-        if (id->type != REDIS_REPLY_STRING || on->type != REDIS_REPLY_INTEGER)
-            continue;
-        if (on->integer == 1)
-            upstream_track(u, id->str);
-        else
-            upstream_untrack(u, id->str);
-    }
-    if (full) {
-        upstream_sync_end(u);
-        if (w->np <= 1)
-            log_info("watched requests loaded", "count=%llu version=%lld",
-                     (unsigned long long)upstream_subscriptions(u), r->element[0]->integer);
-        else
-            log_info("watched requests loaded", "count=%llu version=%lld partition=%u",
-                     (unsigned long long)upstream_subscriptions(u), r->element[0]->integer,
-                     wp->k);
-    }
-    long long prev = wp->version;
-    wp->version = r->element[0]->integer;
-    if (!full && wp->version > prev && r->elements > 2)
-        watch_kick(w); /* a batch may have been cut: read on at once */
+    return watches_batch_covers(b, id);
 }
 
-static void sync_part(struct wpart *wp)
+/* One partition's batch of changes (the feed's callback). */
+static void on_sync(void *arg, const char *err, const struct watches_batch *b)
 {
-    struct watch *w = wp->w;
-    const char *tag = store_part_tag(w->c->store, wp->k);
-    char k1[KEY_MAX], k2[KEY_MAX], k3[KEY_MAX], k4[KEY_MAX], ver[24];
-    key_build(k1, sizeof(k1), tag, "watch", NULL, NULL);
-    key_build(k2, sizeof(k2), tag, "unwatch", NULL, NULL);
-    key_build(k3, sizeof(k3), tag, "wver", NULL, NULL);
-    key_build(k4, sizeof(k4), tag, "wlow", NULL, NULL);
-    snprintf(ver, sizeof(ver), "%lld", wp->version);
-    const char *argv[] = {k1, k2, k3, k4, ver, WATCH_SYNC_BATCH};
-    if (store_eval(w->c->store, &w->sync_sc, on_sync, wp, 4, 6, argv, NULL) == 0)
-        wp->syncing = 1;
+    struct watch *w = arg;
+    if (err != NULL)
+        return; /* try again next tick */
+    struct upstream *u = w->c->upstream;
+    if (b->full)
+        upstream_sync_begin(u, batch_covers, b);
+    for (size_t i = 0; i < b->n; i++) {
+        if (b->v[i].watched)
+            upstream_track(u, b->v[i].id);
+        else
+            upstream_untrack(u, b->v[i].id);
+    }
+    if (b->full) {
+        upstream_sync_end(u);
+        log_info("watched requests loaded", "count=%llu version=%lld partition=%u",
+                 (unsigned long long)upstream_subscriptions(u), b->version, b->part);
+    }
+    if (b->more)
+        watch_kick(w); /* a batch may have been cut: read on at once */
 }
 
 static void sync_now(struct watch *w)
 {
-    if (!store_ready(w->c->store) || w->c->upstream == NULL)
-        return;
-    for (unsigned k = 0; k < w->np; k++)
-        if (!w->parts[k].syncing)
-            sync_part(&w->parts[k]);
+    if (w->c->upstream != NULL)
+        watches_feed_read(w->feed);
 }
 
 void watch_kick(struct watch *w)
@@ -131,18 +94,13 @@ void watch_kick(struct watch *w)
 
 /* ---- expiry -------------------------------------------------------------------------------- */
 
-static void on_expired(void *arg, const char *err, redisReply *r)
+static void on_expired(void *arg, const char *err, const char *const *ended, size_t n)
 {
     struct watch *w = arg;
-    w->expiring--; /* one call per partition */
-    if (err == NULL && r->type == REDIS_REPLY_ARRAY && r->elements > 0) {
-        for (size_t i = 0; i < r->elements; i++)
-            if (r->element[i]->type == REDIS_REPLY_STRING)
-                log_info("watch ended", "request=%s", r->element[i]->str);
-        w->expire_full = 1;
-    }
-    if (w->expiring == 0 && w->expire_full) {
-        w->expire_full = 0;
+    w->expiring = 0;
+    for (size_t i = 0; i < n; i++)
+        log_info("watch ended", "request=%s", ended[i]);
+    if (n > 0) {
         w->next_expire = 0; /* a full batch: there may be more */
         sync_now(w);
     }
@@ -150,17 +108,10 @@ static void on_expired(void *arg, const char *err, redisReply *r)
 
 static void expire_now(struct watch *w)
 {
-    char k[KEY_MAX], now[24];
-    struct watch_args wa;
-    watch_args_get(w->c, &wa);
-    snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
-    for (unsigned p = 0; p < w->np; p++) {
-        const char *tag = store_part_tag(w->c->store, p);
-        key_build(k, sizeof(k), tag, "wend", NULL, NULL);
-        const char *argv[] = {k, now, WATCH_EXPIRE_BATCH, tag, wa.wttl, wa.settled, wa.ftail};
-        if (store_eval(w->c->store, &w->expire_sc, on_expired, w, 1, 7, argv, NULL) == 0)
-            w->expiring++;
-    }
+    struct watches_windows win;
+    watch_windows(w->c, &win);
+    if (watches_expire(w->c->store, &win, WATCH_EXPIRE_BATCH, on_expired, w) == 0)
+        w->expiring = 1;
 }
 
 /* ---- gauges -------------------------------------------------------------------------------- */
@@ -173,86 +124,56 @@ static int status_index(const char *st)
     return METRICS_STATUSES;
 }
 
-/* One partition's answer, summed into acc_*; the gauges change once every partition
- * answered (a round with a failed answer keeps the previous gauges). */
-static void on_stats(void *arg, const char *err, redisReply *r)
+/* Every partition's answer summed; a round with a failed answer keeps the previous gauges. */
+static void on_stats(void *arg, const char *err, const struct watches_stats *r)
 {
     struct watch *w = arg;
-    w->stats_busy--;
-    if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 2) {
-        w->acc_stuck = -1; /* this round is incomplete */
-    } else if (w->acc_stuck >= 0) {
-        long long oldest = r->element[0]->integer;
-        if (oldest >= 0 && (w->acc_oldest < 0 || oldest < w->acc_oldest))
-            w->acc_oldest = oldest;
-        w->acc_stuck += r->element[1]->integer;
-        for (size_t i = 2; i + 1 < r->elements; i += 2)
-            if (r->element[i]->type == REDIS_REPLY_STRING &&
-                r->element[i + 1]->type == REDIS_REPLY_INTEGER)
-                w->acc_by_status[status_index(r->element[i]->str)] +=
-                    r->element[i + 1]->integer;
-    }
-    if (w->stats_busy > 0 || w->acc_stuck < 0)
+    w->stats_busy = 0;
+    if (err != NULL)
         return;
     struct metrics *m = &w->c->metrics;
-    m->oldest_unsettled_ms = w->acc_oldest;
-    m->requests_stuck = w->acc_stuck;
+    m->oldest_unsettled_ms = r->oldest_ms;
+    m->requests_stuck = r->stuck;
     for (int i = 0; i <= METRICS_STATUSES; i++)
-        m->stuck_by_status[i] = w->acc_by_status[i];
+        m->stuck_by_status[i] = 0;
+    for (size_t i = 0; i < r->n; i++)
+        m->stuck_by_status[status_index(r->by_status[i].status)] += r->by_status[i].n;
 }
 
 static void stats_now(struct watch *w)
 {
-    char k1[KEY_MAX], k2[KEY_MAX], cutoff[24];
-    snprintf(cutoff, sizeof(cutoff), "%lld", (long long)(wall_ms() - w->c->cfg->stuck_after_ms));
-    w->acc_oldest = -1;
-    w->acc_stuck = 0;
-    for (int i = 0; i <= METRICS_STATUSES; i++)
-        w->acc_by_status[i] = 0;
-    for (unsigned p = 0; p < w->np; p++) {
-        const char *tag = store_part_tag(w->c->store, p);
-        key_build(k1, sizeof(k1), tag, "act", NULL, NULL);
-        key_build(k2, sizeof(k2), tag, "unset", NULL, NULL);
-        const char *argv[] = {k1, k2, cutoff, tag, WATCH_STATS_CAP};
-        if (store_eval(w->c->store, &w->stats_sc, on_stats, w, 2, 5, argv, NULL) == 0)
-            w->stats_busy++;
-        else
-            w->acc_stuck = -1; /* not every partition asked: keep the gauges */
-    }
+    int64_t cutoff = wall_ms() - w->c->cfg->stuck_after_ms;
+    if (watches_stats(w->c->store, cutoff, WATCH_STATS_CAP, on_stats, w) == 0)
+        w->stats_busy = 1;
 }
 
 /* ---- migration of requests tracked before watches existed ------------------------------------ */
 
-static void migrate_step(struct watch *w, long long cursor);
+static void migrate_step(struct watch *w);
 
-static void on_migrated(void *arg, const char *err, redisReply *r)
+static void on_migrated(void *arg, const char *err, const struct watches_cursor *next, int done,
+                        long long count)
 {
     struct watch *w = arg;
     w->migrating = 0;
-    if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2)
+    if (err != NULL)
         return; /* tried again on the next tick */
-    if (r->element[1]->integer > 0)
-        log_info("watches given to requests tracked by an earlier version", "count=%lld",
-                 r->element[1]->integer);
-    if (r->element[0]->integer == 0) {
+    if (count > 0)
+        log_info("watches given to requests tracked by an earlier version", "count=%lld", count);
+    w->mig_at = *next;
+    if (done) {
         w->migrated = 1;
         sync_now(w);
     } else {
-        migrate_step(w, r->element[0]->integer);
+        migrate_step(w);
     }
 }
 
-static void migrate_step(struct watch *w, long long cursor)
+static void migrate_step(struct watch *w)
 {
-    const char *tag = store_tag(w->c->store);
-    char k[KEY_MAX], now[24], cur[24];
-    struct watch_args wa;
-    watch_args_get(w->c, &wa);
-    key_build(k, sizeof(k), tag, "poll", NULL, NULL);
-    snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
-    snprintf(cur, sizeof(cur), "%lld", cursor);
-    const char *argv[] = {k, now, MIGRATE_BATCH, tag, wa.wttl, wa.settled, wa.ftail, cur};
-    if (store_eval(w->c->store, &w->migrate_sc, on_migrated, w, 1, 8, argv, NULL) == 0)
+    struct watches_windows win;
+    watch_windows(w->c, &win);
+    if (watches_migrate(w->c->store, &win, &w->mig_at, MIGRATE_BATCH, on_migrated, w) == 0)
         w->migrating = 1;
 }
 
@@ -260,33 +181,27 @@ static void migrate_step(struct watch *w, long long cursor)
 
 static void fallback_step(struct watch *w);
 
-static void on_fallback(void *arg, const char *err, redisReply *r)
+static void on_fallback(void *arg, const char *err, const struct watches_cursor *next, int done,
+                        long long count)
 {
     struct watch *w = arg;
     w->fb_busy = 0;
-    if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2)
+    if (err != NULL)
         return; /* tried again on the next tick */
-    if (r->element[1]->integer > 0)
+    if (count > 0)
         log_info("fallback watches settled (kept active by an earlier version)",
-                 "count=%lld partition=%u", r->element[1]->integer, w->fb_part);
-    w->fb_cursor = r->element[0]->integer;
-    if (w->fb_cursor == 0)
-        w->fb_part++;
-    if (w->fb_part < w->np)
+                 "count=%lld partition=%u", count, w->fb_at.part);
+    w->fb_at = *next;
+    w->fb_done = done;
+    if (!done)
         fallback_step(w);
 }
 
 static void fallback_step(struct watch *w)
 {
-    const char *tag = store_part_tag(w->c->store, w->fb_part);
-    char k[KEY_MAX], now[24], cur[24];
-    struct watch_args wa;
-    watch_args_get(w->c, &wa);
-    key_build(k, sizeof(k), tag, "act", NULL, NULL);
-    snprintf(now, sizeof(now), "%lld", (long long)wall_ms());
-    snprintf(cur, sizeof(cur), "%lld", w->fb_cursor);
-    const char *argv[] = {k, now, MIGRATE_BATCH, tag, wa.wttl, wa.settled, wa.ftail, cur};
-    if (store_eval(w->c->store, &w->fallback_sc, on_fallback, w, 1, 8, argv, NULL) == 0)
+    struct watches_windows win;
+    watch_windows(w->c, &win);
+    if (watches_fallback(w->c->store, &win, &w->fb_at, MIGRATE_BATCH, on_fallback, w) == 0)
         w->fb_busy = 1;
 }
 
@@ -297,14 +212,14 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     struct watch *w = arg;
     if (!store_ready(w->c->store) || w->c->shutting_down)
         return;
-    if (!w->migrated && w->np > 1)
-        w->migrated = 1; /* a version without watches had one partition: nothing to give */
+    if (!w->migrated && !watches_migrate_wanted(w->c->store))
+        w->migrated = 1; /* nothing an earlier version could have left */
     if (!w->migrated) {
         if (!w->migrating)
-            migrate_step(w, 0);
+            migrate_step(w);
         return;
     }
-    if (w->fb_part < w->np && !w->fb_busy)
+    if (!w->fb_done && !w->fb_busy)
         fallback_step(w);
     sync_now(w);
     int64_t now = mono_ms();
@@ -323,8 +238,7 @@ static void on_store_state(void *arg, int up)
 {
     struct watch *w = arg;
     if (up) {
-        for (unsigned k = 0; k < w->np; k++)
-            w->parts[k].version = -1;
+        watches_feed_reset(w->feed);
         w->next_stats = 0;
     }
 }
@@ -333,15 +247,7 @@ struct watch *watch_new(struct core *c)
 {
     struct watch *w = xcalloc(1, sizeof(*w));
     w->c = c;
-    w->np = store_partitions(c->store);
-    w->parts = xcalloc(w->np, sizeof(*w->parts));
-    for (unsigned k = 0; k < w->np; k++)
-        w->parts[k] = (struct wpart){.w = w, .k = k, .version = -1};
-    store_script_init(&w->sync_sc, "watch_sync");
-    store_script_init(&w->expire_sc, "watch_expire");
-    store_script_init(&w->stats_sc, "watch_stats");
-    store_script_init(&w->migrate_sc, "watch_migrate");
-    store_script_init(&w->fallback_sc, "watch_fallback");
+    w->feed = watches_feed_new(c->store, WATCH_SYNC_BATCH, on_sync, w);
     store_on_state(c->store, on_store_state, w);
     w->tick_ev = event_new(c->base, -1, EV_PERSIST, on_tick, w);
     return w;
@@ -360,6 +266,6 @@ void watch_free(struct watch *w)
         return;
     if (w->tick_ev)
         event_free(w->tick_ev);
-    free(w->parts);
+    watches_feed_free(w->feed);
     free(w);
 }

@@ -25,11 +25,8 @@ void watch_start(struct watch *w);
 /* Look at the watched set again now (a request was just tracked by this process). */
 void watch_kick(struct watch *w);
 
-/* The script arguments every watch-moving script takes, as decimal ms strings:
- * waiting TTL, settled watch, failure tail (see store/watch_lib.lua). */
-struct watch_args {
-    char wttl[24], settled[24], ftail[24];
-};
-void watch_args_get(const struct core *c, struct watch_args *out);
+/* The windows every watch-moving script takes (store/watches.h), from the settings. */
+struct watches_windows;
+void watch_windows(const struct core *c, struct watches_windows *out);
 
 #endif
