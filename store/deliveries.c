@@ -213,6 +213,89 @@ static void load_reply(struct call *c, const char *err, const char *msg, redisRe
     free(v);
 }
 
+static void pairs_reply(struct call *c, const char *err, const char *msg, redisReply *r)
+{
+    if (c->cb.pairs == NULL)
+        return;
+    if (err != NULL) {
+        c->cb.pairs(c->arg, err, msg, NULL);
+        return;
+    }
+    struct dl_pairs res = {0};
+    struct dl_idval *v = pairs_of(r, c->from, &res.n);
+    res.v = v;
+    c->cb.pairs(c->arg, NULL, NULL, &res);
+    free(v);
+}
+
+/* {code, created, then pairs (deliveries.h)} */
+static void fanout_reply(struct call *c, const char *err, const char *msg, redisReply *r)
+{
+    if (err == NULL && (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
+                        r->element[0]->type != REDIS_REPLY_INTEGER))
+        err = dl_err_reply;
+    if (err != NULL) {
+        c->cb.fanout(c->arg, err, msg, NULL);
+        return;
+    }
+    struct dl_fanout_res res = {.code = r->element[0]->integer,
+                                .created = r->elements > 1 ? r->element[1]->integer : 0};
+    struct dl_idval *v = pairs_of(r, 2, &res.pairs.n);
+    res.pairs.v = v;
+    c->cb.fanout(c->arg, NULL, NULL, &res);
+    free(v);
+}
+
+/* {next cursor, {ids}, ...} */
+static void autoclaim_reply(struct call *c, const char *err, const char *msg, redisReply *r)
+{
+    if (err == store_err_server && msg != NULL && strncmp(msg, "NOGROUP", 7) == 0)
+        err = dl_err_nogroup;
+    else if (err == NULL && (r->type != REDIS_REPLY_ARRAY || r->elements < 2))
+        err = dl_err_reply;
+    if (err != NULL) {
+        c->cb.autoclaim(c->arg, err, msg, NULL, 0);
+        return;
+    }
+    c->cb.autoclaim(c->arg, NULL, NULL, str_or(r->element[0], "0-0"),
+                    r->element[1]->type == REDIS_REPLY_ARRAY ? r->element[1]->elements : 0);
+}
+
+/* OP_READ (XREADGROUP) or OP_RANGE (XRANGE): the entries, walked without copies */
+static void events_reply(struct call *c, const char *err, const char *msg, redisReply *r)
+{
+    if (c->op == OP_READ && err == store_err_server && msg != NULL &&
+        strncmp(msg, "NOGROUP", 7) == 0)
+        err = dl_err_nogroup;
+    else if (c->op == OP_RANGE && err == NULL && r->type != REDIS_REPLY_ARRAY)
+        err = dl_err_reply;
+    if (err != NULL) {
+        c->cb.events(c->arg, err, msg, NULL, 0);
+        return;
+    }
+    struct store_events_iter it;
+    size_t n = c->op == OP_READ ? store_events_iter_read(&it, r) : store_events_iter_range(&it, r);
+    c->cb.events(c->arg, NULL, NULL, &it, n);
+}
+
+/* {-1, version} or {1, flags} */
+static void held_reply(struct call *c, const char *err, const char *msg, redisReply *r)
+{
+    if (err == NULL && (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
+                        r->element[0]->type != REDIS_REPLY_INTEGER))
+        err = dl_err_reply;
+    if (err != NULL) {
+        c->cb.held(c->arg, err, msg, NULL);
+        return;
+    }
+    struct dl_held_res res = {.stale = r->element[0]->integer == -1};
+    if (!res.stale) {
+        res.flags = r->element[1]->str ? r->element[1]->str : "";
+        res.nflags = r->element[1]->str ? r->element[1]->len : 0;
+    }
+    c->cb.held(c->arg, NULL, NULL, &res);
+}
+
 static void on_reply(void *arg, const char *err, redisReply *r)
 {
     struct call *c = arg;
@@ -221,37 +304,12 @@ static void on_reply(void *arg, const char *err, redisReply *r)
     case OP_CLAIM:
         claim_reply(c, err, msg, r);
         break;
-    case OP_PAIRS: {
-        if (c->cb.pairs == NULL)
-            break;
-        if (err != NULL) {
-            c->cb.pairs(c->arg, err, msg, NULL);
-            break;
-        }
-        struct dl_pairs res = {0};
-        struct dl_idval *v = pairs_of(r, c->from, &res.n);
-        res.v = v;
-        c->cb.pairs(c->arg, NULL, NULL, &res);
-        free(v);
+    case OP_PAIRS:
+        pairs_reply(c, err, msg, r);
         break;
-    }
-    case OP_FANOUT: {
-        /* {code, created, then pairs (deliveries.h)} */
-        if (err == NULL && (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
-                            r->element[0]->type != REDIS_REPLY_INTEGER))
-            err = dl_err_reply;
-        if (err != NULL) {
-            c->cb.fanout(c->arg, err, msg, NULL);
-            break;
-        }
-        struct dl_fanout_res res = {.code = r->element[0]->integer,
-                                    .created = r->elements > 1 ? r->element[1]->integer : 0};
-        struct dl_idval *v = pairs_of(r, 2, &res.pairs.n);
-        res.pairs.v = v;
-        c->cb.fanout(c->arg, NULL, NULL, &res);
-        free(v);
+    case OP_FANOUT:
+        fanout_reply(c, err, msg, r);
         break;
-    }
     case OP_COUNT:
         if (c->cb.count == NULL)
             break;
@@ -265,35 +323,12 @@ static void on_reply(void *arg, const char *err, redisReply *r)
         c->cb.group(c->arg, err, msg);
         break;
     case OP_AUTOCLAIM:
-        /* {next cursor, {ids}, ...} */
-        if (err == store_err_server && msg != NULL && strncmp(msg, "NOGROUP", 7) == 0)
-            err = dl_err_nogroup;
-        else if (err == NULL && (r->type != REDIS_REPLY_ARRAY || r->elements < 2))
-            err = dl_err_reply;
-        if (err != NULL) {
-            c->cb.autoclaim(c->arg, err, msg, NULL, 0);
-            break;
-        }
-        c->cb.autoclaim(c->arg, NULL, NULL, str_or(r->element[0], "0-0"),
-                        r->element[1]->type == REDIS_REPLY_ARRAY ? r->element[1]->elements : 0);
+        autoclaim_reply(c, err, msg, r);
         break;
     case OP_READ:
-    case OP_RANGE: {
-        if (c->op == OP_READ && err == store_err_server && msg != NULL &&
-            strncmp(msg, "NOGROUP", 7) == 0)
-            err = dl_err_nogroup;
-        else if (c->op == OP_RANGE && err == NULL && r->type != REDIS_REPLY_ARRAY)
-            err = dl_err_reply;
-        if (err != NULL) {
-            c->cb.events(c->arg, err, msg, NULL, 0);
-            break;
-        }
-        struct store_events_iter it;
-        size_t n = c->op == OP_READ ? store_events_iter_read(&it, r)
-                                    : store_events_iter_range(&it, r);
-        c->cb.events(c->arg, NULL, NULL, &it, n);
+    case OP_RANGE:
+        events_reply(c, err, msg, r);
         break;
-    }
     case OP_LOAD:
         load_reply(c, err, msg, r);
         break;
@@ -305,23 +340,9 @@ static void on_reply(void *arg, const char *err, redisReply *r)
                       : r->type == REDIS_REPLY_STRING ? r->str
                                                       : "0");
         break;
-    case OP_HELD: {
-        /* {-1, version} or {1, flags} */
-        if (err == NULL && (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
-                            r->element[0]->type != REDIS_REPLY_INTEGER))
-            err = dl_err_reply;
-        if (err != NULL) {
-            c->cb.held(c->arg, err, msg, NULL);
-            break;
-        }
-        struct dl_held_res res = {.stale = r->element[0]->integer == -1};
-        if (!res.stale) {
-            res.flags = r->element[1]->str ? r->element[1]->str : "";
-            res.nflags = r->element[1]->str ? r->element[1]->len : 0;
-        }
-        c->cb.held(c->arg, NULL, NULL, &res);
+    case OP_HELD:
+        held_reply(c, err, msg, r);
         break;
-    }
     }
     free(c);
 }
