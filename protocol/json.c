@@ -559,7 +559,7 @@ int pjson_depth(const struct pjson *v)
 
 /* ---- writer ------------------------------------------------------------------------------ */
 
-int pjson_buf_reserve(struct pjson_buf *b, size_t extra)
+static int pjson_buf_reserve(struct pjson_buf *b, size_t extra)
 {
     if (b->oom)
         return -1;

@@ -193,7 +193,7 @@ static void on_signal(int sig)
 
 /* ---- fan-out ------------------------------------------------------------------------------- */
 
-void sim_publish(struct sim *s, struct sim_req *r)
+static void sim_publish(struct sim *s, struct sim_req *r)
 {
     s->stats.status_changes++;
     if (r->nhist == 1)

@@ -87,7 +87,8 @@ const char *sim_path_name(enum sim_http_path p)
     }
 }
 
-void sim_stats_http(struct sim *s, enum sim_http_path p, int code)
+/* Count one upstream HTTP answer. */
+static void sim_stats_http(struct sim *s, enum sim_http_path p, int code)
 {
     s->stats.http_total++;
     for (int i = 0; i < SIM_MAX_CODES; i++) {
@@ -117,7 +118,8 @@ static void bucket_free_cb(void *arg, const char *key, void *val)
     free(b);
 }
 
-void sim_http_reset_limits(struct sim_http *h)
+/* Forget every rate-limit window (after the limit changed). */
+static void sim_http_reset_limits(struct sim_http *h)
 {
     sim_map_each(h->buckets, bucket_free_cb, NULL);
     sim_map_free(h->buckets);

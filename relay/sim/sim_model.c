@@ -49,7 +49,8 @@ struct early_counts {
     struct sim_counts c;
 };
 
-const char *sim_model_intern(struct sim_model *m, const char *s)
+/* The interned copy of s (valid until sim_model_free). */
+static const char *sim_model_intern(struct sim_model *m, const char *s)
 {
     if (s == NULL)
         return NULL;

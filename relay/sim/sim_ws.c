@@ -81,7 +81,8 @@ struct sim_frame *sim_frame_new(struct sbuf *b, int binary, enum sim_frame_kind 
     return f;
 }
 
-void sim_frame_unref(struct sim_frame *f)
+/* Drop one reference; NULL-safe. */
+static void sim_frame_unref(struct sim_frame *f)
 {
     if (f == NULL || --f->refs > 0)
         return;
