@@ -460,16 +460,20 @@ static int on_curl_timer(CURLM *multi, long timeout_ms, void *userp)
 
 /* ---- public --------------------------------------------------------------------------- */
 
+/* Process-wide: curl_global_init ran. main() runs it before any thread starts; this covers
+ * programs that create an httpc without main (tests/helpers/httpc_probe). Read and set only
+ * by httpc_new, which runs on one thread (the creator of the event_base) before others. */
+static int curl_global_done;
+
 struct httpc *httpc_new(struct event_base *base, const struct httpc_opts *opts)
 {
-    static int global_done;
-    if (!global_done) {
+    if (!curl_global_done) {
         CURLcode rc = curl_global_init(CURL_GLOBAL_DEFAULT);
         if (rc != CURLE_OK) {
             log_err("curl_global_init failed", "err=\"%s\"", curl_easy_strerror(rc));
             return NULL;
         }
-        global_done = 1;
+        curl_global_done = 1;
     }
     struct httpc *h = xcalloc(1, sizeof(*h));
     h->base = base;

@@ -180,7 +180,10 @@ static const char help_text[] =
     "\n"
     "Settings (flag, environment variable, default):\n";
 
-static struct sim *g_sim; /* for the signal handler only */
+/* The simulator: one per process (sim_main runs once), zeroed until sim_main fills it. A file
+ * static, not a heap object, so the signal handler reaches it without allocation (g_sim). */
+static struct sim the_sim;
+static struct sim *g_sim; /* for the signal handler only: &the_sim while the loop runs */
 
 static void on_signal(int sig)
 {
@@ -334,8 +337,7 @@ static int write_port_file(const char *path, int port)
 
 int sim_main(int argc, char **argv)
 {
-    static struct sim sim; /* zeroed; reachable from the signal handler */
-    struct sim *s = &sim;
+    struct sim *s = &the_sim;
     const char **rest = xcalloc((size_t)argc + 1, sizeof(*rest));
     int nrest = 0, help = 0, rc = 1;
 
