@@ -4,6 +4,7 @@
  * (drained on wake_ev, activated from the ws thread with event_active, which is safe because
  * evthread_use_pthreads() ran before event_base_new()). */
 #include "relay/core.h"
+#include "relay/depth.h"
 #include "relay/delivery/delivery.h"
 #include "relay/api/server.h"
 #include "relay/common/httpc.h"
@@ -20,7 +21,6 @@
 #include "relay/edge/xq.h"
 #include "store/apply.h"
 #include "store/janitor.h"
-#include "store/keys.h"
 #include "store/store.h"
 
 #include <event2/event.h>
@@ -32,7 +32,8 @@
 
 struct core_priv {
     struct core c; /* first: struct core * and struct core_priv * are interchangeable */
-    struct event *sig_term, *sig_int, *sig_hup, *stop_ev, *depth_ev;
+    struct event *sig_term, *sig_int, *sig_hup, *stop_ev;
+    struct depth *depth; /* the depth gauges of /metrics (relay/depth.c) */
     int64_t stop_deadline; /* mono ms */
     int exit_status;
 };
@@ -79,77 +80,6 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     }
     log_info("shutting down", "signal=%d", (int)sig);
     core_stop(c);
-}
-
-/* Queue depths and requests by status for /metrics: one pipelined round of ZCARDs every 2 s
- * (cheap: O(1) each), so rendering /metrics never waits for Redis. With partitions each
- * gauge is the sum over the partitions' keys; a gauge one of whose answers failed keeps its
- * last value. */
-#define DEPTH_GAUGES (7 + METRICS_STATUSES)
-struct depth_round {
-    int pending;
-    int64_t *dst[DEPTH_GAUGES];
-    int64_t sum[DEPTH_GAUGES];
-    int failed[DEPTH_GAUGES];
-    struct depth_item {
-        struct depth_round *r;
-        int i;
-    } items[DEPTH_GAUGES];
-};
-
-static void depth_done(struct depth_round *d)
-{
-    if (--d->pending > 0)
-        return;
-    for (int i = 0; i < DEPTH_GAUGES; i++)
-        if (!d->failed[i])
-            *d->dst[i] = d->sum[i];
-    free(d);
-}
-
-static void on_zcard(void *arg, const char *err, redisReply *r)
-{
-    struct depth_item *it = arg;
-    if (err == NULL && r->type == REDIS_REPLY_INTEGER)
-        it->r->sum[it->i] += r->integer;
-    else
-        it->r->failed[it->i] = 1;
-    depth_done(it->r);
-}
-
-static void on_depths(evutil_socket_t fd, short what, void *arg)
-{
-    struct core *c = arg;
-    if (!store_ready(c->store))
-        return;
-    struct metrics *m = &c->metrics;
-    char k[KEY_MAX];
-    const struct {
-        const char *kind;
-        int64_t *dst;
-    } q[] = {{"due", &m->q_due}, {"inflight", &m->q_inflight}, {"dead", &m->q_dead},
-             {"poll", &m->tracked_polled}, {"pollu", &m->poll_urgent},
-             {"polls", &m->watch_settled}, {"polln", &m->watch_anon}};
-    struct depth_round *d = xcalloc(1, sizeof(*d));
-    for (int i = 0; i < DEPTH_GAUGES; i++) {
-        d->items[i] = (struct depth_item){d, i};
-        d->dst[i] = i < (int)ARRAY_LEN(q) ? q[i].dst : &m->requests_by_status[i - ARRAY_LEN(q)];
-    }
-    d->pending = 1; /* this loop's own share: no answer frees the round before the end */
-    for (unsigned p = 0; p < store_partitions(c->store); p++) {
-        const char *tag = store_part_tag(c->store, p);
-        for (int i = 0; i < DEPTH_GAUGES; i++) {
-            if (i < (int)ARRAY_LEN(q))
-                key_build(k, sizeof(k), tag, q[i].kind, NULL, NULL);
-            else
-                key_build(k, sizeof(k), tag, "st", metrics_statuses[i - ARRAY_LEN(q)], NULL);
-            if (store_cmd(c->store, on_zcard, &d->items[i], "ZCARD %s", k) == 0)
-                d->pending++;
-            else
-                d->failed[i] = 1;
-        }
-    }
-    depth_done(d); /* the loop's share */
 }
 
 static void on_refund_failure(void *arg, const char *request_id, const char *reason)
@@ -231,14 +161,9 @@ struct core *core_new(const struct config *cfg)
     event_add(cp->sig_int, NULL);
     event_add(cp->sig_hup, NULL);
     signal(SIGPIPE, SIG_IGN);
-    c->metrics.q_due = c->metrics.q_inflight = c->metrics.q_dead = -1;
-    c->metrics.tracked_polled = -1;
-    c->metrics.poll_urgent = c->metrics.watch_settled = c->metrics.requests_stuck = -1;
-    c->metrics.watch_anon = -1;
+    c->metrics.requests_stuck = -1;
     c->metrics.oldest_unsettled_ms = -1;
-    cp->depth_ev = event_new(c->base, -1, EV_PERSIST, on_depths, c);
-    struct timeval tv = {2, 0};
-    evtimer_add(cp->depth_ev, &tv);
+    cp->depth = depth_new(c->base, c->store, &c->metrics);
     return c;
 }
 
@@ -350,7 +275,8 @@ void core_free(struct core *c)
     xq_free(c->to_ws);
     if (c->wake_ev)
         event_free(c->wake_ev);
-    struct event *evs[] = {cp->sig_term, cp->sig_int, cp->sig_hup, cp->stop_ev, cp->depth_ev};
+    depth_free(cp->depth);
+    struct event *evs[] = {cp->sig_term, cp->sig_int, cp->sig_hup, cp->stop_ev};
     for (size_t i = 0; i < ARRAY_LEN(evs); i++)
         if (evs[i])
             event_free(evs[i]);
