@@ -357,10 +357,29 @@ static int parse_port(const char *p, size_t n, struct proto_url *out, struct pro
     return 0;
 }
 
+/* The request target after the authority (p: "", "/path", "?query"; no fragment, %XX
+ * escapes well formed) into out->target, with a leading '/'. */
+static int parse_target(const char *p, struct proto_url *out, struct proto_err *err)
+{
+    if (strchr(p, '#') != NULL)
+        return proto_fail(err, PROTO_EVALUE, "url.path", "fragment (#) is not allowed");
+    for (size_t i = 0; p[i] != '\0'; i++) {
+        if (p[i] == '%') {
+            if (hex_digit(p[i + 1]) < 0 || hex_digit(p[i + 2]) < 0)
+                return proto_fail(err, PROTO_EVALUE, "url.path", "bad %XX escape");
+            i += 2;
+        } else if (!target_char(p[i])) {
+            return proto_fail(err, PROTO_EVALUE, "url.path", "character not allowed in path");
+        }
+    }
+    snprintf(out->target, sizeof(out->target), "%s%s", p[0] == '/' ? "" : "/", p);
+    return 0;
+}
+
 int proto_url_parse(const char *url, struct proto_url *out, struct proto_err *err)
 {
     struct sockaddr_storage ss;
-    const char *p, *auth, *host, *port = NULL;
+    const char *auth, *host, *port = NULL;
     size_t n, i, alen, hlen, plen = 0;
     char hbuf[PROTO_HOST_MAX + 8];
     int rc;
@@ -437,21 +456,7 @@ int proto_url_parse(const char *url, struct proto_url *out, struct proto_err *er
         ((struct sockaddr_in *)&out->addr)->sin_port = htons(out->port);
     else if (out->family == AF_INET6)
         ((struct sockaddr_in6 *)&out->addr)->sin6_port = htons(out->port);
-
-    p = auth + alen;
-    if (strchr(p, '#') != NULL)
-        return proto_fail(err, PROTO_EVALUE, "url.path", "fragment (#) is not allowed");
-    for (i = 0; p[i] != '\0'; i++) {
-        if (p[i] == '%') {
-            if (hex_digit(p[i + 1]) < 0 || hex_digit(p[i + 2]) < 0)
-                return proto_fail(err, PROTO_EVALUE, "url.path", "bad %XX escape");
-            i += 2;
-        } else if (!target_char(p[i])) {
-            return proto_fail(err, PROTO_EVALUE, "url.path", "character not allowed in path");
-        }
-    }
-    snprintf(out->target, sizeof(out->target), "%s%s", p[0] == '/' ? "" : "/", p);
-    return 0;
+    return parse_target(auth + alen, out, err);
 }
 
 int proto_url_format(const struct proto_url *u, char *out, size_t outsz)

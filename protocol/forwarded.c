@@ -155,8 +155,7 @@ static int cidr_parse(const char *s, const char *e, struct proto_cidr *c, const 
 
 int proto_cidr_list_parse(const char *s, struct proto_cidr_list *out, const char **why)
 {
-    static const char *ok = "";
-    *why = ok;
+    *why = "";
     out->n = 0;
     if (s == NULL)
         return 0;

@@ -114,6 +114,69 @@ static int hex4(const unsigned char *s, unsigned *out)
     return 0;
 }
 
+/* The escape at P->p (on the backslash) as a code point into *cp, P->p past it; a \\u
+ * surrogate pair makes one code point. Returns 0, or jerr's -1. */
+static int parse_escape(struct jparser *P, unsigned *cp)
+{
+    if (P->end - P->p < 2)
+        return jerr(P, "unterminated string");
+    unsigned e = P->p[1];
+    P->p += 2;
+    switch (e) {
+    case '"': case '\\': case '/': *cp = e; return 0;
+    case 'b': *cp = '\b'; return 0;
+    case 'f': *cp = '\f'; return 0;
+    case 'n': *cp = '\n'; return 0;
+    case 'r': *cp = '\r'; return 0;
+    case 't': *cp = '\t'; return 0;
+    case 'u':
+        break;
+    default:
+        return jerr(P, "bad escape");
+    }
+    if (P->end - P->p < 4 || hex4(P->p, cp) != 0)
+        return jerr(P, "bad \\u escape");
+    P->p += 4;
+    if (*cp >= 0xdc00 && *cp <= 0xdfff)
+        return jerr(P, "lone low surrogate");
+    if (*cp >= 0xd800 && *cp <= 0xdbff) {
+        unsigned lo;
+        if (P->end - P->p < 6 || P->p[0] != '\\' || P->p[1] != 'u' ||
+            hex4(P->p + 2, &lo) != 0 || lo < 0xdc00 || lo > 0xdfff)
+            return jerr(P, "lone high surrogate");
+        P->p += 6;
+        *cp = 0x10000 + ((*cp - 0xd800) << 10) + (lo - 0xdc00);
+    }
+    if (*cp == 0)
+        return jerr(P, "\\u0000 in string");
+    return 0;
+}
+
+/* Code point cp (< 0x110000) as UTF-8 into u; returns its length (1..4). */
+static size_t utf8_put(unsigned cp, unsigned char u[4])
+{
+    if (cp < 0x80) {
+        u[0] = (unsigned char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        u[0] = (unsigned char)(0xc0 | cp >> 6);
+        u[1] = (unsigned char)(0x80 | (cp & 0x3f));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        u[0] = (unsigned char)(0xe0 | cp >> 12);
+        u[1] = (unsigned char)(0x80 | (cp >> 6 & 0x3f));
+        u[2] = (unsigned char)(0x80 | (cp & 0x3f));
+        return 3;
+    }
+    u[0] = (unsigned char)(0xf0 | cp >> 18);
+    u[1] = (unsigned char)(0x80 | (cp >> 12 & 0x3f));
+    u[2] = (unsigned char)(0x80 | (cp >> 6 & 0x3f));
+    u[3] = (unsigned char)(0x80 | (cp & 0x3f));
+    return 4;
+}
+
 /* A string at P->p (on the opening quote). Pass 2 decodes it into the arena. */
 static int parse_string(struct jparser *P, const char **out, uint32_t *outlen)
 {
@@ -140,58 +203,11 @@ static int parse_string(struct jparser *P, const char **out, uint32_t *outlen)
         if (c < 0x20)
             return jerr(P, "control character in string");
         if (c == '\\') {
-            if (P->end - P->p < 2)
-                return jerr(P, "unterminated string");
-            unsigned e = P->p[1], cp;
-            P->p += 2;
-            switch (e) {
-            case '"': case '\\': case '/': cp = e; break;
-            case 'b': cp = '\b'; break;
-            case 'f': cp = '\f'; break;
-            case 'n': cp = '\n'; break;
-            case 'r': cp = '\r'; break;
-            case 't': cp = '\t'; break;
-            case 'u':
-                if (P->end - P->p < 4 || hex4(P->p, &cp) != 0)
-                    return jerr(P, "bad \\u escape");
-                P->p += 4;
-                if (cp >= 0xdc00 && cp <= 0xdfff)
-                    return jerr(P, "lone low surrogate");
-                if (cp >= 0xd800 && cp <= 0xdbff) {
-                    unsigned lo;
-                    if (P->end - P->p < 6 || P->p[0] != '\\' || P->p[1] != 'u' ||
-                        hex4(P->p + 2, &lo) != 0 || lo < 0xdc00 || lo > 0xdfff)
-                        return jerr(P, "lone high surrogate");
-                    P->p += 6;
-                    cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-                }
-                if (cp == 0)
-                    return jerr(P, "\\u0000 in string");
-                break;
-            default:
-                return jerr(P, "bad escape");
-            }
+            unsigned cp;
             unsigned char u[4];
-            size_t k;
-            if (cp < 0x80) {
-                u[0] = (unsigned char)cp;
-                k = 1;
-            } else if (cp < 0x800) {
-                u[0] = (unsigned char)(0xc0 | cp >> 6);
-                u[1] = (unsigned char)(0x80 | (cp & 0x3f));
-                k = 2;
-            } else if (cp < 0x10000) {
-                u[0] = (unsigned char)(0xe0 | cp >> 12);
-                u[1] = (unsigned char)(0x80 | (cp >> 6 & 0x3f));
-                u[2] = (unsigned char)(0x80 | (cp & 0x3f));
-                k = 3;
-            } else {
-                u[0] = (unsigned char)(0xf0 | cp >> 18);
-                u[1] = (unsigned char)(0x80 | (cp >> 12 & 0x3f));
-                u[2] = (unsigned char)(0x80 | (cp >> 6 & 0x3f));
-                u[3] = (unsigned char)(0x80 | (cp & 0x3f));
-                k = 4;
-            }
+            if (parse_escape(P, &cp) != 0)
+                return -1;
+            size_t k = utf8_put(cp, u);
             if (dst != NULL)
                 memcpy(dst + n, u, k);
             n += k;
@@ -567,7 +583,7 @@ int pjson_depth(const struct pjson *v)
 
 /* ---- writer ------------------------------------------------------------------------------ */
 
-int pjson_buf_reserve(struct pjson_buf *b, size_t extra)
+static int pjson_buf_reserve(struct pjson_buf *b, size_t extra)
 {
     if (b->oom)
         return -1;

@@ -95,9 +95,6 @@ struct pjson_buf {
     int oom; /* sticky: once set, every write is a no-op and the result is NULL */
 };
 
-/* Make room for extra bytes plus the terminating NUL. Returns 0, or -1 (and sets oom). */
-int pjson_buf_reserve(struct pjson_buf *b, size_t extra);
-
 /* Append n bytes verbatim (JSON text the caller vouches for). */
 void pjson_put_raw(struct pjson_buf *b, const char *s, size_t n);
 

@@ -168,6 +168,26 @@ static int hexval(unsigned char c)
     return proto_hex_digit(c);
 }
 
+/* One byte of the trailer section (lines until an empty one, "\n" or "\r\n"). Returns 0 to go
+ * on, 1 at its end (state CH_DONE), PROTO_ETOOLONG past CHUNK_TRAILER_MAX bytes. */
+static int trailer_byte(struct proto_rest_chunked *c, unsigned char ch)
+{
+    if (++c->trailer > CHUNK_TRAILER_MAX)
+        return PROTO_ETOOLONG;
+    if (ch == '\n') {
+        if (c->line == 0 || (c->line == 1 && c->digits)) {
+            c->state = CH_DONE;
+            return 1;
+        }
+        c->line = 0;
+        c->digits = 0;
+        return 0;
+    }
+    c->digits = c->line == 0 && ch == '\r'; /* "\r" alone so far: maybe the end */
+    c->line++;
+    return 0;
+}
+
 int proto_rest_chunked_step(struct proto_rest_chunked *c, const char *in, size_t len,
                             size_t *used, const char **data, size_t *dlen)
 {
@@ -234,25 +254,15 @@ int proto_rest_chunked_step(struct proto_rest_chunked *c, const char *in, size_t
                 goto bad;
             c->state = CH_SIZE;
             continue;
-        case CH_TRAILER: /* lines until an empty one */
+        case CH_TRAILER: { /* lines until an empty one */
             i++;
-            if (++c->trailer > CHUNK_TRAILER_MAX) {
+            int rc = trailer_byte(c, ch);
+            if (rc != 0) {
                 *used = i;
-                return PROTO_ETOOLONG;
+                return rc;
             }
-            if (ch == '\n') {
-                if (c->line == 0 || (c->line == 1 && c->digits)) {
-                    c->state = CH_DONE;
-                    *used = i;
-                    return 1;
-                }
-                c->line = 0;
-                c->digits = 0;
-                continue;
-            }
-            c->digits = c->line == 0 && ch == '\r'; /* "\r" alone so far: maybe the end */
-            c->line++;
             continue;
+        }
         default:
             *used = i;
             return 1;

@@ -4,6 +4,7 @@
  * (drained on wake_ev, activated from the ws thread with event_active, which is safe because
  * evthread_use_pthreads() ran before event_base_new()). */
 #include "relay/core.h"
+#include "relay/depth.h"
 #include "relay/delivery/delivery.h"
 #include "relay/api/server.h"
 #include "relay/common/httpc.h"
@@ -19,7 +20,6 @@
 #include "relay/edge/ws_thread.h"
 #include "relay/edge/xq.h"
 #include "store/apply.h"
-#include "store/counts.h"
 #include "store/janitor.h"
 #include "store/store.h"
 
@@ -32,7 +32,8 @@
 
 struct core_priv {
     struct core c; /* first: struct core * and struct core_priv * are interchangeable */
-    struct event *sig_term, *sig_int, *sig_hup, *stop_ev, *depth_ev;
+    struct event *sig_term, *sig_int, *sig_hup, *stop_ev;
+    struct depth *depth; /* the depth gauges of /metrics (relay/depth.c) */
     int64_t stop_deadline; /* mono ms */
     int exit_status;
 };
@@ -79,42 +80,6 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     }
     log_info("shutting down", "signal=%d", (int)sig);
     core_stop(c);
-}
-
-/* Queue depths and requests by status for /metrics: one pipelined round of ZCARDs every 2 s
- * (store/counts.h: cheap, O(1) each, summed over the partitions), so rendering /metrics never
- * waits for Redis. A gauge one of whose answers failed keeps its last value. */
-static const char *const depth_kinds[] = {"due", "inflight", "dead", "poll", "pollu", "polls",
-                                          "polln"};
-#define DEPTH_GAUGES (ARRAY_LEN(depth_kinds) + METRICS_STATUSES)
-
-/* The gauge of count i: the queue depths in depth_kinds order, then requests by status. */
-static int64_t *depth_gauge(struct metrics *m, size_t i)
-{
-    int64_t *q[] = {&m->q_due,         &m->q_inflight,  &m->q_dead,      &m->tracked_polled,
-                    &m->poll_urgent,   &m->watch_settled, &m->watch_anon};
-    return i < ARRAY_LEN(q) ? q[i] : &m->requests_by_status[i - ARRAY_LEN(q)];
-}
-
-static void on_depth_counts(void *arg, const int64_t *sum, const int *ok, size_t n)
-{
-    struct core *c = arg;
-    for (size_t i = 0; i < n; i++)
-        if (ok[i])
-            *depth_gauge(&c->metrics, i) = sum[i];
-}
-
-static void on_depths(evutil_socket_t fd, short what, void *arg)
-{
-    struct core *c = arg;
-    if (!store_ready(c->store))
-        return;
-    struct store_count_key keys[DEPTH_GAUGES];
-    for (size_t i = 0; i < DEPTH_GAUGES; i++)
-        keys[i] = i < ARRAY_LEN(depth_kinds)
-                      ? (struct store_count_key){depth_kinds[i], NULL}
-                      : (struct store_count_key){"st", metrics_statuses[i - ARRAY_LEN(depth_kinds)]};
-    store_counts_zcard(c->store, keys, DEPTH_GAUGES, on_depth_counts, c);
 }
 
 static void on_refund_failure(void *arg, const char *request_id, const char *reason)
@@ -196,14 +161,9 @@ struct core *core_new(const struct config *cfg)
     event_add(cp->sig_int, NULL);
     event_add(cp->sig_hup, NULL);
     signal(SIGPIPE, SIG_IGN);
-    c->metrics.q_due = c->metrics.q_inflight = c->metrics.q_dead = -1;
-    c->metrics.tracked_polled = -1;
-    c->metrics.poll_urgent = c->metrics.watch_settled = c->metrics.requests_stuck = -1;
-    c->metrics.watch_anon = -1;
+    c->metrics.requests_stuck = -1;
     c->metrics.oldest_unsettled_ms = -1;
-    cp->depth_ev = event_new(c->base, -1, EV_PERSIST, on_depths, c);
-    struct timeval tv = {2, 0};
-    evtimer_add(cp->depth_ev, &tv);
+    cp->depth = depth_new(c->base, c->store, &c->metrics);
     return c;
 }
 
@@ -315,7 +275,8 @@ void core_free(struct core *c)
     xq_free(c->to_ws);
     if (c->wake_ev)
         event_free(c->wake_ev);
-    struct event *evs[] = {cp->sig_term, cp->sig_int, cp->sig_hup, cp->stop_ev, cp->depth_ev};
+    depth_free(cp->depth);
+    struct event *evs[] = {cp->sig_term, cp->sig_int, cp->sig_hup, cp->stop_ev};
     for (size_t i = 0; i < ARRAY_LEN(evs); i++)
         if (evs[i])
             event_free(evs[i]);

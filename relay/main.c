@@ -1,7 +1,12 @@
-/* main.c - subcommand dispatch. runs on: main thread. */
+/* main.c - subcommand dispatch and the process-wide library set-up every command shares
+ * (jansson's allocator, curl's global state), done before any thread starts.
+ * runs on: main thread. */
 #include "relay/commands.h"
+#include "relay/common/util.h"
 
 #include <curl/curl.h>
+#include <jansson.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -66,6 +71,14 @@ int main(int argc, char **argv)
         printf("statusrelay %s\n", STATUSRELAY_VERSION);
         return 0;
     }
+    /* Every jansson allocation goes through xmalloc: out of memory is logged and aborts, the
+     * rule of relay/ and store/ (util.h), instead of a NULL from deep inside a JSON call that
+     * each caller would have to tell apart from bad input. The hooks are process-wide, so they
+     * are set here, before the first JSON value and before any thread starts (serve's lws
+     * thread decodes upstream frames and dashboard messages with jansson too); every command
+     * gets them (serve, sim and the CLI). protocol/ keeps its PROTO_ENOMEM paths: its unit
+     * tests run without main, under their own chaos allocator. */
+    json_set_alloc_funcs(xmalloc, free);
     /* before any thread starts: curl's global state is not thread-safe to initialise */
     curl_global_init(CURL_GLOBAL_DEFAULT);
     if (strcmp(cmd, "serve") == 0)

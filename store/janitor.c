@@ -27,7 +27,6 @@ struct janitor {
     struct store_script sc;
     struct event *tick_ev, *probe_ev;
     int64_t tick_ms;
-    struct janitor_stats stats;
     struct step *busy; /* the sweep step in flight, or NULL */
     struct probe *probe; /* the probe in flight, or NULL */
     /* the request retention sweep (store/req_gc.lua): its own pace, one partition a step */
@@ -99,9 +98,6 @@ static void on_step(void *arg, const char *err, redisReply *r)
     int more = 0;
     if (err == NULL && r->type == REDIS_REPLY_ARRAY && r->elements >= 4) {
         more = int_at(r, 0) != 0;
-        j->stats.dead_deleted += int_at(r, 1);
-        j->stats.gone_deleted += int_at(r, 2);
-        j->stats.events_trimmed += int_at(r, 3);
         for (size_t i = 4; i < r->elements; i++)
             if (r->element[i]->type == REDIS_REPLY_STRING) {
                 if (j->np <= 1)
@@ -205,7 +201,6 @@ static void on_req_step(void *arg, const char *err, redisReply *r)
     int more = 0;
     if (err == NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
         r->element[1]->type == REDIS_REPLY_STRING) {
-        j->stats.requests_deleted += int_at(r, 0);
         snprintf(j->req_cursor, sizeof(j->req_cursor), "%s", r->element[1]->str);
         more = j->req_cursor[0] != '\0';
     } else if (err == store_err_server && r != NULL) {
@@ -325,9 +320,4 @@ void janitor_free(struct janitor *j)
     event_free(j->probe_ev);
     free(j->gone);
     free(j);
-}
-
-void janitor_stats_get(const struct janitor *j, struct janitor_stats *out)
-{
-    *out = j->stats;
 }

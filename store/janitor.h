@@ -32,18 +32,10 @@ struct janitor_opts {
                                    * 0: kept */
 };
 
-struct janitor_stats {
-    uint64_t dead_deleted;     /* dead or skipped deliveries past retention */
-    uint64_t gone_deleted;     /* deliveries of deleted endpoints */
-    uint64_t events_trimmed;   /* events past the age bound */
-    uint64_t requests_deleted; /* request records past the request retention */
-};
-
 /* Timers start at once; steps run only while the store is ready. */
 struct janitor *janitor_new(struct event_base *base, struct store *s,
                             const struct janitor_opts *o);
 /* NULL-safe. A step in flight completes into a detached request. */
 void janitor_free(struct janitor *j);
-void janitor_stats_get(const struct janitor *j, struct janitor_stats *out);
 
 #endif

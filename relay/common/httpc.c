@@ -460,16 +460,20 @@ static int on_curl_timer(CURLM *multi, long timeout_ms, void *userp)
 
 /* ---- public --------------------------------------------------------------------------- */
 
+/* Process-wide: curl_global_init ran. main() runs it before any thread starts; this covers
+ * programs that create an httpc without main (tests/helpers/httpc_probe). Read and set only
+ * by httpc_new, which runs on one thread (the creator of the event_base) before others. */
+static int curl_global_done;
+
 struct httpc *httpc_new(struct event_base *base, const struct httpc_opts *opts)
 {
-    static int global_done;
-    if (!global_done) {
+    if (!curl_global_done) {
         CURLcode rc = curl_global_init(CURL_GLOBAL_DEFAULT);
         if (rc != CURLE_OK) {
             log_err("curl_global_init failed", "err=\"%s\"", curl_easy_strerror(rc));
             return NULL;
         }
-        global_done = 1;
+        curl_global_done = 1;
     }
     struct httpc *h = xcalloc(1, sizeof(*h));
     h->base = base;
@@ -561,24 +565,25 @@ static int method_ok(const char *m)
     return i > 0;
 }
 
-int httpc_request(struct httpc *h, const struct httpc_req *req, httpc_done_cb *cb, void *arg)
+/* The method (req's, else GET) when req can be sent at all: a method of 1..METHOD_MAX
+ * capital letters and header lines without CR or LF. NULL otherwise. */
+static const char *req_method(const struct httpc_req *req)
 {
-    if (h == NULL || h->closing || req == NULL || req->url == NULL || cb == NULL)
-        return -1;
     const char *method = req->method != NULL ? req->method : "GET";
     if (!method_ok(method))
-        return -1;
+        return NULL;
     if (req->headers != NULL)
         for (const char *const *hp = req->headers; *hp != NULL; hp++)
             if (strpbrk(*hp, "\r\n") != NULL)
-                return -1;
+                return NULL;
+    return method;
+}
 
-    struct xfer *x = xfer_get(h);
-    if (x == NULL) {
-        log_warn("curl_easy_init failed", "url_len=%zu", strlen(req->url));
-        return -1;
-    }
-    CURL *e = x->easy;
+/* Reset a pooled transfer's per-request state for req and copy its header lines into
+ * x->hdrs. Returns 0, or -1 when curl cannot allocate the header list. */
+static int xfer_prepare(struct xfer *x, const struct httpc_req *req, httpc_done_cb *cb,
+                        void *arg)
+{
     x->cb = cb;
     x->cb_arg = arg;
     x->addr_check = req->addr_check;
@@ -603,16 +608,23 @@ int httpc_request(struct httpc *h, const struct httpc_req *req, httpc_done_cb *c
         for (const char *const *hp = req->headers; *hp != NULL; hp++) {
             struct curl_slist *l = curl_slist_append(x->hdrs, *hp);
             if (l == NULL)
-                goto fail;
+                return -1;
             x->hdrs = l;
         }
     }
+    return 0;
+}
 
+/* The options every transfer gets: URL, protocols, timeouts, our callbacks, size limit, TLS,
+ * the address check and header lines. Returns 0, or -1 when curl refuses the URL. */
+static int xfer_set_options(struct httpc *h, struct xfer *x, const struct httpc_req *req,
+                            int is_head, int64_t total_ms)
+{
+    CURL *e = x->easy;
     int64_t connect_ms = req->connect_timeout_ms > 0 ? req->connect_timeout_ms : DEFAULT_CONNECT_MS;
-    int64_t total_ms = req->total_timeout_ms > 0 ? req->total_timeout_ms : DEFAULT_TOTAL_MS;
     curl_easy_setopt(e, CURLOPT_PRIVATE, x);
     if (curl_easy_setopt(e, CURLOPT_URL, req->url) != CURLE_OK)
-        goto fail;
+        return -1;
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 #if LIBCURL_VERSION_NUM >= 0x075500
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -630,7 +642,6 @@ int httpc_request(struct httpc *h, const struct httpc_req *req, httpc_done_cb *c
     curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, httpc_on_header);
     curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
-    int is_head = strcmp(method, "HEAD") == 0;
     if (!is_head) /* a Content-Length over the limit fails before the body is read */
         curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE,
                          (curl_off_t)(x->limit > (uint64_t)INT64_MAX ? INT64_MAX : x->limit));
@@ -649,11 +660,17 @@ int httpc_request(struct httpc *h, const struct httpc_req *req, httpc_done_cb *c
     }
     if (x->hdrs != NULL)
         curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->hdrs);
+    return 0;
+}
 
+/* The method and the body: HEAD has none, POST/PUT/PATCH always one (empty when req has
+ * none), other methods one when req has one. */
+static void xfer_set_method(CURL *e, const struct httpc_req *req, const char *method)
+{
     int is_post = strcmp(method, "POST") == 0;
     int has_body = req->body != NULL || is_post || strcmp(method, "PUT") == 0 ||
                    strcmp(method, "PATCH") == 0;
-    if (is_head)
+    if (strcmp(method, "HEAD") == 0)
         curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
     else if (!is_post && strcmp(method, "GET") != 0)
         curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
@@ -663,11 +680,31 @@ int httpc_request(struct httpc *h, const struct httpc_req *req, httpc_done_cb *c
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
         curl_easy_setopt(e, CURLOPT_POSTFIELDS, req->body != NULL ? req->body : "");
     }
+}
+
+int httpc_request(struct httpc *h, const struct httpc_req *req, httpc_done_cb *cb, void *arg)
+{
+    if (h == NULL || h->closing || req == NULL || req->url == NULL || cb == NULL)
+        return -1;
+    const char *method = req_method(req);
+    if (method == NULL)
+        return -1;
+
+    struct xfer *x = xfer_get(h);
+    if (x == NULL) {
+        log_warn("curl_easy_init failed", "url_len=%zu", strlen(req->url));
+        return -1;
+    }
+    int64_t total_ms = req->total_timeout_ms > 0 ? req->total_timeout_ms : DEFAULT_TOTAL_MS;
+    if (xfer_prepare(x, req, cb, arg) != 0 ||
+        xfer_set_options(h, x, req, strcmp(method, "HEAD") == 0, total_ms) != 0)
+        goto fail;
+    xfer_set_method(x->easy, req, method);
 
     x->start_ms = mono_ms();
     x->state = X_RUNNING;
     xlist_push(&h->running, x);
-    CURLMcode mc = curl_multi_add_handle(h->multi, e);
+    CURLMcode mc = curl_multi_add_handle(h->multi, x->easy);
     if (mc != CURLM_OK) {
         xlist_unlink(&h->running, x);
         log_warn("curl_multi_add_handle failed", "err=\"%s\"", curl_multi_strerror(mc));

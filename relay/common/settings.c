@@ -9,7 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-void settings_env_name(const char *prefix, const char *name, char *buf, size_t n)
+/* Name of the environment variable for a setting into buf. */
+static void settings_env_name(const char *prefix, const char *name, char *buf, size_t n)
 {
     size_t i = 0;
     for (const char *p = prefix; *p && i + 1 < n; p++)

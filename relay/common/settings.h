@@ -57,7 +57,4 @@ void settings_help(const struct setting *table, const char *env_prefix, void *f)
 /* Free heap strings held by dst. */
 void settings_free(const struct setting *table, void *dst);
 
-/* Name of the environment variable for a setting into buf. */
-void settings_env_name(const char *prefix, const char *name, char *buf, size_t n);
-
 #endif

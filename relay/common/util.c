@@ -100,10 +100,14 @@ void os_random(void *buf, size_t n)
     }
 }
 
+/* jitter_rand's xorshift64* state: one per thread (so no lock), seeded from the OS on the
+ * thread's first call; 0 = not seeded yet. */
+static __thread uint64_t jitter_state;
+
 /* xorshift64*, seeded once per thread from the OS. Jitter only, never secrets. */
 uint64_t jitter_rand(uint64_t n)
 {
-    static __thread uint64_t s;
+    uint64_t s = jitter_state;
     if (s == 0) {
         os_random(&s, sizeof(s));
         s |= 1;
@@ -111,6 +115,7 @@ uint64_t jitter_rand(uint64_t n)
     s ^= s >> 12;
     s ^= s << 25;
     s ^= s >> 27;
+    jitter_state = s;
     uint64_t r = s * 2685821657736338717ULL;
     return n ? r % n : 0;
 }

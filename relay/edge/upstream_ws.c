@@ -615,6 +615,43 @@ int upstream_ws_idle(const struct upstream_ws *u)
 
 /* ---- the lws protocol callback ---------------------------------------------------------- */
 
+/* CLIENT_CONNECTION_ERROR of the current connection: end it with the best reason we have. */
+static void on_connection_error(struct upstream_ws *u, const char *in, size_t len)
+{
+    char why[160];
+    if (u->tls_error[0] != '\0') /* lws's own text for it is an opaque SSL error */
+        snprintf(why, sizeof(why), "%s", u->tls_error);
+    else if (in != NULL && len > 0)
+        snprintf(why, sizeof(why), "%.*s", (int)strnlen(in, len), in);
+    else
+        snprintf(why, sizeof(why), "connection error");
+    conn_end(u, 0, why, END_BY_LWS, RETRY_BACKOFF);
+}
+
+/* OPENSSL_PERFORM_SERVER_CERT_VERIFICATION of the current connection: user = X509_STORE_CTX,
+ * preverify_ok = OpenSSL's verdict so far. Only notes the reason of a refusal for DOWN. */
+static void on_cert_verify(struct upstream_ws *u, void *user, size_t preverify_ok)
+{
+    if (preverify_ok == 0 && user != NULL) {
+        int err = X509_STORE_CTX_get_error((X509_STORE_CTX *)user);
+        if (err != X509_V_OK)
+            snprintf(u->tls_error, sizeof(u->tls_error), "certificate verify failed: %s",
+                     X509_verify_cert_error_string(err));
+    }
+}
+
+/* WS_PEER_INITIATED_CLOSE of the current connection: keep the peer's code and reason (len >= 2)
+ * for CLIENT_CLOSED. */
+static void on_peer_close(struct upstream_ws *u, const unsigned char *b, size_t len)
+{
+    u->peer_code = (b[0] << 8) | b[1];
+    size_t rl = len - 2 < sizeof(u->peer_reason) - 1 ? len - 2 : sizeof(u->peer_reason) - 1;
+    for (size_t k = 0; k < rl; k++) /* logged and sent to the core: printable only */
+        u->peer_reason[k] = b[2 + k] >= 0x20 && b[2 + k] < 0x7f && b[2 + k] != '"'
+                                ? (char)b[2 + k] : '?';
+    u->peer_reason[rl] = '\0';
+}
+
 static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
                     size_t len)
 {
@@ -644,16 +681,8 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
 
     switch (reason) {
     case LWS_CALLBACK_CLIENT_CONNECTION_ERROR:
-        if (current) {
-            char why[160];
-            if (u->tls_error[0] != '\0') /* lws's own text for it is an opaque SSL error */
-                snprintf(why, sizeof(why), "%s", u->tls_error);
-            else if (in != NULL && len > 0)
-                snprintf(why, sizeof(why), "%.*s", (int)strnlen(in, len), (const char *)in);
-            else
-                snprintf(why, sizeof(why), "connection error");
-            conn_end(u, 0, why, END_BY_LWS, RETRY_BACKOFF);
-        }
+        if (current)
+            on_connection_error(u, in, len);
         return 0;
     case LWS_CALLBACK_CLIENT_FILTER_PRE_ESTABLISH:
         return current ? 0 : -1;
@@ -661,12 +690,8 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         /* user = X509_STORE_CTX, len = OpenSSL's preverify_ok; lws sends this to the context's
          * first protocol, which is ours (ws_thread creates the client vhost first). Only
          * note the reason: returning 0 keeps OpenSSL's verdict. */
-        if (current && len == 0 && user != NULL) {
-            int err = X509_STORE_CTX_get_error((X509_STORE_CTX *)user);
-            if (err != X509_V_OK)
-                snprintf(u->tls_error, sizeof(u->tls_error), "certificate verify failed: %s",
-                         X509_verify_cert_error_string(err));
-        }
+        if (current)
+            on_cert_verify(u, user, len);
         return 0;
     case LWS_CALLBACK_CLIENT_ESTABLISHED:
         if (!current)
@@ -685,16 +710,8 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
             on_alive(u);
         return 0;
     case LWS_CALLBACK_WS_PEER_INITIATED_CLOSE:
-        if (current && len >= 2) {
-            const unsigned char *b = in;
-            u->peer_code = (b[0] << 8) | b[1];
-            size_t rl = len - 2 < sizeof(u->peer_reason) - 1 ? len - 2
-                                                             : sizeof(u->peer_reason) - 1;
-            for (size_t k = 0; k < rl; k++) /* logged and sent to the core: printable only */
-                u->peer_reason[k] = b[2 + k] >= 0x20 && b[2 + k] < 0x7f && b[2 + k] != '"'
-                                        ? (char)b[2 + k] : '?';
-            u->peer_reason[rl] = '\0';
-        }
+        if (current && len >= 2)
+            on_peer_close(u, in, len);
         return 0; /* lws answers the close */
     case LWS_CALLBACK_CLIENT_CLOSED:
         /* lws 4.1 hands PEER_INITIATED_CLOSE 1002 for a received 1012 (it folds 1012..1015

@@ -29,14 +29,13 @@ int ws_http_host_refused(const struct ws_server *s, struct lws *wsi)
     return !proto_host_names_relay(host, s->allowed_hosts);
 }
 
-void ws_http_log_refused_host(struct lws *wsi, const char *what)
+void ws_http_log_refused_host(struct ws_server *s, struct lws *wsi, const char *what)
 {
-    static int64_t last_ms;
-    static uint64_t quiet;
+    struct log_limit *ll = &s->host_log;
     char host[64] = "";
     int64_t now = mono_ms();
-    if (now - last_ms < 1000) { /* one line a second at most */
-        quiet++;
+    if (now - ll->last_ms < 1000) { /* one line a second at most */
+        ll->quiet++;
         return;
     }
     lws_hdr_copy(wsi, host, sizeof(host), WSI_TOKEN_HOST);
@@ -44,9 +43,9 @@ void ws_http_log_refused_host(struct lws *wsi, const char *what)
         if ((unsigned char)*p < 0x21 || (unsigned char)*p > 0x7e || *p == '"')
             *p = '?';
     log_info("dashboard request with a foreign Host refused", "what=%s host=\"%s\" "
-             "suppressed=%llu", what, host, (unsigned long long)quiet);
-    last_ms = now;
-    quiet = 0;
+             "suppressed=%llu", what, host, (unsigned long long)ll->quiet);
+    ll->last_ms = now;
+    ll->quiet = 0;
 }
 
 
@@ -74,8 +73,7 @@ static char *hdr_value(struct lws *wsi, enum lws_token_indexes tok, const char *
 
 int ws_http_client(struct ws_server *s, struct lws *wsi, struct proto_ip *out, int *proxied)
 {
-    static int64_t last_ms;
-    static uint64_t quiet;
+    struct log_limit *ll = &s->fwd_log;
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
     int fd = lws_get_socket_fd(wsi);
@@ -99,15 +97,15 @@ int ws_http_client(struct ws_server *s, struct lws *wsi, struct proto_ip *out, i
     *out = peer;
     if (r == PROTO_FWD_BAD) {
         int64_t now = mono_ms();
-        if (last_ms != 0 && now - last_ms < 10000) {
-            quiet++;
+        if (ll->last_ms != 0 && now - ll->last_ms < 10000) {
+            ll->quiet++;
         } else {
             char p[64];
             proto_ip_format(&peer, p, sizeof(p));
             log_warn("malformed forwarded header from a trusted proxy: its own address is used",
-                     "listener=ws proxy=%s suppressed=%llu", p, (unsigned long long)quiet);
-            last_ms = now;
-            quiet = 0;
+                     "listener=ws proxy=%s suppressed=%llu", p, (unsigned long long)ll->quiet);
+            ll->last_ms = now;
+            ll->quiet = 0;
         }
     }
     return 0;
@@ -202,13 +200,13 @@ static int on_chains_json(struct ws_server *s, struct lws *wsi, struct session *
 }
 
 /* 403 forbidden_host, the REST port's error shape. */
-static int on_foreign_host(struct lws *wsi, struct session *x)
+static int on_foreign_host(struct ws_server *s, struct lws *wsi, struct session *x)
 {
     static const char body[] =
         "{\"error\":{\"code\":\"forbidden_host\",\"message\":\"this Host is not this relay "
         "(STATUSRELAY_ALLOWED_HOSTS adds names)\"},\"message\":\"this Host is not this relay "
         "(STATUSRELAY_ALLOWED_HOSTS adds names)\",\"errorCode\":\"FORBIDDEN_HOST\"}";
-    ws_http_log_refused_host(wsi, "http");
+    ws_http_log_refused_host(s, wsi, "http");
     return send_json_blob(wsi, x, HTTP_STATUS_FORBIDDEN, xbuf_new(body, sizeof(body) - 1));
 }
 
@@ -228,7 +226,7 @@ int ws_http_on_request(struct ws_server *s, struct lws *wsi, struct session *x, 
 {
     count(&s->st.http_requests);
     if (ws_http_host_refused(s, wsi))
-        return on_foreign_host(wsi, x);
+        return on_foreign_host(s, wsi, x);
     if (ws_http_client_over_cap(s, wsi)) {
         if (lws_return_http_status(wsi, HTTP_STATUS_SERVICE_UNAVAILABLE, NULL))
             return -1;

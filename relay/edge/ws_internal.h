@@ -88,6 +88,12 @@ struct session {
     size_t file_off;
 };
 
+/* A log line that repeats under attack, limited to one per interval (ws thread only). */
+struct log_limit {
+    int64_t last_ms;  /* mono ms of the last line written, 0 = never */
+    uint64_t quiet;   /* lines suppressed since */
+};
+
 struct counters {
     _Atomic uint64_t sessions, opened, closed, msgs_in, frames_out, dropped, unrouted,
         slow_closed, http_requests, events_in, deliveries, conflated, conflations, dead_peers,
@@ -113,6 +119,8 @@ struct ws_server {
     int host_check;              /* refuse requests whose Host does not name us */
     char *allowed_hosts;         /* names besides loopback ones (protocol/addr.h), or NULL */
     struct proto_cidr_list trusted; /* reverse proxies whose forwarded headers are read */
+    struct log_limit host_log;   /* ws_http_log_refused_host: one line a second */
+    struct log_limit fwd_log;    /* ws_http_client: a trusted proxy's bad header, one per 10 s */
     struct counters st;
 };
 
@@ -153,7 +161,7 @@ int ws_outbox_write(struct ws_server *s, struct session *x);
 /* 1 when the request's Host does not name the relay (with the Host rule on). */
 int ws_http_host_refused(const struct ws_server *s, struct lws *wsi);
 /* One info line a second at most: a request with a foreign Host refused (what: http/upgrade). */
-void ws_http_log_refused_host(struct lws *wsi, const char *what);
+void ws_http_log_refused_host(struct ws_server *s, struct lws *wsi, const char *what);
 /* The client address of wsi's request into out: its peer, or when the peer is a trusted proxy
  * (*proxied set), the client its X-Forwarded-For / Forwarded names (the proxy itself on a
  * malformed value, logged at most every 10 s). 0, or -1 when unknown. */

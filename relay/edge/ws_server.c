@@ -462,7 +462,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
             strcmp(uri, "/") != 0)
             return 1; /* refuse the upgrade */
         if (ws_http_host_refused(s, wsi)) {
-            ws_http_log_refused_host(wsi, "upgrade");
+            ws_http_log_refused_host(s, wsi, "upgrade");
             lws_return_http_status(wsi, HTTP_STATUS_FORBIDDEN, "forbidden_host");
             return 1;
         }

@@ -199,12 +199,11 @@ static void free_parts(struct ws_thread *t)
     free(t);
 }
 
-struct ws_thread *ws_thread_start(const struct ws_thread_opts *o)
+/* The modules the thread runs: the upstream client and, with a listen address, the
+ * dashboard listener (bound now: errors come back here) and server. *family is the listen
+ * address's. Returns 0, or -1 after logging. */
+static int make_modules(struct ws_thread *t, const struct ws_thread_opts *o, int *family)
 {
-    struct ws_thread *t = xcalloc(1, sizeof(*t));
-    pthread_mutex_init(&t->wake_mu, NULL);
-    t->to_ws = o->to_ws;
-    t->to_core = o->to_core;
     struct upstream_ws_opts uo = {
         .url = o->upstream_url,
         .api_key = o->api_key,
@@ -212,44 +211,29 @@ struct ws_thread *ws_thread_start(const struct ws_thread_opts *o)
         .ping_timeout_ms = o->ping_timeout_ms,
         .connect_timeout_ms = o->connect_timeout_ms,
     };
-    if ((t->up = upstream_ws_new(&uo, o->to_core)) == NULL) {
-        free_parts(t);
-        return NULL;
-    }
-    int port = 0, family = AF_INET;
-    if (o->listen != NULL) {
-        if (check_listen(o->listen, t->iface, sizeof(t->iface), &port, &family, &t->lsn,
-                         o->dash_max_connections > 0 ? o->dash_max_connections : INT64_MAX) !=
-            0) {
-            free_parts(t);
-            return NULL;
-        }
-        t->listen = xstrdup(o->listen);
-        t->dash = ws_server_new(o->to_core, o->dash_queue_max, o->dash_queue_bytes);
-        ws_server_set_cors_origins(t->dash, o->dash_cors_origins);
-        ws_server_set_host_rule(t->dash, o->dash_host_check, o->dash_allowed_hosts);
-        ws_server_set_trusted(t->dash, o->trusted);
-        ws_listen_set_policy(t->lsn, o->dash_max_per_address, o->trusted);
-    }
-    int tls = upstream_ws_uses_tls(t->up);
+    if ((t->up = upstream_ws_new(&uo, o->to_core)) == NULL)
+        return -1;
+    if (o->listen == NULL)
+        return 0;
+    int port = 0;
+    if (check_listen(o->listen, t->iface, sizeof(t->iface), &port, family, &t->lsn,
+                     o->dash_max_connections > 0 ? o->dash_max_connections : INT64_MAX) != 0)
+        return -1;
+    t->dash_port = port;
+    t->listen = xstrdup(o->listen);
+    t->dash = ws_server_new(o->to_core, o->dash_queue_max, o->dash_queue_bytes);
+    ws_server_set_cors_origins(t->dash, o->dash_cors_origins);
+    ws_server_set_host_rule(t->dash, o->dash_host_check, o->dash_allowed_hosts);
+    ws_server_set_trusted(t->dash, o->trusted);
+    ws_listen_set_policy(t->lsn, o->dash_max_per_address, o->trusted);
+    return 0;
+}
 
-    log_route_libs();
-    struct lws_context_creation_info ci;
-    memset(&ci, 0, sizeof(ci));
-    ci.options = LWS_SERVER_OPTION_EXPLICIT_VHOSTS |
-                 (tls ? LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT : 0);
-    ci.port = CONTEXT_PORT_NO_LISTEN;
-    ci.gid = -1;
-    ci.uid = -1;
-    ci.user = t;
-    if ((t->ctx = lws_create_context(&ci)) == NULL) {
-        log_err("libwebsockets context creation failed", "");
-        free_parts(t);
-        return NULL;
-    }
-
-    /* upstream client vhost first: lws sends OPENSSL_PERFORM_SERVER_CERT_VERIFICATION to the
-     * first vhost's protocols[0], and that should be the upstream client */
+/* The upstream client vhost. It comes first: lws sends OPENSSL_PERFORM_SERVER_CERT_VERIFICATION
+ * to the first vhost's protocols[0], and that should be the upstream client. Its second
+ * protocol drains to_ws (on_thread_cb). Returns 0, or -1 after logging. */
+static int add_upstream_vhost(struct ws_thread *t, int tls)
+{
     upstream_ws_protocol(t->up, &t->up_protos[0]);
     t->up_protos[1].name = "statusrelay-ws-thread";
     t->up_protos[1].callback = on_thread_cb;
@@ -266,39 +250,61 @@ struct ws_thread *ws_thread_start(const struct ws_thread_opts *o)
     struct lws_vhost *uvh = lws_create_vhost(t->ctx, &vi);
     if (uvh == NULL) {
         log_err("libwebsockets client vhost creation failed", "");
-        lws_context_destroy(t->ctx);
-        free_parts(t);
-        return NULL;
+        return -1;
     }
     upstream_ws_attach(t->up, t->ctx, uvh);
+    return 0;
+}
 
-    /* dashboard vhost: protocols[0] takes plain HTTP and protocol-less upgrades */
-    if (t->dash != NULL) {
-        ws_server_protocol(t->dash, &t->dash_protos[0]);
-        ws_listen_protocols(t->lsn, t->dash_protos); /* counts; adds the accept protocol */
-        struct lws_context_creation_info dv;
-        memset(&dv, 0, sizeof(dv));
-        dv.vhost_name = "dashboard";
-        dv.port = CONTEXT_PORT_NO_LISTEN_SERVER; /* we listen and accept (ws_listen.c) */
-        dv.user = t->lsn;
-        dv.protocols = t->dash_protos;
-        /* lws binds an IPv4 literal on an IPv6 socket as "any address": keep IPv4 on IPv4 */
-        dv.options = LWS_SERVER_OPTION_FAIL_UPON_UNABLE_TO_BIND |
-                     (family == AF_INET ? LWS_SERVER_OPTION_DISABLE_IPV6 : 0);
-        struct lws_vhost *vh = lws_create_vhost(t->ctx, &dv);
-        if (vh == NULL) {
-            log_err("dashboard listen failed", "listen=%s", o->listen);
-            lws_context_destroy(t->ctx);
-            free_parts(t);
-            return NULL;
-        }
-        if (ws_listen_attach(t->lsn, t->ctx, vh) != 0) {
-            lws_context_destroy(t->ctx);
-            free_parts(t);
-            return NULL;
-        }
-        t->dash_port = port;
+/* The dashboard vhost on the listener of make_modules: protocols[0] takes plain HTTP and
+ * protocol-less upgrades. Returns 0, or -1 after logging. */
+static int add_dash_vhost(struct ws_thread *t, int family)
+{
+    ws_server_protocol(t->dash, &t->dash_protos[0]);
+    ws_listen_protocols(t->lsn, t->dash_protos); /* counts; adds the accept protocol */
+    struct lws_context_creation_info dv;
+    memset(&dv, 0, sizeof(dv));
+    dv.vhost_name = "dashboard";
+    dv.port = CONTEXT_PORT_NO_LISTEN_SERVER; /* we listen and accept (ws_listen.c) */
+    dv.user = t->lsn;
+    dv.protocols = t->dash_protos;
+    /* lws binds an IPv4 literal on an IPv6 socket as "any address": keep IPv4 on IPv4 */
+    dv.options = LWS_SERVER_OPTION_FAIL_UPON_UNABLE_TO_BIND |
+                 (family == AF_INET ? LWS_SERVER_OPTION_DISABLE_IPV6 : 0);
+    struct lws_vhost *vh = lws_create_vhost(t->ctx, &dv);
+    if (vh == NULL) {
+        log_err("dashboard listen failed", "listen=%s", t->listen);
+        return -1;
     }
+    return ws_listen_attach(t->lsn, t->ctx, vh);
+}
+
+struct ws_thread *ws_thread_start(const struct ws_thread_opts *o)
+{
+    struct ws_thread *t = xcalloc(1, sizeof(*t));
+    pthread_mutex_init(&t->wake_mu, NULL);
+    t->to_ws = o->to_ws;
+    t->to_core = o->to_core;
+    int family = AF_INET;
+    if (make_modules(t, o, &family) != 0)
+        goto fail;
+    int tls = upstream_ws_uses_tls(t->up);
+
+    log_route_libs();
+    struct lws_context_creation_info ci;
+    memset(&ci, 0, sizeof(ci));
+    ci.options = LWS_SERVER_OPTION_EXPLICIT_VHOSTS |
+                 (tls ? LWS_SERVER_OPTION_DO_SSL_GLOBAL_INIT : 0);
+    ci.port = CONTEXT_PORT_NO_LISTEN;
+    ci.gid = -1;
+    ci.uid = -1;
+    ci.user = t;
+    if ((t->ctx = lws_create_context(&ci)) == NULL) {
+        log_err("libwebsockets context creation failed", "");
+        goto fail;
+    }
+    if (add_upstream_vhost(t, tls) != 0 || (t->dash != NULL && add_dash_vhost(t, family) != 0))
+        goto fail;
 
     t->wake_ctx = t->ctx;
     xq_set_wake(t->to_ws, wake_ws, t);
@@ -306,14 +312,17 @@ struct ws_thread *ws_thread_start(const struct ws_thread_opts *o)
     if (rc != 0) {
         log_err("websocket thread start failed", "error=\"%s\"", strerror(rc));
         xq_set_wake(t->to_ws, NULL, NULL);
-        lws_context_destroy(t->ctx);
-        free_parts(t);
-        return NULL;
+        goto fail;
     }
     if (t->dash != NULL)
         log_info("dashboard listening", "listen=%s port=%d max_connections=%lld", o->listen,
                  t->dash_port, (long long)o->dash_max_connections);
     return t;
+fail:
+    if (t->ctx != NULL)
+        lws_context_destroy(t->ctx);
+    free_parts(t);
+    return NULL;
 }
 
 void ws_thread_stop(struct ws_thread *t)

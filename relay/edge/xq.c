@@ -13,7 +13,6 @@ _Static_assert(XQ_PRE == LWS_PRE, "XQ_PRE must equal LWS_PRE");
 struct xq {
     pthread_mutex_t mu;
     struct xmsg *head, *tail;
-    size_t depth;
     xq_wake_cb *wake;
     void *arg;
 };
@@ -102,7 +101,6 @@ void xq_push(struct xq *q, struct xmsg *m)
     else
         q->head = m;
     q->tail = m;
-    q->depth++;
     xq_wake_cb *wake = q->wake;
     void *arg = q->arg;
     pthread_mutex_unlock(&q->mu);
@@ -115,15 +113,6 @@ struct xmsg *xq_take_all(struct xq *q)
     pthread_mutex_lock(&q->mu);
     struct xmsg *m = q->head;
     q->head = q->tail = NULL;
-    q->depth = 0;
     pthread_mutex_unlock(&q->mu);
     return m;
-}
-
-size_t xq_depth(struct xq *q)
-{
-    pthread_mutex_lock(&q->mu);
-    size_t d = q->depth;
-    pthread_mutex_unlock(&q->mu);
-    return d;
 }

@@ -102,7 +102,5 @@ void xq_set_wake(struct xq *q, xq_wake_cb *wake, void *arg);
 void xq_push(struct xq *q, struct xmsg *m);
 /* Take every queued message, oldest first (NULL when empty). Caller owns the list. */
 struct xmsg *xq_take_all(struct xq *q);
-/* Messages currently queued (approximate; for metrics). */
-size_t xq_depth(struct xq *q);
 
 #endif

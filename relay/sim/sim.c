@@ -180,7 +180,10 @@ static const char help_text[] =
     "\n"
     "Settings (flag, environment variable, default):\n";
 
-static struct sim *g_sim; /* for the signal handler only */
+/* The simulator: one per process (sim_main runs once), zeroed until sim_main fills it. A file
+ * static, not a heap object, so the signal handler reaches it without allocation (g_sim). */
+static struct sim the_sim;
+static struct sim *g_sim; /* for the signal handler only: &the_sim while the loop runs */
 
 static void on_signal(int sig)
 {
@@ -193,7 +196,7 @@ static void on_signal(int sig)
 
 /* ---- fan-out ------------------------------------------------------------------------------- */
 
-void sim_publish(struct sim *s, struct sim_req *r)
+static void sim_publish(struct sim *s, struct sim_req *r)
 {
     s->stats.status_changes++;
     if (r->nhist == 1)
@@ -332,34 +335,160 @@ static int write_port_file(const char *path, int port)
     return 0;
 }
 
-int sim_main(int argc, char **argv)
+/* Settings from the environment and the flags into s->cfg. Returns -1 to go on, else the
+ * exit status with s->cfg freed: 0 after --help, EXIT_USAGE after a bad setting or argument
+ * (one line on stderr). */
+static int load_settings(struct sim *s, int argc, char **argv)
 {
-    static struct sim sim; /* zeroed; reachable from the signal handler */
-    struct sim *s = &sim;
     const char **rest = xcalloc((size_t)argc + 1, sizeof(*rest));
-    int nrest = 0, help = 0, rc = 1;
-
+    int nrest = 0, help = 0, rc = -1;
     if (settings_load(sim_settings, &s->cfg, "STATUSRELAY_SIM_", argc, argv, rest, &nrest,
                       &help) != 0) {
-        free(rest);
-        settings_free(sim_settings, &s->cfg);
-        return EXIT_USAGE;
-    }
-    if (help) {
+        rc = EXIT_USAGE;
+    } else if (help) {
         fputs(help_text, stdout);
         settings_help(sim_settings, "STATUSRELAY_SIM_", stdout);
-        free(rest);
-        settings_free(sim_settings, &s->cfg);
-        return 0;
-    }
-    if (nrest > 0) {
+        rc = 0;
+    } else if (nrest > 0) {
         fprintf(stderr, "statusrelay sim: unknown argument \"%s\" (try statusrelay sim --help)\n",
                 rest[0]);
-        free(rest);
-        settings_free(sim_settings, &s->cfg);
-        return EXIT_USAGE;
+        rc = EXIT_USAGE;
     }
     free(rest);
+    if (rc >= 0)
+        settings_free(sim_settings, &s->cfg);
+    return rc;
+}
+
+/* The lws context of the one port (host:port) into info, with its protocols (3 entries, the
+ * last the terminator): protocols[0] HTTP, protocols[1] the websocket. info keeps pointers
+ * to protocols and host: both must live until the context is created. */
+static void context_info(struct sim *s, struct lws_context_creation_info *info,
+                         struct lws_protocols *protocols, const char *host, int port)
+{
+    memset(protocols, 0, 3 * sizeof(*protocols));
+    protocols[0].name = "http";
+    protocols[0].callback = sim_http_callback;
+    protocols[0].per_session_data_size = sim_http_session_size();
+    protocols[1].name = "sim-ws";
+    protocols[1].callback = sim_ws_callback;
+    protocols[1].per_session_data_size = sim_ws_session_size();
+    protocols[1].rx_buffer_size = 16384;
+    /* Upgrades without Sec-WebSocket-Protocol (the upstream's clients send none) go here. */
+    static const struct lws_protocol_vhost_options pvo_default = {NULL, NULL, "default", "1"};
+    static const struct lws_protocol_vhost_options pvo = {NULL, &pvo_default, "sim-ws", ""};
+
+    memset(info, 0, sizeof(*info));
+    info->port = port;
+    info->iface = strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0 ? NULL
+                  : strcmp(host, "localhost") == 0                      ? "127.0.0.1"
+                                                                        : host;
+    info->protocols = protocols;
+    info->pvo = &pvo;
+    info->user = s;
+    info->gid = -1;
+    info->uid = -1;
+    info->vhost_name = "default";
+    info->keepalive_timeout = 30;
+    info->timeout_secs = 30;
+    info->max_http_header_pool = 256;
+    info->max_http_header_data = 8192;
+    info->pt_serv_buf_size = 64 * 1024;
+    if (strchr(host, ':') == NULL)
+        info->options |= LWS_SERVER_OPTION_DISABLE_IPV6;
+}
+
+/* SIGINT/SIGTERM stop the loop (on_signal through g_sim); SIGPIPE is ignored. */
+static void install_signals(struct sim *s)
+{
+    g_sim = s;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+/* The upstream webhook sender when --webhook-url is set. Returns 0, or -1 after logging. */
+static int start_webhook(struct sim *s)
+{
+    if (s->cfg.webhook_url == NULL)
+        return 0;
+    const char *key = s->cfg.webhook_secret ? s->cfg.webhook_secret
+                      : s->cfg.api_key      ? s->cfg.api_key
+                                            : "";
+    if (key[0] == '\0')
+        log_warn("upstream webhooks are signed with an empty key (no --api-key)", "%s", "");
+    s->wh = sim_webhook_new(s->cfg.webhook_url, key, s->cfg.webhook_retries,
+                            s->cfg.webhook_timeout_ms);
+    return s->wh != NULL ? 0 : -1;
+}
+
+/* Create the context (it listens), learn the port, hand the context to the model and write
+ * the port file. Returns 0, or -1 after logging. */
+static int start_listening(struct sim *s, const struct lws_context_creation_info *info, int port)
+{
+    s->ctx = lws_create_context(info);
+    if (s->ctx == NULL) {
+        log_err("cannot listen", "listen=%s", s->cfg.listen);
+        return -1;
+    }
+    s->vh = lws_get_vhost_by_name(s->ctx, "default");
+    s->port = s->vh ? lws_get_vhost_listen_port(s->vh) : port;
+    sim_model_attach(s->model, s->ctx);
+    if (s->cfg.port_file != NULL && write_port_file(s->cfg.port_file, s->port) != 0) {
+        log_err("cannot write the port file", "path=%s", s->cfg.port_file);
+        return -1;
+    }
+    return 0;
+}
+
+/* The start-up lines: where everything listens, and a warning beyond loopback. */
+static void announce(const struct sim *s, const char *host)
+{
+    int loopback = strcmp(host, "127.0.0.1") == 0 || strcmp(host, "localhost") == 0 ||
+                   strcmp(host, "::1") == 0 || strncmp(host, "127.", 4) == 0;
+    if (!loopback)
+        log_warn("listening beyond loopback: the control API has no authentication",
+                 "listen=%s", s->cfg.listen);
+    const char *shown = strchr(host, ':') ? "[::1]" : loopback ? host : "127.0.0.1";
+    log_info("simulator listening",
+             "port=%d ws=ws://%s:%d/ api=http://%s:%d control=http://%s:%d/_sim/ seed=%lld "
+             "rate=%lld api_key=%s webhook=%s",
+             s->port, shown, s->port, shown, s->port, shown, s->port, (long long)s->cfg.seed,
+             (long long)s->cfg.rate, s->cfg.api_key ? "required" : "none",
+             s->cfg.webhook_url ? s->cfg.webhook_url : "off");
+}
+
+/* Free everything sim_main made, in reverse order of creation. */
+static void teardown(struct sim *s)
+{
+    sim_webhook_free(s->wh); /* first: it holds no pointer into the rest, but stops sending */
+    s->wh = NULL;
+    if (s->ctx != NULL) {
+        lws_sul_cancel(&gen_sul);
+        sim_ws_stop(s->ws);
+        sim_model_free(s->model, 0);
+        s->model = NULL;
+        lws_context_destroy(s->ctx); /* closes every connection through the callbacks */
+        s->ctx = NULL;
+    }
+    sim_model_free(s->model, 1);
+    sim_ws_free(s->ws);
+    sim_http_free(s->http);
+    curl_global_cleanup();
+    settings_free(sim_settings, &s->cfg);
+    g_sim = NULL;
+}
+
+int sim_main(int argc, char **argv)
+{
+    struct sim *s = &the_sim;
+    int rc = load_settings(s, argc, argv);
+    if (rc >= 0)
+        return rc;
     log_set_level(s->cfg.log_level);
     log_thread_name("sim");
     s->model = sim_model_new((uint64_t)s->cfg.seed, s->cfg.retain, on_change, s);
@@ -384,83 +513,13 @@ int sim_main(int argc, char **argv)
     curl_global_init(CURL_GLOBAL_DEFAULT);
 
     struct lws_protocols protocols[3];
-    memset(protocols, 0, sizeof(protocols));
-    protocols[0].name = "http";
-    protocols[0].callback = sim_http_callback;
-    protocols[0].per_session_data_size = sim_http_session_size();
-    protocols[1].name = "sim-ws";
-    protocols[1].callback = sim_ws_callback;
-    protocols[1].per_session_data_size = sim_ws_session_size();
-    protocols[1].rx_buffer_size = 16384;
-    /* Upgrades without Sec-WebSocket-Protocol (the upstream's clients send none) go here. */
-    static const struct lws_protocol_vhost_options pvo_default = {NULL, NULL, "default", "1"};
-    static const struct lws_protocol_vhost_options pvo = {NULL, &pvo_default, "sim-ws", ""};
-
     struct lws_context_creation_info info;
-    memset(&info, 0, sizeof(info));
-    info.port = port;
-    info.iface = strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0 ? NULL
-                 : strcmp(host, "localhost") == 0                      ? "127.0.0.1"
-                                                                       : host;
-    info.protocols = protocols;
-    info.pvo = &pvo;
-    info.user = s;
-    info.gid = -1;
-    info.uid = -1;
-    info.vhost_name = "default";
-    info.keepalive_timeout = 30;
-    info.timeout_secs = 30;
-    info.max_http_header_pool = 256;
-    info.max_http_header_data = 8192;
-    info.pt_serv_buf_size = 64 * 1024;
-    if (strchr(host, ':') == NULL)
-        info.options |= LWS_SERVER_OPTION_DISABLE_IPV6;
-
-    g_sim = s;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
-
-    if (s->cfg.webhook_url != NULL) {
-        const char *key = s->cfg.webhook_secret ? s->cfg.webhook_secret
-                          : s->cfg.api_key      ? s->cfg.api_key
-                                                : "";
-        if (key[0] == '\0')
-            log_warn("upstream webhooks are signed with an empty key (no --api-key)", "%s", "");
-        s->wh = sim_webhook_new(s->cfg.webhook_url, key, s->cfg.webhook_retries,
-                                s->cfg.webhook_timeout_ms);
-        if (s->wh == NULL)
-            goto out;
-    }
-
-    s->ctx = lws_create_context(&info);
-    if (s->ctx == NULL) {
-        log_err("cannot listen", "listen=%s", s->cfg.listen);
+    context_info(s, &info, protocols, host, port);
+    install_signals(s);
+    rc = 1;
+    if (start_webhook(s) != 0 || start_listening(s, &info, port) != 0)
         goto out;
-    }
-    s->vh = lws_get_vhost_by_name(s->ctx, "default");
-    s->port = s->vh ? lws_get_vhost_listen_port(s->vh) : port;
-    sim_model_attach(s->model, s->ctx);
-    if (s->cfg.port_file != NULL && write_port_file(s->cfg.port_file, s->port) != 0) {
-        log_err("cannot write the port file", "path=%s", s->cfg.port_file);
-        goto out;
-    }
-    int loopback = strcmp(host, "127.0.0.1") == 0 || strcmp(host, "localhost") == 0 ||
-                   strcmp(host, "::1") == 0 || strncmp(host, "127.", 4) == 0;
-    if (!loopback)
-        log_warn("listening beyond loopback: the control API has no authentication",
-                 "listen=%s", s->cfg.listen);
-    const char *shown = strchr(host, ':') ? "[::1]" : loopback ? host : "127.0.0.1";
-    log_info("simulator listening",
-             "port=%d ws=ws://%s:%d/ api=http://%s:%d control=http://%s:%d/_sim/ seed=%lld "
-             "rate=%lld api_key=%s webhook=%s",
-             s->port, shown, s->port, shown, s->port, shown, s->port, (long long)s->cfg.seed,
-             (long long)s->cfg.rate, s->cfg.api_key ? "required" : "none",
-             s->cfg.webhook_url ? s->cfg.webhook_url : "off");
+    announce(s, host);
     if (s->cfg.rate > 0 || s->cfg.exit_when_done)
         sim_load_set(s, s->cfg.rate, s->cfg.duration_ms);
 
@@ -469,23 +528,7 @@ int sim_main(int argc, char **argv)
             break;
     log_info("simulator stopping", "requests=%llu", (unsigned long long)s->stats.requests_created);
     rc = 0;
-
 out:
-    sim_webhook_free(s->wh); /* first: it holds no pointer into the rest, but stops sending */
-    s->wh = NULL;
-    if (s->ctx != NULL) {
-        lws_sul_cancel(&gen_sul);
-        sim_ws_stop(s->ws);
-        sim_model_free(s->model, 0);
-        s->model = NULL;
-        lws_context_destroy(s->ctx); /* closes every connection through the callbacks */
-        s->ctx = NULL;
-    }
-    sim_model_free(s->model, 1);
-    sim_ws_free(s->ws);
-    sim_http_free(s->http);
-    curl_global_cleanup();
-    settings_free(sim_settings, &s->cfg);
-    g_sim = NULL;
+    teardown(s);
     return rc;
 }

@@ -111,12 +111,7 @@ struct sim {
 
 /* Path names for the stats: "/intents/status/v3", "/requests/v3", "/chains", "other". */
 const char *sim_path_name(enum sim_http_path p);
-/* Count one upstream HTTP answer. */
-void sim_stats_http(struct sim *s, enum sim_http_path p, int code);
 /* Start (rate > 0) or stop (rate 0) the request generator; duration_ms 0 = unbounded. */
 void sim_load_set(struct sim *s, int64_t rate, int64_t duration_ms);
-/* Called by the model for every status change of a request: fans it out to websocket
- * subscribers and to the upstream webhook. */
-void sim_publish(struct sim *s, struct sim_req *r);
 
 #endif

@@ -399,6 +399,99 @@ static int get_bool(json_t *v, int *out)
     return 0;
 }
 
+/* dropWs: "abrupt" (0: no close frame) or a close code a peer may send (number or text).
+ * Returns 1 and sets *drop, or 0 when v is neither. */
+static int parse_drop(json_t *v, int *drop)
+{
+    const char *d = json_string_value(v);
+    if (d != NULL && strcmp(d, "abrupt") == 0) {
+        *drop = 0;
+        return 1;
+    }
+    int64_t code = d ? strtoll(d, NULL, 10) : json_integer_value(v);
+    int ok = (d || json_is_integer(v)) && code >= 1000 && code <= 4999 && code != 1005 &&
+             code != 1006 && code != 1015;
+    if (ok)
+        *drop = (int)code;
+    return ok;
+}
+
+/* The numeric faults (delays, counts, the rate limit: 0..1e9 each). Returns 1 and sets it,
+ * or 0 when v is out of range. */
+static int set_count(struct sim_faults *f, const char *key, json_t *v)
+{
+    int ok = json_is_integer(v) && json_integer_value(v) >= 0 &&
+             json_integer_value(v) <= 1000000000;
+    if (ok) {
+        int64_t x = json_integer_value(v);
+        if (key[0] == 'd')
+            f->delay_ms = x;
+        else if (strcmp(key, "httpDelayMs") == 0)
+            f->http_delay_ms = x;
+        else if (strcmp(key, "httpErrorCount") == 0)
+            f->http_error_count = x;
+        else
+            f->rate_limit = x;
+    }
+    return ok;
+}
+
+/* One key of a POST /_sim/faults body into f, or the one-shot actions *drop (dropWs) and
+ * *malformed. Returns 1, or 0 for an unknown key or a bad value. */
+static int set_fault(struct sim_faults *f, const char *key, json_t *v, int *drop,
+                     int *malformed)
+{
+    int ok = 0;
+    if (strcmp(key, "silent") == 0)
+        ok = get_bool(v, &f->silent) == 0;
+    else if (strcmp(key, "duplicate") == 0)
+        ok = get_bool(v, &f->duplicate) == 0;
+    else if (strcmp(key, "reorder") == 0)
+        ok = get_bool(v, &f->reorder) == 0;
+    else if (strcmp(key, "wsRefuse") == 0)
+        ok = get_bool(v, &f->ws_refuse) == 0;
+    else if (strcmp(key, "wsMinimal") == 0)
+        ok = get_bool(v, &f->ws_minimal) == 0;
+    else if (strcmp(key, "envelope") == 0) {
+        const char *e = json_string_value(v);
+        ok = e && (strcmp(e, "A") == 0 || strcmp(e, "B") == 0);
+        if (ok)
+            f->envelope_b = e[0] == 'B';
+    } else if (strcmp(key, "delayMs") == 0 || strcmp(key, "httpDelayMs") == 0 ||
+               strcmp(key, "httpErrorCount") == 0 || strcmp(key, "rateLimitPerMin") == 0) {
+        ok = set_count(f, key, v);
+    } else if (strcmp(key, "httpErrorRate") == 0) {
+        double x = json_number_value(v);
+        ok = json_is_number(v) && x >= 0 && x <= 1 && !isnan(x);
+        if (ok)
+            f->http_error_rate = x;
+    } else if (strcmp(key, "httpErrorStatus") == 0) {
+        int64_t x = json_integer_value(v);
+        ok = json_is_integer(v) &&
+             (x == 0 || x == 429 || x == 500 || x == 502 || x == 503 || x == 504);
+        if (ok)
+            f->http_error_status = (int)x;
+    } else if (strcmp(key, "refuseKey") == 0) {
+        int64_t x = json_integer_value(v);
+        ok = json_is_integer(v) && (x == 0 || x == 401 || x == 403);
+        if (ok)
+            f->refuse_key = (int)x;
+    } else if (strcmp(key, "httpErrorPath") == 0) {
+        const char *p = json_is_null(v) ? "" : json_string_value(v);
+        ok = p != NULL && strlen(p) < sizeof(f->http_error_path);
+        if (ok)
+            snprintf(f->http_error_path, sizeof(f->http_error_path), "%s", p);
+    } else if (strcmp(key, "dropWs") == 0) {
+        ok = parse_drop(v, drop);
+    } else if (strcmp(key, "malformed") == 0) {
+        ok = json_is_integer(v) && json_integer_value(v) >= 0 &&
+             json_integer_value(v) <= 1000;
+        if (ok)
+            *malformed = (int)json_integer_value(v);
+    }
+    return ok;
+}
+
 static void faults(struct sim *s, enum sim_method m, json_t *in, struct sim_resp *out)
 {
     if (m == SIM_M_DELETE) {
@@ -425,77 +518,7 @@ static void faults(struct sim *s, enum sim_method m, json_t *in, struct sim_resp
     const char *key;
     json_t *v;
     json_object_foreach(in, key, v) {
-        int ok = 0;
-        if (strcmp(key, "silent") == 0)
-            ok = get_bool(v, &f.silent) == 0;
-        else if (strcmp(key, "duplicate") == 0)
-            ok = get_bool(v, &f.duplicate) == 0;
-        else if (strcmp(key, "reorder") == 0)
-            ok = get_bool(v, &f.reorder) == 0;
-        else if (strcmp(key, "wsRefuse") == 0)
-            ok = get_bool(v, &f.ws_refuse) == 0;
-        else if (strcmp(key, "wsMinimal") == 0)
-            ok = get_bool(v, &f.ws_minimal) == 0;
-        else if (strcmp(key, "envelope") == 0) {
-            const char *e = json_string_value(v);
-            ok = e && (strcmp(e, "A") == 0 || strcmp(e, "B") == 0);
-            if (ok)
-                f.envelope_b = e[0] == 'B';
-        } else if (strcmp(key, "delayMs") == 0 || strcmp(key, "httpDelayMs") == 0 ||
-                   strcmp(key, "httpErrorCount") == 0 || strcmp(key, "rateLimitPerMin") == 0) {
-            ok = json_is_integer(v) && json_integer_value(v) >= 0 &&
-                 json_integer_value(v) <= 1000000000;
-            if (ok) {
-                int64_t x = json_integer_value(v);
-                if (key[0] == 'd')
-                    f.delay_ms = x;
-                else if (strcmp(key, "httpDelayMs") == 0)
-                    f.http_delay_ms = x;
-                else if (strcmp(key, "httpErrorCount") == 0)
-                    f.http_error_count = x;
-                else
-                    f.rate_limit = x;
-            }
-        } else if (strcmp(key, "httpErrorRate") == 0) {
-            double x = json_number_value(v);
-            ok = json_is_number(v) && x >= 0 && x <= 1 && !isnan(x);
-            if (ok)
-                f.http_error_rate = x;
-        } else if (strcmp(key, "httpErrorStatus") == 0) {
-            int64_t x = json_integer_value(v);
-            ok = json_is_integer(v) &&
-                 (x == 0 || x == 429 || x == 500 || x == 502 || x == 503 || x == 504);
-            if (ok)
-                f.http_error_status = (int)x;
-        } else if (strcmp(key, "refuseKey") == 0) {
-            int64_t x = json_integer_value(v);
-            ok = json_is_integer(v) && (x == 0 || x == 401 || x == 403);
-            if (ok)
-                f.refuse_key = (int)x;
-        } else if (strcmp(key, "httpErrorPath") == 0) {
-            const char *p = json_is_null(v) ? "" : json_string_value(v);
-            ok = p != NULL && strlen(p) < sizeof(f.http_error_path);
-            if (ok)
-                snprintf(f.http_error_path, sizeof(f.http_error_path), "%s", p);
-        } else if (strcmp(key, "dropWs") == 0) {
-            const char *d = json_string_value(v);
-            if (d != NULL && strcmp(d, "abrupt") == 0) {
-                drop = 0;
-                ok = 1;
-            } else {
-                int64_t code = d ? strtoll(d, NULL, 10) : json_integer_value(v);
-                ok = (d || json_is_integer(v)) && code >= 1000 && code <= 4999 && code != 1005 &&
-                     code != 1006 && code != 1015;
-                if (ok)
-                    drop = (int)code;
-            }
-        } else if (strcmp(key, "malformed") == 0) {
-            ok = json_is_integer(v) && json_integer_value(v) >= 0 &&
-                 json_integer_value(v) <= 1000;
-            if (ok)
-                malformed = (int)json_integer_value(v);
-        }
-        if (!ok) {
+        if (!set_fault(&f, key, v, &drop, &malformed)) {
             char msg[160];
             snprintf(msg, sizeof(msg), "invalid or unknown fault \"%s\"", key);
             bad(out, msg);

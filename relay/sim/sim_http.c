@@ -87,7 +87,8 @@ const char *sim_path_name(enum sim_http_path p)
     }
 }
 
-void sim_stats_http(struct sim *s, enum sim_http_path p, int code)
+/* Count one upstream HTTP answer. */
+static void sim_stats_http(struct sim *s, enum sim_http_path p, int code)
 {
     s->stats.http_total++;
     for (int i = 0; i < SIM_MAX_CODES; i++) {
@@ -117,7 +118,8 @@ static void bucket_free_cb(void *arg, const char *key, void *val)
     free(b);
 }
 
-void sim_http_reset_limits(struct sim_http *h)
+/* Forget every rate-limit window (after the limit changed). */
+static void sim_http_reset_limits(struct sim_http *h)
 {
     sim_map_each(h->buckets, bucket_free_cb, NULL);
     sim_map_free(h->buckets);
@@ -291,116 +293,142 @@ static const char *v3_status(const struct sim_req *r)
     return strcmp(r->status, "delayed") == 0 ? "pending" : r->status;
 }
 
-static void requests_v3(struct hsess *h)
+/* A GET /requests/v3 query, parsed. */
+struct v3_query {
+    int64_t limit, start, end, origin, dest, chain; /* start/end: s; -1 / 0 = none */
+    enum sort_by by;
+    int desc;
+    int have_cursor;
+    int64_t ckey;       /* the cursor's position: sort key and sequence */
+    uint64_t cseq;
+    const char *id, *user, *status, *depaddr; /* exact filters, NULL = any */
+};
+
+/* The query string into vq with the upstream's defaults. Returns 0, or -1 with resp set to
+ * the upstream's 400 for the first bad parameter. */
+static int v3_parse(const struct sim_query *q, struct v3_query *vq, struct sim_resp *resp)
 {
-    struct sim_resp *resp = &h->resp;
-    const struct sim_query *q = &h->q;
-    int64_t limit = V3_DEFAULT_LIMIT, start = -1, end = -1, origin = 0, dest = 0, chain = 0;
+    *vq = (struct v3_query){.limit = V3_DEFAULT_LIMIT, .start = -1, .end = -1,
+                            .by = SORT_CREATED, .desc = 1};
     const char *v;
     if ((v = sim_query_get(q, "limit")) != NULL &&
-        (parse_i64(v, &limit) != 0 || limit < 1 || limit > V3_MAX_LIMIT)) {
+        (parse_i64(v, &vq->limit) != 0 || vq->limit < 1 || vq->limit > V3_MAX_LIMIT)) {
         sim_resp_error(resp, 400, "querystring/limit must be an integer between 1 and 50",
                        "INVALID_INPUT_PARAMETERS");
-        return;
+        return -1;
     }
-    enum sort_by by = SORT_CREATED;
     if ((v = sim_query_get(q, "sortBy")) != NULL) {
         if (strcmp(v, "updatedAt") == 0)
-            by = SORT_UPDATED;
+            vq->by = SORT_UPDATED;
         else if (strcmp(v, "amountUsd") == 0)
-            by = SORT_AMOUNT;
+            vq->by = SORT_AMOUNT;
         else if (strcmp(v, "createdAt") != 0) {
             sim_resp_error(resp, 400,
                            "querystring/sortBy must be equal to one of the allowed values",
                            "INVALID_INPUT_PARAMETERS");
-            return;
+            return -1;
         }
     }
-    int desc = 1;
     if ((v = sim_query_get(q, "sortDirection")) != NULL) {
         if (strcmp(v, "asc") == 0)
-            desc = 0;
+            vq->desc = 0;
         else if (strcmp(v, "desc") != 0) {
             sim_resp_error(resp, 400,
                            "querystring/sortDirection must be equal to one of the allowed values",
                            "INVALID_INPUT_PARAMETERS");
-            return;
+            return -1;
         }
     }
-    if (((v = sim_query_get(q, "startTimestamp")) != NULL && parse_i64(v, &start) != 0) ||
-        ((v = sim_query_get(q, "endTimestamp")) != NULL && parse_i64(v, &end) != 0) ||
-        ((v = sim_query_get(q, "originChainId")) != NULL && parse_i64(v, &origin) != 0) ||
-        ((v = sim_query_get(q, "destinationChainId")) != NULL && parse_i64(v, &dest) != 0) ||
-        ((v = sim_query_get(q, "chainId")) != NULL && parse_i64(v, &chain) != 0)) {
+    if (((v = sim_query_get(q, "startTimestamp")) != NULL && parse_i64(v, &vq->start) != 0) ||
+        ((v = sim_query_get(q, "endTimestamp")) != NULL && parse_i64(v, &vq->end) != 0) ||
+        ((v = sim_query_get(q, "originChainId")) != NULL && parse_i64(v, &vq->origin) != 0) ||
+        ((v = sim_query_get(q, "destinationChainId")) != NULL && parse_i64(v, &vq->dest) != 0) ||
+        ((v = sim_query_get(q, "chainId")) != NULL && parse_i64(v, &vq->chain) != 0)) {
         sim_resp_error(resp, 400, "querystring has a parameter that must be a number",
                        "INVALID_INPUT_PARAMETERS");
-        return;
+        return -1;
     }
-    int have_cursor = 0;
-    int64_t ckey = 0;
-    uint64_t cseq = 0;
     if ((v = sim_query_get(q, "continuation")) != NULL && *v != '\0') {
-        if (cursor_decode(v, by, desc, &ckey, &cseq) != 0) {
+        if (cursor_decode(v, vq->by, vq->desc, &vq->ckey, &vq->cseq) != 0) {
             sim_resp_error(resp, 400, "Invalid continuation", "INVALID_INPUT_PARAMETERS");
-            return;
+            return -1;
         }
-        have_cursor = 1;
+        vq->have_cursor = 1;
     }
-    const char *id = sim_query_get(q, "id");
-    const char *user = sim_query_get(q, "user");
-    const char *status = sim_query_get(q, "status");
-    const char *depaddr = sim_query_get(q, "depositAddress");
-    /* Time windows apply to the sort field; for amountUsd to createdAt. */
-    enum sort_by time_field = by == SORT_AMOUNT ? SORT_CREATED : by;
+    vq->id = sim_query_get(q, "id");
+    vq->user = sim_query_get(q, "user");
+    vq->status = sim_query_get(q, "status");
+    vq->depaddr = sim_query_get(q, "depositAddress");
+    return 0;
+}
 
+/* 1 when r passes vq's filters and time window and lies past its cursor. */
+static int v3_matches(const struct v3_query *vq, const struct sim_req *r)
+{
+    if (vq->id && strcmp(r->id, vq->id) != 0)
+        return 0;
+    if (vq->user && strcasecmp(r->user, vq->user) != 0 && strcasecmp(r->recipient, vq->user) != 0)
+        return 0;
+    if (vq->status && strcmp(v3_status(r), vq->status) != 0)
+        return 0;
+    if (vq->origin && r->origin != vq->origin)
+        return 0;
+    if (vq->dest && r->dest != vq->dest)
+        return 0;
+    if (vq->chain && r->origin != vq->chain && r->dest != vq->chain)
+        return 0;
+    if (vq->depaddr && (r->dep == NULL || strcasecmp(r->dep->address, vq->depaddr) != 0))
+        return 0;
+    /* Time windows apply to the sort field; for amountUsd to createdAt. */
+    int64_t t = sort_key(r, vq->by == SORT_AMOUNT ? SORT_CREATED : vq->by);
+    if (vq->start >= 0 && t < vq->start * 1000)
+        return 0;
+    if (vq->end >= 0 && t > vq->end * 1000 + 999)
+        return 0;
+    if (vq->have_cursor) {
+        int c = cmp_pos(sort_key(r, vq->by), r->seq, vq->ckey, vq->cseq);
+        if (vq->desc ? c >= 0 : c <= 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* Keep the best `want` matches in page order (asc or desc): insert r into best[*nbest]. */
+static void v3_keep(const struct v3_query *vq, struct sim_req **best, int *nbest, int want,
+                    struct sim_req *r)
+{
+    int64_t k = sort_key(r, vq->by);
+    int i = *nbest;
+    while (i > 0) {
+        struct sim_req *b = best[i - 1];
+        int c = cmp_pos(k, r->seq, sort_key(b, vq->by), b->seq);
+        if (vq->desc ? c < 0 : c > 0)
+            break;
+        i--;
+    }
+    if (i >= want)
+        return;
+    int last = *nbest < want ? *nbest : want - 1;
+    memmove(&best[i + 1], &best[i], (size_t)(last - i) * sizeof(best[0]));
+    best[i] = r;
+    if (*nbest < want)
+        (*nbest)++;
+}
+
+static void requests_v3(struct hsess *h)
+{
+    struct sim_resp *resp = &h->resp;
+    struct v3_query vq;
+    if (v3_parse(&h->q, &vq, resp) != 0)
+        return;
     /* Best limit+1 matches past the cursor, in page order (insertion into a small array). */
     struct sim_req *best[V3_MAX_LIMIT + 1];
-    int nbest = 0, want = (int)limit + 1;
-    for (struct sim_req *r = sim_model_oldest(h->sim->model); r != NULL; r = r->next) {
-        if (id && strcmp(r->id, id) != 0)
-            continue;
-        if (user && strcasecmp(r->user, user) != 0 && strcasecmp(r->recipient, user) != 0)
-            continue;
-        if (status && strcmp(v3_status(r), status) != 0)
-            continue;
-        if (origin && r->origin != origin)
-            continue;
-        if (dest && r->dest != dest)
-            continue;
-        if (chain && r->origin != chain && r->dest != chain)
-            continue;
-        if (depaddr && (r->dep == NULL || strcasecmp(r->dep->address, depaddr) != 0))
-            continue;
-        int64_t t = sort_key(r, time_field);
-        if (start >= 0 && t < start * 1000)
-            continue;
-        if (end >= 0 && t > end * 1000 + 999)
-            continue;
-        int64_t k = sort_key(r, by);
-        if (have_cursor) {
-            int c = cmp_pos(k, r->seq, ckey, cseq);
-            if (desc ? c >= 0 : c <= 0)
-                continue;
-        }
-        /* position in best (page order: asc or desc) */
-        int i = nbest;
-        while (i > 0) {
-            struct sim_req *b = best[i - 1];
-            int c = cmp_pos(k, r->seq, sort_key(b, by), b->seq);
-            if (desc ? c < 0 : c > 0)
-                break;
-            i--;
-        }
-        if (i >= want)
-            continue;
-        int last = nbest < want ? nbest : want - 1;
-        memmove(&best[i + 1], &best[i], (size_t)(last - i) * sizeof(best[0]));
-        best[i] = r;
-        if (nbest < want)
-            nbest++;
-    }
-    int more = nbest > limit;
-    int n = more ? (int)limit : nbest;
+    int nbest = 0, want = (int)vq.limit + 1;
+    for (struct sim_req *r = sim_model_oldest(h->sim->model); r != NULL; r = r->next)
+        if (v3_matches(&vq, r))
+            v3_keep(&vq, best, &nbest, want, r);
+    int more = nbest > vq.limit;
+    int n = more ? (int)vq.limit : nbest;
     resp->status = 200;
     sbuf_adds(&resp->body, "{\"requests\":[");
     for (int i = 0; i < n; i++) {
@@ -411,7 +439,8 @@ static void requests_v3(struct hsess *h)
     sbuf_add(&resp->body, "]", 1);
     if (more) {
         char cur[160];
-        cursor_encode(by, desc, sort_key(best[n - 1], by), best[n - 1]->seq, cur, sizeof(cur));
+        cursor_encode(vq.by, vq.desc, sort_key(best[n - 1], vq.by), best[n - 1]->seq, cur,
+                      sizeof(cur));
         sbuf_adds(&resp->body, ",\"continuation\":");
         sbuf_jstr(&resp->body, cur);
     }

@@ -48,8 +48,6 @@ struct sim_http;
 struct sim_http *sim_http_new(struct sim *s);
 /* NULL-safe. */
 void sim_http_free(struct sim_http *h);
-/* Forget every rate-limit window (after the limit changed). */
-void sim_http_reset_limits(struct sim_http *h);
 
 /* The lws protocol callback (protocols[0] in sim.c) and its per-session size. */
 int sim_http_callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,

@@ -160,7 +160,8 @@ void sbuf_jint(struct sbuf *b, int64_t v)
     sbuf_add(b, tmp, (size_t)n);
 }
 
-void sim_iso8601(int64_t ms, char *out, size_t n)
+/* ISO-8601 UTC with milliseconds ("2026-08-21T10:15:30.123Z") into out (>= 32 bytes). */
+static void sim_iso8601(int64_t ms, char *out, size_t n)
 {
     time_t t = (time_t)(ms / 1000);
     struct tm tm;
@@ -545,7 +546,7 @@ static void v3_reorg(struct sbuf *b, const struct sim_reorg *g)
 
 void sj_requests_v3_item(struct sbuf *b, const struct sim_req *r)
 {
-    char iso[40];
+    char iso[80]; /* 25 bytes in practice; room for any int fields gmtime_r can give */
     /* /requests/v3 has no "delayed": such a request is still pending there. */
     const char *st = strcmp(r->status, "delayed") == 0 ? "pending" : r->status;
     sbuf_adds(b, "{\"id\":");

@@ -34,9 +34,6 @@ void sbuf_addf(struct sbuf *b, const char *fmt, ...) __attribute__((format(print
 void sbuf_jstr(struct sbuf *b, const char *s);
 void sbuf_jint(struct sbuf *b, int64_t v);
 
-/* ISO-8601 UTC with milliseconds ("2026-08-21T10:15:30.123Z") into out (>= 32 bytes). */
-void sim_iso8601(int64_t ms, char *out, size_t n);
-
 /* {"type":"connection","status":"ready","data":{"id":"<id>"}} */
 void sj_ready(struct sbuf *b, const char *socket_id);
 /* {"type":"subscribe","status":"success","data":{"event":"request.status.updated",

@@ -68,7 +68,8 @@ static const struct tmpl tmpls[] = {
 };
 _Static_assert(ARRAY_LEN(tmpls) == SIM_NTMPL, "SIM_NTMPL counts the templates");
 
-const char *sim_model_lifecycles(void)
+/* Space-separated names of the built-in lifecycles. */
+static const char *sim_model_lifecycles(void)
 {
     return "success depositing delayed refund failure deposit-address solana reorg double-spend "
            "late-refund never-deposited";

@@ -49,7 +49,8 @@ struct early_counts {
     struct sim_counts c;
 };
 
-const char *sim_model_intern(struct sim_model *m, const char *s)
+/* The interned copy of s (valid until sim_model_free). */
+static const char *sim_model_intern(struct sim_model *m, const char *s)
 {
     if (s == NULL)
         return NULL;
@@ -477,53 +478,46 @@ static int id_ok(const char *id)
     return 1;
 }
 
-struct sim_req *sim_model_create(struct sim_model *m, const struct sim_spec *spec,
-                                 const char **err)
+/* Why spec cannot make a request (a static string), or NULL; *ti is its named lifecycle's
+ * template, -1 when it names none. */
+static const char *spec_refusal(const struct sim_model *m, const struct sim_spec *spec, int *ti)
 {
-    int ti = -1;
-    if (spec->lifecycle != NULL) {
-        if ((ti = sim_tmpl_find(spec->lifecycle)) < 0) {
-            *err = "unknown lifecycle";
-            return NULL;
-        }
-    }
+    *ti = -1;
+    if (spec->lifecycle != NULL && (*ti = sim_tmpl_find(spec->lifecycle)) < 0)
+        return "unknown lifecycle";
     if (spec->id != NULL) {
-        if (!id_ok(spec->id)) {
-            *err = "id must be 1..128 characters of [A-Za-z0-9_:.-]";
-            return NULL;
-        }
-        if (sim_map_get(m->by_id, spec->id) != NULL) {
-            *err = "a request with this id exists";
-            return NULL;
-        }
+        if (!id_ok(spec->id))
+            return "id must be 1..128 characters of [A-Za-z0-9_:.-]";
+        if (sim_map_get(m->by_id, spec->id) != NULL)
+            return "a request with this id exists";
     }
-    if (spec->lifecycle == NULL && spec->nsteps == 0 && m->mix_total <= 0) {
-        *err = "no lifecycle";
-        return NULL;
-    }
-    if (spec->nsteps > SIM_MAX_STEPS) {
-        *err = "path too long";
-        return NULL;
-    }
+    if (spec->lifecycle == NULL && spec->nsteps == 0 && m->mix_total <= 0)
+        return "no lifecycle";
+    if (spec->nsteps > SIM_MAX_STEPS)
+        return "path too long";
+    return NULL;
+}
 
-    evict(m); /* before, never after: the caller uses the request it gets back */
-    struct sim_req *r = xcalloc(1, sizeof(*r));
-    r->heap_idx = -1;
-    r->rng = spec->generated ? sim_rand_stream(m->seed, FAM_GEN, m->gen_n++)
-                             : sim_rand_stream(m->seed, FAM_CTL, m->ctl_n++);
+/* A template drawn from the mix by weight (one draw from rng). */
+static int pick_from_mix(const struct sim_model *m, uint64_t *rng)
+{
+    int ti;
+    int64_t x = (int64_t)sim_rng_below(rng, (uint64_t)m->mix_total);
+    for (ti = 0; ti < SIM_NTMPL; ti++) {
+        x -= m->mix_weight[ti];
+        if (x < 0)
+            break;
+    }
+    return ti >= SIM_NTMPL ? 0 : ti;
+}
+
+/* Who and what of a new request: id, chains, user, recipient, referrer, amount, deposit
+ * address; spec's values, else template ti's (-1: none), else random from r->rng. The draws
+ * happen in this order, so one seed gives the same requests. */
+static void fill_identity(struct sim_model *m, struct sim_req *r, const struct sim_spec *spec,
+                          int ti)
+{
     uint64_t *rng = &r->rng;
-    if (ti < 0 && spec->nsteps == 0) { /* pick from the mix */
-        int64_t x = (int64_t)sim_rng_below(rng, (uint64_t)m->mix_total);
-        for (ti = 0; ti < SIM_NTMPL; ti++) {
-            x -= m->mix_weight[ti];
-            if (x < 0)
-                break;
-        }
-        if (ti >= SIM_NTMPL)
-            ti = 0;
-    }
-    r->lifecycle = ti >= 0 ? sim_tmpl_name(ti) : "scripted";
-
     if (spec->id != NULL) {
         snprintf(r->id, sizeof(r->id), "%s", spec->id);
     } else {
@@ -560,33 +554,37 @@ struct sim_req *sim_model_create(struct sim_model *m, const struct sim_spec *spe
                                                 : "open";
         snprintf(r->dep->recovery, sizeof(r->dep->recovery), "%s", r->user);
     }
+}
 
-    /* The path: each step with its concrete delay. */
+/* The path: each step with its concrete delay, template ti's or spec's own steps. */
+static void fill_path(struct sim_model *m, struct sim_req *r, const struct sim_spec *spec,
+                      int ti)
+{
     if (ti >= 0 && spec->nsteps == 0) {
-        r->steps = sim_tmpl_path(ti, spec->step_ms, rng, &r->nsteps);
-    } else {
-        r->nsteps = spec->nsteps;
-        r->steps = xcalloc((size_t)r->nsteps, sizeof(*r->steps));
-        for (int i = 0; i < spec->nsteps; i++) {
-            const struct sim_step *in = &spec->steps[i];
-            struct sim_step *s = &r->steps[i];
-            s->status = sim_model_intern(m, in->status);
-            s->fail_reason = sim_model_intern(m, in->fail_reason);
-            s->refund_fail_reason = sim_model_intern(m, in->refund_fail_reason);
-            s->details = sim_model_intern(m, in->details);
-            s->reorg = in->reorg;
-            s->delay_ms = in->delay_ms >= 0 ? in->delay_ms : spec->step_ms > 0 ? spec->step_ms : -1;
-        }
+        r->steps = sim_tmpl_path(ti, spec->step_ms, &r->rng, &r->nsteps);
+        return;
     }
-    if (r->nsteps == 0) { /* unreachable: checked above; keep the invariant nsteps >= 1 */
-        req_free(r);
-        *err = "empty path";
-        return NULL;
+    r->nsteps = spec->nsteps;
+    r->steps = xcalloc((size_t)r->nsteps, sizeof(*r->steps));
+    for (int i = 0; i < spec->nsteps; i++) {
+        const struct sim_step *in = &spec->steps[i];
+        struct sim_step *s = &r->steps[i];
+        s->status = sim_model_intern(m, in->status);
+        s->fail_reason = sim_model_intern(m, in->fail_reason);
+        s->refund_fail_reason = sim_model_intern(m, in->refund_fail_reason);
+        s->details = sim_model_intern(m, in->details);
+        s->reorg = in->reorg;
+        s->delay_ms = in->delay_ms >= 0 ? in->delay_ms : spec->step_ms > 0 ? spec->step_ms : -1;
     }
+}
 
+/* Number and time the new request, take over counts made before it existed, and add it to
+ * the id map and the newest end of the list. */
+static void add_request(struct sim_model *m, struct sim_req *r)
+{
     int64_t now = wall_ms();
     r->seq = ++m->seq;
-    r->quote_created_ms = now - 2000 - (int64_t)sim_rng_below(rng, 30000);
+    r->quote_created_ms = now - 2000 - (int64_t)sim_rng_below(&r->rng, 30000);
     r->created_ms = now;
     r->updated_ms = 0;
     struct early_counts *e = sim_map_del(m->early, r->id);
@@ -603,6 +601,31 @@ struct sim_req *sim_model_create(struct sim_model *m, const struct sim_spec *spe
     m->newest = r;
     m->count++;
     m->active++;
+}
+
+struct sim_req *sim_model_create(struct sim_model *m, const struct sim_spec *spec,
+                                 const char **err)
+{
+    int ti;
+    if ((*err = spec_refusal(m, spec, &ti)) != NULL)
+        return NULL;
+
+    evict(m); /* before, never after: the caller uses the request it gets back */
+    struct sim_req *r = xcalloc(1, sizeof(*r));
+    r->heap_idx = -1;
+    r->rng = spec->generated ? sim_rand_stream(m->seed, FAM_GEN, m->gen_n++)
+                             : sim_rand_stream(m->seed, FAM_CTL, m->ctl_n++);
+    if (ti < 0 && spec->nsteps == 0)
+        ti = pick_from_mix(m, &r->rng);
+    r->lifecycle = ti >= 0 ? sim_tmpl_name(ti) : "scripted";
+    fill_identity(m, r, spec, ti);
+    fill_path(m, r, spec, ti);
+    if (r->nsteps == 0) { /* unreachable: checked above; keep the invariant nsteps >= 1 */
+        req_free(r);
+        *err = "empty path";
+        return NULL;
+    }
+    add_request(m, r);
 
     r->pos = 0;
     plan_next(m, r);

@@ -132,10 +132,8 @@ void sim_model_attach(struct sim_model *m, struct lws_context *ctx);
 void sim_model_free(struct sim_model *m, int detached);
 
 /* Set the mix of generated lifecycles: "success:60,refund:10,..." (names from
- * sim_model_lifecycles()). Returns 0, or -1 with a reason in err. */
+ * sim_lifecycle.c's templates). Returns 0, or -1 with a reason in err. */
 int sim_model_set_mix(struct sim_model *m, const char *mix, char *err, size_t errn);
-/* Space-separated names of the built-in lifecycles. */
-const char *sim_model_lifecycles(void);
 
 /* What to create. Zero-initialise, then set what you need. */
 struct sim_spec {
@@ -185,8 +183,6 @@ size_t sim_model_count(const struct sim_model *m);
 size_t sim_model_active(const struct sim_model *m);
 /* Requests evicted so far (beyond --retain). */
 uint64_t sim_model_evicted(const struct sim_model *m);
-/* The interned copy of s (valid until sim_model_free). */
-const char *sim_model_intern(struct sim_model *m, const char *s);
 /* Count an upstream call or subscribe naming id: on the request, or (for an id not created
  * yet) in a side map of at most SIM_MAX_EARLY_COUNTS ids, handed over at creation. */
 #define SIM_MAX_EARLY_COUNTS 4096

@@ -6,7 +6,8 @@
 
 #include <string.h>
 
-uint64_t sim_rng_next(uint64_t *state)
+/* splitmix64: the next 64 random bits of state. */
+static uint64_t sim_rng_next(uint64_t *state)
 {
     uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;

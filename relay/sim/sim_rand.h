@@ -8,7 +8,6 @@
 
 #include <stdint.h>
 
-uint64_t sim_rng_next(uint64_t *state);
 /* Uniform in [0, n); 0 when n is 0. */
 uint64_t sim_rng_below(uint64_t *state, uint64_t n);
 /* Uniform in [0, 1). */

@@ -66,6 +66,7 @@ struct sim_ws {
     struct topic *held; /* topics holding a frame (reorder fault) */
     lws_sorted_usec_list_t hold_sul;
     int hold_armed;
+    unsigned malformed_next; /* sim_ws_send_malformed: the kind it starts with next (cycles) */
 };
 
 /* ---- frames ----------------------------------------------------------------------------- */
@@ -81,7 +82,8 @@ struct sim_frame *sim_frame_new(struct sbuf *b, int binary, enum sim_frame_kind 
     return f;
 }
 
-void sim_frame_unref(struct sim_frame *f)
+/* Drop one reference; NULL-safe. */
+static void sim_frame_unref(struct sim_frame *f)
 {
     if (f == NULL || --f->refs > 0)
         return;
@@ -450,7 +452,6 @@ int sim_ws_send_malformed(struct sim_ws *ws, int n)
         "{\"event\":\"request.status.updated\",\"data\":{\"status\":\"pending\",\"requestId\":"
         "\"0x1\",\"updatedAt\":1e999,\"originChainId\":1,\"destinationChainId\":8453}}",
     };
-    static unsigned next_kind;
     int conns = 0;
     struct sim_frame *frames[ARRAY_LEN(texts)] = {0};
     for (struct conn *c = ws->conns; c != NULL; c = c->next) {
@@ -458,7 +459,7 @@ int sim_ws_send_malformed(struct sim_ws *ws, int n)
             continue;
         conns++;
         for (int i = 0; i < n; i++) {
-            size_t k = (next_kind + (unsigned)i) % ARRAY_LEN(texts);
+            size_t k = (ws->malformed_next + (unsigned)i) % ARRAY_LEN(texts);
             if (frames[k] == NULL) {
                 if (k == 7) { /* binary frame with bytes that are not UTF-8 */
                     struct sbuf b;
@@ -472,7 +473,7 @@ int sim_ws_send_malformed(struct sim_ws *ws, int n)
             enqueue(c, frames[k]);
         }
     }
-    next_kind += (unsigned)n;
+    ws->malformed_next += (unsigned)n;
     for (size_t k = 0; k < ARRAY_LEN(texts); k++)
         sim_frame_unref(frames[k]);
     return conns;

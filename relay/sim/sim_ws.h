@@ -31,8 +31,6 @@ struct sim_frame {
 
 /* A frame from b (which must have been sbuf_init(b, LWS_PRE)); takes b's buffer. refs = 1. */
 struct sim_frame *sim_frame_new(struct sbuf *b, int binary, enum sim_frame_kind kind);
-/* Drop one reference; NULL-safe. */
-void sim_frame_unref(struct sim_frame *f);
 
 struct sim_ws;
 
