@@ -582,11 +582,6 @@ void cluster_free(struct cluster *cl)
     free(cl);
 }
 
-int cluster_ready(const struct cluster *cl)
-{
-    return cl->up;
-}
-
 const char *cluster_fatal(const struct cluster *cl)
 {
     return cl->fatal;

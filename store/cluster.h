@@ -41,7 +41,6 @@ struct cluster *cluster_new(struct event_base *base, const struct cluster_opts *
 /* Completes every accepted command with store_err_disconnected, then frees. NULL-safe. */
 void cluster_free(struct cluster *cl);
 void cluster_start(struct cluster *cl);
-int cluster_ready(const struct cluster *cl);
 const char *cluster_fatal(const struct cluster *cl);
 
 /* Send argv (argv[i] and both arrays malloc'd; taken on every path). sc non-NULL: argv is an

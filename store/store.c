@@ -339,13 +339,17 @@ static void on_partitions(void *arg, const char *err, redisReply *r)
     set_state(s, ST_READY);
 }
 
+/* store/partitions.lua's handle: the same for every store of the process (a script handle
+ * holds only its name and source); registered on first use, on the core thread only. */
+static struct store_script partitions_sc;
+
 /* EVAL store/partitions.lua on the deployment tag's node, before anything else runs. Not
  * sent: the connection went down meanwhile, and the next "up" checks again. */
 static void check_partitions(struct store *s)
 {
-    static struct store_script sc;
-    if (sc.name == NULL)
-        store_script_init(&sc, "partitions");
+    struct store_script *sc = &partitions_sc;
+    if (sc->name == NULL)
+        store_script_init(sc, "partitions");
     static const char *const one[] = {"all", "events", "due", "dead", "skipped", "inflight",
                                       "watch"};
     enum { NONE = sizeof(one) / sizeof(one[0]) };
@@ -354,7 +358,7 @@ static void check_partitions(struct store *s)
     int argc = 0;
     snprintf(n, sizeof(n), "%u", s->nparts);
     argv[argc++] = "EVAL";
-    argv[argc++] = sc.src;
+    argv[argc++] = sc->src;
     char nk[8];
     snprintf(nk, sizeof(nk), "%d", 1 + NONE);
     argv[argc++] = nk;
@@ -367,7 +371,7 @@ static void check_partitions(struct store *s)
     argv[argc++] = n;
     size_t lens[sizeof(argv) / sizeof(argv[0])];
     for (int i = 0; i < argc; i++)
-        lens[i] = i == 1 ? sc.len : strlen(argv[i]);
+        lens[i] = i == 1 ? sc->len : strlen(argv[i]);
     if (s->cluster)
         cluster_cmdargv(s, on_partitions, s, NULL, argc, argv, lens);
     else

@@ -197,44 +197,48 @@ static int64_t body_cap(const struct gate *g, const struct proto_rest_head *h)
     return cap;
 }
 
+/* The parsed head of take_head and chunked_end: large (every header line), so not on the
+ * stack; the core thread is the only user, and neither function keeps it past its return. */
+static struct proto_rest_head head_scratch;
+
 /* The head buf[0..len) is whole: judge it and pass it (or its refusal) to dst. */
 static void take_head(struct gate *g, const char *buf, size_t len, struct evbuffer *dst)
 {
-    static struct proto_rest_head h; /* large; the core thread is the only caller */
-    if (proto_rest_head_parse(buf, len, &h) != 0) {
+    struct proto_rest_head *h = &head_scratch;
+    if (proto_rest_head_parse(buf, len, h) != 0) {
         gate_close_soon(g, "malformed_head");
         return;
     }
-    if (g->o->on_head != NULL && g->o->on_head(g->o->arg, g->bev, &h) != 0) {
+    if (g->o->on_head != NULL && g->o->on_head(g->o->arg, g->bev, h) != 0) {
         gate_close_soon(g, "listener");
         return;
     }
     g->last = ++g->nreq >= g->o->keepalive_requests;
-    int has_body = h.chunked || h.content_length > 0;
+    int has_body = h->chunked || h->content_length > 0;
     /* a head with more lines than h keeps: judged refused (its body is not needed for the
      * answer it gets: 431 on pass-through paths) */
-    int64_t cap = h.more ? -1 : body_cap(g, &h);
-    if (!has_body || (cap >= 0 && !h.chunked && h.content_length <= cap)) {
-        if (proto_rest_head_find(&h, API_GATE_HEADER) != NULL || g->last) {
+    int64_t cap = h->more ? -1 : body_cap(g, h);
+    if (!has_body || (cap >= 0 && !h->chunked && h->content_length <= cap)) {
+        if (proto_rest_head_find(h, API_GATE_HEADER) != NULL || g->last) {
             /* a forged marker is removed; the last request says Connection: close */
             char cl[80] = "";
-            if (h.content_length > 0)
-                snprintf(cl, sizeof(cl), "Content-Length: %lld\r\n", (long long)h.content_length);
+            if (h->content_length > 0)
+                snprintf(cl, sizeof(cl), "Content-Length: %lld\r\n", (long long)h->content_length);
             if (g->last)
                 strcat(cl, "Connection: close\r\n");
-            rewrite_head(dst, buf, &h, cl, g->last);
+            rewrite_head(dst, buf, h, cl, g->last);
         } else {
             evbuffer_add(dst, buf, len);
         }
-        g->body_left = h.content_length > 0 ? (uint64_t)h.content_length : 0;
+        g->body_left = h->content_length > 0 ? (uint64_t)h->content_length : 0;
         g->state = g->body_left > 0 ? G_BODY : G_HEAD;
         if (g->state == G_HEAD)
             evtimer_del(g->timer);
         return;
     }
-    if (h.chunked)
+    if (h->chunked)
         memset(&g->ch, 0, sizeof(g->ch));
-    if (cap >= 0 && h.chunked) { /* decode here, up to cap */
+    if (cap >= 0 && h->chunked) { /* decode here, up to cap */
         g->head = xmalloc(len);
         memcpy(g->head, buf, len);
         g->head_len = len;
@@ -243,7 +247,7 @@ static void take_head(struct gate *g, const char *buf, size_t len, struct evbuff
         g->state = G_CHUNKED;
         return;
     }
-    refuse(g, buf, &h, h.content_length > API_BODY_MAX || cap >= 0, dst);
+    refuse(g, buf, h, h->content_length > API_BODY_MAX || cap >= 0, dst);
 }
 
 /* A request's body is through: the next bytes are a head, and the deadline is over. */
@@ -264,18 +268,18 @@ static int chunked_step(struct gate *g, size_t avail, size_t *used, const char *
 /* G_CHUNKED: the body ended (ok) or outgrew the cap: pass the rewritten head (and body). */
 static void chunked_end(struct gate *g, int ok, struct evbuffer *dst)
 {
-    static struct proto_rest_head h;
-    if (proto_rest_head_parse(g->head, g->head_len, &h) != 0) { /* parsed before: cannot */
+    struct proto_rest_head *h = &head_scratch;
+    if (proto_rest_head_parse(g->head, g->head_len, h) != 0) { /* parsed before: cannot */
         gate_close_soon(g, "malformed_head");
     } else if (ok) {
         char cl[80];
         snprintf(cl, sizeof(cl), "Content-Length: %zu\r\n%s", evbuffer_get_length(g->body),
                  g->last ? "Connection: close\r\n" : "");
-        rewrite_head(dst, g->head, &h, cl, g->last);
+        rewrite_head(dst, g->head, h, cl, g->last);
         evbuffer_add_buffer(dst, g->body);
         body_done(g);
     } else { /* the decoder goes on, dropping the rest */
-        refuse(g, g->head, &h, 1, dst);
+        refuse(g, g->head, h, 1, dst);
         g->body_left = API_BODY_HARD_MAX > evbuffer_get_length(g->body)
                            ? API_BODY_HARD_MAX - evbuffer_get_length(g->body)
                            : 0;

@@ -81,7 +81,7 @@ void dsp_push_result(struct dispatch *d, struct dispatch_attempt *a)
 
 /* The outcome of a is known: to the fan-out for its first attempts, else written by
  * wh_done.lua. */
-void dsp_finish(struct dispatch *d, struct dispatch_attempt *a)
+static void dsp_finish(struct dispatch *d, struct dispatch_attempt *a)
 {
     if (a->wh != NULL && a->outcome != DL_OUTCOME_LOCAL) /* says nothing of the endpoint */
         dsp_ep_of(d, a->wh)->failing = a->outcome != DL_OUTCOME_OK;

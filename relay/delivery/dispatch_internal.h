@@ -122,9 +122,6 @@ void dsp_send(struct dispatch *d, struct dispatch_attempt *a);
  * on (and may be freed) here (attempt.c). */
 void dsp_fail_now(struct dispatch *d, struct dispatch_attempt *a, const char *err,
                   enum dl_outcome outcome, int64_t delay_ms);
-/* The outcome of a is known: to the fan-out for its first attempts, else queued for
- * wh_done.lua (attempt.c). */
-void dsp_finish(struct dispatch *d, struct dispatch_attempt *a);
 /* Queue a's outcome for wh_done.lua / write a batch of outcomes now (attempt.c). */
 void dsp_push_result(struct dispatch *d, struct dispatch_attempt *a);
 void dsp_flush(struct dispatch *d);

@@ -443,16 +443,6 @@ int webhook_seed_new(char *out, size_t outn, char *pub, size_t pubn)
     return r;
 }
 
-int webhook_public_key(const char *secret, char *pub, size_t pubn)
-{
-    unsigned char seed[PROTO_ED25519_SEED];
-    int r = seed_of_secret(secret, seed) == 0 && proto_ed25519_public(seed, pub, pubn) == 0
-                ? 0
-                : -1;
-    OPENSSL_cleanse(seed, sizeof(seed));
-    return r;
-}
-
 void webhook_id_new(char *out, size_t outn)
 {
     unsigned char rnd[12];

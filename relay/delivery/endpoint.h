@@ -105,8 +105,6 @@ int webhook_url_check(const char *url, int allow_private, int *needs_dns, char *
  * webhook_seed_new returns 0 or -1. */
 void webhook_secret_new(char *out, size_t outn);
 int webhook_seed_new(char *out, size_t outn, char *pub, size_t pubn);
-/* Public key of an ed25519 secret ("whsec_" + base64(seed)). Returns 0 or -1. */
-int webhook_public_key(const char *secret, char *pub, size_t pubn);
 /* New endpoint id "wh_" + 24 hex. */
 void webhook_id_new(char *out, size_t outn);
 

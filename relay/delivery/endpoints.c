@@ -93,11 +93,6 @@ struct webhooks *webhooks_of(struct core *c)
     return c->webhooks;
 }
 
-struct core *webhooks_core(struct webhooks *w)
-{
-    return w->c;
-}
-
 static void load_start(struct webhooks *w);
 
 static void on_load(void *arg, const char *err, const char *msg,

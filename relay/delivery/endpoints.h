@@ -38,7 +38,6 @@ void webhooks_close(struct webhooks *w);
 
 /* c's set (NULL before delivery_start and once the service is going away). */
 struct webhooks *webhooks_of(struct core *c);
-struct core *webhooks_core(struct webhooks *w);
 /* The endpoint with id, borrowed (valid until the next reload unless referenced); NULL. */
 struct webhook *webhooks_find(struct webhooks *w, const char *id);
 size_t webhooks_count(const struct webhooks *w);

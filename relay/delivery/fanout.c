@@ -327,7 +327,8 @@ int fanout_busy(const struct fanout *fo)
     return fo != NULL && (fo->q_head != NULL || fo->batch != NULL);
 }
 
-void fanout_kick(struct fanout *fo)
+/* Read the stream now (coalesced). */
+static void fanout_kick(struct fanout *fo)
 {
     event_active(fo->kick_ev, EV_TIMEOUT, 0);
 }

@@ -52,7 +52,5 @@ int fanout_leader(const struct fanout *fo);
 void fanout_free(struct fanout *fo);
 /* 1 while batches read from the stream are not committed yet. */
 int fanout_busy(const struct fanout *fo);
-/* Read the stream now (coalesced). */
-void fanout_kick(struct fanout *fo);
 
 #endif

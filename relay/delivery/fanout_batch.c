@@ -87,7 +87,7 @@ static struct fo_dl *dl_add(struct fo_batch *b, size_t ev, struct webhook *wh, e
     return dl;
 }
 
-void fo_dls_clear(struct fanout *fo, struct fo_batch *b)
+static void fo_dls_clear(struct fanout *fo, struct fo_batch *b)
 {
     for (size_t i = 0; i < b->ndl; i++) {
         struct fo_dl *dl = b->dls[i];

@@ -168,6 +168,5 @@ void fo_try_commit(struct fanout *fo);
 void fo_on_commit_ev(evutil_socket_t fd, short what, void *arg);
 /* Free b (NULL is fine) / only its pairs, forgetting open first attempts. */
 void fo_batch_free(struct fanout *fo, struct fo_batch *b);
-void fo_dls_clear(struct fanout *fo, struct fo_batch *b);
 
 #endif

@@ -197,11 +197,6 @@ void upstream_on_gap(struct upstream *u, upstream_gap_cb *fn, void *arg)
     u->on_gap_arg = arg;
 }
 
-int upstream_held(const struct upstream *u)
-{
-    return u->held;
-}
-
 static void clear_ack(void *arg, const char *id, uint32_t *value)
 {
     *value &= ~SUB_ACKED;
@@ -357,11 +352,6 @@ const char *upstream_state_name(const struct upstream *u)
 {
     static const char *const names[] = {"down", "connecting", "ready", "standby"};
     return names[u->state];
-}
-
-int64_t upstream_down_since(const struct upstream *u)
-{
-    return u->down_since_mono;
 }
 
 void upstream_lagging(struct upstream *u)

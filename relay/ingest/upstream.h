@@ -25,8 +25,6 @@ void upstream_shutdown(struct upstream *u);
  * what it missed must be read another way (the poller repairs the gap). One listener. */
 typedef void upstream_gap_cb(void *arg, int64_t since_wall_ms);
 void upstream_on_gap(struct upstream *u, upstream_gap_cb *fn, void *arg);
-/* 1 while this process holds the upstream websocket lease. */
-int upstream_held(const struct upstream *u);
 /* Handle an XMSG_UP_* message from the ws thread (takes nothing; caller frees m). */
 void upstream_on_msg(struct upstream *u, const struct xmsg *m);
 /* Subscribe / unsubscribe one id (no-op when already in that state). The set of ids is the
@@ -45,8 +43,6 @@ void upstream_sync_end(struct upstream *u);
 int upstream_confirmed(const struct upstream *u, const char *id);
 /* "down", "connecting", "ready", "standby" (another process holds the lease). */
 const char *upstream_state_name(const struct upstream *u);
-/* ms (monotonic) when the connection last went down, 0 while up; gap repair starts there. */
-int64_t upstream_down_since(const struct upstream *u);
 /* Tell the upstream module a safety poll found a change the websocket never reported. */
 void upstream_lagging(struct upstream *u);
 /* 1 when id is watched (subscribed, or to be subscribed by the holder). */
