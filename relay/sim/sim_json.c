@@ -1,6 +1,7 @@
 /* sim_json.c - see sim_json.h. runs on: the simulator's lws thread. */
 #include "relay/sim/sim_json.h"
 #include "relay/sim/sim_model.h"
+#include "relay/sim/sim_rand.h"
 #include "relay/common/util.h"
 
 #include <inttypes.h>
@@ -469,7 +470,7 @@ static void v3_reason(struct sbuf *b, const char *s)
  * section 3): while it is pending, its deposit inTxs have no block yet ("block": null). */
 static int in_mempool(const struct sim_req *r, const struct sim_tx *t, int out)
 {
-    return !out && r->origin == 8253038 && t->chain_id == r->origin &&
+    return !out && r->origin == SIM_BITCOIN_CHAIN && t->chain_id == r->origin &&
            strcmp(r->status, "pending") == 0;
 }
 

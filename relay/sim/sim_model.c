@@ -531,7 +531,13 @@ static void fill_identity(struct sim_model *m, struct sim_req *r, const struct s
         }
     }
     int64_t t_origin = ti >= 0 ? sim_tmpl_origin(ti) : 0;
-    r->origin = spec->origin ? spec->origin : t_origin ? t_origin : sim_rand_chain(rng, 0);
+    /* a random origin is Bitcoin only for generated requests (load mode): a Bitcoin-origin
+     * pending gets a /requests/v3 read that sets unconfirmedDeposit, one event more, so a
+     * request made through the control API without originChainId keeps the plain path */
+    r->origin = spec->origin    ? spec->origin
+                : t_origin      ? t_origin
+                : spec->generated ? sim_rand_chain(rng, 0)
+                                  : sim_rand_chain(rng, SIM_BITCOIN_CHAIN);
     r->dest = spec->dest ? spec->dest : sim_rand_chain(rng, r->origin);
     sim_rand_address(rng, r->origin, r->user);
     if (spec->user != NULL)

@@ -24,6 +24,8 @@ void sim_rand_hash(uint64_t *rng, int64_t chain, char *out);
 /* An address the way chain writes them: base58 of 32 bytes (svm), bech32-looking bc1q...
  * (bvm) or 0x + 40 hex (evm). out holds at least 66 bytes. */
 void sim_rand_address(uint64_t *rng, int64_t chain, char *out);
+#define SIM_BITCOIN_CHAIN 8253038 /* service-assigned (upstream-protocol.md) */
+
 /* A chain id by weight (the mix of generated requests), never not. */
 int64_t sim_rand_chain(uint64_t *rng, int64_t not);
 /* A plausible block height on chain. */

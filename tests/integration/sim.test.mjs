@@ -165,6 +165,17 @@ describe('statusrelay sim: websocket and HTTP', () => {
     assert.ok(s.ws.rejected >= 2);
   });
 
+  test('control-made requests without originChainId never get a Bitcoin origin; asked for, they do', async () => {
+    // a Bitcoin-origin pending gets one /requests/v3 read in the relay (unconfirmedDeposit):
+    // one event more, so tests' plain paths must not land there by chance (5% of the mix)
+    const origins = new Set();
+    for (let i = 0; i < 200; i++)
+      origins.add((await sim.control('/requests', { path: ['waiting', 'pending'], stepMs: 0 })).originChainId);
+    assert.ok(!origins.has(8253038), [...origins].join(','));
+    assert.ok(origins.size >= 4, `still a mix: ${[...origins]}`);
+    assert.equal((await sim.control('/requests', { path: ['waiting'], stepMs: 0, originChainId: 8253038 })).originChainId, 8253038);
+  });
+
   test('what the websocket said matches /intents/status/v3 and /requests/v3 (failure -> pending -> refund)', async () => {
     const c = wsClient(sim.wsUrlWithKey);
     await c.ready();
