@@ -20,6 +20,7 @@
  * fresh status reads of relay/api/compat.c). apply.lua sets it with every applied event; an
  * observation Redis shows to be a duplicate sets it with store/apply_confirm.lua (one write,
  * not waited for). */
+#include "store/command.h"
 #include "store/apply.h"
 #include "store/keys.h"
 #include "relay/common/log.h"

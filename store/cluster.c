@@ -2,6 +2,7 @@
  * cluster_slot.c; each node's connection (connect, handshake, backoff, timeouts, NOSCRIPT)
  * is a store/conn.c conn. This file routes: slot map, redirects, waiting commands.
  * runs on: core thread. */
+#include "store/command.h"
 #include "store/cluster.h"
 #include "store/cluster_slot.h"
 #include "store/conn.h"

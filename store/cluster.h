@@ -18,7 +18,7 @@
 #ifndef STORE_CLUSTER_H
 #define STORE_CLUSTER_H
 
-#include "store/store.h"
+#include "store/command.h"
 
 #include <stdint.h>
 

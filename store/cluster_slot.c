@@ -1,4 +1,5 @@
 /* cluster_slot.c - see cluster_slot.h. runs on: any thread. */
+#include "store/command.h"
 #include "store/cluster_slot.h"
 #include "store/redis_url.h"
 

@@ -7,7 +7,7 @@
 #ifndef STORE_CLUSTER_SLOT_H
 #define STORE_CLUSTER_SLOT_H
 
-#include <hiredis/hiredis.h>
+struct redisReply; /* hiredis' reply (cluster_map_parse reads one) */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -46,7 +46,7 @@ struct cluster_map {
 /* Fill *m from a CLUSTER SLOTS reply ([[start, end, [host, port, id...], replicas...]...]).
  * An empty host means "the node that answered" (asked_host). Returns the number of slots
  * covered (0..16384) or -1 when the reply is malformed (m then undefined). */
-int cluster_map_parse(struct cluster_map *m, const redisReply *r, const char *asked_host);
+int cluster_map_parse(struct cluster_map *m, const struct redisReply *r, const char *asked_host);
 
 /* Parse a MOVED/ASK error text "MOVED 3999 127.0.0.1:6381". Returns 1 for MOVED, 2 for ASK,
  * 0 for any other error; sets slot and addr on 1/2. */

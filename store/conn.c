@@ -1,7 +1,7 @@
 /* conn.c - see conn.h. The state changes in set_state; the connection ends in gone() (once
  * per connection). runs on: core thread. */
 #include "store/conn.h"
-#include "store/store.h"
+#include "store/command.h"
 #include "relay/common/log.h"
 #include "relay/common/util.h"
 

@@ -9,7 +9,7 @@
 #include "relay/common/util.h"
 #include "store/events.h"
 #include "store/keys.h"
-#include "store/store.h"
+#include "store/command.h"
 
 #include <stdio.h>
 #include <stdlib.h>

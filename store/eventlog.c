@@ -8,7 +8,7 @@
 #include "store/events.h"
 #include "store/gather.h"
 #include "store/keys.h"
-#include "store/store.h"
+#include "store/command.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,7 @@
 /* events.c - see events.h: the event log's field layout (written by store/apply.lua, read
  * also by store/wh_claim.lua for a body that expired) and the walk over its replies.
  * runs on: core thread (the page commands); the walkers touch nothing but the reply. */
+#include "store/command.h"
 #include "store/events.h"
 #include "store/keys.h"
 

@@ -21,6 +21,8 @@
 
 #include <stddef.h>
 
+struct redisReply; /* hiredis' reply: walked by store/events.c only */
+
 /* One entry of the log. sid is always set (NUL-terminated, "ms-seq"); the fields are NULL
  * when the entry carries none (an entry trimmed after it was delivered, as XREADGROUP reports
  * the pending list) or lacks that field. */
@@ -31,12 +33,12 @@ struct store_event_entry {
     size_t rid_len;
     const char *rec;          /* "rec": the event record (proto_event_record form) */
     size_t rec_len;
-    const redisReply *fields; /* the flat [name, value, ...] array, or NULL */
+    const struct redisReply *fields; /* the flat [name, value, ...] array, or NULL */
 };
 
 /* A walk over the entries of one reply. Fields are private. */
 struct store_events_iter {
-    const redisReply *entries_x;
+    const struct redisReply *entries_x;
     size_t next_x;
 };
 
@@ -44,10 +46,10 @@ struct store_events_iter {
  * XREVRANGE, store/events_by_request.lua). Returns the number of entries the reply holds,
  * malformed ones included (a short page means the end of the log); 0 when reply is NULL or
  * not an array (the walk then yields nothing). */
-size_t store_events_iter_range(struct store_events_iter *it, const redisReply *reply);
+size_t store_events_iter_range(struct store_events_iter *it, const struct redisReply *reply);
 /* The same for an XREAD / XREADGROUP reply on the one stream {P}:events
  * ({{stream, {entries}}} or nil when nothing is new). */
-size_t store_events_iter_read(struct store_events_iter *it, const redisReply *reply);
+size_t store_events_iter_read(struct store_events_iter *it, const struct redisReply *reply);
 /* The next entry into *e: 1, or 0 at the end. Skips entries without a stream id (a reply
  * Redis never sends); every other entry is yielded, with or without its fields. */
 int store_events_next(struct store_events_iter *it, struct store_event_entry *e);
@@ -63,22 +65,5 @@ const char *store_event_field(const struct store_event_entry *e, const char *nam
  * says in its own words what an unreadable entry means for it. */
 int store_event_decode(const struct store_event_entry *e, struct status_event *out,
                        struct proto_err *err);
-
-/* XRANGE {P}:events start end [COUNT count]: a page of the log, oldest first, as
- * store_events_iter_range walks it. start / end are stream ids, "(id" (exclusive, Redis 6.2+),
- * a bare ms time, "-" or "+"; count 0 = no COUNT. Returns store_cmd's result (0: cb is called
- * exactly once; -1: the store is not ready and cb is not called). */
-int store_events_range(struct store *s, const char *start, const char *end, int count,
-                       store_cb *cb, void *arg);
-/* The same on the event stream of the partition whose tag is given (store_tag_of: a
- * request's own events, docs/partitions.md); store_events_range is this on partition 0 of a
- * 1-partition deployment. */
-int store_events_range_in(struct store *s, const char *tag, const char *start, const char *end,
-                          int count, store_cb *cb, void *arg);
-/* XREVRANGE {P}:events + - COUNT 1: the newest entry (an empty reply when the log is empty).
- * Returns as store_events_range. */
-int store_events_last(struct store *s, store_cb *cb, void *arg);
-/* The same on the stream of the partition whose tag is given. */
-int store_events_last_in(struct store *s, const char *tag, store_cb *cb, void *arg);
 
 #endif

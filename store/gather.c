@@ -1,6 +1,7 @@
 /* gather.c - see gather.h. The count of outstanding answers starts at 1 (the sender's own
  * share, given back by store_gather_end), so no answer arriving while commands are still
  * being sent can complete the gather early. runs on: core thread. */
+#include "store/command.h"
 #include "store/gather.h"
 #include "relay/common/util.h"
 

@@ -15,7 +15,7 @@
 #ifndef STORE_GATHER_H
 #define STORE_GATHER_H
 
-#include "store/store.h"
+#include "store/command.h"
 
 /* Named errors a gather completes with, besides store_err_disconnected / store_err_server:
  * a command that could not be sent (the store is not ready), and a reply the reply function

@@ -1,7 +1,7 @@
 /* janitor.c - see janitor.h. runs on: core thread. */
 #include "store/janitor.h"
 #include "store/keys.h"
-#include "store/store.h"
+#include "store/command.h"
 #include "relay/common/log.h"
 #include "relay/common/util.h"
 

@@ -3,7 +3,7 @@
 #include "relay/common/util.h"
 #include "store/keys.h"
 #include "store/script_table.h"
-#include "store/store.h"
+#include "store/command.h"
 
 #include <stdlib.h>
 

@@ -1,7 +1,7 @@
 /* probe.c - see probe.h. runs on: core thread. */
 #include "store/probe.h"
 #include "relay/common/util.h"
-#include "store/store.h"
+#include "store/command.h"
 
 #include <stdlib.h>
 

@@ -1,6 +1,6 @@
 /* script_table.c - see script_table.h. runs on: core thread only. */
 #include "store/script_table.h"
-#include "store/store.h"
+#include "store/command.h"
 
 #include <stdio.h>
 

@@ -2,7 +2,7 @@
  * goes through store/cluster.c (one conn per master). This file owns what both share: the
  * state the callers see, the partition check, pending counts and refusals, the tags.
  * runs on: core thread. */
-#include "store/store.h"
+#include "store/command.h"
 #include "store/cluster.h"
 #include "store/cluster_slot.h"
 #include "store/conn.h"

@@ -8,11 +8,12 @@
  * every pending callback completes (with store_err_disconnected) instead of hanging.
  * The connection itself (connect, handshake, backoff, timeouts, NOSCRIPT) is store/conn.c;
  * a redis-cluster:// URL goes through store/cluster.c, which keeps one such conn per master.
+ * This header is what relay/ sees: it names no hiredis type. Commands, scripts and replies are
+ * store/command.h's, for the store's own modules (relay/ speaks their typed calls).
  * runs on: core thread only. */
 #ifndef STORE_STORE_H
 #define STORE_STORE_H
 
-#include <hiredis/hiredis.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,9 +24,6 @@ struct store;
 extern const char store_err_disconnected[]; /* connection lost before the answer */
 extern const char store_err_server[];       /* Redis answered with an error reply */
 
-/* reply is borrowed for the callback only (NULL when err == store_err_disconnected; an
- * error reply when err == store_err_server). Called exactly once per accepted command. */
-typedef void store_cb(void *arg, const char *err, redisReply *reply);
 /* up = 1 when the store became ready (after the handshake), 0 when it went down. */
 typedef void store_state_cb(void *arg, int up);
 
@@ -77,25 +75,6 @@ const char *store_wh_tag(const struct store *s, unsigned k);
  * slot is returned and the master this process routes it to now goes into node ("host:port",
  * "" while unknown); with a single Redis -1 and the Redis address (host:port or socket path). */
 int store_tag_where(const struct store *s, const char *tag, char *node, size_t n);
-
-/* Send a command (printf-like hiredis format: values via %s / %b, never in the format).
- * Returns 0 (cb will be called exactly once) or -1 when not ready (cb not called). */
-int store_cmd(struct store *s, store_cb *cb, void *arg, const char *fmt, ...);
-int store_cmdargv(struct store *s, store_cb *cb, void *arg, int argc, const char **argv,
-                  const size_t *lens);
-
-/* A Lua script shipped with the binary. sha is computed locally at registration. */
-struct store_script {
-    const char *name; /* "apply" */
-    const char *src;
-    size_t len;
-    char sha[41];
-};
-/* Look up an embedded script "store/<name>.lua" and compute its SHA1. Aborts if absent. */
-void store_script_init(struct store_script *sc, const char *name);
-/* EVALSHA with a NOSCRIPT fallback to EVAL (which loads it). argv holds keys then args. */
-int store_eval(struct store *s, const struct store_script *sc, store_cb *cb, void *arg,
-               int nkeys, int argc, const char **argv, const size_t *lens);
 
 /* Counters for metrics. */
 struct store_stats {

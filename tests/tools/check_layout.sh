@@ -5,6 +5,7 @@
 #   store/          includes no relay/ header other than relay/common/ (knows no daemon)
 #   relay/common/   includes no relay/ header outside relay/common/ (knows no daemon)
 #   relay/edge/     includes nothing of store/ (the lws thread only moves frames)
+#   relay/          includes neither store/command.h nor hiredis (typed store modules only)
 #   relay/<a>/      includes no private header (*internal.h, *_priv.h) of relay/<b>/
 #   relay/<sub>/    no circle among its modules, for the folders in CIRCLE_FREE (see below)
 set -u
@@ -26,6 +27,14 @@ check "store/*.[ch]" "relay/[^c]|relay/c[^o]|relay/core|relay/config|relay/comma
 check "relay/common/*.[ch]" "relay/[^c]|relay/c[^o]|relay/core|relay/config|relay/commands|store/" \
     "relay/common/ knows no daemon (no other relay/ header, no store/)"
 check "relay/edge/*.[ch]" "store/" "relay/edge/ must not include store/"
+check "relay/*.[ch] relay/*/*.[ch]" "store/command\\.h" \
+    "relay/ speaks the store's typed modules: store/command.h (commands, replies) is store/'s"
+hits=$(grep -nE '^#include <hiredis' relay/*.[ch] relay/*/*.[ch] 2>/dev/null || true)
+if [ -n "$hits" ]; then
+    echo "check-layout: relay/ includes no hiredis header (the store's typed modules carry Redis)"
+    echo "$hits" | sed 's/^/  /'
+    bad=1
+fi
 for dir in relay/*/; do
     sub=$(basename "$dir")
     for other in relay/*/; do

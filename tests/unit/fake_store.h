@@ -9,7 +9,7 @@
 #define TESTS_FAKE_STORE_H
 
 #include "store/keys.h"
-#include "store/store.h"
+#include "store/command.h"
 
 #include <stdarg.h>
 #include <stdlib.h>

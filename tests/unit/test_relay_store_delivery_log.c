@@ -4,6 +4,7 @@
  * degenerate one-partition page, replies of the wrong shape, and a store that is not ready
  * (the callback runs once, with store_err_unsent). No Redis: replies are built by hand and
  * fed to the reply functions; the store is never started. runs on: the test process. */
+#include "store/command.h"
 #include "store/delivery_log.c"
 
 #include <event2/event.h>

@@ -4,6 +4,7 @@
  * store that is not ready (the callback runs once, with store_err_unsent; positions at the
  * largest id send nothing, so the page is empty and not an error). No Redis: replies are
  * built by hand; the store is never started. runs on: the test process. */
+#include "store/command.h"
 #include "store/eventlog.c"
 
 #include <event2/event.h>

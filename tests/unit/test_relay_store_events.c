@@ -3,6 +3,7 @@
  * malformed entries skipped, nil and error replies), field lookup, and decoding an entry's
  * record (as proto_event_from_record decodes it; a missing and an unreadable record).
  * No Redis: the replies are hiredis structs on the stack. runs on: the test process. */
+#include "store/command.h"
 #include "protocol/event.h"
 #include "protocol/proto.h"
 #include "store/events.h"

@@ -4,6 +4,7 @@
  * the limit with "more"), and a store that is not ready (a get is refused; a page and a read
  * complete once with store_err_unsent). No Redis: replies are built by hand; the store is
  * never started. runs on: the test process. */
+#include "store/command.h"
 #include "store/requests.c"
 
 #include <event2/event.h>

@@ -4,6 +4,7 @@
  * by hand (Redis 7 shape, empty host, malformed), MOVED/ASK parsing, the redis-cluster:// URL
  * and splitting a hiredis-formatted command back into argv. No Redis. runs on: the test
  * process. */
+#include "store/command.h"
 #include "store/cluster_slot.h"
 
 #include <setjmp.h>
