@@ -10,6 +10,7 @@
 #include "relay/sim/sim_map.h"
 #include "relay/sim/sim_model.h"
 #include "relay/sim/sim_rand.h"
+#include "relay/sim/sim_search.h"
 #include "relay/common/log.h"
 #include "relay/common/util.h"
 
@@ -350,6 +351,7 @@ static void requests_v3(struct hsess *h)
     const char *user = sim_query_get(q, "user");
     const char *status = sim_query_get(q, "status");
     const char *depaddr = sim_query_get(q, "depositAddress");
+    const char *term = sim_query_get(q, "term"); /* sim_search.c */
     /* Time windows apply to the sort field; for amountUsd to createdAt. */
     enum sort_by time_field = by == SORT_AMOUNT ? SORT_CREATED : by;
 
@@ -370,6 +372,8 @@ static void requests_v3(struct hsess *h)
         if (chain && r->origin != chain && r->dest != chain)
             continue;
         if (depaddr && (r->dep == NULL || strcasecmp(r->dep->address, depaddr) != 0))
+            continue;
+        if (term && !sim_term_match(r, term))
             continue;
         int64_t t = sort_key(r, time_field);
         if (start >= 0 && t < start * 1000)
