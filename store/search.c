@@ -51,16 +51,30 @@ void store_search_ents_free(struct store_search_ents *e)
     *e = (struct store_search_ents){0};
 }
 
+int store_search_text_ok(const char *v, size_t len)
+{
+    if (v == NULL || len == 0 || len > STORE_SEARCH_MAX_VALUE)
+        return 0;
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)v[i] < ' ' || v[i] == 0x7f)
+            return 0;
+    return 1;
+}
+
 /* Append "<kind>:<normal form of v>" unless v has none or it is listed already. Referrers
- * (raw) are kept as given, within the same byte rule. */
+ * (raw) are kept as given (store_search_text_ok). */
 static void ents_add(struct store_search_ents *e, const char *kind, const char *v, size_t len,
                      int raw)
 {
     char norm[STORE_SEARCH_MAX_VALUE + 1];
-    if (v == NULL || store_search_norm(norm, sizeof(norm), v, len) == 0)
-        return;
-    if (raw)
+    if (raw) {
+        if (!store_search_text_ok(v, len))
+            return;
         memcpy(norm, v, len);
+        norm[len] = '\0';
+    } else if (v == NULL || store_search_norm(norm, sizeof(norm), v, len) == 0) {
+        return;
+    }
     size_t kl = strlen(kind), n = kl + 1 + len;
     char *s = xmalloc(n + 1);
     memcpy(s, kind, kl);

@@ -35,6 +35,10 @@ struct store;
  * printable ASCII other than space (never indexed nor searched). */
 size_t store_search_norm(char *out, size_t cap, const char *v, size_t len);
 
+/* 1 when v[0..len) may be a referrer (free text): 1..STORE_SEARCH_MAX_VALUE bytes without
+ * control characters. */
+int store_search_text_ok(const char *v, size_t len);
+
 /* The index entries of a search value list: "<kind>:<normalised value>" strings (owned). */
 struct store_search_ents {
     char **v;

@@ -2,8 +2,9 @@
  * term fallback. runs on: core thread.
  *
  * Decisions (docs/search.md):
- *   - q, user, txHash, referrer: 1..STORE_SEARCH_MAX_VALUE printable ASCII bytes without
- *     spaces; from / to: creation time in ms (0..2^53), from <= to.
+ *   - q, user, txHash: 1..STORE_SEARCH_MAX_VALUE printable ASCII bytes without spaces;
+ *     referrer: free text of as many bytes without control characters; from / to: creation
+ *     time in ms (0..2^53), from <= to.
  *   - The fallback asks GET /requests/v3?term=<term>&limit=TERM_LIMIT once per search that
  *     found nothing on its first page (no cursor): one budgeted call (poller_get). Each item
  *     is applied as an observation with tracking (so it is watched and delivered like any
@@ -40,10 +41,11 @@ static int value_param(struct ctx *x, const char *name, const char **out)
         return 0;
     size_t n = strlen(v);
     char norm[STORE_SEARCH_MAX_VALUE + 1];
-    if (store_search_norm(norm, sizeof(norm), v, n) == 0) {
+    if (strcmp(name, "referrer") == 0 ? !store_search_text_ok(v, n)
+                                      : store_search_norm(norm, sizeof(norm), v, n) == 0) {
         api_reply_error(x, 400, "invalid_parameter", name,
-                        "%s must be 1..%d printable characters without spaces", name,
-                        STORE_SEARCH_MAX_VALUE);
+                        "%s must be 1..%d printable characters (spaces only in a referrer)",
+                        name, STORE_SEARCH_MAX_VALUE);
         return -1;
     }
     *out = v;

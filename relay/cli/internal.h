@@ -105,6 +105,7 @@ char *cli_path_query(const char *path, ...) __attribute__((sentinel));
 int cli_track(struct cli *c, const struct cli_args *a);
 int cli_untrack(struct cli *c, const struct cli_args *a);
 int cli_status(struct cli *c, const struct cli_args *a);
+int cli_find(struct cli *c, const struct cli_args *a);
 int cli_requests(struct cli *c, const struct cli_args *a);
 int cli_events(struct cli *c, const struct cli_args *a);
 int cli_tail(struct cli *c, const struct cli_args *a);

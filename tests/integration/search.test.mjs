@@ -7,7 +7,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
-import { until } from './lib/proc.mjs';
+import { spawnSync } from 'node:child_process';
+import { BIN, until } from './lib/proc.mjs';
 import { startRedis, startDaemon } from './lib/stack.mjs';
 import { startSim } from './lib/sim.mjs';
 import { ingest, rid } from './lib/hooks.mjs';
@@ -137,6 +138,20 @@ for (const partitions of [1, 3]) {
       }
     }
     await checkOwners(d, owned);
+    // statusrelay find TERM: the owner with its status and hashes; nothing found: exit 3
+    const find = (term) => spawnSync(BIN, ['find', term], { encoding: 'utf8', env: { ...process.env, STATUSRELAY_ADMIN_URL: d.url } });
+    const f = find(owned[0].outTx.toUpperCase().replace('0X', '0x'));
+    assert.equal(f.status, 0, f.stderr);
+    assert.match(f.stdout, new RegExp(`^request    ${owned[0].id}$`, 'm'));
+    assert.match(f.stdout, /^status     success$/m);
+    assert.match(f.stdout, new RegExp(`^out tx     ${owned[0].outTx}`, 'm'));
+    assert.match(f.stdout, /^facts      /m);
+    const j = spawnSync(BIN, ['find', owned[0].depositor, '--json'], { encoding: 'utf8', env: { ...process.env, STATUSRELAY_ADMIN_URL: d.url } });
+    assert.equal(j.status, 0, j.stderr);
+    assert.deepEqual(JSON.parse(j.stdout).requests.map((o) => o.requestId), [owned[0].id]);
+    const nf = find(hex(32));
+    assert.equal(nf.status, 3, nf.stdout + nf.stderr);
+    assert.match(nf.stderr, /nothing found/);
     const bad = await d.get('/v1/requests?q=a%20b');
     assert.equal(bad.status, 400, bad.text);
     assert.equal(bad.body.error?.field ?? bad.body.field ?? 'q', 'q');
