@@ -38,9 +38,9 @@ for i = 1, #es, 2 do
     end
   end
   if old then
+    search_drop(tag, id)
     redis.call('DEL', req, tl)
     redis.call('ZREM', KEYS[1], id)
-    search_drop(tag, id)
     if h[4] then
       redis.call('ZREM', tag .. ':st:' .. h[4], id)
     end

@@ -2,7 +2,8 @@
  * (user, sender, recipient, a deposit's depositor), by transaction hash (in, out, deposit), by
  * referrer and by deposit address, and every request by creation time; and the page of a search
  * merged over every partition (store/search_page.lua). Each entry lives in the partition of its
- * request (store/search_lib.lua names the keys); a search asks every partition (store_gather).
+ * request (store/search_lib.lua names the keys: one hash field per value listing its requests,
+ * a zset per value past 16 of them); a search asks every partition (store_gather).
  *
  * Writers: store/apply.lua indexes what the status record says (its hashes, referrer, deposit
  * address and depositor: store_search_event_entries builds the arguments, only the new ones)
@@ -10,7 +11,7 @@
  * seen until its facts say createdAt); store_search_index indexes a request's facts (the
  * facts storage calls it where facts are stored). Removal: the retention sweep
  * (store/req_gc.lua) removes a request's entries with it. Bounds: at most STORE_SEARCH_CAP
- * requests per index key (a wallet with 100k requests keeps its newest), at most
+ * requests per value (a wallet with 100k requests keeps its newest 1000), at most
  * 2 * PROTO_MAX_HASHES + 8 entries per request.
  *
  * Values are normalised (store_search_norm): a value starting with "0x" (an EVM address or

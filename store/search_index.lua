@@ -15,9 +15,12 @@ if score ~= '' then
   local old = redis.call('ZSCORE', tag .. ':ct', id)
   if old ~= score then
     redis.call('ZADD', tag .. ':ct', score, id)
-    -- entries written before (status record hashes) move to the creation time
-    for _, e in ipairs(redis.call('SMEMBERS', tag .. ':ixr:' .. id)) do
-      redis.call('ZADD', tag .. ':ix:' .. e, 'XX', score, id)
+    -- entries written before (status record values) move to the creation time
+    local mine = redis.call('HGET', KEYS[1], 'ix') or ''
+    for e in string.gmatch(mine, '[^\n]+') do
+      if redis.call('HGET', tag .. ':ix', e) == '*' then
+        redis.call('ZADD', tag .. ':ix:' .. e, 'XX', score, id)
+      end
     end
   end
 else

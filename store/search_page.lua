@@ -39,7 +39,7 @@ end
 local sets = {}
 local function members(kind, v)
   local set = {}
-  for _, id in ipairs(redis.call('ZRANGE', tag .. ':ix:' .. kind .. ':' .. v, 0, -1)) do
+  for _, id in ipairs(search_ids(tag, kind .. ':' .. v)) do
     set[id] = true
   end
   return set

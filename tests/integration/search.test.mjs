@@ -134,7 +134,7 @@ for (const partitions of [1, 3]) {
       // each index entry lives in the partition of its request
       for (const o of owned) {
         const tag = `{${prefix}:p${partitionOf(o.id, partitions)}}`;
-        assert.equal(await redis.cmd('ZSCORE', `${tag}:ix:tx:${o.inTx.toLowerCase()}`, o.id) !== null, true, `${o.id} in ${tag}`);
+        assert.equal(await redis.cmd('HGET', `${tag}:ix`, `tx:${o.inTx.toLowerCase()}`), o.id, `${o.id} in ${tag}`);
       }
     }
     await checkOwners(d, owned);
@@ -160,11 +160,25 @@ for (const partitions of [1, 3]) {
   });
 }
 
+test('a referrer of 60 requests (past the small list: its own zset) lists every one, over 3 partitions', async () => {
+  const prefix = `srchmany${process.pid}`;
+  const d = await daemon(prefix, { STATUSRELAY_PARTITIONS: '3' });
+  const ids = ridsOverPartitions('many', 20, 3);
+  const t0 = Date.now();
+  for (const [i, id] of ids.entries())
+    await send(d, payload({ id, status: 'pending', updatedAt: t0 + i, referrer: 'shared', inTx: [hex(32)] }));
+  same(await search(d, 'referrer=shared', 7), ids, 'every owner, every page');
+  const promoted = [];
+  for (let p = 0; p < 3; p++)
+    if (await redis.cmd('HGET', `{${prefix}:p${p}}:ix`, 'ref:shared') === '*') promoted.push(p);
+  assert.ok(promoted.length > 0, 'a partition holding more than 16 moved them to a zset');
+});
+
 test('removing a request (the retention sweep) removes its index entries', async () => {
   const prefix = `srchgc${process.pid}`;
   const d = await daemon(prefix, { STATUSRELAY_REQUEST_RETENTION: '2s', STATUSRELAY_SETTLED_WATCH: '1s' });
   const owned = await seed(d, [rid('gc1'), rid('gc2')]);
-  assert.ok(Number(await redis.cmd('EXISTS', `{${prefix}}:ixr:${owned[0].id}`)) === 1, 'indexed');
+  assert.match(await redis.cmd('HGET', `{${prefix}}:req:${owned[0].id}`, 'ix'), /^tx:/m, 'indexed');
   await until(async () => Number(await redis.cmd('ZCARD', `{${prefix}}:all`)) === 0, { timeoutMs: 20000, msg: 'requests swept' });
   const left = await redis.cmd('KEYS', `{${prefix}}:ix*`);
   assert.deepEqual(left, [], 'no index key left');
