@@ -3,7 +3,8 @@
 // partitions; the indexes go with the request retention; and a q or txHash the relay does not
 // know is looked up once through the upstream's term search (the simulator's /requests/v3
 // ?term=), the request found tracked and returned, its facts (user, referrer, createdAt)
-// indexed.
+// indexed. And on a real 3-master Redis Cluster with 3 partitions on three masters: every
+// index entry on its request's partition's master, searches gathered over the three.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
@@ -13,6 +14,7 @@ import { startRedis, startDaemon } from './lib/stack.mjs';
 import { startSim } from './lib/sim.mjs';
 import { ingest, rid } from './lib/hooks.mjs';
 import { ridsOverPartitions, partitionOf } from './lib/partitions.mjs';
+import { startCluster } from './lib/cluster.mjs';
 
 const KEY = 'search-key';
 let redis, sim;
@@ -174,6 +176,24 @@ test('a referrer of 60 requests (past the small list: its own zset) lists every 
   assert.ok(promoted.length > 0, 'a partition holding more than 16 moved them to a zset');
 });
 
+test('3 partitions on a 3-master Redis Cluster: entries on their partition\'s master, searches return exactly the owners', async () => {
+  const cl = await startCluster({ masters: 3, replicas: 0 });
+  cleanup.push(() => cl.stop());
+  const { prefix, owners: masters } = await cl.spreadPrefix('srchcl', 3);
+  const alive = cl.alive();
+  const d = await startDaemon({ redisUrl: cl.url(alive[0]), apiKey: KEY, name: `search-cluster-${prefix}`,
+    env: { STATUSRELAY_REDIS_PREFIX: prefix, STATUSRELAY_PARTITIONS: '3' } });
+  cleanup.push(() => d.stop());
+  const owned = await seed(d, ridsOverPartitions('cl', 2, 3));
+  for (const o of owned) {
+    const k = partitionOf(o.id, 3);
+    assert.equal(await cl.cmd(masters[k].port, 'HGET', `{${prefix}:p${k}}:ix`, `tx:${o.outTx.toLowerCase()}`), o.id,
+      `${o.id}: its entry on partition ${k}'s master`);
+  }
+  await checkOwners(d, owned);
+  assert.doesNotMatch(d.proc.log(), /level=error|CROSSSLOT|non local key/);
+});
+
 test('removing a request (the retention sweep) removes its index entries', async () => {
   const prefix = `srchgc${process.pid}`;
   const d = await daemon(prefix, { STATUSRELAY_REQUEST_RETENTION: '2s', STATUSRELAY_SETTLED_WATCH: '1s' });
@@ -229,4 +249,24 @@ test('a q or txHash the relay does not know is looked up once through the upstre
   const none = await d.get(`/v1/requests?q=${hex(20)}`);
   assert.deepEqual(none.body, { requests: [], cursor: null });
   assert.equal((d.proc.log().match(/msg="search term looked up" found=0/g) ?? []).length, 1);
+});
+
+test('term lookups of an anonymous caller (no admin token) stay within its miss rate; a caller with the token is not limited by it', async () => {
+  const anon = await daemon(`srchanon${process.pid}`, { STATUSRELAY_ANON_MISS_RATE: '1' }, { apiUrl: sim.url, wsUrl: sim.wsUrl });
+  const first = await anon.get(`/v1/requests?q=${hex(32)}`);
+  assert.equal(first.status, 200, first.text);
+  const r = await fetch(`${anon.url}/v1/requests?txHash=${hex(32)}`);
+  const body = await r.json();
+  assert.equal(r.status, 429, JSON.stringify(body));
+  assert.equal(body.error.code, 'rate_limited');
+  assert.match(r.headers.get('retry-after') ?? '', /^\d+$/);
+  assert.equal((await anon.get(`/v1/requests?q=${rid('x')}&from=0`)).status, 429, 'an unknown id is a lookup too');
+  const admin = await daemon(`srchadm${process.pid}`, { STATUSRELAY_ANON_MISS_RATE: '1', STATUSRELAY_ADMIN_TOKEN: 'search-admin-token-0123456789' },
+    { apiUrl: sim.url, wsUrl: sim.wsUrl });
+  for (let i = 0; i < 3; i++) {
+    const a = await admin.get(`/v1/requests?q=${hex(32)}`);
+    assert.equal(a.status, 200, a.text);
+    assert.deepEqual(a.body.requests, []);
+  }
+  assert.equal((admin.proc.log().match(/msg="search term looked up" found=0/g) ?? []).length, 3, 'one upstream call per search');
 });
