@@ -194,6 +194,31 @@ test('3 partitions on a 3-master Redis Cluster: entries on their partition\'s ma
   assert.doesNotMatch(d.proc.log(), /level=error|CROSSSLOT|non local key/);
 });
 
+test('a wallet with 1010 requests: its index keeps the newest 1000 (no key grows without bound)', async () => {
+  const prefix = `srchcap${process.pid}`;
+  const d = await daemon(prefix);
+  const wallet = mixed(hex(20));
+  const ids = Array.from({ length: 1010 }, (_, i) => rid(`cap${i}`));
+  const t0 = Date.now();
+  for (let i = 0; i < ids.length; i += 10) // 10 at a time, in creation order
+    await Promise.all(ids.slice(i, i + 10).map((id, j) => send(d, payload({ id, status: 'waiting', updatedAt: t0 + i + j,
+      dep: { address: hex(20), depositor: wallet, depositAddressType: 'open' } }))));
+  const key = `{${prefix}}:ix:w:${wallet.toLowerCase()}`;
+  assert.equal(await redis.cmd('HGET', `{${prefix}}:ix`, `w:${wallet.toLowerCase()}`), '*');
+  assert.equal(Number(await redis.cmd('ZCARD', key)), 1000, 'capped');
+  const found = await search(d, `user=${wallet}`, 500);
+  assert.equal(found.length, 1000);
+  assert.equal(new Set(found).size, 1000, 'no duplicate over the pages');
+  // the oldest went first (the first batches: first seen before the later ones, up to a
+  // shared millisecond), and each is still found by its id
+  const missing = ids.filter((id) => !found.includes(id));
+  assert.equal(missing.length, 10);
+  const early = new Set(ids.slice(0, 20));
+  assert.ok(missing.every((id) => early.has(id)), 'the oldest dropped');
+  const gone = missing[0];
+  same(await search(d, `q=${gone}`), [gone]);
+});
+
 test('removing a request (the retention sweep) removes its index entries', async () => {
   const prefix = `srchgc${process.pid}`;
   const d = await daemon(prefix, { STATUSRELAY_REQUEST_RETENTION: '2s', STATUSRELAY_SETTLED_WATCH: '1s' });
