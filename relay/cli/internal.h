@@ -2,7 +2,7 @@
  * arguments, the REST client and the output helpers. Private to relay/cli/.
  *
  * Files: cli.c (entry point, the command table, option parsing, help pages), client.c (the
- * blocking REST client and output helpers), requests.c (track, untrack, status, requests,
+ * blocking REST client and output helpers), requests.c (track, untrack, status, find, requests,
  * events, tail), webhooks.c (webhooks *, deliveries, replay), partitions.c (partitions).
  * Every command is one row of the table in cli.c: its synopsis, its own options, an example
  * and its handler; `--help` of a command is printed from its row, so a flag cannot be accepted
