@@ -23,6 +23,7 @@ static const struct {
     {"track", "track request ids: track ID..."},
     {"untrack", "stop tracking request ids: untrack ID..."},
     {"status", "one request: state, tx hashes with explorer links, deposit, watch, timeline"},
+    {"find", "find requests by id, wallet or tx hash: status, facts, explorer links"},
     {"requests", "list known requests (--status S, --stuck, --limit N, --all)"},
     {"events", "one read of the event stream (--request ID, --since T, --limit N)"},
     {"webhooks", "manage webhook endpoints: list|add|update|show|rm|rotate-secret|"

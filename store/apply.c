@@ -23,6 +23,7 @@
 #include "store/command.h"
 #include "store/apply.h"
 #include "store/keys.h"
+#include "store/search.h"
 #include "relay/common/log.h"
 #include "relay/common/siphash.h"
 #include "relay/common/util.h"
@@ -221,14 +222,27 @@ static void decide_and_write(struct apply_op *op, const struct status_event *las
     op->refund_new = rfr != NULL && strcmp(rfr, "N/A") != 0 &&
                      (last == NULL || last->refund_fail_reason == NULL ||
                       strcmp(last->refund_fail_reason, rfr) != 0);
-    const char *argv[] = {k_req, k_ev, k_all, k_st, k_old, k_tl, k_poll,
+    /* the search index entries this record adds (store/search.h): usually none */
+    struct store_search_ents ents = {0};
+    store_search_event_entries(last, ev, &ents);
+    char cap[24];
+    snprintf(cap, sizeof(cap), "%d", STORE_SEARCH_CAP);
+    const char *base[] = {k_req, k_ev, k_all, k_st, k_old, k_tl, k_poll,
                           expected, seq, rec, ev->status, ev->event_id, id, a->maxlen,
                           nowbuf, pollbuf, proto_source_name(ev->source), TIMELINE_CAP,
-                          op->track ? "1" : "0", tier, tag, a->wttl, a->settled, a->ftail};
-    size_t lens[ARRAY_LEN(argv)];
-    for (size_t i = 0; i < ARRAY_LEN(argv); i++)
+                          op->track ? "1" : "0", tier, tag, a->wttl, a->settled, a->ftail, cap};
+    size_t argc = ARRAY_LEN(base) + ents.n;
+    const char **argv = xcalloc(argc, sizeof(*argv));
+    size_t *lens = xcalloc(argc, sizeof(*lens));
+    memcpy(argv, base, sizeof(base));
+    for (size_t i = 0; i < ents.n; i++)
+        argv[ARRAY_LEN(base) + i] = ents.v[i];
+    for (size_t i = 0; i < argc; i++)
         lens[i] = argv[i] == rec ? reclen : strlen(argv[i]);
-    int rc = store_eval(a->s, &a->script, on_script, op, 7, (int)ARRAY_LEN(argv), argv, lens);
+    int rc = store_eval(a->s, &a->script, on_script, op, 7, (int)argc, argv, lens);
+    free(argv);
+    free(lens);
+    store_search_ents_free(&ents);
     free(rec);
     if (rc != 0)
         op_finish(op, store_err_disconnected, PROTO_STALE, NULL);

@@ -8,7 +8,8 @@
 --       5 event id, 6 request id, 7 stream maxlen, 8 now ms, 9 next poll ms, 10 source,
 --       11 timeline cap, 12 "1" = start tracking an untracked request, 13 poll tier
 --       ("u" urgent, "a" active, "s" settled), 14 key tag "{P}", 15 waiting TTL ms,
---       16 settled watch ms, 17 failure tail ms
+--       16 settled watch ms, 17 failure tail ms, 18 search index cap, 19.. search index
+--       entries the record adds (store/search.h: its new hashes, referrer, deposit address)
 -- The request's tracking metadata (the hash's "meta", track.lua) travels in the event: it is
 -- appended to the record as its last key, "metadata", exactly where proto_event_record puts
 -- it (protocol/event.h), so the record the stream and the hash keep carries it and every
@@ -24,6 +25,7 @@ local tag, now = ARGV[14], tonumber(ARGV[8])
 local wcfg = {wttl = tonumber(ARGV[15]), settled = tonumber(ARGV[16]),
               ftail = tonumber(ARGV[17])}
 -- #include watch_lib.lua
+-- #include search_lib.lua
 -- Metadata stored by an older version (no "mdok"): JSON object text within
 -- proto_metadata_parse's bounds, PROTO_MAX_METADATA bytes and PROTO_MAX_JSON_DEPTH levels (the
 -- count of opening brackets bounds the depth; only a larger count is scanned).
@@ -111,6 +113,16 @@ if KEYS[5] ~= KEYS[4] then
   redis.call('ZREM', KEYS[5], id)
 end
 redis.call('ZADD', KEYS[4], first, id)
+-- search (store/search.h): every request by creation time (first seen until its facts say),
+-- and what the record adds to the indexes
+redis.call('ZADD', tag .. ':ct', 'NX', first, id)
+if #ARGV > 18 then
+  local ents = {}
+  for i = 19, #ARGV do
+    ents[#ents + 1] = ARGV[i]
+  end
+  search_add(tag, id, search_score(tag, id), ents, tonumber(ARGV[18]))
+end
 local sid = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[7], '*',
                        'id', ARGV[5], 'rid', id, 'seq', ARGV[2], 'rec', rec)
 if redis.call('RPUSH', KEYS[6], sid) > tonumber(ARGV[11]) then

@@ -40,6 +40,14 @@
  *   {P}:unset                    zset    the same ids by first seen (oldest unsettled)
  *   {P}:events                   stream  the event log: id, rid, seq, rec (read: store/events.h)
  *   {P}:tl:<id>                  list    stream ids of a request's events (timeline)
+ *   {P}:ix                       hash    search index (store/search_lib.lua): "<kind>:<value>"
+ *                                        (kind w, tx, ref, dep) -> the ids of its requests,
+ *                                        space-separated (<= 16), or "*"; the request's own
+ *                                        entries are its hash's "ix" field (one per line)
+ *   {P}:ix:<kind>:<value>        zset    the ids of a value with more than 16 requests, by
+ *                                        creation time (ms); at most 1000 (newest kept)
+ *   {P}:ct                       zset    every request id by creation time (ms): createdAt
+ *                                        from its facts, first seen until then
  *   {P}:budget                   hash    the upstream budget's token bucket shared by all
  *                                        processes: t (tokens), ts (last refill ms);
  *                                        expires after 2 idle minutes

@@ -3,7 +3,7 @@
 -- A request first seen before the cutoff whose watch has ended (not watched, not held by an
 -- anonymous dashboard watch) and whose last event and last status change are older than the
 -- cutoff loses its record and index entries: {P}:req:<id>, {P}:all, {P}:st:<status>,
--- {P}:tl:<id>. Its events stay in the event stream until the stream's own bounds trim them;
+-- {P}:tl:<id>, and its search index entries (store/search_lib.lua). Its events stay in the event stream until the stream's own bounds trim them;
 -- its deliveries keep their own bounds. If the request is seen again later it starts a new
 -- record, and so a new generation (protocol/event.h: gen), whose event ids never repeat the
 -- deleted record's: a receiver that remembers webhook-ids does not drop them as duplicates.
@@ -12,6 +12,7 @@
 --       4 cursor: the first-seen score to resume at ("" = from the oldest)
 -- Returns {requests deleted, next cursor ("" = the scan reached the cutoff: the next step
 -- starts again from the oldest)}.
+-- #include search_lib.lua
 local tag, cutoff = ARGV[1], tonumber(ARGV[2])
 local batch = tonumber(ARGV[3])
 local from = ARGV[4] == '' and '-inf' or ARGV[4]
@@ -37,6 +38,7 @@ for i = 1, #es, 2 do
     end
   end
   if old then
+    search_drop(tag, id)
     redis.call('DEL', req, tl)
     redis.call('ZREM', KEYS[1], id)
     if h[4] then

@@ -7,8 +7,11 @@
  *   - A tracked request not yet observed answers "status": null (and null/empty upstream
  *     fields, "seq": 0). Upstream fields use the upstream's own conventions ("N/A").
  *   - GET /v1/requests lists every known request (tracked or not; see "tracked"), oldest first
- *     by first-seen time; "limit" above 500 is clamped to 500; the cursor is opaque. */
+ *     by first-seen time; "limit" above 500 is clamped to 500; the cursor is opaque.
+ *   - With q, user, txHash, referrer, from or to it is a search (relay/api/search.h,
+ *     docs/search.md): oldest created first, the same cursor shape over the creation time. */
 #include "relay/api/internal.h"
+#include "relay/api/search.h"
 #include "protocol/event.h"
 #include "protocol/proto.h"
 #include "relay/common/util.h"
@@ -372,9 +375,10 @@ void api_h_untrack(struct ctx *x)
         api_reply_unavailable(x, "cannot untrack");
 }
 
-/* ---- GET /v1/requests?status=&stuck=&cursor=&limit= ------------------------------------------
- * A page of the index (every partition's, merged: store/requests.h), then the records of its
- * ids, put in the page's order. */
+/* ---- GET /v1/requests?status=&stuck=&cursor=&limit=&q=&user=&txHash=&referrer=&from=&to= ----
+ * A page of the index (every partition's, merged: store/requests.h) or of a search
+ * (store/search.h, relay/api/search.h), then the records of its ids, put in the page's
+ * order. */
 struct list_read {
     struct ctx *x;
     json_t **obj; /* per id of x->ids: its REST shape, NULL when it vanished meanwhile */
@@ -442,6 +446,97 @@ static void on_list_page(void *arg, const char *err, const struct store_req_ref 
                         on_list_read, lr);
 }
 
+/* A search page (store/search.h): the query and its cursor, kept across the one upstream
+ * term lookup a search that found nothing may make (relay/api/search.h). */
+struct list_search {
+    struct ctx *x;
+    struct store_search_query q; /* strings borrowed from x's query, but for the cursor's */
+    char score[24], cid[PROTO_MAX_ID + 1];
+    int looked_up;
+    int probed; /* the term alone: 0 not asked, 1 unknown here, 2 known (or unreadable) */
+};
+
+static void on_search_page(void *arg, const char *err, const struct store_req_ref *e, size_t n,
+                           int more);
+
+static void on_term_done(void *arg, size_t found)
+{
+    struct list_search *ls = arg;
+    struct ctx *x = ls->x;
+    (void)found;
+    ls->looked_up = 1;
+    if (x->req == NULL || x->api == NULL) {
+        api_ctx_free(x);
+        free(ls);
+        return;
+    }
+    store_search_page(x->api->c->store, &ls->q, on_search_page, ls);
+}
+
+/* The term alone (the other parts excluded what it found, or not): known here or not. */
+static void on_term_probe(void *arg, const char *err, const struct store_req_ref *e, size_t n,
+                          int more)
+{
+    struct list_search *ls = arg;
+    (void)e;
+    (void)more;
+    ls->probed = err != NULL || n > 0 ? 2 : 1;
+    on_search_page(ls, NULL, NULL, 0, 0);
+}
+
+static void on_search_page(void *arg, const char *err, const struct store_req_ref *e, size_t n,
+                           int more)
+{
+    struct list_search *ls = arg;
+    struct ctx *x = ls->x;
+    const char *term = api_search_term(&ls->q);
+    if (err == NULL && n == 0 && !ls->looked_up && ls->probed != 2 && ls->score[0] == '\0' &&
+        term != NULL && x->req != NULL && x->api != NULL) {
+        const struct store_search_query *q = &ls->q;
+        if (ls->probed == 0 && (q->user != NULL || q->referrer != NULL || q->from >= 0 ||
+                                q->to >= 0 || q->status != NULL ||
+                                (q->q != NULL && q->tx_hash != NULL))) {
+            /* other parts given: is the term itself unknown here? */
+            struct store_search_query probe = {.q = q->q, .tx_hash = q->q ? NULL : q->tx_hash,
+                                               .from = -1, .to = -1, .limit = 1};
+            store_search_page(x->api->c->store, &probe, on_term_probe, ls);
+            return;
+        }
+        /* nothing known here: ask the upstream once */
+        int rc = api_search_term_lookup(x, term, on_term_done, ls);
+        if (rc == 0)
+            return;
+        if (rc > 0) {
+            char ra[16];
+            snprintf(ra, sizeof(ra), "%d", rc);
+            evhttp_add_header(evhttp_request_get_output_headers(x->req), "Retry-After", ra);
+            free(ls);
+            api_reply_error(x, 429, "rate_limited", NULL,
+                            "too many searches for terms unknown here from this address (at "
+                            "most %lld a minute without the admin token); retry in %d s",
+                            (long long)x->api->c->cfg->anon_miss_rate, rc);
+            return;
+        }
+    }
+    free(ls);
+    on_list_page(x, err, e, n, more);
+}
+
+static void list_search(struct ctx *x, const struct store_search_query *q, const char *status,
+                        const char *score, const char *cid)
+{
+    struct list_search *ls = xcalloc(1, sizeof(*ls));
+    ls->x = x;
+    ls->q = *q;
+    snprintf(ls->score, sizeof(ls->score), "%s", score);
+    snprintf(ls->cid, sizeof(ls->cid), "%s", cid);
+    ls->q.status = status != NULL && status[0] != '\0' ? status : NULL;
+    ls->q.after_score = ls->score;
+    ls->q.after_id = ls->cid;
+    ls->q.limit = x->limit;
+    store_search_page(x->api->c->store, &ls->q, on_search_page, ls);
+}
+
 static int status_name_valid(const char *s)
 {
     size_t n = strlen(s);
@@ -487,6 +582,18 @@ void api_h_list(struct ctx *x)
     } else if (status != NULL && status[0] != '\0') {
         q.index = STORE_REQ_STATUS;
         q.status = status;
+    }
+    struct store_search_query sq = {.from = -1, .to = -1};
+    if (api_search_parse(x, &sq) != 0)
+        return;
+    if (store_search_given(&sq)) {
+        if (q.index == STORE_REQ_STUCK) {
+            api_reply_error(x, 400, "invalid_parameter", "stuck",
+                            "stuck cannot be combined with q, user, txHash, referrer, from, to");
+            return;
+        }
+        list_search(x, &sq, status, score, cid);
+        return;
     }
     store_requests_page(c->store, &q, on_list_page, x);
 }

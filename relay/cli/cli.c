@@ -121,6 +121,13 @@ static const struct cli_cmd commands[] = {
      "(active, settled, ended), and the event timeline.\n",
      no_opts, "  statusrelay status 0xabc...\n  statusrelay status 0xabc... --json | jq .watch\n",
      cli_status},
+    {"find", "TERM", 1, 1, "find requests by id, wallet or transaction hash (GET /v1/requests?q=)",
+     "TERM is a request id, a wallet (user, sender or recipient; 0x addresses in any case), a\n"
+     "deposit address or any transaction hash (in, out, deposit). Prints each request found\n"
+     "with its status, facts and explorer links. A term the relay does not know is looked up\n"
+     "once through the upstream (with an API key) and the request found is tracked. Nothing\n"
+     "found: exit status 3.\n",
+     no_opts, "  statusrelay find 0xabc...\n  statusrelay find 0xUserWallet --json\n", cli_find},
     {"requests", NULL, 0, 0, "list known requests (GET /v1/requests)",
      "Oldest first by first-seen time (stuck: longest unchanged first). A page ends with a\n"
      "\"next page\" line when more exist.\n",

@@ -2,7 +2,7 @@
  * arguments, the REST client and the output helpers. Private to relay/cli/.
  *
  * Files: cli.c (entry point, the command table, option parsing, help pages), client.c (the
- * blocking REST client and output helpers), requests.c (track, untrack, status, requests,
+ * blocking REST client and output helpers), requests.c (track, untrack, status, find, requests,
  * events, tail), webhooks.c (webhooks *, deliveries, replay), partitions.c (partitions).
  * Every command is one row of the table in cli.c: its synopsis, its own options, an example
  * and its handler; `--help` of a command is printed from its row, so a flag cannot be accepted
@@ -105,6 +105,7 @@ char *cli_path_query(const char *path, ...) __attribute__((sentinel));
 int cli_track(struct cli *c, const struct cli_args *a);
 int cli_untrack(struct cli *c, const struct cli_args *a);
 int cli_status(struct cli *c, const struct cli_args *a);
+int cli_find(struct cli *c, const struct cli_args *a);
 int cli_requests(struct cli *c, const struct cli_args *a);
 int cli_events(struct cli *c, const struct cli_args *a);
 int cli_tail(struct cli *c, const struct cli_args *a);

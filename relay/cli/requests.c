@@ -1,4 +1,5 @@
-/* requests.c (cli) - the request commands: track, untrack, status, requests, events, tail.
+/* requests.c (cli) - the request commands: track, untrack, status, find, requests, events,
+ * tail.
  * See internal.h; their options and help pages are rows of the table in cli.c.
  *
  * Explorer links (status): GET /v1/chains serves the upstream's chain list
@@ -253,6 +254,8 @@ static void print_status(json_t *state, json_t *events, json_t *chains)
         printf("metadata   %s\n", m ? m : "-");
         free(m);
     }
+    if (events == NULL) /* find: no timeline */
+        return;
     printf("\n%-5s %-12s %-12s %-9s %s\n", "SEQ", "STATUS", "PREVIOUS", "SOURCE", "AT");
     size_t i;
     json_t *e;
@@ -293,6 +296,93 @@ int cli_status(struct cli *c, const struct cli_args *a)
     json_decref(events);
     json_decref(chains);
     return cli_exit_for(st);
+}
+
+/* ---- find ------------------------------------------------------------------------------ */
+
+/* The facts of a request (GET /v1/requests/{id} "request", DESIGN "Request facts"): wallets,
+ * creation time, referrer and the transactions with their explorer links. */
+static void print_facts(json_t *facts)
+{
+    if (!json_is_object(facts)) {
+        printf("facts      - (not known yet)\n");
+        return;
+    }
+    static const char *const wallets[] = {"user", "sender", "recipient", "referrer"};
+    for (size_t i = 0; i < ARRAY_LEN(wallets); i++)
+        if (json_is_string(json_object_get(facts, wallets[i])))
+            printf("%-10s %s\n", wallets[i], cli_str(facts, wallets[i]));
+    json_t *ca = json_object_get(facts, "createdAt");
+    if (json_is_number(ca)) {
+        char t[32];
+        cli_fmt_time((long long)json_number_value(ca), t, sizeof(t));
+        printf("created    %s\n", t);
+    }
+    static const char *const lists[] = {"inTxs", "outTxs"};
+    for (size_t l = 0; l < ARRAY_LEN(lists); l++) {
+        size_t i;
+        json_t *tx;
+        json_array_foreach(json_object_get(facts, lists[l]), i, tx)
+        {
+            json_t *url = json_object_get(tx, "explorerUrl");
+            printf("%-10s %s (chain %lld)%s%s\n", i == 0 ? lists[l] : "", cli_str(tx, "txHash"),
+                   cli_num(tx, "chainId"), json_is_string(url) ? "  " : "",
+                   json_is_string(url) ? json_string_value(url) : "");
+        }
+    }
+}
+
+int cli_find(struct cli *c, const struct cli_args *a)
+{
+    char *path = cli_path_query("/v1/requests", "q", a->pos[0], "limit", "50", NULL);
+    json_t *page, *chains = NULL;
+    long st = cli_call(c, "GET", path, NULL, &page, 0);
+    free(path);
+    json_t *found = json_array();
+    size_t i;
+    json_t *r;
+    if (st == 200)
+        json_array_foreach(json_object_get(page, "requests"), i, r)
+        {
+            /* the full record: facts and all */
+            char *id = url_escape(cli_str(r, "requestId"));
+            char one[1024];
+            snprintf(one, sizeof(one), "/v1/requests/%s", id);
+            free(id);
+            json_t *full;
+            if (cli_call(c, "GET", one, NULL, &full, 1) == 200)
+                json_array_append_new(found, full);
+            else {
+                json_decref(full);
+                json_array_append(found, r);
+            }
+        }
+    if (st == 200 && c->json) {
+        json_t *o = json_pack("{s:O}", "requests", found);
+        cli_print_json(o);
+        json_decref(o);
+    } else if (st == 200) {
+        if (cli_call(c, "GET", "/v1/chains", NULL, &chains, 1) != 200) {
+            json_decref(chains);
+            chains = NULL;
+        }
+        json_array_foreach(found, i, r)
+        {
+            if (i > 0)
+                printf("\n");
+            print_status(r, NULL, chains);
+            print_facts(json_object_get(r, "request"));
+        }
+        if (json_is_string(json_object_get(page, "cursor")))
+            printf("\nmore requests match: the first 50 are shown; narrow the term\n");
+        if (json_array_size(found) == 0)
+            fprintf(stderr, "statusrelay find: nothing found for %s\n", a->pos[0]);
+    }
+    int rc = st == 200 && json_array_size(found) == 0 ? EXIT_NOTFOUND : cli_exit_for(st);
+    json_decref(found);
+    json_decref(page);
+    json_decref(chains);
+    return rc;
 }
 
 /* ---- requests -------------------------------------------------------------------------- */

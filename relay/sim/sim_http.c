@@ -10,6 +10,7 @@
 #include "relay/sim/sim_map.h"
 #include "relay/sim/sim_model.h"
 #include "relay/sim/sim_rand.h"
+#include "relay/sim/sim_search.h"
 #include "relay/common/log.h"
 #include "relay/common/util.h"
 
@@ -302,6 +303,7 @@ struct v3_query {
     int64_t ckey;       /* the cursor's position: sort key and sequence */
     uint64_t cseq;
     const char *id, *user, *status, *depaddr; /* exact filters, NULL = any */
+    const char *term; /* the upstream's search term (sim_search.c), NULL = any */
 };
 
 /* The query string into vq with the upstream's defaults. Returns 0, or -1 with resp set to
@@ -359,6 +361,7 @@ static int v3_parse(const struct sim_query *q, struct v3_query *vq, struct sim_r
     vq->user = sim_query_get(q, "user");
     vq->status = sim_query_get(q, "status");
     vq->depaddr = sim_query_get(q, "depositAddress");
+    vq->term = sim_query_get(q, "term"); /* sim_search.c */
     return 0;
 }
 
@@ -378,6 +381,8 @@ static int v3_matches(const struct v3_query *vq, const struct sim_req *r)
     if (vq->chain && r->origin != vq->chain && r->dest != vq->chain)
         return 0;
     if (vq->depaddr && (r->dep == NULL || strcasecmp(r->dep->address, vq->depaddr) != 0))
+        return 0;
+    if (vq->term && !sim_term_match(r, vq->term))
         return 0;
     /* Time windows apply to the sort field; for amountUsd to createdAt. */
     int64_t t = sort_key(r, vq->by == SORT_AMOUNT ? SORT_CREATED : vq->by);

@@ -25,6 +25,7 @@ const COMMANDS = {
   track: ['--metadata'],
   untrack: [],
   status: [],
+  find: [],
   requests: ['--status', '--stuck', '--limit', '--cursor', '--all'],
   events: ['--request', '--since', '--after', '--limit'],
   tail: ['--request', '--status'],

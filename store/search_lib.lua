@@ -1,0 +1,124 @@
+-- search_lib.lua - the search indexes of one request (store/search.h), included by
+-- store/search_index.lua (facts), store/apply.lua (the status record's values),
+-- store/search_page.lua (reads) and store/req_gc.lua (removal). Keys, all in the request's
+-- partition (tag):
+--   <tag>:ix              hash  "<kind>:<value>" -> the ids of its requests, space-separated
+--                               (at most SEARCH_SMALL), or "*": they are in <tag>:ix:<entry>.
+--                               kind "w" (a wallet: user, sender, recipient, depositor), "tx"
+--                               (a transaction hash: in, out, deposit), "ref" (a referrer),
+--                               "dep" (a deposit address)
+--   <tag>:ix:<kind>:<value> zset the ids of an entry with more than SEARCH_SMALL requests,
+--                               by creation time (ms); at most cap (the oldest go first)
+--   <tag>:ct              zset  every request id by creation time: the facts' createdAt
+--                               once known, first seen until then
+--   <tag>:req:<id> "ix"         the request's own entries, one per line (so that removing the
+--                               request removes them)
+-- One hash field per value, not one key per value: a zset key holding one 66-byte id is a
+-- skiplist of about 1 KB; a field about 150 bytes. Values arrive normalised (store/search.c:
+-- 0x wallets and hashes lower-cased).
+local SEARCH_SMALL = 16
+
+-- The creation-time score of id: its createdAt (ct) or first seen (all); nil when unknown.
+local function search_score(tag, id)
+  local s = redis.call('ZSCORE', tag .. ':ct', id)
+  if not s then
+    s = redis.call('ZSCORE', tag .. ':all', id)
+  end
+  return s
+end
+
+local function search_split(v)
+  local t = {}
+  for x in string.gmatch(v, '%S+') do
+    t[#t + 1] = x
+  end
+  return t
+end
+
+-- The ids of entry e ("<kind>:<value>").
+local function search_ids(tag, e)
+  local v = redis.call('HGET', tag .. ':ix', e)
+  if not v then
+    return {}
+  end
+  if v == '*' then
+    return redis.call('ZRANGE', tag .. ':ix:' .. e, 0, -1)
+  end
+  return search_split(v)
+end
+
+-- Add id to the index entries ents ({"tx:0xab..", "w:0x..", ...}) at score; cap per entry.
+-- Returns the number of entries new to the request.
+local function search_add(tag, id, score, ents, cap)
+  local h, req = tag .. ':ix', tag .. ':req:' .. id
+  local mine = redis.call('HGET', req, 'ix') or ''
+  local have = {}
+  for e in string.gmatch(mine, '[^\n]+') do
+    have[e] = true
+  end
+  local added = 0
+  for _, e in ipairs(ents) do
+    local v = redis.call('HGET', h, e)
+    if v == '*' then
+      local k = h .. ':' .. e
+      redis.call('ZADD', k, score, id)
+      local n = redis.call('ZCARD', k)
+      if n > cap then
+        redis.call('ZPOPMIN', k, n - cap)
+      end
+    elseif not v then
+      redis.call('HSET', h, e, id)
+    elseif not string.find(' ' .. v .. ' ', ' ' .. id .. ' ', 1, true) then
+      local ids = search_split(v)
+      if #ids >= SEARCH_SMALL then
+        local k = h .. ':' .. e
+        for _, x in ipairs(ids) do
+          redis.call('ZADD', k, search_score(tag, x) or score, x)
+        end
+        redis.call('ZADD', k, score, id)
+        redis.call('HSET', h, e, '*')
+      else
+        redis.call('HSET', h, e, v .. ' ' .. id)
+      end
+    end
+    if not have[e] then
+      have[e] = true
+      mine = mine .. e .. '\n'
+      added = added + 1
+    end
+  end
+  if added > 0 then
+    redis.call('HSET', req, 'ix', mine)
+  end
+  return added
+end
+
+-- Remove every index entry of id (the retention sweep deletes the request): before its hash
+-- goes.
+local function search_drop(tag, id)
+  local h = tag .. ':ix'
+  local mine = redis.call('HGET', tag .. ':req:' .. id, 'ix')
+  for e in string.gmatch(mine or '', '[^\n]+') do
+    local v = redis.call('HGET', h, e)
+    if v == '*' then
+      local k = h .. ':' .. e
+      redis.call('ZREM', k, id)
+      if redis.call('ZCARD', k) == 0 then
+        redis.call('HDEL', h, e)
+      end
+    elseif v then
+      local left = {}
+      for _, x in ipairs(search_split(v)) do
+        if x ~= id then
+          left[#left + 1] = x
+        end
+      end
+      if #left == 0 then
+        redis.call('HDEL', h, e)
+      else
+        redis.call('HSET', h, e, table.concat(left, ' '))
+      end
+    end
+  end
+  redis.call('ZREM', tag .. ':ct', id)
+end
