@@ -327,6 +327,8 @@ static void poll_one(struct poller *p, const char *id, poller_fetch_cb *cb, void
 
 /* ---- /requests/v3 pages: gap repair and discovery ------------------------------------------ */
 
+static void facts_read_drop(struct poller *p, const char *id);
+
 static void on_page_item(void *arg, int rc, struct status_event *ev, const struct proto_err *e,
                          const char *facts, size_t facts_len)
 {
@@ -338,6 +340,8 @@ static void on_page_item(void *arg, int rc, struct status_event *ev, const struc
     }
     if (ev->updated_at / 1000 > op->max_updated_s)
         op->max_updated_s = ev->updated_at / 1000;
+    if (facts != NULL)
+        facts_read_drop(p, ev->request_id); /* this item brings them */
     if (op->kind == PAGE_READ) {
         facts_submit(p->c, ev, 0, facts, facts_len); /* reorg details, facts: enrichments */
     } else if (op->kind == PAGE_DISCOVER) {
@@ -521,12 +525,37 @@ static int facts_read_wanted(const struct status_event *ev)
            !proto_status_settled(proto_status_parse(ev->prev_status));
 }
 
+/* The slot of id in the facts read ring, or NULL. Slots of reads made unnecessary are NULL
+ * (skipped when popped). */
+static char **facts_read_find(struct poller *p, const char *id)
+{
+    for (int i = 0; i < p->nfreads; i++) {
+        char **slot = &p->freads[(p->freads_head + i) % MAX_FACT_READS];
+        if (*slot != NULL && strcmp(*slot, id) == 0)
+            return slot;
+    }
+    return NULL;
+}
+
+/* A /requests/v3 answer for id is here or on its way (a page item, a reversal read): its
+ * waiting facts read would say the same again. */
+static void facts_read_drop(struct poller *p, const char *id)
+{
+    char **slot = facts_read_find(p, id);
+    if (slot != NULL) {
+        free(*slot);
+        *slot = NULL;
+    }
+}
+
 /* Queue id's facts read once (dropped, counted in the log, when the ring is full: the facts
- * then come with the next read, page or settle). */
+ * then come with the next read, page or settle). Not when a reversal read of id waits. */
 static void queue_facts_read(struct poller *p, const char *id)
 {
-    for (int i = 0; i < p->nfreads; i++)
-        if (strcmp(p->freads[(p->freads_head + i) % MAX_FACT_READS], id) == 0)
+    if (facts_read_find(p, id) != NULL)
+        return;
+    for (int i = 0; i < p->nreads; i++)
+        if (strcmp(p->reads[i], id) == 0)
             return;
     if (p->nfreads == MAX_FACT_READS) {
         log_debug("facts read skipped: too many waiting", "request=%s", id);
@@ -555,6 +584,7 @@ static void on_event(void *arg, enum proto_verdict v, const struct status_event 
         return;
     }
     p->reads[p->nreads++] = xstrdup(ev->request_id);
+    facts_read_drop(p, ev->request_id); /* the same read brings the facts */
 }
 
 /* ---- claims ------------------------------------------------------------------------------- */
@@ -675,12 +705,17 @@ static void on_reserved(void *arg, const char *err, int granted)
             read_request(p, p->reads[0]);
             free(p->reads[0]);
             memmove(p->reads, p->reads + 1, (size_t)(--p->nreads) * sizeof(p->reads[0]));
-        } else if (granted > 0 && p->nfreads > 0) { /* a facts read */
-            char *id = p->freads[p->freads_head];
-            p->freads_head = (p->freads_head + 1) % MAX_FACT_READS;
-            p->nfreads--;
-            read_request(p, id);
-            free(id);
+        } else if (granted > 0) { /* a facts read: the first one still wanted */
+            while (p->nfreads > 0) {
+                char *id = p->freads[p->freads_head];
+                p->freads_head = (p->freads_head + 1) % MAX_FACT_READS;
+                p->nfreads--;
+                if (id != NULL) {
+                    read_request(p, id);
+                    free(id);
+                    break;
+                }
+            }
         }
     } else if (op->what == CLAIM_PAGE) {
         if (granted > 0)
