@@ -24,12 +24,15 @@ struct learn {
     char id[PROTO_MAX_ID + 1];
     char *facts; /* owned: the new text */
     size_t len;
+    char *merged; /* owned: the text being written (while a put is in flight) */
+    size_t merged_len;
     int rounds;
 };
 
 static void learn_free(struct learn *l)
 {
     free(l->facts);
+    free(l->merged);
     free(l);
 }
 
@@ -38,7 +41,14 @@ static void learn_round(struct learn *l);
 static void on_put(void *arg, const char *err, enum store_facts_put_result res)
 {
     struct learn *l = arg;
+    if (err == NULL && res == STORE_FACTS_WRITTEN) {
+        /* SEARCH INDEX CALL SITE (issue 24 "Search"): the one place facts are written. When
+         * store/search.h exists, index the request with its stored facts text here:
+         * search_index(l->c->store, l->id, l->merged, l->merged_len). */
+    }
     if (err == NULL && res == STORE_FACTS_CHANGED && l->rounds < LEARN_ROUNDS) {
+        free(l->merged);
+        l->merged = NULL;
         learn_round(l); /* another writer came first: merge with theirs */
         return;
     }
@@ -85,19 +95,16 @@ static void on_get(void *arg, const char *err, const char *raw, size_t raw_len)
     size_t text_len = 0, val_len = 0;
     int same = 0;
     if (err != NULL || merged(l, raw, raw_len, &text, &text_len, &same) != 0 || same) {
+        free(text); /* same: the stored facts say it all already */
         learn_free(l);
         return;
     }
+    l->merged = text; /* kept for the search index (on_put) */
+    l->merged_len = text_len;
     if (store_facts_encode(text, text_len, &val, &val_len) != 0 ||
-        store_facts_put(l->c->store, l->id, raw, raw_len, val, val_len, on_put, l) != 0) {
+        store_facts_put(l->c->store, l->id, raw, raw_len, val, val_len, on_put, l) != 0)
         learn_free(l);
-    } else {
-        /* SEARCH INDEX CALL SITE (issue 24 "Search"): when store/search.h exists, index the
-         * request here with its merged facts text: search_index(store, l->id, text, text_len).
-         * This is the one place facts are written. */
-    }
     free(val);
-    free(text);
 }
 
 static void learn_round(struct learn *l)

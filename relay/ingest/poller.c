@@ -546,6 +546,10 @@ static void facts_read_drop(struct poller *p, const char *id)
         free(*slot);
         *slot = NULL;
     }
+    while (p->nfreads > 0 && p->freads[p->freads_head] == NULL) { /* no empty reads at the head */
+        p->freads_head = (p->freads_head + 1) % MAX_FACT_READS;
+        p->nfreads--;
+    }
 }
 
 /* Queue id's facts read once (dropped, counted in the log, when the ring is full: the facts

@@ -81,6 +81,13 @@ test('a request followed over the websocket ends with its facts in GET /v1/reque
     // stored compressed in the request's hash: swept with it
     const fx = await s.redis.cmd('HGET', `{${s.prefix}}:req:${r.id}`, 'fx');
     assert.equal(fx[0], 'z');
+    // the same item again (the gap repair of a reconnect reads it): the facts stay as they are
+    const repairs = () => (d.proc.log().match(/gap repaired/g) ?? []).length;
+    const before = repairs();
+    await sim.control('/faults', { dropWs: 'abrupt' });
+    await until(() => repairs() > before, { msg: 'gap repair after the reconnect', timeoutMs: 15000 });
+    assert.deepEqual((await d.get(`/v1/requests/${r.id}`)).body.request, done.request);
+    assert.equal(await s.redis.cmd('HGET', `{${s.prefix}}:req:${r.id}`, 'fx'), fx, 'not written again');
   } finally {
     await s.stop();
   }
