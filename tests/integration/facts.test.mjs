@@ -24,13 +24,13 @@ function explorerTx(c, hash) {
   return c.explorerUrl.replace(/\/+$/, '') + c.explorerPaths.transaction.replace('{TX_HASH}', hash);
 }
 
-async function stack(name) {
+async function stack(name, env = {}) {
   const sim = await startSim({ apiKey: KEY, seed: 24 });
   const redis = await startRedis();
   const prefix = `fx${prefixN++}`;
   const d = await startDaemon({
     redisUrl: redis.url, apiKey: KEY, apiUrl: sim.url, wsUrl: sim.wsUrlWithKey, name,
-    env: { STATUSRELAY_REDIS_PREFIX: prefix },
+    env: { STATUSRELAY_REDIS_PREFIX: prefix, ...env },
   });
   return { sim, redis, prefix, d, async stop() { await stopDaemon(d); await sim.stop(); await redis.stop(); } };
 }
@@ -142,6 +142,34 @@ test('Redis memory per tracked request with its facts (measured; facts <= 1 KiB 
     assert.ok(fx / N < text / N / 4, 'facts are stored compressed');
     // the facts' share of the issue's 2 KiB per request (962 B today without facts)
     assert.ok(cost <= 1024, `facts cost ${cost} B per request`);
+  } finally {
+    await s.stop();
+  }
+});
+
+test('with 3 partitions each request keeps its facts in its own partition\'s hash', async () => {
+  const s = await stack('facts-parts', { STATUSRELAY_PARTITIONS: '3' });
+  try {
+    const { sim, d, redis, prefix } = s;
+    const ids = [];
+    for (let i = 0; i < 6; i++) {
+      ids.push((await sim.control('/requests', { path: ['waiting', 'pending', 'success'], stepMs: 0, autoHashes: true })).id);
+    }
+    assert.equal((await d.post('/v1/requests', { requestIds: ids })).status, 201);
+    for (const id of ids) {
+      await until(async () => (await d.get(`/v1/requests/${id}`)).body?.request != null, { msg: `${id} facts`, timeoutMs: 20000 });
+    }
+    const parts = new Set();
+    for (const id of ids) {
+      const p = (await d.get(`/v1/partitions?requestId=${id}`)).body?.partition;
+      let found = 0;
+      for (let k = 0; k < 3; k++) {
+        const fx = await redis.cmd('HGET', `{${prefix}:p${k}}:req:${id}`, 'fx');
+        if (fx) { found++; parts.add(k); if (p !== undefined) assert.equal(k, p); }
+      }
+      assert.equal(found, 1, `${id}: facts in exactly one partition`);
+    }
+    assert.ok(parts.size >= 2, 'spread over partitions');
   } finally {
     await s.stop();
   }
