@@ -2,9 +2,9 @@
 # `make demo`, `make bench`, `make clean`. Objects go to $(B)/, the binary to $(BIN).
 
 SHELL   := /bin/bash
-PKGS    := libevent libevent_pthreads libwebsockets jansson hiredis libcurl openssl
+PKGS    := libevent libevent_pthreads libwebsockets jansson hiredis libcurl openssl zlib
 DEBS    := build-essential pkg-config libevent-dev libwebsockets-dev libjansson-dev \
-           libhiredis-dev libssl-dev libcurl4-openssl-dev libcmocka-dev redis-server \
+           libhiredis-dev libssl-dev libcurl4-openssl-dev libcmocka-dev redis-server zlib1g-dev \
            clang libclang-rt-14-dev openssl curl ca-certificates procps prometheus \
            wrk nginx libnginx-mod-nchan linux-perf chromium
 WARN    := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \

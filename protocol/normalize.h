@@ -64,6 +64,19 @@ int proto_normalize_requests_page(const char *buf, size_t len, int64_t observed_
                                   proto_requests_item_cb *cb, void *arg, char **continuation,
                                   struct proto_err *err);
 
+/* The same walk with each item's request facts (protocol/facts.h, explorer links from ex, NULL:
+ * none): facts[0..facts_len) is its canonical text, NULL when the item's status was rejected
+ * or its facts were (facts are best effort: the status stands). facts is the walker's, valid
+ * during cb only. */
+struct proto_explorers;
+typedef void proto_requests_facts_cb(void *arg, int rc, struct status_event *ev,
+                                     const struct proto_err *err, const char *facts,
+                                     size_t facts_len);
+int proto_normalize_requests_page_facts(const char *buf, size_t len, int64_t observed_at,
+                                        const struct proto_explorers *ex,
+                                        proto_requests_facts_cb *cb, void *arg,
+                                        char **continuation, struct proto_err *err);
+
 /* Upstream webhook body {"event","timestamp","data":{...}}; published_at <- timestamp. */
 int proto_normalize_webhook(const char *buf, size_t len, int64_t observed_at,
                             struct status_event *out, struct proto_err *err);

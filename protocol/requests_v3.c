@@ -8,6 +8,7 @@
  * Rules: normalize.h.
  * runs on: any thread (pure). */
 #include "protocol/normalize.h"
+#include "protocol/facts.h"
 
 #include "protocol/normalize_internal.h"
 
@@ -264,9 +265,11 @@ int proto_normalize_requests_item(const char *buf, size_t len, int64_t observed_
     return rc;
 }
 
-int proto_normalize_requests_page(const char *buf, size_t len, int64_t observed_at,
-                                  proto_requests_item_cb *cb, void *arg, char **continuation,
-                                  struct proto_err *err)
+/* The page walk of both entry points: fcb (with facts, from ex) or cb (without). */
+static int page_walk(const char *buf, size_t len, int64_t observed_at,
+                     const struct proto_explorers *ex, proto_requests_item_cb *cb,
+                     proto_requests_facts_cb *fcb, void *arg, char **continuation,
+                     struct proto_err *err)
 {
     struct pjson_doc doc;
     struct nctx c = {err, "", 0};
@@ -309,6 +312,15 @@ int proto_normalize_requests_page(const char *buf, size_t len, int64_t observed_
         }
         if (cb != NULL)
             cb(arg, irc, &ev, &ierr);
+        if (fcb != NULL) {
+            char *facts = NULL;
+            size_t flen = 0;
+            struct proto_err ferr = {0};
+            if (irc == 0 && proto_facts_from_pjson(it, pfx, ex, &facts, &flen, &ferr) != 0)
+                facts = NULL; /* the status stands; facts are best effort */
+            fcb(arg, irc, &ev, &ierr, facts, flen);
+            free(facts);
+        }
         status_event_cleanup(&ev);
     }
     if (continuation != &unused) {
@@ -319,6 +331,21 @@ out:
     free(cont);
     pjson_free(&doc);
     return rc;
+}
+
+int proto_normalize_requests_page(const char *buf, size_t len, int64_t observed_at,
+                                  proto_requests_item_cb *cb, void *arg, char **continuation,
+                                  struct proto_err *err)
+{
+    return page_walk(buf, len, observed_at, NULL, cb, NULL, arg, continuation, err);
+}
+
+int proto_normalize_requests_page_facts(const char *buf, size_t len, int64_t observed_at,
+                                        const struct proto_explorers *ex,
+                                        proto_requests_facts_cb *cb, void *arg,
+                                        char **continuation, struct proto_err *err)
+{
+    return page_walk(buf, len, observed_at, ex, NULL, cb, arg, continuation, err);
 }
 
 /* ---- ISO-8601 ---------------------------------------------------------------------------- */

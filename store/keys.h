@@ -19,6 +19,8 @@
  *                                        miss (404 answers to its polls while anonymous),
  *                                        cf (ms the upstream last confirmed the state:
  *                                        store/apply.lua, apply_confirm.lua)
+ *                                        fx (the request facts, compressed: store/facts.h;
+ *                                        written by store/facts_put.lua only)
  *   {P}:all                      zset    every known request id, score = first seen (ms)
  *   {P}:st:<status>              zset    request ids by current status, score = first seen
  *   {P}:pollu / :poll / :polls   zset    the poll schedule of watched requests by due time

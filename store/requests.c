@@ -29,6 +29,7 @@ static const struct {
     {SRF_WATCH, "watch", offsetof(struct store_request, watch)},
     {SRF_WU, "wu", offsetof(struct store_request, wu)},
     {SRF_CF, "cf", offsetof(struct store_request, cf)},
+    {SRF_FACTS, "fx", offsetof(struct store_request, facts)},
 };
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
 

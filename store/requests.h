@@ -33,6 +33,7 @@ enum store_req_field {
     SRF_WATCH = 1 << 7,  /* the watch phase ("active", "settled", ...; none: ended) */
     SRF_WU = 1 << 8,     /* watched until (ms) */
     SRF_CF = 1 << 9,     /* when the upstream last confirmed the state (ms) */
+    SRF_FACTS = 1 << 10, /* the request facts as stored (store/facts.h: store_facts_decode) */
 };
 /* The fields of the REST shape of a request (GET /v1/requests[/{id}]). */
 #define SRF_REST                                                                               \
@@ -42,7 +43,7 @@ enum store_req_field {
 struct store_request {
     int found;   /* any field asked for is present (the request is known) */
     int tracked; /* trk is "1" */
-    struct store_field rec, seq, status, meta, first, trk, src, watch, wu, cf;
+    struct store_field rec, seq, status, meta, first, trk, src, watch, wu, cf, facts;
 };
 
 /* One request: r NULL when err is set (a named store error). */

@@ -16,7 +16,10 @@
 #include "protocol/proto.h"
 #include "relay/common/util.h"
 #include "relay/core.h"
+#include "protocol/facts.h"
+#include "relay/ingest/chains.h"
 #include "relay/ingest/track.h"
+#include "store/facts.h"
 #include "store/requests.h"
 
 #include <jansson.h>
@@ -143,6 +146,28 @@ static void set_data_fields(json_t *o, json_t *data, const struct store_request 
     json_object_set_new(o, "txHashes", copy_or(data, "txHashes", json_array()));
     for (size_t i = 2; i < ARRAY_LEN(nulls); i++)
         json_object_set_new(o, nulls[i], copy_or(data, nulls[i], json_null()));
+}
+
+/* The request facts (DESIGN "Request facts") of a stored value, explorer links built again
+ * from the chain list known now (facts stored before it arrived have none): a new object, or
+ * null when there are none (or they are unreadable). */
+static json_t *facts_json(const char *id, const struct store_field *f,
+                          const struct proto_explorers *ex)
+{
+    char *text = NULL, *linked = NULL;
+    size_t len = 0, llen = 0;
+    struct proto_err perr = {0};
+    json_t *o = NULL;
+    if (f->str == NULL || store_facts_decode(f->str, f->len, &text, &len) != 0)
+        return json_null();
+    if (ex != NULL && proto_facts_relink(text, len, ex, &linked, &llen, &perr) == 0) {
+        free(text);
+        text = linked;
+        len = llen;
+    }
+    o = json_loadb(text, len, 0, NULL);
+    free(text);
+    return o != NULL ? o : json_null();
 }
 
 /* The pinned REST shape of one request from its hash fields (SRF_REST). Returns a new
@@ -343,6 +368,8 @@ static void on_get(void *arg, const char *err, const struct store_request *r)
         api_reply_error(x, 404, "not_found", NULL, "request %s is not known", x->id);
         return;
     }
+    json_object_set_new(o, "request",
+                        facts_json(x->id, &r->facts, chains_explorers(x->api->c->chains)));
     api_reply_json(x, 200, o);
 }
 
@@ -350,7 +377,7 @@ void api_h_get(struct ctx *x)
 {
     if (api_take_id(x, x->param[0], x->param_len[0], "requestId") != 0)
         return;
-    if (store_request_get(x->api->c->store, x->id, SRF_REST, on_get, x) != 0)
+    if (store_request_get(x->api->c->store, x->id, SRF_REST | SRF_FACTS, on_get, x) != 0)
         api_reply_unavailable(x, "cannot read");
 }
 

@@ -11,6 +11,7 @@
 #include "relay/common/util.h"
 #include "relay/edge/xq.h"
 #include "relay/ingest/poller.h"
+#include "protocol/facts.h"
 #include "store/polls.h"
 #include "store/store.h"
 
@@ -31,6 +32,7 @@ struct chains {
     char known_at[24]; /* fetch time of the list last handed to the ws thread ("" = none) */
     int looking;       /* a polls_chains_look in flight */
     int fetching;      /* a refresh in flight (poller_get .. polls_chains_put) */
+    struct proto_explorers ex; /* explorer links of the list last seen (request facts) */
 };
 
 static const char *const slim_keys[] = {
@@ -146,6 +148,12 @@ static void on_look(void *arg, const char *err, const struct polls_chains_seen *
         return; /* next tick */
     if (r->body != NULL) {
         hand_to_ws(ch, r->body, r->body_len);
+        struct proto_explorers ex;
+        struct proto_err perr;
+        if (proto_explorers_from_chains(r->body, r->body_len, &ex, &perr) == 0) {
+            proto_explorers_cleanup(&ch->ex);
+            ch->ex = ex;
+        }
         snprintf(ch->known_at, sizeof(ch->known_at), "%s", r->at);
     }
     if (!r->fetch)
@@ -201,10 +209,16 @@ void chains_start(struct chains *ch)
         event_active(ch->tick_ev, EV_TIMEOUT, 0);
 }
 
+const struct proto_explorers *chains_explorers(const struct chains *ch)
+{
+    return ch != NULL && ch->ex.n > 0 ? &ch->ex : NULL;
+}
+
 void chains_free(struct chains *ch)
 {
     if (ch == NULL)
         return;
+    proto_explorers_cleanup(&ch->ex);
     if (ch->tick_ev)
         event_free(ch->tick_ev);
     free(ch);

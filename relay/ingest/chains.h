@@ -30,6 +30,13 @@ void chains_start(struct chains *ch);
  * NULL-safe. */
 void chains_free(struct chains *ch);
 
+/* The explorer lookup (protocol/facts.h) of the chain list this process last read from the
+ * cache (rebuilt when the list changes), NULL while none is known: request facts link their
+ * transactions with it (relay/ingest/facts.c, GET /v1/requests/{id}). Borrowed until the next
+ * change (core thread). */
+struct proto_explorers;
+const struct proto_explorers *chains_explorers(const struct chains *ch);
+
 /* The dashboard's copy of an upstream /chains body: {"chains":[...]} keeping, per chain, only
  * the fields the page reads (id, name, displayName, vmType, iconUrl, logoUrl, brandColor,
  * explorerUrl, explorerName, explorerPaths, explorerQueryParams, disabled,

@@ -13,6 +13,8 @@
 #include "relay/core.h"
 #include "relay/common/httpc.h"
 #include "relay/ingest/anon.h"
+#include "relay/ingest/chains.h"
+#include "relay/ingest/facts.h"
 #include "relay/ingest/ingest.h"
 #include "relay/common/log.h"
 #include "relay/ingest/upstream.h"
@@ -41,6 +43,7 @@ enum { PATH_STATUS = 0, PATH_REQUESTS, PATH_OTHER };
 enum page_kind { PAGE_GAP = 0, PAGE_DISCOVER, PAGE_READ };
 
 #define MAX_READS 64 /* reversals waiting for their /requests/v3 read */
+#define MAX_FACT_READS 1024 /* requests waiting for their facts read (first seen, settled) */
 
 /* poller_fetch_now: one upstream read of an id and everyone waiting for its answer. */
 struct fetch_wait {
@@ -77,6 +80,13 @@ struct poller {
     /* one /requests/v3 read per reversal (reorg details): ids waiting for the budget */
     char *reads[MAX_READS];
     int nreads, read_claiming;
+    /* one /requests/v3 read by id for the facts of a request seen elsewhere (websocket,
+     * webhook, polls) when first seen and when it settles: a ring, after the reads above and
+     * only while the last claim of polls found no backlog (urgent polls first) */
+    char *freads[MAX_FACT_READS];
+    int freads_head, nfreads;
+    int polls_backlog;
+    size_t claim_max;          /* the max of the claim in flight */
     /* the API key as the upstream last judged it (poller_auth_name) */
     enum poller_auth auth;
     int64_t auth_backoff_ms;
@@ -317,7 +327,10 @@ static void poll_one(struct poller *p, const char *id, poller_fetch_cb *cb, void
 
 /* ---- /requests/v3 pages: gap repair and discovery ------------------------------------------ */
 
-static void on_page_item(void *arg, int rc, struct status_event *ev, const struct proto_err *e)
+static void facts_read_drop(struct poller *p, const char *id);
+
+static void on_page_item(void *arg, int rc, struct status_event *ev, const struct proto_err *e,
+                         const char *facts, size_t facts_len)
 {
     struct poll_op *op = arg;
     struct poller *p = op->p;
@@ -327,12 +340,14 @@ static void on_page_item(void *arg, int rc, struct status_event *ev, const struc
     }
     if (ev->updated_at / 1000 > op->max_updated_s)
         op->max_updated_s = ev->updated_at / 1000;
+    if (facts != NULL)
+        facts_read_drop(p, ev->request_id); /* this item brings them */
     if (op->kind == PAGE_READ) {
-        ingest_submit(p->c->ingest, ev, 0, NULL, NULL); /* reorg details: an enrichment */
+        facts_submit(p->c, ev, 0, facts, facts_len); /* reorg details, facts: enrichments */
     } else if (op->kind == PAGE_DISCOVER) {
-        ingest_submit(p->c->ingest, ev, 1, NULL, NULL); /* tracked: watched (relay/ingest/watch.c) */
+        facts_submit(p->c, ev, 1, facts, facts_len); /* tracked: watched (relay/ingest/watch.c) */
     } else if (p->c->upstream && upstream_tracked(p->c->upstream, ev->request_id)) {
-        ingest_submit(p->c->ingest, ev, 0, NULL, NULL); /* stale/duplicates are dropped */
+        facts_submit(p->c, ev, 0, facts, facts_len); /* stale/duplicates are dropped */
     }
 }
 
@@ -347,8 +362,9 @@ static void on_read_done(struct poll_op *op, const struct httpc_resp *r)
     if (r->err == NULL && r->status == 200) {
         char *next = NULL;
         struct proto_err perr;
-        int rc = proto_normalize_requests_page(r->body, r->body_len, wall_ms(), on_page_item,
-                                               op, &next, &perr);
+        int rc = proto_normalize_requests_page_facts(r->body, r->body_len, wall_ms(),
+                                                     chains_explorers(p->c->chains),
+                                                     on_page_item, op, &next, &perr);
         free(next);
         if (rc != 0)
             log_warn("upstream request read rejected", "request=%s err=%s field=%s", op->id,
@@ -375,8 +391,9 @@ static void on_page_done(void *arg, const struct httpc_resp *r)
     if (r->err == NULL && r->status == 200) {
         char *next = NULL;
         struct proto_err perr;
-        int rc = proto_normalize_requests_page(r->body, r->body_len, wall_ms(), on_page_item,
-                                               op, &next, &perr);
+        int rc = proto_normalize_requests_page_facts(r->body, r->body_len, wall_ms(),
+                                                     chains_explorers(p->c->chains),
+                                                     on_page_item, op, &next, &perr);
         free(*cont);
         *cont = rc == 0 ? next : NULL;
         if (rc != 0) {
@@ -495,12 +512,70 @@ static const char *read_reason(const struct status_event *ev)
     return NULL;
 }
 
+/* Does an accepted event call for a facts read (DESIGN "Request facts": one read by id when
+ * a request is first seen and one when it settles)? Not for what /requests/v3 said (its
+ * item carried the facts). */
+static int facts_read_wanted(const struct status_event *ev)
+{
+    if (ev->source == PROTO_SRC_REQUESTS)
+        return 0;
+    if (ev->prev_status == NULL)
+        return 1; /* first seen */
+    return proto_status_settled(ev->st) &&
+           !proto_status_settled(proto_status_parse(ev->prev_status));
+}
+
+/* The slot of id in the facts read ring, or NULL. Slots of reads made unnecessary are NULL
+ * (skipped when popped). */
+static char **facts_read_find(struct poller *p, const char *id)
+{
+    for (int i = 0; i < p->nfreads; i++) {
+        char **slot = &p->freads[(p->freads_head + i) % MAX_FACT_READS];
+        if (*slot != NULL && strcmp(*slot, id) == 0)
+            return slot;
+    }
+    return NULL;
+}
+
+/* A /requests/v3 answer for id is here or on its way (a page item, a reversal read): its
+ * waiting facts read would say the same again. */
+static void facts_read_drop(struct poller *p, const char *id)
+{
+    char **slot = facts_read_find(p, id);
+    if (slot != NULL) {
+        free(*slot);
+        *slot = NULL;
+    }
+    while (p->nfreads > 0 && p->freads[p->freads_head] == NULL) { /* no empty reads at the head */
+        p->freads_head = (p->freads_head + 1) % MAX_FACT_READS;
+        p->nfreads--;
+    }
+}
+
+/* Queue id's facts read once (dropped, counted in the log, when the ring is full: the facts
+ * then come with the next read, page or settle). Not when a reversal read of id waits. */
+static void queue_facts_read(struct poller *p, const char *id)
+{
+    if (facts_read_find(p, id) != NULL)
+        return;
+    for (int i = 0; i < p->nreads; i++)
+        if (strcmp(p->reads[i], id) == 0)
+            return;
+    if (p->nfreads == MAX_FACT_READS) {
+        log_debug("facts read skipped: too many waiting", "request=%s", id);
+        return;
+    }
+    p->freads[(p->freads_head + p->nfreads++) % MAX_FACT_READS] = xstrdup(id);
+}
+
 /* An accepted event that needs its /requests/v3 read (read_reason, with an API key): queued
  * once per request until the budget grants it (on_tick). */
 static void on_event(void *arg, enum proto_verdict v, const struct status_event *ev,
                      const char *stream_id)
 {
     struct poller *p = arg;
+    if (p->key_header != NULL && facts_read_wanted(ev))
+        queue_facts_read(p, ev->request_id);
     const char *why = p->key_header != NULL ? read_reason(ev) : NULL;
     if (why == NULL)
         return;
@@ -513,6 +588,7 @@ static void on_event(void *arg, enum proto_verdict v, const struct status_event 
         return;
     }
     p->reads[p->nreads++] = xstrdup(ev->request_id);
+    facts_read_drop(p, ev->request_id); /* the same read brings the facts */
 }
 
 /* ---- claims ------------------------------------------------------------------------------- */
@@ -633,6 +709,17 @@ static void on_reserved(void *arg, const char *err, int granted)
             read_request(p, p->reads[0]);
             free(p->reads[0]);
             memmove(p->reads, p->reads + 1, (size_t)(--p->nreads) * sizeof(p->reads[0]));
+        } else if (granted > 0) { /* a facts read: the first one still wanted */
+            while (p->nfreads > 0) {
+                char *id = p->freads[p->freads_head];
+                p->freads_head = (p->freads_head + 1) % MAX_FACT_READS;
+                p->nfreads--;
+                if (id != NULL) {
+                    read_request(p, id);
+                    free(id);
+                    break;
+                }
+            }
         }
     } else if (op->what == CLAIM_PAGE) {
         if (granted > 0)
@@ -670,6 +757,7 @@ static void on_polls_claimed(void *arg, const char *err, const char *const *ids,
 {
     struct poller *p = arg;
     p->claiming = 0;
+    p->polls_backlog = err != NULL || n >= p->claim_max; /* facts reads wait for none */
     for (size_t i = 0; i < n; i++) /* claimed even when the claim failed half-way */
         poll_one(p, ids[i], NULL, NULL);
 }
@@ -682,6 +770,7 @@ static void claim_polls(struct poller *p, int max)
                             .lease_ms = CLAIM_LEASE_MS,
                             .round = p->rounds++};
     p->claiming = 1;
+    p->claim_max = (size_t)max;
     if (polls_claim(p->c->store, &q, on_polls_claimed, p) != 0)
         p->claiming = 0;
 }
@@ -708,7 +797,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         if (reserve(p, op) != 0)
             p->page_inflight = 0;
     }
-    if (p->nreads > 0 && !p->read_claiming) {
+    if ((p->nreads > 0 || (p->nfreads > 0 && !p->polls_backlog)) && !p->read_claiming) {
         struct claim_op *op = xcalloc(1, sizeof(*op));
         op->what = CLAIM_READ;
         p->read_claiming = 1;
@@ -804,5 +893,7 @@ void poller_free(struct poller *p)
     free(p->disc_cont);
     for (int i = 0; i < p->nreads; i++)
         free(p->reads[i]);
+    for (int i = 0; i < p->nfreads; i++)
+        free(p->freads[(p->freads_head + i) % MAX_FACT_READS]);
     free(p);
 }

@@ -1,5 +1,6 @@
 /* sim_json.c - see sim_json.h. runs on: the simulator's lws thread. */
 #include "relay/sim/sim_json.h"
+#include "relay/sim/sim_facts.h"
 #include "relay/sim/sim_model.h"
 #include "relay/sim/sim_rand.h"
 #include "relay/common/util.h"
@@ -582,13 +583,9 @@ void sj_requests_v3_item(struct sbuf *b, const struct sim_req *r)
     v3_reason(b, r->fail_reason);
     sbuf_adds(b, ",\"refundFailReason\":");
     v3_reason(b, r->refund_fail_reason);
-    sbuf_adds(b, ",\"fees\":{\"gas\":\"");
-    sbuf_jint(b, r->amount_wei / 2000);
-    sbuf_adds(b, "\",\"fixed\":\"");
-    sbuf_jint(b, r->amount_wei / 10000);
-    sbuf_adds(b, "\",\"price\":\"");
-    sbuf_jint(b, r->amount_wei / 500);
-    sbuf_adds(b, "\"},\"inTxs\":[");
+    sbuf_adds(b, ",\"fees\":");
+    sim_facts_fees(b, r); /* quoted from the quote on, actual at fill (sim_facts.c) */
+    sbuf_adds(b, ",\"inTxs\":[");
     for (int i = 0; i < r->nin; i++) {
         if (i)
             sbuf_add(b, ",", 1);
@@ -603,7 +600,7 @@ void sj_requests_v3_item(struct sbuf *b, const struct sim_req *r)
     sbuf_adds(b, "],\"route\":{\"quoted\":");
     v3_route(b, r);
     sbuf_adds(b, ",\"actual\":");
-    if (strcmp(r->status, "success") == 0)
+    if (sim_facts_route_actual(r)) /* from the deposit on */
         v3_route(b, r);
     else
         sbuf_add(b, "null", 4);

@@ -23,6 +23,8 @@ const REQUEST_KEYS = ['requestId', 'status', 'updatedAt', 'seq', 'originChainId'
   'destinationChainId', 'inTxHashes', 'txHashes', 'failReason', 'refundFailReason', 'details',
   'depositAddress', 'metadata', 'tracked', 'firstSeenAt', 'lastSource', 'watch', 'watchUntil',
   'reorg'];
+// GET /v1/requests/{id} adds the request facts (DESIGN "Request facts"): null until known
+const REQUEST_ONE_KEYS = [...REQUEST_KEYS, 'request'];
 const EVENT_KEYS = ['streamId', 'eventId', 'requestId', 'seq', 'status', 'previousStatus',
   'source', 'createdAt', 'data'];
 
@@ -354,7 +356,8 @@ describe('requests', () => {
     await request(A.url, 'POST', '/v1/requests', { body: JSON.stringify({ requestId: id, metadata: { customer: 'c-1' } }) });
     const r = await request(A.url, 'GET', `/v1/requests/${id}`);
     assert.equal(r.status, 200, r.text);
-    assert.deepEqual(Object.keys(r.body), REQUEST_KEYS);
+    assert.deepEqual(Object.keys(r.body), REQUEST_ONE_KEYS);
+    assert.equal(r.body.request, null, 'no facts without a /requests/v3 item');
     assert.equal(r.body.requestId, id);
     assert.equal(r.body.status, null);
     assert.equal(r.body.seq, 0);
@@ -421,7 +424,8 @@ describe('upstream webhook ingest, events and /intents/status/v3', () => {
     assert.equal(again.body.result, 'duplicate');
     const g = await request(A.url, 'GET', `/v1/requests/${id}`);
     assert.equal(g.status, 200);
-    assert.deepEqual(Object.keys(g.body), REQUEST_KEYS);
+    assert.deepEqual(Object.keys(g.body), REQUEST_ONE_KEYS);
+    assert.equal(g.body.request, null, 'no facts without a /requests/v3 item');
     assert.equal(g.body.status, 'pending');
     assert.equal(g.body.seq, 1);
     assert.equal(g.body.updatedAt, t0);

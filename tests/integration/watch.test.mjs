@@ -103,6 +103,9 @@ test('success -> failure (reorg) over the websocket: delivered with the reversal
   await advanceTo(d, id, 'pending');
   const settled = await advanceTo(d, id, 'success');
   assert.equal(settled.watch, 'settled');
+  // the facts read of the settle (DESIGN "Request facts") is done before the reversal
+  await until(async () => (await d.get(`/v1/requests/${id}`)).body?.request?.outTxs?.length > 0, { msg: 'settled facts' });
+  const reads0 = (await simReq(id)).requestsReads;
   assert.ok(settled.watchUntil > Date.now() + 23 * 3600e3, `settled watch for 24h: ${settled.watchUntil}`);
   // still subscribed upstream after success (the upstream reverses settled requests)
   await new Promise((r) => setTimeout(r, 400));
@@ -125,7 +128,7 @@ test('success -> failure (reorg) over the websocket: delivered with the reversal
   assert.equal(enriched.statusrelay.reorg.metadata.failReason, 'DEPOSIT_REORGED');
   const got = (await d.get(`/v1/requests/${id}`)).body;
   assert.equal(got.reorg.metadata.action, 'refund');
-  assert.equal((await simReq(id)).requestsReads, 1, 'one /requests/v3 read for the reversal');
+  assert.equal((await simReq(id)).requestsReads, reads0 + 1, 'one /requests/v3 read for the reversal');
   // the upstream-shaped status answers the truth, not the old success
   const v3 = await fetch(`${d.url}/intents/status/v3?requestId=${id}`);
   assert.equal((await v3.json()).status, 'failure');
@@ -146,6 +149,8 @@ test('success -> refund (double spend) seen only by a settled-watch poll (websoc
   await subscribedUpstream(id);
   await advanceTo(d, id, 'pending');
   await advanceTo(d, id, 'success');
+  // the facts read of the settle is done: only a status poll may find the refund
+  await until(async () => (await d.get(`/v1/requests/${id}`)).body?.request?.outTxs?.length > 0, { msg: 'settled facts' });
   await sim.control('/faults', { silent: true });
   try {
     const polls0 = (await simReq(id)).statusPolls;

@@ -1,0 +1,174 @@
+/* facts.c - see facts.h. runs on: core thread.
+ *
+ * Ownership: a struct learn (one merge of one request's facts) owns its copy of the facts
+ * text until its last store answer; a struct sub owns its copy of the observation and of
+ * the facts until the apply's answer, then hands the facts to a learn. */
+#include "relay/ingest/facts.h"
+#include "protocol/facts.h"
+#include "relay/common/log.h"
+#include "relay/common/util.h"
+#include "relay/config.h"
+#include "relay/core.h"
+#include "relay/ingest/ingest.h"
+#include "store/facts.h"
+#include "store/search.h"
+#include "store/store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LEARN_ROUNDS 4 /* compare-and-set attempts against concurrent writers */
+
+struct learn {
+    struct core *c;
+    char id[PROTO_MAX_ID + 1];
+    char *facts; /* owned: the new text */
+    size_t len;
+    char *merged; /* owned: the text being written (while a put is in flight) */
+    size_t merged_len;
+    int rounds;
+};
+
+static void learn_free(struct learn *l)
+{
+    free(l->facts);
+    free(l->merged);
+    free(l);
+}
+
+static void learn_round(struct learn *l);
+
+static void on_put(void *arg, const char *err, enum store_facts_put_result res)
+{
+    struct learn *l = arg;
+    if (err == NULL && res == STORE_FACTS_WRITTEN &&
+        store_search_index(l->c->store, l->id, l->merged, l->merged_len, NULL, NULL) != 0)
+        /* the one place facts are written: the search indexes (wallets, referrer, every
+         * transaction hash, createdAt) follow them; best effort, the next write indexes again */
+        log_debug("request facts not indexed", "request=%s", l->id);
+    if (err == NULL && res == STORE_FACTS_CHANGED && l->rounds < LEARN_ROUNDS) {
+        free(l->merged);
+        l->merged = NULL;
+        learn_round(l); /* another writer came first: merge with theirs */
+        return;
+    }
+    if (err != NULL || res == STORE_FACTS_CHANGED)
+        log_warn("request facts not stored", "request=%s err=%s rounds=%d", l->id,
+                 err ? err : "concurrent_writers", l->rounds);
+    learn_free(l);
+}
+
+/* The merged text of the stored value raw (NULL: none) and l's facts into *out; *same set
+ * when the stored facts already say all of it (nothing to write). Returns 0 or -1. */
+static int merged(const struct learn *l, const char *raw, size_t raw_len, char **out,
+                  size_t *out_len, int *same)
+{
+    *same = 0;
+    if (raw == NULL) {
+        *out = xstrndup(l->facts, l->len);
+        *out_len = l->len;
+        return 0;
+    }
+    char *cur = NULL;
+    size_t cur_len = 0;
+    struct proto_err perr = {0};
+    if (store_facts_decode(raw, raw_len, &cur, &cur_len) != 0) {
+        log_warn("stored request facts unreadable: replaced", "request=%s", l->id);
+        *out = xstrndup(l->facts, l->len);
+        *out_len = l->len;
+        return 0;
+    }
+    int rc = proto_facts_merge(cur, cur_len, l->facts, l->len, out, out_len, &perr);
+    if (rc == 0 && *out_len == cur_len && memcmp(*out, cur, cur_len) == 0)
+        *same = 1;
+    free(cur);
+    if (rc != 0)
+        log_warn("request facts not merged", "request=%s err=%s field=%s", l->id,
+                 proto_strerror(rc), perr.field);
+    return rc == 0 ? 0 : -1;
+}
+
+static void on_get(void *arg, const char *err, const char *raw, size_t raw_len)
+{
+    struct learn *l = arg;
+    char *text = NULL, *val = NULL;
+    size_t text_len = 0, val_len = 0;
+    int same = 0;
+    if (err != NULL || merged(l, raw, raw_len, &text, &text_len, &same) != 0 || same) {
+        free(text); /* same: the stored facts say it all already */
+        learn_free(l);
+        return;
+    }
+    l->merged = text; /* kept for the search index (on_put) */
+    l->merged_len = text_len;
+    if (store_facts_encode(text, text_len, &val, &val_len) != 0 ||
+        store_facts_put(l->c->store, l->id, raw, raw_len, val, val_len, on_put, l) != 0)
+        learn_free(l);
+    free(val);
+}
+
+static void learn_round(struct learn *l)
+{
+    l->rounds++;
+    if (store_facts_get(l->c->store, l->id, on_get, l) != 0)
+        learn_free(l);
+}
+
+void facts_learn(struct core *c, const char *id, const char *facts, size_t len)
+{
+    if (facts == NULL || len == 0)
+        return;
+    struct learn *l = xcalloc(1, sizeof(*l));
+    l->c = c;
+    snprintf(l->id, sizeof(l->id), "%s", id);
+    l->facts = xstrndup(facts, len);
+    l->len = len;
+    learn_round(l);
+}
+
+/* ---- apply, then learn ----------------------------------------------------------------------- */
+
+struct sub {
+    struct core *c;
+    struct status_event ev; /* owned copy: queued again when Redis is away */
+    int track;
+    char *facts; /* owned */
+    size_t len;
+};
+
+static void on_applied(void *arg, const char *err, enum proto_verdict v,
+                       const struct status_event *ev)
+{
+    struct sub *s = arg;
+    if (err == store_err_disconnected) /* Redis away: queued like any other, facts go */
+        ingest_submit(s->c->ingest, &s->ev, s->track, NULL, NULL);
+    else if (err == NULL) /* applied, a duplicate or stale: the facts merge by updatedAt */
+        facts_learn(s->c, s->ev.request_id, s->facts, s->len);
+    status_event_cleanup(&s->ev);
+    free(s->facts);
+    free(s);
+}
+
+void facts_submit(struct core *c, const struct status_event *ev, int track, const char *facts,
+                  size_t len)
+{
+    /* an updatedAt from the far future is refused before the apply (ingest_refuse_future,
+     * which counts it): its facts go with it */
+    if (facts == NULL || len == 0 || ev->updated_at - wall_ms() > c->cfg->max_clock_skew_ms) {
+        ingest_submit(c->ingest, ev, track, NULL, NULL);
+        return;
+    }
+    struct sub *s = xcalloc(1, sizeof(*s));
+    s->c = c;
+    s->track = track;
+    status_event_init(&s->ev);
+    if (status_event_copy(&s->ev, ev) != 0) {
+        free(s);
+        ingest_submit(c->ingest, ev, track, NULL, NULL);
+        return;
+    }
+    s->facts = xstrndup(facts, len);
+    s->len = len;
+    ingest_submit(c->ingest, ev, track, on_applied, s);
+}

@@ -1,0 +1,29 @@
+/* facts.h - request facts (DESIGN "Request facts", protocol/facts.h) learned from /requests/v3
+ * items and kept per request (store/facts.h: compressed in the request's hash, swept with it).
+ * Every item the poller applies (gap repair, discovery, reads by id) goes through
+ * facts_submit: its status is applied first (ingest_submit), then its facts are merged into
+ * the stored ones (proto_facts_merge, a compare-and-set retried on a concurrent write), so the
+ * facts never exist without the request's hash. The status event never waits for them.
+ * runs on: core thread. */
+#ifndef RELAY_INGEST_FACTS_H
+#define RELAY_INGEST_FACTS_H
+
+#include "protocol/event.h"
+
+#include <stddef.h>
+
+struct core;
+
+/* Apply ev (ingest_submit with track) and, once applied, merge facts[0..len) (a canonical
+ * facts text; NULL: none, then this is ingest_submit alone) into the request's stored facts.
+ * Both are copied. When Redis is unavailable the observation is queued like any other
+ * (ingest.h) and its facts are dropped (the next item brings them again). */
+void facts_submit(struct core *c, const struct status_event *ev, int track, const char *facts,
+                  size_t len);
+
+/* Merge facts[0..len) into request id's stored facts (read, merge, compare-and-set; up to a
+ * few rounds against concurrent writers). Nothing is written when the request has no hash or
+ * the merge changes nothing. */
+void facts_learn(struct core *c, const char *id, const char *facts, size_t len);
+
+#endif

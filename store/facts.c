@@ -1,0 +1,223 @@
+/* facts.c - see facts.h: the stored facts value (zlib with a preset dictionary) and its
+ * read and compare-and-set write. runs on: core thread (encode / decode: any thread). */
+#include "store/facts.h"
+#include "relay/common/util.h"
+#include "store/gather.h"
+#include "store/keys.h"
+#include "store/store.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#define FACTS_MAX_TEXT (1024 * 1024) /* protocol/facts.h bounds a text to about 400 KiB */
+#define FACTS_TAG 'z'                /* 'z' + zlib stream with the dictionary below */
+
+/* The preset dictionary: what every facts text repeats (the keys in their canonical order,
+ * the route's currency objects, common values). Part of the stored format: changing it makes
+ * the values stored before unreadable (the zlib stream names the dictionary's Adler-32, so a
+ * change is detected, not misread); a new dictionary needs a new FACTS_TAG. The end of the
+ * dictionary is matched most cheaply, so the most repeated text comes last. */
+static const char dict[] =
+    "\"currencyIn\":null,\"currencyOut\":null,\"refundCurrency\":null,\"depositAddress\":{"
+    "\"address\":\"0x\",\"type\":\"strict\",\"depositor\":\"0x\",\"depositTxHash\":\"0x\","
+    "\"recoveryAddress\":\"0x\"},\"appFees\":null,\"supersededByRequestId\":null,"
+    "\"requestType\":\"Bridge\",\"referrer\":null,\"refundTo\":null,"
+    "\"fees\":{\"quoted\":{\"gas\":\"\",\"fixed\":\"\",\"price\":\"\",\"swap\":{\"usd\":\"\","
+    "\"amount\":\"\",\"amountFormatted\":\"\"},\"execution\":{\"usd\":\"\",\"amount\":\"\","
+    "\"amountFormatted\":\"\"},\"platform\":{\"usd\":\"0.000000\",\"amount\":\"0\","
+    "\"amountFormatted\":\"0\"},\"app\":{\"usd\":\"0.000000\",\"amount\":\"0\","
+    "\"amountFormatted\":\"0\"},\"sponsored\":{\"usd\":\"0.000000\",\"amount\":\"0\","
+    "\"amountFormatted\":\"0\"}},\"actual\":null,\"currency\":{\"chainId\":,\"address\":\"0x"
+    "\",\"symbol\":\"\",\"name\":\"\",\"decimals\":}},"
+    "\"route\":{\"includedSwapSources\":[],\"includedOriginSwapSources\":[],"
+    "\"includedDestinationSwapSources\":[],\"quoted\":{\"origin\":{\"inputCurrency\":{"
+    "\"currency\":{\"chainId\":,\"address\":\"0x0000000000000000000000000000000000000000\","
+    "\"symbol\":\"ETH\",\"name\":\"Ether\",\"decimals\":18,\"metadata\":{\"logoURI\":\"https://"
+    "\",\"verified\":true,\"isNative\":true}},\"amount\":\"\",\"amountFormatted\":\"\","
+    "\"amountUsd\":\"\"},\"outputCurrency\":{\"currency\":{\"chainId\":,\"address\":\"0x\","
+    "\"symbol\":\"USDC\",\"name\":\"USD Coin\",\"decimals\":6,\"metadata\":{\"logoURI\":"
+    "\"https://\",\"verified\":true}},\"amount\":\"\",\"amountFormatted\":\"\","
+    "\"amountUsd\":\"\"},\"router\":\"relay\"},\"destination\":{\"inputCurrency\":{"
+    "\"currency\":{\"chainId\":,\"address\":\"0x\",\"symbol\":\"\",\"name\":\"\","
+    "\"decimals\":,\"metadata\":{\"logoURI\":\"\",\"verified\":true}},\"amount\":\"\","
+    "\"amountFormatted\":\"\",\"amountUsd\":\"\"},\"outputCurrency\":{\"currency\":{"
+    "\"chainId\":,\"address\":\"0x\",\"symbol\":\"\",\"name\":\"\",\"decimals\":,"
+    "\"metadata\":{\"logoURI\":\"\",\"verified\":true}},\"amount\":\"\","
+    "\"amountFormatted\":\"\",\"amountUsd\":\"\"},\"router\":\"relay\"}},\"actual\":null,"
+    "\"rate\":\"\"},\"orderId\":\"0x\",\"inTxs\":[{\"txHash\":\"0x\",\"chainId\":,"
+    "\"explorerUrl\":\"https://\",\"block\":,\"timestamp\":000,\"status\":\"success\","
+    "\"type\":\"onchain\",\"fee\":\"\",\"feeUsd\":null}],\"outTxs\":[{\"txHash\":\"0x\","
+    "\"chainId\":,\"explorerUrl\":\"https:///tx/0x\",\"block\":,\"timestamp\":000,"
+    "\"status\":\"success\",\"type\":\"onchain\",\"fee\":\"\",\"feeUsd\":null}],"
+    ",\"minimumAmount\":null,\"basis\":\"actual\"},\"currencyOut\":{\"chainId\":,"
+    "\"address\":\"0x\",\"symbol\":\"\",\"name\":\"\",\"decimals\":,\"amount\":\"\","
+    "\"amountFormatted\":\"\",\"amountUsd\":\"\",\"minimumAmount\":null,\"basis\":\"quoted\"},"
+    "{\"createdAt\":,\"updatedAt\":,\"user\":\"0x\",\"sender\":\"0x\",\"recipient\":\"0x\","
+    "\"refundTo\":\"0x\",\"referrer\":null,\"requestType\":\"Bridge\",\"depositAddress\":null,"
+    "\"currencyIn\":{\"chainId\":,\"address\":\"0x\",\"symbol\":\"\",\"name\":\"\","
+    "\"decimals\":,\"amount\":\"\",\"amountFormatted\":\"\",\"amountUsd\":\"\"";
+
+int store_facts_encode(const char *text, size_t len, char **out, size_t *out_len)
+{
+    *out = NULL;
+    if (len > FACTS_MAX_TEXT)
+        return -1;
+    z_stream z;
+    memset(&z, 0, sizeof(z));
+    if (deflateInit2(&z, 9, Z_DEFLATED, 15, 9, Z_DEFAULT_STRATEGY) != Z_OK)
+        return -1;
+    if (deflateSetDictionary(&z, (const Bytef *)dict, sizeof(dict) - 1) != Z_OK) {
+        deflateEnd(&z);
+        return -1;
+    }
+    size_t cap = 1 + deflateBound(&z, (uLong)len);
+    char *buf = malloc(cap);
+    if (buf == NULL) {
+        deflateEnd(&z);
+        return -1;
+    }
+    buf[0] = FACTS_TAG;
+    z.next_in = (Bytef *)(uintptr_t)text;
+    z.avail_in = (uInt)len;
+    z.next_out = (Bytef *)buf + 1;
+    z.avail_out = (uInt)(cap - 1);
+    int rc = deflate(&z, Z_FINISH);
+    size_t n = 1 + z.total_out;
+    deflateEnd(&z);
+    if (rc != Z_STREAM_END) {
+        free(buf);
+        return -1;
+    }
+    *out = buf;
+    *out_len = n;
+    return 0;
+}
+
+int store_facts_decode(const char *raw, size_t len, char **out, size_t *out_len)
+{
+    *out = NULL;
+    if (len > 0 && raw[0] == '{') { /* a plain text (written by hand, or a later format) */
+        if (len > FACTS_MAX_TEXT)
+            return -1;
+        *out = xstrndup(raw, len);
+        *out_len = len;
+        return 0;
+    }
+    if (len < 2 || raw[0] != FACTS_TAG)
+        return -1;
+    z_stream z;
+    memset(&z, 0, sizeof(z));
+    if (inflateInit(&z) != Z_OK)
+        return -1;
+    size_t cap = len * 8 + 256, n = 0;
+    char *buf = malloc(cap + 1);
+    z.next_in = (Bytef *)(uintptr_t)(raw + 1);
+    z.avail_in = (uInt)(len - 1);
+    int rc = Z_OK;
+    while (buf != NULL) {
+        z.next_out = (Bytef *)buf + n;
+        z.avail_out = (uInt)(cap - n);
+        rc = inflate(&z, Z_NO_FLUSH);
+        if (rc == Z_NEED_DICT)
+            rc = inflateSetDictionary(&z, (const Bytef *)dict, sizeof(dict) - 1);
+        n = z.total_out;
+        if (rc == Z_STREAM_END || (rc != Z_OK && rc != Z_BUF_ERROR))
+            break;
+        if (z.avail_out == 0) { /* grow */
+            if (cap >= FACTS_MAX_TEXT) {
+                rc = Z_MEM_ERROR;
+                break;
+            }
+            cap *= 2;
+            char *nb = realloc(buf, cap + 1);
+            if (nb == NULL)
+                break;
+            buf = nb;
+        } else if (z.avail_in == 0) {
+            rc = Z_DATA_ERROR; /* truncated */
+            break;
+        }
+    }
+    inflateEnd(&z);
+    if (buf == NULL || rc != Z_STREAM_END) {
+        free(buf);
+        return -1;
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *out_len = n;
+    return 0;
+}
+
+/* ---- read and compare-and-set -------------------------------------------------------------- */
+
+struct get_op {
+    store_facts_get_cb *cb;
+    void *arg;
+};
+
+static void on_get(void *arg, const char *err, redisReply *r)
+{
+    struct get_op *op = arg;
+    if (err == NULL && r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_NIL)
+        err = store_err_reply;
+    if (err != NULL || r->type == REDIS_REPLY_NIL)
+        op->cb(op->arg, err, NULL, 0);
+    else
+        op->cb(op->arg, NULL, r->str, r->len);
+    free(op);
+}
+
+int store_facts_get(struct store *s, const char *id, store_facts_get_cb *cb, void *arg)
+{
+    char key[KEY_MAX];
+    key_build(key, sizeof(key), store_tag_of(s, id), "req", id, NULL);
+    struct get_op *op = xmalloc(sizeof(*op));
+    *op = (struct get_op){cb, arg};
+    const char *argv[] = {"HGET", key, "fx"};
+    if (store_cmdargv(s, on_get, op, 3, argv, NULL) != 0) {
+        free(op);
+        return -1;
+    }
+    return 0;
+}
+
+static struct store_script put_sc;
+
+struct put_op {
+    store_facts_put_cb *cb;
+    void *arg;
+};
+
+static void on_put(void *arg, const char *err, redisReply *r)
+{
+    struct put_op *op = arg;
+    enum store_facts_put_result res = STORE_FACTS_GONE;
+    if (err == NULL && (r->type != REDIS_REPLY_INTEGER || r->integer < -1 || r->integer > 1))
+        err = store_err_reply;
+    if (err == NULL)
+        res = (enum store_facts_put_result)r->integer;
+    if (op->cb != NULL)
+        op->cb(op->arg, err, res);
+    free(op);
+}
+
+int store_facts_put(struct store *s, const char *id, const char *expect, size_t elen,
+                    const char *val, size_t vlen, store_facts_put_cb *cb, void *arg)
+{
+    if (put_sc.name == NULL)
+        store_script_init(&put_sc, "facts_put");
+    char key[KEY_MAX];
+    key_build(key, sizeof(key), store_tag_of(s, id), "req", id, NULL);
+    const char *argv[] = {key, expect != NULL ? expect : "", val};
+    size_t lens[] = {strlen(key), expect != NULL ? elen : 0, vlen};
+    struct put_op *op = xmalloc(sizeof(*op));
+    *op = (struct put_op){cb, arg};
+    if (store_eval(s, &put_sc, on_put, op, 1, 3, argv, lens) != 0) {
+        free(op);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,43 @@
+/* facts.h - a request's facts (DESIGN "Request facts", protocol/facts.h) as stored: the field
+ * fx of its hash {P}:req:<id> (store/keys.h), compressed (zlib with a preset dictionary of
+ * the facts keys, about a fifth of the text: docs/facts.md "Storage"), so they are swept with
+ * the request (store/req_gc.lua deletes the hash) and cost no key of their own. Writes are a
+ * compare-and-set (store/facts_put.lua): a writer reads, merges (proto_facts_merge) and
+ * writes only if the value is still the one it read, else reads again; concurrent writers in
+ * any number of processes therefore never lose a merge.
+ * runs on: core thread (store_facts_encode / _decode: any thread, pure). */
+#ifndef STORE_FACTS_H
+#define STORE_FACTS_H
+
+#include <stddef.h>
+
+struct store;
+
+/* The stored value of id's facts: raw NULL when the request has none (or no hash). Borrowed
+ * from the reply: valid during the callback only. err set: a named store error. */
+typedef void store_facts_get_cb(void *arg, const char *err, const char *raw, size_t raw_len);
+/* Read the stored value. Returns 0 (cb is called exactly once, later) or -1 when the store is
+ * not ready (cb not called). */
+int store_facts_get(struct store *s, const char *id, store_facts_get_cb *cb, void *arg);
+
+enum store_facts_put_result {
+    STORE_FACTS_GONE = -1,    /* the request has no hash: nothing written */
+    STORE_FACTS_CHANGED = 0,  /* the stored value is not `expect` any more: nothing written */
+    STORE_FACTS_WRITTEN = 1,
+};
+typedef void store_facts_put_cb(void *arg, const char *err, enum store_facts_put_result res);
+/* Write val[0..vlen) (an encoded value) as id's facts if the stored value is still
+ * expect[0..elen) (expect NULL: the request had none). Returns 0 (cb called exactly once,
+ * later; cb may be NULL) or -1 when the store is not ready. */
+int store_facts_put(struct store *s, const char *id, const char *expect, size_t elen,
+                    const char *val, size_t vlen, store_facts_put_cb *cb, void *arg);
+
+/* The stored form of a facts text: 'z' then a zlib stream (level 9, the preset dictionary).
+ * *out malloc'd (caller frees). Returns 0 or -1 (out of memory, or over 1 MiB). */
+int store_facts_encode(const char *text, size_t len, char **out, size_t *out_len);
+/* The facts text of a stored value (the form above, or a plain JSON text starting with '{').
+ * *out malloc'd and NUL-terminated (caller frees). Returns 0 or -1 (not a value this module
+ * wrote, or over 1 MiB of text). */
+int store_facts_decode(const char *raw, size_t len, char **out, size_t *out_len);
+
+#endif
