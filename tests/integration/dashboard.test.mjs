@@ -604,7 +604,7 @@ async function loadRun(s, tpl, tag, { clients = 50, events = 1000, batch = 10, g
 }
 
 test('a client that stops reading is cut off; the others\' latency stays within 2x', { timeout: 240000 }, async () => {
-  const s = await stack({ STATUSRELAY_WS_QUEUE_MAX: '64' });
+  const s = await stack({ STATUSRELAY_WS_QUEUE_MAX: '256' });
   try {
     const tpl = await recordTemplate(s.d, s.redis);
     const mon = client(s.d.wsUrl);
