@@ -162,7 +162,7 @@ struct dl_pair_ref {
 struct dl_held_res {
     int stale;           /* the endpoint set moved on: match again (only version is set) */
     const char *version; /* stale: the set's version now */
-    const char *flags; /* one character per pair asked: '1' held, '0' free (may be short) */
+    const char *flags;   /* one character per pair asked: '1' held, '0' free (may be short) */
     size_t nflags;
 };
 typedef void dl_held_cb(void *arg, const char *err, const char *msg,
