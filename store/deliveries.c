@@ -289,7 +289,9 @@ static void held_reply(struct call *c, const char *err, const char *msg, redisRe
         return;
     }
     struct dl_held_res res = {.stale = r->element[0]->integer == -1};
-    if (!res.stale) {
+    if (res.stale)
+        res.version = r->element[1]->str ? r->element[1]->str : "0";
+    else {
         res.flags = r->element[1]->str ? r->element[1]->str : "";
         res.nflags = r->element[1]->str ? r->element[1]->len : 0;
     }
@@ -434,8 +436,17 @@ int dl_done(struct store *s, unsigned part, const char *view, int64_t now_ms,
 }
 
 int dl_health(struct store *s, int64_t now_ms, int64_t disable_after_ms,
-              const struct dl_idval *v, size_t n, dl_pairs_cb *cb, void *arg)
+              const struct dl_pairs *p, dl_pairs_cb *cb, void *arg)
 {
+    if (p->n == 0)
+        return 0;
+    if (store_partitions(s) <= 1) { /* applied by the script: these are the disabled ones */
+        if (cb != NULL)
+            cb(arg, NULL, NULL, p);
+        return 0;
+    }
+    const struct dl_idval *v = p->v;
+    size_t n = p->n;
     char kv[KEY_MAX], now[24], dis[24];
     key_build(kv, sizeof(kv), store_tag(s), "whv", NULL, NULL);
     int argc = 4 + 2 * (int)n;
@@ -468,7 +479,7 @@ int dl_reap(struct store *s, unsigned part, int64_t now_ms, long max, dl_count_c
     return eval(s, SC_REAP, c, 2, 5, argv, NULL);
 }
 
-int dl_version(struct store *s, dl_version_cb *cb, void *arg)
+static int version_get(struct store *s, dl_version_cb *cb, void *arg)
 {
     char k[KEY_MAX];
     key_build(k, sizeof(k), store_tag(s), "whv", NULL, NULL);
@@ -479,6 +490,13 @@ int dl_version(struct store *s, dl_version_cb *cb, void *arg)
         return -1;
     }
     return 0;
+}
+
+int dl_version_probe(struct store *s, dl_version_cb *cb, void *arg)
+{
+    if (store_partitions(s) <= 1)
+        return 1; /* each claim's reply carries it */
+    return version_get(s, cb, arg);
 }
 
 int dl_lease(struct store *s, unsigned part, const char *holder, int64_t lease_ms,
@@ -494,14 +512,14 @@ int dl_lease(struct store *s, unsigned part, const char *holder, int64_t lease_m
 
 /* ---- held pairs ------------------------------------------------------------------------ */
 
-int dl_held(struct store *s, unsigned part, const char *version, const struct dl_pair_ref *p,
-            size_t n, dl_held_cb *cb, void *arg)
+/* wh_held.lua on partition part; version "*": not checked by the script. */
+static int held_send(struct store *s, unsigned part, const char *version,
+                     const struct dl_pair_ref *p, size_t n, dl_held_cb *cb, void *arg)
 {
-    int several = store_partitions(s) > 1;
     const char *ptag = store_part_tag(s, part);
     char k[KEY_MAX];
-    /* several partitions: KEYS[1] is a key of the partition (the caller read the version) */
-    if (several)
+    /* several partitions: KEYS[1] is a key of the partition (the version was read before) */
+    if (store_partitions(s) > 1)
         key_build(k, sizeof(k), ptag, "events", NULL, NULL);
     else
         key_build(k, sizeof(k), store_tag(s), "whv", NULL, NULL);
@@ -509,7 +527,7 @@ int dl_held(struct store *s, unsigned part, const char *version, const struct dl
     const char **argv = xmalloc(sizeof(char *) * (size_t)argc);
     argv[0] = k;
     argv[1] = ptag; /* order sets: the partition's */
-    argv[2] = several ? "*" : version;
+    argv[2] = version;
     for (size_t i = 0; i < n; i++) {
         argv[3 + 2 * i] = p[i].whid;
         argv[4 + 2 * i] = p[i].request_id;
@@ -519,6 +537,77 @@ int dl_held(struct store *s, unsigned part, const char *version, const struct dl
     int r = eval(s, SC_HELD, c, 1, argc, argv, NULL);
     free(argv);
     return r;
+}
+
+/* dl_held with several partitions, between the version read and the script: the caller's
+ * arguments, copied (owned here until the version's reply). */
+struct held_chain {
+    struct store *s;
+    unsigned part;
+    char *version;
+    struct dl_pair_ref *p; /* strings in strs */
+    char *strs;
+    size_t n;
+    dl_held_cb *cb;
+    void *arg;
+};
+
+static void held_chain_free(struct held_chain *h)
+{
+    free(h->version);
+    free(h->p);
+    free(h->strs);
+    free(h);
+}
+
+static struct held_chain *held_chain_new(struct store *s, unsigned part, const char *version,
+                                         const struct dl_pair_ref *p, size_t n)
+{
+    struct held_chain *h = xcalloc(1, sizeof(*h));
+    h->s = s, h->part = part, h->n = n;
+    h->version = xstrdup(version);
+    size_t len = 1;
+    for (size_t i = 0; i < n; i++)
+        len += strlen(p[i].whid) + strlen(p[i].request_id) + 2;
+    h->strs = xmalloc(len);
+    h->p = xcalloc(n ? n : 1, sizeof(*h->p));
+    char *at = h->strs;
+    for (size_t i = 0; i < n; i++) {
+        size_t a = strlen(p[i].whid) + 1, b = strlen(p[i].request_id) + 1;
+        h->p[i].whid = memcpy(at, p[i].whid, a);
+        h->p[i].request_id = memcpy(at + a, p[i].request_id, b);
+        at += a + b;
+    }
+    return h;
+}
+
+static void held_on_version(void *arg, const char *err, const char *msg, const char *ver)
+{
+    struct held_chain *h = arg;
+    if (err != NULL) {
+        h->cb(h->arg, err, msg, NULL);
+    } else if (strcmp(ver, h->version) != 0) {
+        struct dl_held_res res = {.stale = 1, .version = ver};
+        h->cb(h->arg, NULL, NULL, &res);
+    } else if (held_send(h->s, h->part, "*", h->p, h->n, h->cb, h->arg) != 0) {
+        h->cb(h->arg, store_err_disconnected, NULL, NULL);
+    }
+    held_chain_free(h);
+}
+
+int dl_held(struct store *s, unsigned part, const char *version, const struct dl_pair_ref *p,
+            size_t n, dl_held_cb *cb, void *arg)
+{
+    if (store_partitions(s) <= 1) /* the script checks the version itself */
+        return held_send(s, part, version, p, n, cb, arg);
+    struct held_chain *h = held_chain_new(s, part, version, p, n);
+    h->cb = cb;
+    h->arg = arg;
+    if (version_get(s, held_on_version, h) != 0) {
+        held_chain_free(h);
+        return -1;
+    }
+    return 0;
 }
 
 /* ---- fan-out --------------------------------------------------------------------------- */

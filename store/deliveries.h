@@ -13,6 +13,14 @@
  * (relay/delivery/wh_view.c: "id[:flags],...") that a deployment with several partitions
  * hands to its scripts; it is ignored (may be NULL) with one partition, where the scripts
  * read the endpoint hashes themselves (docs/partitions.md).
+ *
+ * Partitions are this module's business: a caller names the partition of a call (0 with
+ * one) and otherwise runs one path for any count. Where a deployment of several partitions
+ * needs a second command (the endpoint set's version and health are deployment keys a
+ * partition script cannot touch), the call here makes it: dl_held reads the version before
+ * the script, dl_health applies the health outcomes the scripts return, dl_version_probe
+ * reads the version the claims cannot. With one partition those are the degenerate case:
+ * the script does it all and no extra command is sent.
  * runs on: core thread only. */
 #ifndef STORE_DELIVERIES_H
 #define STORE_DELIVERIES_H
@@ -96,8 +104,9 @@ struct dl_result {
     const char *json;        /* the attempt log entry ("" for LOCAL) */
     int64_t next_ms;         /* RETRY, LOCAL */
 };
-/* The pairs: with one partition the endpoints disabled now (id, reason); with several the
- * health outcomes (id, outcome) the caller hands to dl_health. */
+/* The pairs: the endpoint health of the call, which the caller hands to dl_health as they
+ * came (with one partition the script applied it and these are the endpoints disabled now,
+ * (id, reason); with several the health outcomes (id, outcome) dl_health applies). */
 struct dl_pairs {
     const struct dl_idval *v;
     size_t n;
@@ -109,12 +118,16 @@ int dl_done(struct store *s, unsigned part, const char *view, int64_t now_ms,
             int64_t disable_after_ms, int64_t retention_ms, const struct dl_result *r, size_t n,
             dl_pairs_cb *cb, void *arg);
 
-/* ---- endpoint health (wh_health.lua, several partitions) -------------------------------- */
+/* ---- endpoint health (wh_health.lua with several partitions) ---------------------------- */
 
-/* Apply health outcomes (id, outcome) to the deployment's endpoint hashes; res: the
- * endpoints disabled now (id, reason). cb may be NULL. */
+/* The endpoint health pairs p of a dl_done or dl_fanout_send reply, applied: res the
+ * endpoints disabled now (id, reason). With several partitions wh_health.lua applies the
+ * outcomes to the deployment's endpoint hashes and cb runs from its reply (err: its error);
+ * with one the script applied them already, the pairs are the endpoints it disabled and cb
+ * runs now, inside this call. No pairs: nothing to do, cb not called. Returns 0, or -1 when
+ * the command could not be sent (cb not called). */
 int dl_health(struct store *s, int64_t now_ms, int64_t disable_after_ms,
-              const struct dl_idval *v, size_t n, dl_pairs_cb *cb, void *arg);
+              const struct dl_pairs *p, dl_pairs_cb *cb, void *arg);
 
 /* ---- lease reaper (wh_reap.lua) --------------------------------------------------------- */
 
@@ -128,7 +141,10 @@ int dl_reap(struct store *s, unsigned part, int64_t now_ms, long max, dl_count_c
 
 /* res: the version, "0" when none was ever written. */
 typedef void dl_version_cb(void *arg, const char *err, const char *msg, const char *res);
-int dl_version(struct store *s, dl_version_cb *cb, void *arg);
+/* The version for a claimer: every dl_claim reply carries it with one partition, so then
+ * nothing is sent (returns 1, cb not called); with several (the claim script cannot read a
+ * deployment key) it is read here. Returns 0 sent, -1 not sent, 1 not needed. */
+int dl_version_probe(struct store *s, dl_version_cb *cb, void *arg);
 
 /* ---- the fan-out's lease (wh_lease.lua) -------------------------------------------------- */
 
@@ -144,14 +160,16 @@ struct dl_pair_ref {
     const char *whid, *request_id;
 };
 struct dl_held_res {
-    int stale;         /* the endpoint set moved on: match again (nothing else is set) */
-    const char *flags; /* one character per pair asked: '1' held, '0' free (may be short) */
+    int stale;           /* the endpoint set moved on: match again (only version is set) */
+    const char *version; /* stale: the set's version now */
+    const char *flags;   /* one character per pair asked: '1' held, '0' free (may be short) */
     size_t nflags;
 };
 typedef void dl_held_cb(void *arg, const char *err, const char *msg,
                         const struct dl_held_res *res);
-/* version: the endpoint set's version the pairs were matched against; with several
- * partitions it is not checked here (the caller reads it with dl_version). */
+/* version: the endpoint set's version the pairs were matched against, checked first (with
+ * several partitions by a read of the deployment's version before wh_held.lua runs on the
+ * partition alone: one slot per script; the pairs are copied for it). */
 int dl_held(struct store *s, unsigned part, const char *version, const struct dl_pair_ref *p,
             size_t n, dl_held_cb *cb, void *arg);
 

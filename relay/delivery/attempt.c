@@ -118,18 +118,7 @@ static void on_done(void *arg, const char *err, const char *msg, const struct dl
         return; /* retried from the tick */
     }
     dsp_list_free(batch);
-    int reload = 0;
-    if (d->np > 1) /* health outcomes, for the deployment's endpoint hashes */
-        wh_view_health(d->c, res);
-    else
-        for (size_t i = 0; i < res->n; i++) {
-            log_warn("webhook endpoint disabled", "webhook=%s reason=%s", res->v[i].id,
-                     res->v[i].val);
-            d->c->metrics.wh_endpoints_disabled++;
-            reload = 1;
-        }
-    if (reload)
-        webhooks_reload(d->w, NULL, NULL);
+    wh_view_health(d->c, res); /* endpoints disabled: logged, counted, the set reloaded */
     if (d->res_head)
         dsp_flush(d);
 }

@@ -409,10 +409,11 @@ static void on_kick(evutil_socket_t fd, short what, void *arg)
     claim(arg, 0);
 }
 
-/* Several partitions: the claim script cannot read the endpoint set's version (a deployment
- * key): it is read here, every DISPATCH_VERSION_MS (every fourth tick), and a change reloads
- * the set as a claim's answer does with one partition. Meanwhile claims leave the queues of
- * endpoints the copy does not know alone (store/wh_claim.lua). */
+/* When the claims do not read the endpoint set's version (several partitions: a deployment
+ * key the claim script cannot touch) the store reads it here, every DISPATCH_VERSION_MS
+ * (every fourth tick), and a change reloads the set as a claim's answer does (with one
+ * partition nothing is sent: store/deliveries.h dl_version_probe). Meanwhile claims leave
+ * the queues of endpoints the copy does not know alone (store/wh_claim.lua). */
 static void on_version(void *arg, const char *err, const char *msg, const char *ver)
 {
     struct dispatch *d = arg;
@@ -427,16 +428,16 @@ static void on_version(void *arg, const char *err, const char *msg, const char *
 
 static void version_probe(struct dispatch *d)
 {
-    if (d->np <= 1 || d->probing || d->closing || !store_ready(d->c->store))
+    if (d->probing || d->closing || !store_ready(d->c->store))
         return;
     int64_t now = mono_ms();
     if (d->probe_ms != 0 && now - d->probe_ms < DISPATCH_VERSION_MS)
         return;
     d->probe_ms = now;
     d->pending++;
-    if (dl_version(d->c->store, on_version, d) == 0)
+    if (dl_version_probe(d->c->store, on_version, d) == 0)
         d->probing = 1;
-    else
+    else /* not sent, or not needed */
         d->pending--;
 }
 

@@ -339,9 +339,9 @@ static void on_ingest_event(void *arg, enum proto_verdict v, const struct status
     struct fanout *fo = arg;
     if (v != PROTO_ACCEPT || fo->closing)
         return;
-    if (fo->share != NULL && ev != NULL &&
-        key_partition(ev->request_id, strlen(ev->request_id), fo->share->n) != fo->part)
-        return; /* another partition's event */
+    if (ev != NULL && key_partition(ev->request_id, strlen(ev->request_id),
+                                    store_partitions(fo->c->store)) != fo->part)
+        return; /* another partition's event (never with one partition) */
     if (fo->leader && ev != NULL && stream_id != NULL && fo->npre < FANOUT_PRE_MAX &&
         strlen(stream_id) < sizeof(fo->pre_head->sid)) {
         struct fo_pre *p = xcalloc(1, sizeof(*p));

@@ -238,7 +238,6 @@ static void fail_line(struct fo_quiet *q, const char *msg, const char *err, cons
 /* ---- matching a batch ------------------------------------------------------------------ */
 
 static void on_held(void *arg, const char *err, const char *msg, const struct dl_held_res *res);
-static void on_whv(void *arg, const char *err, const char *msg, const char *ver);
 static void send_held(struct fanout *fo, size_t ncand);
 
 /* The check before the first attempts could not be made: the batch is read again later. */
@@ -279,7 +278,6 @@ void fo_process_batch(struct fanout *fo)
         return;
     }
     fo_dls_clear(fo, b);
-    snprintf(fo->matched_ver, sizeof(fo->matched_ver), "%s", webhooks_version(w));
     size_t nwh = webhooks_count(w), ncand = 0;
     for (size_t i = 0; i < b->n; i++) {
         struct fo_entry *fe = &b->ents[i];
@@ -296,20 +294,11 @@ void fo_process_batch(struct fanout *fo)
             ncand += st == FO_OPEN;
         }
     }
-    if (store_partitions(fo->c->store) > 1) {
-        /* several partitions: the version (a deployment key) is read first, then wh_held.lua
-         * runs on the partition alone (one slot per script) */
-        fo->pending++;
-        if (dl_version(fo->c->store, on_whv, fo) != 0) {
-            fo->pending--;
-            held_failed(fo);
-        }
-        return;
-    }
     send_held(fo, ncand);
 }
 
-/* wh_held.lua for the ncand first-attempt candidates of fo->batch. */
+/* The held check (wh_held.lua, after the endpoint set's version: store/deliveries.h) for the
+ * ncand first-attempt candidates of fo->batch. */
 static void send_held(struct fanout *fo, size_t ncand)
 {
     struct fo_batch *b = fo->batch;
@@ -327,31 +316,6 @@ static void send_held(struct fanout *fo, size_t ncand)
     free(p);
 }
 
-static void on_whv(void *arg, const char *err, const char *msg, const char *ver)
-{
-    struct fanout *fo = arg;
-    if (fo_callback_enter(fo))
-        return;
-    if (err != NULL) {
-        fail_line(&quiet_check, "webhook fan-out check failed", err, msg);
-        held_failed(fo);
-        return;
-    }
-    /* compared with the version the batch was matched against, not the set's now: another
-     * caller (the dispatcher's version read) may have reloaded the set meanwhile */
-    if (strcmp(ver, fo->matched_ver) != 0) {
-        if (strcmp(ver, webhooks_version(fo->w)) == 0)
-            fo_process_batch(fo); /* reloaded meanwhile: match again */
-        else
-            webhooks_reload(fo->w, on_reloaded, fo); /* the endpoint set changed: match again */
-        return;
-    }
-    size_t ncand = 0;
-    for (size_t i = 0; i < fo->batch->ndl; i++)
-        ncand += fo->batch->dls[i]->st == FO_OPEN;
-    send_held(fo, ncand);
-}
-
 static void on_held(void *arg, const char *err, const char *msg, const struct dl_held_res *res)
 {
     struct fanout *fo = arg;
@@ -360,14 +324,16 @@ static void on_held(void *arg, const char *err, const char *msg, const struct dl
     struct fo_batch *b = fo->batch;
     if (err != NULL) {
         fail_line(&quiet_check, "webhook fan-out check failed", err, msg);
-        fo_batch_free(fo, b);
-        fo->batch = NULL;
-        fo->need_pending = 1;
-        fo_idle(fo);
+        held_failed(fo);
         return;
     }
     if (res->stale) {
-        webhooks_reload(fo->w, on_reloaded, fo); /* the endpoint set changed: match again */
+        /* compared with the set's version now, not the one the batch was matched against:
+         * another caller (the dispatcher's claim or version read) may have reloaded it */
+        if (strcmp(res->version, webhooks_version(fo->w)) == 0)
+            fo_process_batch(fo); /* reloaded meanwhile: match again */
+        else
+            webhooks_reload(fo->w, on_reloaded, fo); /* the endpoint set changed: match again */
         return;
     }
     const char *flags = res->flags;
@@ -558,21 +524,11 @@ static void on_commit(void *arg, const char *err, const char *msg,
         }
     }
     fo->c->metrics.wh_deliveries_created += (uint64_t)res->created;
-    int reload = 0;
-    if (store_partitions(fo->c->store) > 1) /* health outcomes, for the deployment's hashes */
-        wh_view_health(fo->c, &res->pairs);
-    for (size_t i = 0; store_partitions(fo->c->store) <= 1 && i < res->pairs.n; i++) {
-        log_warn("webhook endpoint disabled", "webhook=%s reason=%s", res->pairs.v[i].id,
-                 res->pairs.v[i].val);
-        fo->c->metrics.wh_endpoints_disabled++;
-        reload = 1;
-    }
+    wh_view_health(fo->c, &res->pairs); /* endpoints disabled: logged, counted, reloaded */
     int queued = 0;
     for (size_t i = 0; i < b->ndl && !queued; i++)
         queued = b->dls[i]->st == FO_PENDING || b->dls[i]->st == FO_RETRY;
     fo_batch_free(fo, b);
-    if (reload)
-        webhooks_reload(fo->w, NULL, NULL);
     if (queued)
         dispatch_kick(fo->dp);
     fo_try_commit(fo);

@@ -117,7 +117,6 @@ struct fanout {
     char claim_cursor[48];
     struct fo_pre *pre_head, *pre_tail; /* owned */
     size_t npre;
-    char matched_ver[24]; /* the endpoint set's version fo->batch was matched against */
     unsigned part;              /* the partition this fan-out reads (store/keys.h) */
     struct fanout_share *share; /* NULL with one partition */
 };

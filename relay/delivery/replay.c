@@ -5,8 +5,9 @@
  * events_by_request.lua for one request), decode and filter a page, and queue its
  * (event, endpoint) pairs with wh_fanout.lua in replay mode; a refusal because the endpoint
  * set moved on (-1) reloads it and queues the same page again. One Redis step at a time.
- * Partitions (docs/partitions.md): each stage walks the partitions in turn (rp->part: the
- * dead/skipped sets and the event stream of each); a replay of one request only its own.
+ * Partitions (docs/partitions.md): each stage walks the replay's partitions in turn, one loop
+ * for any count (rp->part in [first, end): the dead/skipped sets and the event stream of
+ * each): every partition (one with N = 1), or for a replay of one request its own.
  * Ownership: struct replay (with the decoded page) is owned here from replay_start until
  * finish() has called the completion. Every callback first checks that the service still
  * runs (webhooks_of), as the set and the dispatcher go away at shutdown. */
@@ -41,7 +42,7 @@ struct replay {
     long long count;
     long scanned;
     int stage; /* replay of dead/skipped: 0 dead, 1 skipped, 2 done */
-    unsigned part; /* the partition being replayed */
+    unsigned part, first, end; /* the partition being replayed, of [first, end) */
     char next_start[64];
     struct status_event *evs; /* the page being queued, with its stream ids */
     char **sids;
@@ -80,8 +81,8 @@ static void requeue_next(struct replay *rp);
 static void requeued(struct replay *rp, long long n)
 {
     rp->count += n;
-    if (++rp->part >= store_partitions(rp->c->store)) {
-        rp->part = 0;
+    if (++rp->part >= rp->end) {
+        rp->part = rp->first;
         rp->stage++;
     }
     requeue_next(rp);
@@ -112,12 +113,6 @@ static void requeue_next(struct replay *rp)
         return;
     }
     struct core *c = rp->c;
-    unsigned np = store_partitions(c->store);
-    if (rp->s.request_id[0] && np > 1 &&
-        key_partition(rp->s.request_id, strlen(rp->s.request_id), np) != rp->part) {
-        requeued(rp, 0); /* not the request's partition */
-        return;
-    }
     struct dl_requeue_req q = {
         .part = rp->part,
         .view = wh_view_of(c, rp->w),
@@ -247,9 +242,7 @@ static void events_fanout(struct replay *rp)
     struct webhooks *w = rp->w;
     struct dl_fanout a;
     struct dl_fanout_opts o = {
-        .part = rp->s.request_id[0] ? key_partition(rp->s.request_id, strlen(rp->s.request_id),
-                                                    store_partitions(c->store))
-                                    : rp->part,
+        .part = rp->part,
         .view = wh_view_of(c, w),
         .replay = 1,
         .version = webhooks_version(w),
@@ -301,8 +294,8 @@ static void events_next(struct replay *rp)
         finish(rp, replay_err_unavailable);
         return;
     }
-    if (rp->last_page && !rp->s.request_id[0] && rp->scanned < REPLAY_MAX_EVENTS &&
-        rp->part + 1 < store_partitions(c->store)) { /* the next partition's stream */
+    if (rp->last_page && rp->scanned < REPLAY_MAX_EVENTS &&
+        rp->part + 1 < rp->end) { /* the next partition's stream */
         rp->part++;
         rp->last_page = 0;
         if (rp->s.has_since)
@@ -361,6 +354,12 @@ void replay_start(struct core *c, const struct replay_spec *spec, replay_done_cb
     rp->s = *spec;
     rp->cb = cb;
     rp->arg = arg;
+    /* the partitions walked: the request's own, or every one */
+    unsigned np = store_partitions(c->store);
+    const char *id = rp->s.request_id;
+    rp->first = id[0] ? key_partition(id, strlen(id), np) : 0;
+    rp->end = id[0] ? rp->first + 1 : np;
+    rp->part = rp->first;
     if (rp->w == NULL) {
         finish(rp, replay_err_unavailable);
         return;

@@ -33,8 +33,6 @@ static char *view_build(struct webhooks *w)
 
 const char *wh_view_of(struct core *c, struct webhooks *w)
 {
-    if (store_partitions(c->store) <= 1)
-        return NULL;
     /* built once per loaded set (every load drops it), not per script call */
     if (webhooks_view(w) == NULL)
         webhooks_view_keep(w, view_build(w));
@@ -62,7 +60,5 @@ static void on_health(void *arg, const char *err, const char *msg, const struct 
 
 void wh_view_health(struct core *c, const struct dl_pairs *p)
 {
-    if (p->n == 0)
-        return;
-    dl_health(c->store, wall_ms(), c->cfg->disable_after_ms, p->v, p->n, on_health, c);
+    dl_health(c->store, wall_ms(), c->cfg->disable_after_ms, p, on_health, c);
 }
