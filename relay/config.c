@@ -52,6 +52,10 @@ const struct setting config_settings[] = {
      "page /requests/v3 to find and track new requests of the API key"},
     {"discover-interval", SET_DURATION, F(discover_interval_ms), "10s", 0, 1000,
      "period of discovery pages"},
+    {"discover-lookback", SET_DURATION, F(discover_lookback_ms), "24h", 0, 1000,
+     "how far back the changes feed reads at most: after a restart, a takeover or an outage "
+     "it resumes from its cursor in Redis, but never from further back than this; a first start "
+     "(no cursor) reads this whole window"},
     {"passthrough", SET_BOOL, F(passthrough), "false", 0, 0,
      "forward every path the REST API does not serve to the upstream REST URL, verbatim, with "
      "the client's own headers (one base URL for upstream clients; no admin token there)"},

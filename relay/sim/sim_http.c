@@ -5,6 +5,7 @@
  * answer is built at once (or after the body for POST), and written in HTTP_WRITEABLE,
  * possibly after a held delay (sul). The session state is reset at every new request. */
 #include "relay/sim/sim_http.h"
+#include "relay/sim/sim_scope.h"
 #include "relay/sim/sim.h"
 #include "relay/sim/sim_control.h"
 #include "relay/sim/sim_map.h"
@@ -350,6 +351,7 @@ static void requests_v3(struct hsess *h)
     const char *user = sim_query_get(q, "user");
     const char *status = sim_query_get(q, "status");
     const char *depaddr = sim_query_get(q, "depositAddress");
+    const char *scope = sim_query_get(q, "apiKey");
     /* Time windows apply to the sort field; for amountUsd to createdAt. */
     enum sort_by time_field = by == SORT_AMOUNT ? SORT_CREATED : by;
 
@@ -370,6 +372,8 @@ static void requests_v3(struct hsess *h)
         if (chain && r->origin != chain && r->dest != chain)
             continue;
         if (depaddr && (r->dep == NULL || strcasecmp(r->dep->address, depaddr) != 0))
+            continue;
+        if (scope && !sim_scope_match(h->sim, r, scope))
             continue;
         int64_t t = sort_key(r, time_field);
         if (start >= 0 && t < start * 1000)
