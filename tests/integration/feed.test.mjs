@@ -31,7 +31,9 @@ const PATH = ['waiting', 'pending', 'submitted', 'success'];
 async function makeRequests(n, extra = {}) {
   const ids = [];
   for (let i = 0; i < n; i++) {
-    const r = await sim.control('/requests', { path: PATH, stepMs: 0, autoHashes: true, ...extra });
+    const r = await sim.control('/requests', {
+      path: PATH, stepMs: 0, autoHashes: true, originChainId: 10, destinationChainId: 137, ...extra,
+    });
     ids.push(r.id);
   }
   return ids;
@@ -125,5 +127,86 @@ test('a daemon down while 20 requests of the key change: every change delivered 
   } finally {
     await d.stop();
     await rx.stop();
+  }
+});
+
+test('kill -9 of the feed holder: the other process continues from the cursor, nothing missed, nothing applied twice', async () => {
+  const env = { STATUSRELAY_LEADER_LEASE: '3s' };
+  // no upstream websocket: only the feed (and polls, while it is not healthy) find changes
+  const opts = (name) => ({
+    redisUrl: redis.url, apiUrl: sim.url, wsUrl: 'ws://127.0.0.1:9/', apiKey: KEY, name,
+    env: { STATUSRELAY_REDIS_PREFIX: 'feedkill', STATUSRELAY_DISCOVER: 'true',
+      STATUSRELAY_DISCOVER_INTERVAL: '1s', ...env },
+  });
+  const a = await startDaemon(opts('feed-kill-a'));
+  await until(() => /changes feed lease taken/.test(a.proc.log()), { msg: 'a holds the feed' });
+  const b = await startDaemon(opts('feed-kill-b'));
+  let survivor = b;
+  try {
+    const ids = await makeRequests(10);
+    await allAt(b, ids, 'waiting');
+    // one reader at a time: over 8 s both processes up, about 8 pages, not 16
+    await sim.control('/stats/reset', {});
+    await sleep(8000);
+    const pages = (await sim.stats()).http.byPath['/requests/v3'];
+    const calls = Object.values(pages ?? {}).reduce((n, x) => n + x, 0);
+    assert.ok(calls <= 11, `/requests/v3 calls in 8 s with two processes: ${calls}`);
+    await a.stop('SIGKILL');
+    for (const id of ids) await sim.control(`/requests/${id}/advance`, {});
+    await allAt(b, ids, 'pending', 30000);
+    await until(() => /changes feed lease taken/.test(b.proc.log()), { msg: 'b took the feed over' });
+    for (const id of ids) await sim.control(`/requests/${id}/advance`, {});
+    await allAt(b, ids, 'submitted', 15000);
+    await sleep(2500); // more sweeps over the same window: the overlap is deduped
+    for (const id of ids) {
+      const ev = (await b.get(`/v1/events?requestId=${id}&limit=100`)).body.events;
+      const st = ev.map((e) => e.data?.status ?? e.status);
+      assert.deepEqual(st, ['waiting', 'pending', 'submitted'], `${id}: ${JSON.stringify(ev)}`);
+    }
+    const last = Math.max(...await Promise.all(ids.map(async (id) => (await simReq(id)).updatedAt ?? 0)));
+    const cursor = Number(await redis.cmd('HGET', '{feedkill}:feedc', 'at'));
+    assert.ok(cursor > 0 && (last === 0 || cursor >= last), `cursor ${cursor} >= last change ${last}`);
+  } finally {
+    await survivor.stop();
+    await a.stop('SIGKILL').catch(() => {});
+  }
+});
+
+test('backfill of a window finds requests never seen before; the CLI prints its progress', async () => {
+  const d = await startDaemon({
+    redisUrl: redis.url, apiUrl: sim.url, wsUrl: 'ws://127.0.0.1:9/', apiKey: KEY,
+    env: { STATUSRELAY_REDIS_PREFIX: 'feedbf' }, // discovery off: nobody reads the feed
+  });
+  try {
+    const t0 = Date.now() - 1000;
+    const ids = await makeRequests(3);
+    for (const id of ids) await sim.control(`/requests/${id}/advance`, {});
+    for (const id of ids) assert.equal((await d.get(`/v1/requests/${id}`)).status, 404);
+    const r = await d.post('/v1/backfill', { since: t0 });
+    assert.equal(r.status, 202, r.text);
+    assert.match(r.body.backfillId, /^bf_[0-9a-f]+$/);
+    assert.equal(r.body.since, t0);
+    assert.equal(r.body.until, null);
+    const done = await until(async () => {
+      const g = await d.get(`/v1/backfill/${r.body.backfillId}`);
+      return g.status === 200 && g.body.done ? g.body : null;
+    }, { msg: 'backfill done', timeoutMs: 15000 });
+    assert.equal(done.error, null);
+    assert.ok(done.pages >= 1 && done.items >= 3 && done.applied >= 3, JSON.stringify(done));
+    for (const id of ids) assert.equal(await statusOf(d, id), 'pending');
+    assert.equal((await d.get('/v1/backfill/bf_0123')).status, 404);
+    assert.equal((await d.post('/v1/backfill', { since: 'yesterday' })).status, 400);
+    assert.equal((await d.post('/v1/backfill', { since: t0, until: t0 - 1 })).status, 400);
+
+    // the CLI: a window with requests the relay has not seen, progress lines until done
+    const more = await makeRequests(2);
+    const cli = spawnSync(BIN, ['backfill', '--since', '10m', '--admin-url', d.url],
+      { encoding: 'utf8', timeout: 30000 });
+    assert.equal(cli.status, 0, cli.stderr);
+    assert.match(cli.stdout, /^backfill bf_[0-9a-f]+ started/m);
+    assert.match(cli.stdout, /^backfill bf_[0-9a-f]+: pages=\d+ items=\d+ applied=\d+ done$/m);
+    for (const id of more) assert.equal(await statusOf(d, id), 'waiting');
+  } finally {
+    await d.stop();
   }
 });
