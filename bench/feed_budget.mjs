@@ -2,7 +2,7 @@
 // upstream websocket healthy, with the changes feed (STATUSRELAY_DISCOVER=true) and without it
 // (the requests tracked through POST /v1/requests). docs/internals.md "Sources and the
 // upstream budget" quotes its numbers.
-//   cd tests && node ../bench/feed_budget.mjs [N...]      (default: 10 1000)
+//   cd tests && node ../bench/feed_budget.mjs [N...]      (default: 10 1000; MODES=feed,polls)
 // Real redis-server, the simulator and one daemon (default settings but the key); calls are
 // counted at the simulator over MEASURE_MS after the requests were known for WARM_MS.
 import { startRedis, startDaemon } from '../tests/integration/lib/stack.mjs';
@@ -52,7 +52,7 @@ async function run(redis, n, feed) {
 const redis = await startRedis();
 try {
   for (const n of sizes.length ? sizes : [10, 1000]) {
-    for (const feed of [true, false]) {
+    for (const feed of (process.env.MODES ?? "feed,polls").split(",").map((m) => m === "feed")) {
       const r = await run(redis, n, feed);
       console.log(`watched=${r.n} feed=${r.feed} status_v3/min=${r.status.toFixed(1)} ` +
         `requests_v3/min=${r.requests.toFixed(1)} total/min=${(r.status + r.requests).toFixed(1)}`);

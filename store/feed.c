@@ -153,7 +153,7 @@ int feed_commit(struct store *s, const struct feed_commit *q, feed_commit_cb *cb
     argv[0] = k[0], argv[1] = k[1], argv[2] = k[2], argv[3] = k[3];
     argv[4] = q->holder;
     argv[5] = script_num(top, q->top_ms);
-    argv[6] = script_num(ov, q->overlap_ms);
+    argv[6] = script_num(ov, q->trim_ms);
     argv[7] = script_num(hl, q->health_ms);
     for (size_t i = 0; i < q->n; i++) {
         owned[2 * i] = xasprintf("%lld", (long long)q->items[i].updated_ms);

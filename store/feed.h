@@ -37,13 +37,13 @@ struct feed_item {
 typedef void feed_seen_cb(void *arg, const char *err, const unsigned char *seen, size_t n);
 int feed_seen(struct store *s, const struct feed_item *items, size_t n, feed_seen_cb *cb,
               void *arg);
-/* The end of a page: cursor to max(cursor, top_ms), items into the seen set (kept overlap_ms
- * behind the cursor), healthy for health_ms; only while holder holds the lease (ok = 0: not
- * held, nothing written). */
+/* The end of a page: cursor to max(cursor, top_ms), items into the seen set (members older
+ * than trim_ms leave it), healthy for health_ms; only while holder holds the lease (ok = 0:
+ * not held, nothing written). */
 typedef void feed_commit_cb(void *arg, const char *err, int ok);
 struct feed_commit {
     const char *holder;
-    int64_t top_ms, overlap_ms, health_ms;
+    int64_t top_ms, trim_ms, health_ms;
     const struct feed_item *items;
     size_t n;
 };

@@ -42,6 +42,8 @@ struct run {
     int64_t since_ms, until_ms; /* until < 0: none */
     int64_t created_ms;
     char *cont;         /* continuation of the next page (owned), NULL = first page */
+    char *last_cont;    /* the sweep: the continuation of the last page with items (owned) */
+    int last_first;     /* ... which was the first page (no continuation) */
     int busy;           /* a page is under way (call, dedupe, apply or commit) */
     int64_t retry_at;   /* mono ms: no page before */
     int failures;
@@ -69,6 +71,11 @@ struct feed {
     int held, healthy;
     int64_t cursor_ms;  /* -1 = none yet */
     int64_t sweep_next; /* mono ms */
+    /* where the next sweep resumes: the query and continuation of the previous sweep's last
+     * page with items, so that an idle feed costs one page a sweep however many items sit
+     * within the overlap (NULL: from the cursor) */
+    char *resume_cont;
+    int64_t resume_since;
     struct run *sweep;
     struct run *backfills;
 };
@@ -99,6 +106,7 @@ static void run_free(struct run *r)
 {
     page_reset(r);
     free(r->cont);
+    free(r->last_cont);
     free(r);
 }
 
@@ -131,6 +139,15 @@ static void run_finish(struct run *r, const char *err)
         f->sweep_next = mono_ms() + f->c->cfg->discover_interval_ms;
         if (err != NULL)
             log_warn("changes feed page failed", "err=%s pages=%lld", err, (long long)r->pages);
+        if (err != NULL || (r->last_cont == NULL && r->last_first)) {
+            /* after an error, or when the window's items fit one page: from the cursor */
+            free(f->resume_cont);
+            f->resume_cont = NULL;
+        } else if (r->last_cont != NULL) {
+            free(f->resume_cont);
+            f->resume_cont = xstrdup(r->last_cont);
+            f->resume_since = r->since_ms;
+        }
     }
 }
 
@@ -150,6 +167,11 @@ static void page_failed(struct run *r, const char *why)
 /* The page is applied (and committed for the sweep): on to the next one, or the end. */
 static void page_next(struct run *r)
 {
+    if (!r->backfill && r->nev > 0) { /* the position of the last page with items */
+        free(r->last_cont);
+        r->last_cont = r->cont != NULL ? xstrdup(r->cont) : NULL;
+        r->last_first = r->cont == NULL;
+    }
     free(r->cont);
     r->cont = r->next_cont;
     r->next_cont = NULL;
@@ -173,6 +195,8 @@ static void on_commit(void *arg, const char *err, int ok)
     if (!ok) { /* another process holds the lease now: its sweep goes on from the cursor */
         log_info("changes feed lease lost", "pages=%lld", (long long)r->pages);
         f->held = 0;
+        free(f->resume_cont);
+        f->resume_cont = NULL;
         page_reset(r);
         r->busy = 0;
         run_finish(r, NULL);
@@ -195,9 +219,16 @@ static void page_applied(struct run *r)
         page_next(r);
         return;
     }
+    /* the seen set keeps the overlap behind the cursor and this page's items (the next sweep
+     * may start with this page again) */
+    int64_t cur = r->top_ms > f->cursor_ms ? r->top_ms : f->cursor_ms;
+    int64_t trim = cur - FEED_OVERLAP_MS - 1000;
+    for (size_t i = 0; i < r->nev; i++)
+        if (r->evs[i].updated_at < trim)
+            trim = r->evs[i].updated_at;
     struct feed_commit q = {.holder = f->c->instance_id,
                             .top_ms = r->top_ms,
-                            .overlap_ms = FEED_OVERLAP_MS,
+                            .trim_ms = trim,
                             .health_ms = 2 * f->c->cfg->discover_interval_ms,
                             .items = r->items,
                             .n = r->nev};
@@ -355,6 +386,11 @@ static void start_sweep(struct feed *f)
         log_info("changes feed: first start, reading the look-back window",
                  "since=%lld lookback_ms=%lld", (long long)since,
                  (long long)cfg->discover_lookback_ms);
+    if (f->resume_cont != NULL && f->cursor_ms >= 0) { /* the previous sweep's last page on */
+        f->sweep = run_new(f, f->resume_since, -1);
+        f->sweep->cont = xstrdup(f->resume_cont);
+        return;
+    }
     f->sweep = run_new(f, since, -1);
 }
 
@@ -368,6 +404,10 @@ static void on_lease(void *arg, const char *err, int held, int healthy, int64_t 
         log_info("changes feed lease taken", "cursor=%lld", (long long)cursor_ms);
     else if (!held && f->held)
         log_info("changes feed lease lost", "cursor=%lld", (long long)cursor_ms);
+    if (held != f->held) { /* a new holder starts from the cursor */
+        free(f->resume_cont);
+        f->resume_cont = NULL;
+    }
     f->held = held;
     if (f->healthy && !healthy) {
         /* polls the feed made unnecessary are due again: the budget decides the order */
@@ -474,5 +514,6 @@ void feed_free(struct feed *f)
         run_free(r);
     }
     free(f->scope);
+    free(f->resume_cont);
     free(f);
 }

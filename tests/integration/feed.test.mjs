@@ -216,3 +216,27 @@ test('backfill of a window finds requests never seen before; the CLI prints its 
     await d.stop();
   }
 });
+
+test('with 3 partitions and the upstream websocket down, a healthy feed spares the status polls of the requests of the key', async () => {
+  const d = await startDaemon({
+    redisUrl: redis.url, apiUrl: sim.url, wsUrl: 'ws://127.0.0.1:9/', apiKey: KEY,
+    env: { STATUSRELAY_REDIS_PREFIX: 'feedparts', STATUSRELAY_PARTITIONS: '3',
+      STATUSRELAY_DISCOVER: 'true', STATUSRELAY_DISCOVER_INTERVAL: '2s' }, // healthy: 4 s
+  });
+  try {
+    const ids = await makeRequests(9);
+    const [notKey] = await makeRequests(1, { apiKey: 'another-key' });
+    assert.equal((await d.post('/v1/requests', { requestId: notKey })).status, 201);
+    await allAt(d, ids, 'waiting');
+    for (const id of ids) await sim.control(`/requests/${id}/advance`, {});
+    await allAt(d, ids, 'pending', 20000);
+    const p0 = await statusPolls(ids);
+    const q0 = (await simReq(notKey)).statusPolls;
+    await sleep(6000); // the websocket is down: without the feed, a poll a second each
+    assert.equal(await statusPolls(ids) - p0, 0, 'no status polls for the requests of the key');
+    assert.ok((await simReq(notKey)).statusPolls - q0 >= 2, 'a request of another key is still polled');
+    assert.equal(await statusOf(d, notKey), 'waiting');
+  } finally {
+    await d.stop();
+  }
+});
