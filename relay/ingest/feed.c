@@ -205,6 +205,7 @@ static void on_commit(void *arg, const char *err, int ok)
     if (r->top_ms > f->cursor_ms)
         f->cursor_ms = r->top_ms;
     f->healthy = 1;
+    f->c->metrics.feed_healthy = 1;
     page_next(r);
 }
 
@@ -245,6 +246,7 @@ static void on_applied(void *arg, const char *err, enum proto_verdict v,
     } else if (ev != NULL) {
         if (v == PROTO_ACCEPT)
             r->applied++;
+        r->f->c->metrics.feed_items[v == PROTO_ACCEPT ? 0 : 1]++;
         feed_mark(r->f->c->store, ev->request_id); /* of the key: the feed sees it */
     }
     if (--r->pending == 0)
@@ -258,6 +260,7 @@ static void apply_page(struct run *r, const unsigned char *seen)
     for (size_t i = 0; i < r->nev; i++) {
         if (seen != NULL && seen[i]) {
             r->skipped++;
+            r->f->c->metrics.feed_items[2]++;
             continue;
         }
         r->pending++;
@@ -323,6 +326,7 @@ static void on_page(void *arg, const struct httpc_resp *resp)
         return;
     }
     r->pages++;
+    f->c->metrics.feed_pages++;
     r->nitems += (int64_t)r->nev;
     r->items = xcalloc(r->nev + 1, sizeof(*r->items));
     for (size_t i = 0; i < r->nev; i++) {
@@ -416,6 +420,8 @@ static void on_lease(void *arg, const char *err, int held, int healthy, int64_t 
         polls_due_now(f->c->store, POLLS_TIERS_ALL);
     }
     f->healthy = healthy;
+    f->c->metrics.feed_healthy = healthy;
+    f->c->metrics.feed_held = held;
     if (f->sweep == NULL || cursor_ms > f->cursor_ms)
         f->cursor_ms = cursor_ms;
 }

@@ -164,6 +164,10 @@ test('kill -9 of the feed holder: the other process continues from the cursor, n
     for (const id of ids) await sim.control(`/requests/${id}/advance`, {});
     await allAt(b, ids, 'submitted', 15000);
     await sleep(2500); // more sweeps over the same window: the overlap is deduped
+    const m = await (await fetch(`${b.url}/metrics`)).text();
+    assert.match(m, /^statusrelay_feed_items_total\{outcome="skipped"\} [1-9]/m, 'items seen again are counted, not applied');
+    assert.match(m, /^statusrelay_feed_lease_held 1$/m);
+    assert.match(m, /^statusrelay_feed_healthy 1$/m);
     for (const id of ids) {
       const ev = (await b.get(`/v1/events?requestId=${id}&limit=100`)).body.events;
       const st = ev.map((e) => e.data?.status ?? e.status);
