@@ -8,7 +8,8 @@
  * (feed_commit: the cursor moves to the page's newest updatedAt only once every item of the
  * page is applied, so a crash re-reads the page, never skips it). Ownership: the feed owns its
  * runs; a run owns its page's events (moved out of the page walker), its continuation and its
- * item copies until the page ends. A run is freed only when nothing of it is in flight. */
+ * item copies until the page ends. A run is freed only when nothing of it is in flight.
+ * Pages of one run are paced to at most half of STATUSRELAY_UPSTREAM_BUDGET. */
 #include "relay/ingest/feed.h"
 #include "relay/core.h"
 #include "relay/common/httpc.h"
@@ -46,6 +47,7 @@ struct run {
     int last_first;     /* ... which was the first page (no continuation) */
     int busy;           /* a page is under way (call, dedupe, apply or commit) */
     int64_t retry_at;   /* mono ms: no page before */
+    int64_t page_at;    /* mono ms of the last page call */
     int failures;
     int finished;       /* the window is read (or given up): free when not busy */
     /* the page under way */
@@ -345,8 +347,14 @@ static void on_page(void *arg, const struct httpc_resp *resp)
 static void run_step(struct run *r)
 {
     struct feed *f = r->f;
-    if (r->busy || r->finished || mono_ms() < r->retry_at)
+    int64_t now = mono_ms();
+    /* pages follow each other at most at half the budget (a first start's day of requests,
+     * a long backfill), so that the polls the feed does not cover keep the other half */
+    int64_t budget = f->c->cfg->upstream_budget > 0 ? f->c->cfg->upstream_budget : 1;
+    if (r->busy || r->finished || now < r->retry_at ||
+        (r->page_at > 0 && now - r->page_at < 120000 / budget))
         return;
+    r->page_at = now;
     char path[4096];
     int n = snprintf(path, sizeof(path),
                      "/requests/v3?sortBy=updatedAt&sortDirection=asc&limit=%d"

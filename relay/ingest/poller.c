@@ -535,7 +535,8 @@ static void get_not_sent(struct claim_op *op)
 static void on_get_done(void *arg, const struct httpc_resp *r)
 {
     struct claim_op *op = arg;
-    count_http(op->p, PATH_OTHER, r);
+    count_http(op->p, strncmp(op->path, "/requests/v3", 12) == 0 ? PATH_REQUESTS : PATH_OTHER,
+               r); /* feed and backfill pages (relay/ingest/feed.c) are requests_v3 */
     note_result(op->p, r);
     op->get_cb(op->arg, r);
     free(op->path);
