@@ -442,12 +442,16 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     if (!store_ready(c->store) || c->shutting_down)
         return;
     int64_t now = mono_ms();
-    if (f->on && !f->leasing && now >= f->lease_next) {
+    if (f->scope != NULL && !f->leasing && now >= f->lease_next) {
+        /* with a key, a process that does not read the feed still learns its health (a
+         * deployment where another process reads it) */
         int64_t lease = c->cfg->leader_lease_ms;
-        if (feed_lease(c->store, c->instance_id, lease, 1, on_lease, f) == 0)
+        if (feed_lease(c->store, c->instance_id, lease, f->on, on_lease, f) == 0)
             f->leasing = 1;
         f->lease_next = now + lease / 3;
     }
+    if (f->sweep != NULL && !f->held && !f->sweep->busy && !f->sweep->finished)
+        run_finish(f->sweep, NULL); /* the lease went elsewhere: its holder goes on */
     if (f->sweep != NULL && f->sweep->finished && !f->sweep->busy) {
         run_free(f->sweep);
         f->sweep = NULL;

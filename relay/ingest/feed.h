@@ -8,9 +8,9 @@
  * page draws one call from the shared budget (poller_get).
  *
  * While the feed is healthy (a page read within 2 intervals without error, shared through
- * Redis) the poll claims pass over the requests the feed has returned (store/feed.h
- * feed_mark): their changes come through the feed. When it stops being healthy every tier is
- * made due again.
+ * Redis; every process with an API key reads it, whether it reads the feed or not) the poll
+ * claims pass over the requests the feed has returned (store/feed.h feed_mark): their changes
+ * come through the feed. When it stops being healthy every tier is made due again.
  *
  * A backfill reads a window [since, until] of the feed again (same pages, same budget) in the
  * process that accepted it, its progress in Redis ({P}:bf:<id>, 24 h) so that any process
