@@ -305,8 +305,11 @@ static void on_page(void *arg, const struct httpc_resp *resp)
     struct run *r = arg;
     struct feed *f = r->f;
     if (resp->err == poller_err_not_sent) { /* the budget is spent for now: not an error */
+        /* with several partitions a claim round holds the tokens it may use for a moment
+         * (store/polls.c): ask again at the next tick rather than a second later */
+        log_debug("changes feed page waits for the budget", "backfill=%d", r->backfill);
         r->busy = 0;
-        r->retry_at = mono_ms() + RETRY_MS;
+        r->retry_at = mono_ms() + TICK_MS;
         return;
     }
     if (resp->err != NULL || resp->status != 200) {
@@ -370,6 +373,7 @@ static void run_step(struct run *r)
     }
     r->busy = 1;
     if (poller_get(f->c->poller, path, PAGE_MAX_RESPONSE, on_page, r) != 0) {
+        log_debug("changes feed page waits: polling paused", "backfill=%d", r->backfill);
         r->busy = 0; /* paused (429/5xx backoff) or Redis not ready: later */
         r->retry_at = mono_ms() + RETRY_MS;
     }

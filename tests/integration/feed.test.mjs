@@ -222,10 +222,16 @@ test('backfill of a window finds requests never seen before; the CLI prints its 
 });
 
 test('with 3 partitions and the upstream websocket down, a healthy feed spares the status polls of the requests of the key', async () => {
+  const env = { STATUSRELAY_REDIS_PREFIX: 'feedparts', STATUSRELAY_PARTITIONS: '3',
+    STATUSRELAY_DISCOVER_INTERVAL: '2s' }; // healthy: 4 s
   const d = await startDaemon({
     redisUrl: redis.url, apiUrl: sim.url, wsUrl: 'ws://127.0.0.1:9/', apiKey: KEY,
-    env: { STATUSRELAY_REDIS_PREFIX: 'feedparts', STATUSRELAY_PARTITIONS: '3',
-      STATUSRELAY_DISCOVER: 'true', STATUSRELAY_DISCOVER_INTERVAL: '2s' }, // healthy: 4 s
+    env: { ...env, STATUSRELAY_DISCOVER: 'true' },
+  });
+  // a second process with the key but without discovery claims polls too: it must know the
+  // feed is healthy
+  const d2 = await startDaemon({
+    redisUrl: redis.url, apiUrl: sim.url, wsUrl: 'ws://127.0.0.1:9/', apiKey: KEY, env,
   });
   try {
     const ids = await makeRequests(9);
@@ -234,14 +240,19 @@ test('with 3 partitions and the upstream websocket down, a healthy feed spares t
     await allAt(d, ids, 'waiting');
     for (const id of ids) await sim.control(`/requests/${id}/advance`, {});
     await allAt(d, ids, 'pending', 20000);
+    // the second process learns the feed's health with its lease look (every lease/3)
+    await until(async () => /^statusrelay_feed_healthy 1$/m.test(await (await fetch(`${d2.url}/metrics`)).text()),
+      { msg: 'the process without discovery knows the feed is healthy' }).catch(() => {}); // (the assertions below tell)
+    await sleep(1500); // polls it claimed before are answered
     const p0 = await statusPolls(ids);
     const q0 = (await simReq(notKey)).statusPolls;
     await sleep(6000); // the websocket is down: without the feed, a poll a second each
-    assert.equal(await statusPolls(ids) - p0, 0, `no status polls for the requests of the key\n${d.proc.log().split('\n').filter((l) => /feed|upstream/.test(l)).slice(-15).join('\n')}`);
+    assert.equal(await statusPolls(ids) - p0, 0, `no status polls for the requests of the key\n${[d, d2].map((x) => x.proc.log().split('\n').filter((l) => /feed|still down|poll/.test(l)).slice(-8).join('\n')).join('\n--\n')}`);
     const q = (await simReq(notKey)).statusPolls - q0;
     assert.ok(q >= 2, `a request of another key is still polled: ${q}`);
     assert.equal(await statusOf(d, notKey), 'waiting');
   } finally {
+    await d2.stop();
     await d.stop();
   }
 });
