@@ -49,9 +49,15 @@ const struct setting config_settings[] = {
      "an observation whose updatedAt is more than this ahead of this relay's clock is refused "
      "(counted in statusrelay_events_rejected_total{reason=\"future_updated_at\"})"},
     {"discover", SET_BOOL, F(discover), "false", 0, 0,
-     "page /requests/v3 to find and track new requests of the API key"},
+     "read the changes feed (/requests/v3 of the API key from a cursor in Redis, one process at "
+     "a time): track every request of the key; while it is healthy their status polls are "
+     "skipped"},
     {"discover-interval", SET_DURATION, F(discover_interval_ms), "10s", 0, 1000,
-     "period of discovery pages"},
+     "period of the changes feed (one page when fewer than 50 requests changed)"},
+    {"discover-lookback", SET_DURATION, F(discover_lookback_ms), "24h", 0, 1000,
+     "how far back the changes feed reads at most: after a restart, a takeover or an outage "
+     "it resumes from its cursor in Redis, but never from further back than this; a first start "
+     "(no cursor) reads this whole window"},
     {"passthrough", SET_BOOL, F(passthrough), "false", 0, 0,
      "forward every path the REST API does not serve to the upstream REST URL, verbatim, with "
      "the client's own headers (one base URL for upstream clients; no admin token there)"},

@@ -32,6 +32,7 @@ struct config {
     int64_t max_clock_skew_ms;     /* updatedAt further ahead of now is refused (ingest.c) */
     int discover;                  /* page /requests/v3 for new requests (needs a key) */
     int64_t discover_interval_ms;
+    int64_t discover_lookback_ms;  /* the feed resumes at most this far back (feed.c) */
     int passthrough;               /* forward paths we do not serve to upstream_api_url */
     int64_t chains_refresh_ms;     /* GET /chains refresh period (relay/ingest/chains.c) */
     /* redis */

@@ -13,6 +13,7 @@
 #include "relay/common/log.h"
 #include "relay/ingest/anon.h"
 #include "relay/ingest/poller.h"
+#include "relay/ingest/feed.h"
 #include "relay/ingest/chains.h"
 #include "relay/ingest/upstream.h"
 #include "relay/common/util.h"
@@ -138,6 +139,7 @@ struct core *core_new(const struct config *cfg)
     c->to_ws = xq_new(NULL, NULL);
     c->ingest = ingest_new(c);
     c->poller = poller_new(c);
+    c->feed = feed_new(c);
     c->applier = applier_new(c->store, cfg->event_retention, poller_next_poll, c->poller);
     applier_set_watch(c->applier, cfg->waiting_ttl_ms, cfg->settled_watch_ms,
                       cfg->failure_tail_ms);
@@ -195,6 +197,7 @@ int core_start(struct core *c)
     store_start(c->store);
     delivery_start(c);
     poller_start(c->poller);
+    feed_start(c->feed);
     upstream_start(c->upstream);
     watch_start(c->watch);
     anon_start(c->anon);
@@ -232,6 +235,7 @@ void core_stop(struct core *c)
         api_stop_accepting(c->api);
     if (c->upstream)
         upstream_shutdown(c->upstream); /* hand the upstream websocket to another process */
+    feed_shutdown(c->feed);             /* and the changes feed */
     anon_shutdown(c->anon); /* anonymous watches end with their connections */
     cp->stop_deadline = mono_ms() + c->cfg->shutdown_grace_ms;
     cp->stop_ev = evtimer_new(c->base, on_stop, cp);
@@ -267,6 +271,7 @@ void core_free(struct core *c)
     watch_free(c->watch);
     upstream_free(c->upstream);
     poller_free(c->poller);
+    feed_free(c->feed); /* after httpc and store: their completions call it */
     chains_free(c->chains); /* after httpc and store: their completions call it */
     anon_free(c->anon);     /* likewise */
     applier_free(c->applier);

@@ -23,6 +23,7 @@ struct ws_thread;
 struct ingest;
 struct upstream;
 struct poller;
+struct feed;
 struct chains;
 struct api;
 struct webhooks;
@@ -43,6 +44,7 @@ struct core {
     struct ingest *ingest;
     struct upstream *upstream;
     struct poller *poller;
+    struct feed *feed;         /* the changes feed and backfills (relay/ingest/feed.c) */
     struct chains *chains;     /* the upstream chain list (relay/ingest/chains.c) */
     struct watch *watch;       /* watched set, watch expiry, stuck gauges (relay/ingest/watch.c) */
     struct anon *anon;         /* anonymous dashboard watches (relay/ingest/anon.c) */

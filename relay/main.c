@@ -32,6 +32,7 @@ static const struct {
     {"replay", "re-deliver events or dead deliveries (--dry-run counts)"},
     {"tail", "follow events live until interrupted"},
     {"partitions", "where the data lives: partition -> Redis Cluster slot -> master"},
+    {"backfill", "read a window of the changes feed again (progress lines until done)"},
     {"version", "print the version"},
 };
 

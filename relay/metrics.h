@@ -42,6 +42,10 @@ struct metrics {
     uint64_t budget_used;              /* calls this process spent */
     uint64_t budget_denied;            /* polls deferred because the budget was empty */
     uint64_t upstream_auth_failures;   /* keyed upstream calls answered 401/403 */
+    uint64_t feed_pages;               /* changes feed pages read (sweeps and backfills) */
+    uint64_t feed_items[3];            /* feed items: applied (an event), unchanged, skipped
+                                        * (seen again in the overlap) */
+    int feed_healthy, feed_held;       /* the changes feed as this process last heard */
     uint64_t ingest_pending;           /* observations waiting for Redis */
     uint64_t ingest_dropped;           /* observations dropped (pending queue full) */
     uint64_t webhook_ingest[4];        /* ok, bad signature, stale, malformed */

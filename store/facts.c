@@ -4,7 +4,7 @@
 #include "relay/common/util.h"
 #include "store/gather.h"
 #include "store/keys.h"
-#include "store/store.h"
+#include "store/command.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -20,7 +20,8 @@
  *                                        cf (ms the upstream last confirmed the state:
  *                                        store/apply.lua, apply_confirm.lua)
  *                                        fx (the request facts, compressed: store/facts.h;
- *                                        written by store/facts_put.lua only)
+ *                                        written by store/facts_put.lua only), fk ("1": the
+ *                                        changes feed returned it, store/feed_mark.lua)
  *   {P}:all                      zset    every known request id, score = first seen (ms)
  *   {P}:st:<status>              zset    request ids by current status, score = first seen
  *   {P}:pollu / :poll / :polls   zset    the poll schedule of watched requests by due time
@@ -58,6 +59,14 @@
  *   {P}:leader                   string  holder of the upstream websocket lease (PX)
  *   {P}:wsok                     string  the lease holder's websocket is healthy (PX;
  *                                        store/leader.lua)
+ *   {P}:feedl                    string  holder of the changes feed lease (PX)
+ *   {P}:feedc                    hash    the changes feed's cursor: at (newest updatedAt
+ *                                        applied, ms) (store/feed_commit.lua)
+ *   {P}:feeds                    zset    feed items applied within the overlap behind the
+ *                                        cursor: "<id>:<updatedAt ms>", score = updatedAt
+ *   {P}:feedok                   string  the feed is healthy (PX 2 intervals, set per page)
+ *   {P}:bf:<id>                  hash    a backfill's progress: since, until, created,
+ *                                        pages, items, applied, done, error (PX 24 h)
  *   {P}:config                   hash    the deployment record: partitions (the count N a
  *                                        deployment with N > 1 recorded; none: 1), written
  *                                        once by store/partitions.lua

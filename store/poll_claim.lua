@@ -6,7 +6,12 @@
 --       no other process takes them), 4 budget per minute, 5 calls to reserve besides polls
 --       (a /requests/v3 page), 6 only reserve (1: take ARGV[5] calls and claim no polls),
 --       7 the anonymous status reads' share per minute: > 0 when the reservation is such a
---       read (absent or "0": any other)
+--       read (absent or "0": any other), 8 feed skip ms: > 0 while the changes feed is
+--       healthy (relay/ingest/feed.c), 9 the key tag "{P}"
+-- While the feed is healthy, a due request the feed sees (req field fk = "1",
+-- store/feed_mark.lua) is not polled: it is pushed ARGV[8] ms out without drawing from the
+-- budget (the feed reports its changes; when the feed stops being healthy the poller makes
+-- every tier due again). At most 512 such ids are passed over per tier and claim.
 -- Returns {granted extra calls, id, id, ...}. Tiers are served in order - urgent (active
 -- requests the upstream websocket does not confirm), active safety polls, settled watches,
 -- then anonymous watches (dashboard subscriptions without the stream token) - and within a
@@ -35,6 +40,7 @@
 local now = tonumber(ARGV[1])
 local budget = tonumber(ARGV[4])
 local share = tonumber(ARGV[7] or '0') or 0
+local skip = tonumber(ARGV[8] or '0') or 0
 local rb -- the anonymous reads' bucket, refilled up to now: {tokens, ts, had, burst}
 if share > 0 then
   local rburst = math.max(1, math.floor(share / 4))
@@ -80,13 +86,25 @@ if avail > 0 then
       if n <= 0 then
         break
       end
-      local ids = redis.call('ZRANGEBYSCORE', k, '-inf', now, 'LIMIT', 0, n)
-      for _, id in ipairs(ids) do
-        redis.call('ZADD', k, 'XX', until_ms, id)
-        out[#out + 1] = id
-      end
-      taken = taken + #ids
-      n = n - #ids
+      local got = 0
+      local passed = 0
+      repeat
+        local ids = redis.call('ZRANGEBYSCORE', k, '-inf', now, 'LIMIT', 0, n - got)
+        local skipped = 0
+        for _, id in ipairs(ids) do
+          if skip > 0 and redis.call('HGET', ARGV[9] .. ':req:' .. id, 'fk') == '1' then
+            redis.call('ZADD', k, 'XX', now + skip, id)
+            skipped = skipped + 1
+          else
+            redis.call('ZADD', k, 'XX', until_ms, id)
+            out[#out + 1] = id
+            got = got + 1
+          end
+        end
+        passed = passed + skipped
+      until skipped == 0 or got >= n or passed >= 512
+      taken = taken + got
+      n = n - got
     end
   end
 end

@@ -7,18 +7,32 @@
 -- KEYS: 1 urgent tier zset, 2 active tier zset, 3 settled tier zset, 4 anonymous tier zset
 -- ARGV: 1 now ms, 2 at most this many ids from the tracked tiers, 3 lease ms (claimed ids are
 --       pushed this far out so no other process takes them), 4 at most this many ids from the
---       anonymous tier
+--       anonymous tier, 5 feed skip ms (> 0 while the changes feed is healthy: requests the
+--       feed sees are pushed that far out instead of polled, as poll_claim.lua), 6 the
+--       partition's key tag "{P}"
 -- Returns {id, id, ...}.
 local now = tonumber(ARGV[1])
 local until_ms = now + tonumber(ARGV[3])
 local out = {}
+local skip = tonumber(ARGV[5] or '0') or 0
 local function take(k, n)
-  local ids = redis.call('ZRANGEBYSCORE', k, '-inf', now, 'LIMIT', 0, n)
-  for _, id in ipairs(ids) do
-    redis.call('ZADD', k, 'XX', until_ms, id)
-    out[#out + 1] = id
-  end
-  return #ids
+  local got, passed, skipped = 0, 0, 0
+  repeat
+    local ids = redis.call('ZRANGEBYSCORE', k, '-inf', now, 'LIMIT', 0, n - got)
+    skipped = 0
+    for _, id in ipairs(ids) do
+      if skip > 0 and redis.call('HGET', ARGV[6] .. ':req:' .. id, 'fk') == '1' then
+        redis.call('ZADD', k, 'XX', now + skip, id)
+        skipped = skipped + 1
+      else
+        redis.call('ZADD', k, 'XX', until_ms, id)
+        out[#out + 1] = id
+        got = got + 1
+      end
+    end
+    passed = passed + skipped
+  until skipped == 0 or got >= n or passed >= 512
+  return got
 end
 local n = tonumber(ARGV[2])
 for _, k in ipairs({KEYS[1], KEYS[2], KEYS[3]}) do

@@ -42,12 +42,13 @@ static const char *const due_all[4] = {"pollu", "poll", "polls", "polln"};
 
 /* ---- poll_claim.lua: one partition's budget and polls in one step ---------------------------
  * KEYS poll, budget, pollu, polls, polln, budgetr; ARGV now, max polls, lease, budget, calls
- * to reserve, only reserve ("1"/"0"), anonymous share. Reply {granted calls, id, ...}. */
+ * to reserve, only reserve ("1"/"0"), anonymous share, feed skip ms, tag. Reply {granted
+ * calls, id, ...}. */
 static int claim_script(struct store *s, int max, int64_t lease_ms, int64_t budget, int calls,
-                        int64_t share, store_cb *cb, void *arg)
+                        int64_t share, int64_t skip_ms, store_cb *cb, void *arg)
 {
     char k[6][KEY_MAX], now[SCRIPT_NUM_MAX], maxs[SCRIPT_NUM_MAX], lease[SCRIPT_NUM_MAX],
-        bud[SCRIPT_NUM_MAX], extra[SCRIPT_NUM_MAX], sh[SCRIPT_NUM_MAX];
+        bud[SCRIPT_NUM_MAX], extra[SCRIPT_NUM_MAX], sh[SCRIPT_NUM_MAX], sk[SCRIPT_NUM_MAX];
     const char *tag = store_tag(s);
     for (int i = 0; i < 6; i++)
         key_build(k[i], KEY_MAX, tag, claim_kinds[i], NULL, NULL);
@@ -63,8 +64,10 @@ static int claim_script(struct store *s, int max, int64_t lease_ms, int64_t budg
                           script_num(bud, budget),
                           script_num(extra, calls),
                           max > 0 ? "0" : "1",
-                          script_num(sh, share)};
-    return store_eval(s, script(SC_CLAIM), cb, arg, 6, 13, argv, NULL);
+                          script_num(sh, share),
+                          script_num(sk, skip_ms),
+                          tag};
+    return store_eval(s, script(SC_CLAIM), cb, arg, 6, 15, argv, NULL);
 }
 
 struct reserve_op {
@@ -88,7 +91,7 @@ int polls_reserve(struct store *s, const struct polls_reserve *q, polls_reserve_
     struct reserve_op *op = xcalloc(1, sizeof(*op));
     op->cb = cb;
     op->arg = arg;
-    if (claim_script(s, 0, 0, q->budget, q->calls, q->anon_share, on_reserved, op) != 0) {
+    if (claim_script(s, 0, 0, q->budget, q->calls, q->anon_share, 0, on_reserved, op) != 0) {
         free(op);
         return -1;
     }
@@ -192,7 +195,7 @@ static void round_next(struct claim_op *op)
     }
     const char *tag = store_part_tag(op->s, (op->start + op->i) % op->np);
     char ku[KEY_MAX], ka[KEY_MAX], ks[KEY_MAX], kn[KEY_MAX], now[SCRIPT_NUM_MAX],
-        nt[SCRIPT_NUM_MAX], lease[SCRIPT_NUM_MAX], na[SCRIPT_NUM_MAX];
+        nt[SCRIPT_NUM_MAX], lease[SCRIPT_NUM_MAX], na[SCRIPT_NUM_MAX], sk[SCRIPT_NUM_MAX];
     key_build(ku, sizeof(ku), tag, "pollu", NULL, NULL);
     key_build(ka, sizeof(ka), tag, "poll", NULL, NULL);
     key_build(ks, sizeof(ks), tag, "polls", NULL, NULL);
@@ -204,8 +207,10 @@ static void round_next(struct claim_op *op)
                           script_num(now, wall_ms()),
                           script_num(nt, op->pass == 0 ? left : 0),
                           script_num(lease, op->q.lease_ms),
-                          script_num(na, op->pass == 1 ? anon : 0)};
-    if (store_eval(op->s, script(SC_TAKE), on_taken, op, 4, 8, argv, NULL) != 0)
+                          script_num(na, op->pass == 1 ? anon : 0),
+                          script_num(sk, op->q.skip_feed_ms),
+                          tag};
+    if (store_eval(op->s, script(SC_TAKE), on_taken, op, 4, 10, argv, NULL) != 0)
         round_end(op, store_err_disconnected);
 }
 
@@ -233,7 +238,8 @@ int polls_claim(struct store *s, const struct polls_claim *q, polls_claim_cb *cb
     op->np = store_partitions(s);
     int rc;
     if (op->np <= 1) { /* one partition: budget and tiers in one atomic step */
-        rc = claim_script(s, q->max, q->lease_ms, q->budget, 0, 0, on_claimed, op);
+        rc = claim_script(s, q->max, q->lease_ms, q->budget, 0, 0, q->skip_feed_ms, on_claimed,
+                          op);
     } else {
         op->start = q->round % op->np;
         rc = budget_call(s, SC_BUDGET_TAKE, q->budget, q->max, on_budget_taken, op);

@@ -49,6 +49,8 @@ struct polls_claim {
     int64_t lease_ms; /* claimed ids are pushed this far out, so no other process takes them */
     unsigned round;   /* a counter the caller turns: with several partitions the round starts
                        * at partition round % N, so no partition always comes last */
+    int64_t skip_feed_ms; /* > 0 while the changes feed is healthy: due requests the feed
+                           * sees (feed.h feed_mark) are pushed this far out, not claimed */
 };
 /* ids: the claimed request ids, most urgent tier first (urgent, active, settled, then the
  * anonymous tier with at most half of the calls left). They are claimed even when err is set

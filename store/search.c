@@ -6,7 +6,7 @@
 #include "relay/common/util.h"
 #include "store/gather.h"
 #include "store/keys.h"
-#include "store/store.h"
+#include "store/command.h"
 
 #include <stdio.h>
 #include <stdlib.h>

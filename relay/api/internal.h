@@ -128,6 +128,7 @@ route_cb api_h_status_v3; /* compat.c: /intents/status/v3 and /intents/status */
 route_cb api_h_ingest;                                      /* ingest.c */
 route_cb api_h_chains;                                      /* chains.c */
 route_cb api_h_partitions;                                  /* partitions.c */
+route_cb api_h_backfill_post, api_h_backfill_get;           /* backfill.c */
 route_cb api_h_webhooks; /* routes.c: adapter to webhooks.c (x->route->arg = enum api_wh_route) */
 
 /* ---- the ctx and replies (reply.c) -------------------------------------------------------

@@ -215,6 +215,18 @@ static void render_upstream(struct core *c, struct evbuffer *out)
     counter(out, "upstream_auth_failures_total",
             "Upstream calls with the API key answered 401/403 (the key is refused).",
             m->upstream_auth_failures);
+    counter(out, "feed_pages_total", "Changes feed pages read by this process (feed and backfill).",
+            m->feed_pages);
+    evbuffer_add_printf(out, "# HELP statusrelay_feed_items_total Changes feed items by outcome: "
+                             "applied (an event), unchanged, skipped (seen again in the overlap).\n"
+                             "# TYPE statusrelay_feed_items_total counter\n");
+    static const char *const feed_outcomes[3] = {"applied", "unchanged", "skipped"};
+    for (int i = 0; i < 3; i++)
+        evbuffer_add_printf(out, "statusrelay_feed_items_total{outcome=\"%s\"} %" PRIu64 "\n",
+                            feed_outcomes[i], m->feed_items[i]);
+    gauge(out, "feed_healthy", "1 while the changes feed is healthy (a page within 2 intervals).",
+          m->feed_healthy);
+    gauge(out, "feed_lease_held", "1 while this process reads the changes feed.", m->feed_held);
     gauge(out, "upstream_budget_per_minute",
           "STATUSRELAY_UPSTREAM_BUDGET: upstream calls per minute shared by every process.",
           c->cfg->upstream_budget);

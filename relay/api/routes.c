@@ -25,6 +25,8 @@ const struct route api_routes[] = {
     {EVHTTP_REQ_POST, "/v1/ingest/upstream", api_h_ingest, AUTH_SIGNATURE, 0},
     {EVHTTP_REQ_GET, "/v1/chains", api_h_chains, AUTH_TOKEN, 0}, /* relay/api/chains.c */
     {EVHTTP_REQ_GET, "/v1/partitions", api_h_partitions, AUTH_TOKEN, 0}, /* partitions.c */
+    {EVHTTP_REQ_POST, "/v1/backfill", api_h_backfill_post, AUTH_TOKEN, 0}, /* backfill.c */
+    {EVHTTP_REQ_GET, "/v1/backfill/{}", api_h_backfill_get, AUTH_TOKEN, 0},
     /* relay/api/webhooks.c */
     {EVHTTP_REQ_POST, "/v1/webhooks", api_h_webhooks, AUTH_TOKEN, API_WH_CREATE},
     {EVHTTP_REQ_GET, "/v1/webhooks", api_h_webhooks, AUTH_TOKEN, API_WH_LIST},

@@ -99,6 +99,13 @@ static const struct cli_opt replay_opts[] = {
     {NULL, NULL, NULL, 0},
 };
 
+static const struct cli_opt backfill_opts[] = {
+    {"--since", "WHEN", "start of the window: a duration back from now (2h) or unix ms", 0},
+    {"--until", "WHEN", "end of the window (default: now), written like --since", 0},
+    {"--no-wait", NULL, "start it and print its id; do not follow its progress", 0},
+    {NULL, NULL, NULL, 0},
+};
+
 #define WH_ID_CMD(nm, verb, fn, ex)                                                            \
     {"webhooks " nm, "ID", 1, 1, verb, NULL, no_opts, "  statusrelay webhooks " nm " " ex "\n", \
      fn}
@@ -188,6 +195,12 @@ static const struct cli_cmd commands[] = {
      "now (as this daemon routes it), then the deployment tag's. Two busy partitions on one\n"
      "master: move a slot with `redis-cli --cluster reshard`.\n",
      no_opts, "  statusrelay partitions\n  statusrelay partitions --json\n", cli_partitions},
+    {"backfill", NULL, 0, 0, "read a window of the changes feed again (POST /v1/backfill)",
+     "Reads /requests/v3 of the API key for that window again, within the upstream budget:\n"
+     "every request found is tracked and its state applied (requests never seen before\n"
+     "too). Prints a progress line every 2 s until it is done.\n",
+     backfill_opts, "  statusrelay backfill --since 2h\n  statusrelay backfill --since 1d --until 12h\n",
+     cli_backfill},
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -3,7 +3,8 @@
  *
  * Files: cli.c (entry point, the command table, option parsing, help pages), client.c (the
  * blocking REST client and output helpers), requests.c (track, untrack, status, find, requests,
- * events, tail), webhooks.c (webhooks *, deliveries, replay), partitions.c (partitions).
+ * events, tail), webhooks.c (webhooks *, deliveries, replay), partitions.c (partitions),
+ * backfill.c (backfill).
  * Every command is one row of the table in cli.c: its synopsis, its own options, an example
  * and its handler; `--help` of a command is printed from its row, so a flag cannot be accepted
  * without being documented.
@@ -122,5 +123,6 @@ int cli_wh_disable(struct cli *c, const struct cli_args *a);
 int cli_deliveries(struct cli *c, const struct cli_args *a);
 int cli_replay(struct cli *c, const struct cli_args *a);
 int cli_partitions(struct cli *c, const struct cli_args *a); /* partitions.c */
+int cli_backfill(struct cli *c, const struct cli_args *a);   /* backfill.c */
 
 #endif

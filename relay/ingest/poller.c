@@ -15,6 +15,7 @@
 #include "relay/ingest/anon.h"
 #include "relay/ingest/chains.h"
 #include "relay/ingest/facts.h"
+#include "relay/ingest/feed.h"
 #include "relay/ingest/ingest.h"
 #include "relay/common/log.h"
 #include "relay/ingest/upstream.h"
@@ -40,7 +41,7 @@
 #define BITCOIN_CHAIN_ID 8253038 /* service-assigned (upstream-protocol.md) */
 
 enum { PATH_STATUS = 0, PATH_REQUESTS, PATH_OTHER };
-enum page_kind { PAGE_GAP = 0, PAGE_DISCOVER, PAGE_READ };
+enum page_kind { PAGE_GAP = 0, PAGE_READ }; /* the changes feed: relay/ingest/feed.c */
 
 #define MAX_READS 64 /* reversals waiting for their /requests/v3 read */
 #define MAX_FACT_READS 1024 /* requests waiting for their facts read (first seen, settled) */
@@ -73,10 +74,6 @@ struct poller {
     int64_t gap_since_s;
     char *gap_cont;
     int page_inflight;
-    /* discovery */
-    int64_t disc_next;         /* mono ms */
-    int64_t disc_since_s;
-    char *disc_cont;
     /* one /requests/v3 read per reversal (reorg details): ids waiting for the budget */
     char *reads[MAX_READS];
     int nreads, read_claiming;
@@ -344,8 +341,6 @@ static void on_page_item(void *arg, int rc, struct status_event *ev, const struc
         facts_read_drop(p, ev->request_id); /* this item brings them */
     if (op->kind == PAGE_READ) {
         facts_submit(p->c, ev, 0, facts, facts_len); /* reorg details, facts: enrichments */
-    } else if (op->kind == PAGE_DISCOVER) {
-        facts_submit(p->c, ev, 1, facts, facts_len); /* tracked: watched (relay/ingest/watch.c) */
     } else if (p->c->upstream && upstream_tracked(p->c->upstream, ev->request_id)) {
         facts_submit(p->c, ev, 0, facts, facts_len); /* stale/duplicates are dropped */
     }
@@ -387,7 +382,7 @@ static void on_page_done(void *arg, const struct httpc_resp *r)
     p->page_inflight = 0;
     count_http(p, PATH_REQUESTS, r);
     note_result(p, r);
-    char **cont = op->kind == PAGE_GAP ? &p->gap_cont : &p->disc_cont;
+    char **cont = &p->gap_cont;
     if (r->err == NULL && r->status == 200) {
         char *next = NULL;
         struct proto_err perr;
@@ -401,7 +396,7 @@ static void on_page_done(void *arg, const struct httpc_resp *r)
             log_warn("upstream requests page rejected", "err=%s field=%s", proto_strerror(rc),
                      perr.field);
         }
-        if (op->kind == PAGE_GAP) {
+        {
             if (*cont == NULL || rc != 0) {
                 log_info("gap repaired from /requests/v3", "pages=%d", p->gap_pages);
                 p->gap_active = 0;
@@ -413,16 +408,12 @@ static void on_page_done(void *arg, const struct httpc_resp *r)
                 *cont = NULL;
                 gap_fallback_all(p);
             }
-        } else if (*cont == NULL && op->max_updated_s > p->disc_since_s) {
-            p->disc_since_s = op->max_updated_s; /* next sweep starts where this one ended */
         }
     } else if (!retryable(r)) {
         log_warn("upstream requests call refused", "status=%ld body=\"%.120s\"", r->status,
                  r->body);
-        if (op->kind == PAGE_GAP) {
-            p->gap_active = 0;
-            gap_fallback_all(p);
-        }
+        p->gap_active = 0;
+        gap_fallback_all(p);
     }
     free(op);
 }
@@ -432,8 +423,8 @@ static void fetch_page(struct poller *p, enum page_kind kind)
     struct poll_op *op = xcalloc(1, sizeof(*op));
     op->p = p;
     op->kind = kind;
-    const char *cont = kind == PAGE_GAP ? p->gap_cont : p->disc_cont;
-    int64_t since = kind == PAGE_GAP ? p->gap_since_s : p->disc_since_s;
+    const char *cont = p->gap_cont;
+    int64_t since = p->gap_since_s;
     char url[4096];
     int n = snprintf(url, sizeof(url),
                      "%s/requests/v3?sortBy=updatedAt&sortDirection=asc&limit=50"
@@ -620,7 +611,8 @@ static void get_not_sent(struct claim_op *op)
 static void on_get_done(void *arg, const struct httpc_resp *r)
 {
     struct claim_op *op = arg;
-    count_http(op->p, PATH_OTHER, r);
+    count_http(op->p, strncmp(op->path, "/requests/v3", 12) == 0 ? PATH_REQUESTS : PATH_OTHER,
+               r); /* feed and backfill pages (relay/ingest/feed.c) are requests_v3 */
     note_result(op->p, r);
     op->get_cb(op->arg, r);
     free(op->path);
@@ -768,7 +760,12 @@ static void claim_polls(struct poller *p, int max)
     struct polls_claim q = {.budget = p->c->cfg->upstream_budget,
                             .max = max,
                             .lease_ms = CLAIM_LEASE_MS,
-                            .round = p->rounds++};
+                            .round = p->rounds++,
+                            /* a healthy changes feed reports the changes of the requests it
+                             * sees: their polls wait (store/poll_claim.lua) */
+                            .skip_feed_ms = feed_healthy(p->c->feed)
+                                                ? p->c->cfg->settled_poll_interval_ms
+                                                : 0};
     p->claiming = 1;
     p->claim_max = (size_t)max;
     if (polls_claim(p->c->store, &q, on_polls_claimed, p) != 0)
@@ -786,13 +783,10 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
             claim_polls(p, 1);
         return;
     }
-    if (!p->page_inflight && (p->gap_active || (p->c->cfg->discover && p->key_header &&
-                                                mono_ms() >= p->disc_next))) {
+    if (!p->page_inflight && p->gap_active) {
         struct claim_op *op = xcalloc(1, sizeof(*op));
         op->what = CLAIM_PAGE;
-        op->kind = p->gap_active ? PAGE_GAP : PAGE_DISCOVER;
-        if (op->kind == PAGE_DISCOVER && p->disc_cont == NULL)
-            p->disc_next = mono_ms() + p->c->cfg->discover_interval_ms;
+        op->kind = PAGE_GAP;
         p->page_inflight = 1;
         if (reserve(p, op) != 0)
             p->page_inflight = 0;
@@ -870,7 +864,6 @@ struct poller *poller_new(struct core *c)
     p->api = xstrndup(api, n);
     if (c->cfg->upstream_api_key)
         p->key_header = xasprintf("x-api-key: %s", c->cfg->upstream_api_key);
-    p->disc_since_s = wall_ms() / 1000 - 60;
     p->tick_ev = event_new(c->base, -1, EV_PERSIST, on_tick, p);
     ingest_on_event(c->ingest, on_event, p);
     return p;
@@ -890,7 +883,6 @@ void poller_free(struct poller *p)
     free(p->api);
     free(p->key_header);
     free(p->gap_cont);
-    free(p->disc_cont);
     for (int i = 0; i < p->nreads; i++)
         free(p->reads[i]);
     for (int i = 0; i < p->nfreads; i++)

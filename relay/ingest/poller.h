@@ -49,7 +49,7 @@ int poller_fetch_now(struct poller *p, const char *id, int anonymous, poller_fet
  * call is reserved from the shared budget (store/poll_claim.lua, the tier of gap pages), then
  * GET <STATUSRELAY_UPSTREAM_API_URL><path> is sent with the API key header, answers of at
  * most max_response bytes. The answer counts in statusrelay_upstream_http_total{path="other"}
- * and a 429/5xx/timeout pauses polling like any other call. cb gets the response (borrowed
+ * ("requests_v3" for a /requests/v3 path) and a 429/5xx/timeout pauses polling like any other call. cb gets the response (borrowed
  * for the call); when no call was made (the budget was spent, or the request could not
  * start) r->err is poller_err_not_sent. Returns 0 (cb runs exactly once, later) or -1, cb not
  * called: Redis is not ready or polling is paused after a 429/5xx (try again later). */

@@ -149,6 +149,7 @@ static void create(struct sim *s, json_t *in, struct sim_resp *out)
     spec.lifecycle = opt_str(in, "lifecycle", STR_MAX, &err);
     spec.referrer = opt_str(in, "referrer", STR_MAX, &err);
     spec.user = opt_str(in, "user", SIM_ADDR_MAX - 1, &err);
+    const char *api_key = opt_str(in, "apiKey", SIM_KEY_MAX - 1, &err);
     opt_int(in, "stepMs", 0, 86400000, &spec.step_ms, &err);
     opt_int(in, "originChainId", 1, 9007199254740991LL, &spec.origin, &err);
     opt_int(in, "destinationChainId", 1, 9007199254740991LL, &spec.dest, &err);
@@ -218,6 +219,8 @@ static void create(struct sim *s, json_t *in, struct sim_resp *out)
                        strstr(why, "exists") ? "CONFLICT" : "INVALID_INPUT_PARAMETERS");
         return;
     }
+    if (api_key != NULL) /* the key scope of /requests/v3 (sim_scope.c) */
+        snprintf(r->api_key, sizeof(r->api_key), "%s", api_key);
     log_info("scripted request created", "id=%s lifecycle=%s steps=%d", r->id, r->lifecycle,
              r->nsteps);
     out->status = 201;

@@ -5,6 +5,7 @@
  * answer is built at once (or after the body for POST), and written in HTTP_WRITEABLE,
  * possibly after a held delay (sul). The session state is reset at every new request. */
 #include "relay/sim/sim_http.h"
+#include "relay/sim/sim_scope.h"
 #include "relay/sim/sim.h"
 #include "relay/sim/sim_control.h"
 #include "relay/sim/sim_map.h"
@@ -304,6 +305,8 @@ struct v3_query {
     uint64_t cseq;
     const char *id, *user, *status, *depaddr; /* exact filters, NULL = any */
     const char *term; /* the upstream's search term (sim_search.c), NULL = any */
+    const char *scope; /* apiKey: a comma list of keys (sim_scope.c), NULL = any */
+    const struct sim *sim;
 };
 
 /* The query string into vq with the upstream's defaults. Returns 0, or -1 with resp set to
@@ -362,6 +365,7 @@ static int v3_parse(const struct sim_query *q, struct v3_query *vq, struct sim_r
     vq->status = sim_query_get(q, "status");
     vq->depaddr = sim_query_get(q, "depositAddress");
     vq->term = sim_query_get(q, "term"); /* sim_search.c */
+    vq->scope = sim_query_get(q, "apiKey"); /* sim_scope.c */
     return 0;
 }
 
@@ -383,6 +387,8 @@ static int v3_matches(const struct v3_query *vq, const struct sim_req *r)
     if (vq->depaddr && (r->dep == NULL || strcasecmp(r->dep->address, vq->depaddr) != 0))
         return 0;
     if (vq->term && !sim_term_match(r, vq->term))
+        return 0;
+    if (vq->scope && !sim_scope_match(vq->sim, r, vq->scope))
         return 0;
     /* Time windows apply to the sort field; for amountUsd to createdAt. */
     int64_t t = sort_key(r, vq->by == SORT_AMOUNT ? SORT_CREATED : vq->by);
@@ -426,6 +432,7 @@ static void requests_v3(struct hsess *h)
     struct v3_query vq;
     if (v3_parse(&h->q, &vq, resp) != 0)
         return;
+    vq.sim = h->sim;
     /* Best limit+1 matches past the cursor, in page order (insertion into a small array). */
     struct sim_req *best[V3_MAX_LIMIT + 1];
     int nbest = 0, want = (int)vq.limit + 1;

@@ -85,6 +85,7 @@ struct sim_hist {
     int64_t updated_ms;
 };
 
+#define SIM_KEY_MAX 64
 struct sim_req {
     uint64_t seq;                   /* creation order, from 1 */
     char id[SIM_ID_MAX];
@@ -103,6 +104,7 @@ struct sim_req {
     struct sim_counts counts;
     char user[SIM_ADDR_MAX], recipient[SIM_ADDR_MAX];
     const char *referrer;           /* interned or NULL */
+    char api_key[SIM_KEY_MAX];      /* the key it was made with ("": the sim's --api-key) */
     const char *lifecycle;          /* template name, or "scripted" */
     int64_t amount_wei;             /* for fees/route numbers in /requests/v3 */
     struct sim_step *steps;

@@ -30,18 +30,20 @@ static void heard_reserve(void *arg, const char *err, int granted)
 }
 
 /* One partition: one poll_claim.lua, KEYS poll, budget, pollu, polls, polln, budgetr; ARGV
- * now, max, lease, budget, calls to reserve 0, only reserve "0", share 0. */
+ * now, max, lease, budget, calls to reserve 0, only reserve "0", share 0, feed skip ms (a
+ * healthy changes feed), tag. */
 static void test_claim_one_partition(void **state)
 {
     fake_reset(1);
     memset(&heard, 0, sizeof(heard));
-    struct polls_claim q = {.budget = 600, .max = 5, .lease_ms = 30000, .round = 7};
+    struct polls_claim q = {
+        .budget = 600, .max = 5, .lease_ms = 30000, .round = 7, .skip_feed_ms = 600000};
     assert_int_equal(polls_claim(NULL, &q, heard_claim, NULL), 0);
     assert_int_equal(fake.ncalls, 1);
     struct fake_call *c = &fake.calls[0];
     assert_string_equal(c->script, "poll_claim");
     assert_int_equal(c->nkeys, 6);
-    assert_int_equal(c->argc, 13);
+    assert_int_equal(c->argc, 15);
     const char *keys[] = {"{sr}:poll",  "{sr}:budget", "{sr}:pollu",
                           "{sr}:polls", "{sr}:polln",  "{sr}:budgetr"};
     for (int i = 0; i < 6; i++)
@@ -52,6 +54,8 @@ static void test_claim_one_partition(void **state)
     assert_string_equal(c->argv[10], "0");
     assert_string_equal(c->argv[11], "0");
     assert_string_equal(c->argv[12], "0");
+    assert_string_equal(c->argv[13], "600000");
+    assert_string_equal(c->argv[14], "{sr}");
     struct fake_pool p = {0};
     fake_answer(0, NULL, fake_arr(&p, 4, fake_int(&p, 0), fake_str(&p, "a"), fake_int(&p, 9),
                                   fake_str(&p, "b")));
@@ -104,6 +108,8 @@ static void assert_take(int i, const char *tag, const char *tracked, const char 
     assert_string_equal(c->argv[5], tracked);
     assert_string_equal(c->argv[6], "30000");
     assert_string_equal(c->argv[7], anon);
+    assert_string_equal(c->argv[8], "0"); /* no feed skip: the feed is not healthy */
+    assert_string_equal(c->argv[9], tag);
 }
 
 /* Two partitions, round 1: the calls are taken first (3 of 5 tokens), the tracked tiers of
