@@ -14,14 +14,28 @@ fs.mkdirSync(OUT, { recursive: true });
 const live = new Set();
 process.on('exit', () => { for (const p of live) { try { p.kill('SIGKILL'); } catch {} } });
 
-/** A free TCP port on 127.0.0.1 (bound then released). */
-export async function freePort() {
+const handedOut = new Set(); // ports freePort gave this process: never given twice
+
+function osFreePort() {
   return new Promise((resolve, reject) => {
     const s = net.createServer();
     s.unref();
     s.on('error', reject);
     s.listen(0, '127.0.0.1', () => { const { port } = s.address(); s.close(() => resolve(port)); });
   });
+}
+
+/** A free TCP port on 127.0.0.1 (bound then released), never one this process was given
+ * before: the kernel may hand the same ephemeral port to two calls in a row before either
+ * is bound (seen: a daemon's REST and dashboard ports equal, "Address already in use"). */
+export async function freePort() {
+  for (let i = 0; ; i++) {
+    const port = await osFreePort();
+    if (!handedOut.has(port) || i >= 50) {
+      handedOut.add(port);
+      return port;
+    }
+  }
 }
 
 /** Resolve when host:port accepts TCP connections, or throw after timeoutMs. */
