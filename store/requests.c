@@ -2,6 +2,7 @@
  * store_gather (one command per partition). The scripts are registered on first use
  * (file-scope, one per process). runs on: core thread. */
 #include "store/requests.h"
+#include "store/ref_page.h"
 #include "relay/common/util.h"
 #include "store/gather.h"
 #include "store/keys.h"
@@ -116,87 +117,18 @@ int store_request_get(struct store *s, const char *id, unsigned mask, store_requ
 
 /* ---- a page of an index, every partition's merged ------------------------------------------ */
 
-struct req_page {
-    store_req_page_cb *cb;
-    void *arg;
-    int limit;
-    size_t n, cap;
-    struct page_ent {
-        char *id, *score; /* owned */
-        long long sc;
-    } *e;
-};
-
-/* requests_page.lua: {id, score, id, score, ...}. */
-static int on_page_part(void *arg, unsigned i, const char *err, redisReply *r)
-{
-    struct req_page *pg = arg;
-    if (err != NULL)
-        return 0;
-    if (r->type != REDIS_REPLY_ARRAY)
-        return -1;
-    for (size_t k = 0; k + 1 < r->elements; k += 2) {
-        const redisReply *id = r->element[k], *sc = r->element[k + 1];
-        if (id->type != REDIS_REPLY_STRING || sc->type != REDIS_REPLY_STRING)
-            continue;
-        if (pg->n == pg->cap) {
-            pg->cap = pg->cap ? 2 * pg->cap : 64;
-            pg->e = xrealloc(pg->e, pg->cap * sizeof(*pg->e));
-        }
-        pg->e[pg->n++] = (struct page_ent){xstrndup(id->str, id->len),
-                                           xstrndup(sc->str, sc->len),
-                                           strtoll(sc->str, NULL, 10)};
-    }
-    return 0;
-}
-
-/* The order of one zset, which is the order across partitions too: score, then id bytes. */
-static int page_cmp(const void *a, const void *b)
-{
-    const struct page_ent *x = a, *y = b;
-    if (x->sc != y->sc)
-        return x->sc < y->sc ? -1 : 1;
-    return strcmp(x->id, y->id);
-}
-
-static void on_paged(void *arg, const char *err)
-{
-    struct req_page *pg = arg;
-    size_t take = 0;
-    int more = 0;
-    struct store_req_ref *refs = NULL;
-    if (err == NULL) {
-        if (pg->n > 1)
-            qsort(pg->e, pg->n, sizeof(*pg->e), page_cmp);
-        more = pg->n > (size_t)pg->limit;
-        take = more ? (size_t)pg->limit : pg->n;
-        refs = xcalloc(take + 1, sizeof(*refs));
-        for (size_t i = 0; i < take; i++)
-            refs[i] = (struct store_req_ref){pg->e[i].id, pg->e[i].score};
-    }
-    pg->cb(pg->arg, err, refs, take, more);
-    free(refs);
-    for (size_t i = 0; i < pg->n; i++) {
-        free(pg->e[i].id);
-        free(pg->e[i].score);
-    }
-    free(pg->e);
-    free(pg);
-}
-
 void store_requests_page(struct store *s, const struct store_req_query *q,
                          store_req_page_cb *cb, void *arg)
 {
     scripts_init();
-    struct req_page *pg = xcalloc(1, sizeof(*pg));
-    *pg = (struct req_page){.cb = cb, .arg = arg, .limit = q->limit > 0 ? q->limit : 1};
+    struct ref_page *pg = ref_page_new(q->limit > 0 ? q->limit : 1, cb, arg);
     char k[KEY_MAX], want[16], max[24] = "";
-    snprintf(want, sizeof(want), "%d", pg->limit + 1); /* one more: is there a next page? */
+    snprintf(want, sizeof(want), "%d", ref_page_limit(pg) + 1); /* one more: a next page? */
     if (q->index == STORE_REQ_STUCK)
         snprintf(max, sizeof(max), "%lld", (long long)q->max);
     const char *argv[] = {k, q->after_score ? q->after_score : "", q->after_id ? q->after_id : "",
                           want, max};
-    struct store_gather *g = store_gather_new(s, on_page_part, on_paged, pg);
+    struct store_gather *g = store_gather_new(s, ref_page_part, ref_page_done, pg);
     for (unsigned p = 0; p < store_partitions(s); p++) {
         key_build(k, sizeof(k), store_part_tag(s, p), index_kinds[q->index],
                   q->index == STORE_REQ_STATUS ? q->status : NULL, NULL);

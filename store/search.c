@@ -2,6 +2,7 @@
  * a search over every partition (store_gather). The scripts are registered on first use
  * (file-scope, one per process). runs on: core thread (the pure helpers: any). */
 #include "store/search.h"
+#include "store/ref_page.h"
 #include "protocol/json.h"
 #include "relay/common/util.h"
 #include "store/gather.h"
@@ -246,79 +247,11 @@ int store_search_given(const struct store_search_query *q)
            (q->referrer != NULL && q->referrer[0] != '\0') || q->from >= 0 || q->to >= 0;
 }
 
-struct search_page {
-    store_req_page_cb *cb;
-    void *arg;
-    int limit;
-    size_t n, cap;
-    struct ent {
-        char *id, *score; /* owned */
-        long long sc;
-    } *e;
-};
-
-/* search_page.lua: {id, score, id, score, ...}. */
-static int on_part(void *arg, unsigned i, const char *err, redisReply *r)
-{
-    struct search_page *pg = arg;
-    (void)i;
-    if (err != NULL)
-        return 0;
-    if (r->type != REDIS_REPLY_ARRAY)
-        return -1;
-    for (size_t k = 0; k + 1 < r->elements; k += 2) {
-        const redisReply *id = r->element[k], *sc = r->element[k + 1];
-        if (id->type != REDIS_REPLY_STRING || sc->type != REDIS_REPLY_STRING)
-            continue;
-        if (pg->n == pg->cap) {
-            pg->cap = pg->cap ? 2 * pg->cap : 64;
-            pg->e = xrealloc(pg->e, pg->cap * sizeof(*pg->e));
-        }
-        pg->e[pg->n++] = (struct ent){xstrndup(id->str, id->len), xstrndup(sc->str, sc->len),
-                                      strtoll(sc->str, NULL, 10)};
-    }
-    return 0;
-}
-
-static int ent_cmp(const void *a, const void *b)
-{
-    const struct ent *x = a, *y = b;
-    if (x->sc != y->sc)
-        return x->sc < y->sc ? -1 : 1;
-    return strcmp(x->id, y->id);
-}
-
-static void on_done(void *arg, const char *err)
-{
-    struct search_page *pg = arg;
-    size_t take = 0;
-    int more = 0;
-    struct store_req_ref *refs = NULL;
-    if (err == NULL) {
-        if (pg->n > 1)
-            qsort(pg->e, pg->n, sizeof(*pg->e), ent_cmp);
-        more = pg->n > (size_t)pg->limit;
-        take = more ? (size_t)pg->limit : pg->n;
-        refs = xcalloc(take + 1, sizeof(*refs));
-        for (size_t i = 0; i < take; i++)
-            refs[i] = (struct store_req_ref){pg->e[i].id, pg->e[i].score};
-    }
-    pg->cb(pg->arg, err, refs, take, more);
-    free(refs);
-    for (size_t i = 0; i < pg->n; i++) {
-        free(pg->e[i].id);
-        free(pg->e[i].score);
-    }
-    free(pg->e);
-    free(pg);
-}
-
 void store_search_page(struct store *s, const struct store_search_query *q,
                        store_req_page_cb *cb, void *arg)
 {
     scripts_init();
-    struct search_page *pg = xcalloc(1, sizeof(*pg));
-    *pg = (struct search_page){.cb = cb, .arg = arg, .limit = q->limit > 0 ? q->limit : 1};
+    struct ref_page *pg = ref_page_new(q->limit > 0 ? q->limit : 1, cb, arg);
     char qn[STORE_SEARCH_MAX_VALUE + 1], un[STORE_SEARCH_MAX_VALUE + 1],
         tn[STORE_SEARCH_MAX_VALUE + 1];
     const char *qq = q->q != NULL ? q->q : "";
@@ -331,7 +264,7 @@ void store_search_page(struct store *s, const struct store_search_query *q,
         snprintf(from, sizeof(from), "%lld", (long long)q->from);
     if (q->to >= 0)
         snprintf(to, sizeof(to), "%lld", (long long)q->to);
-    snprintf(want, sizeof(want), "%d", pg->limit + 1); /* one more: is there a next page? */
+    snprintf(want, sizeof(want), "%d", ref_page_limit(pg) + 1); /* one more: is there a next page? */
     /* a given part that has no normal form matches nothing: "\x01" is never indexed */
     const char *argv[] = {k,
                           "",
@@ -346,7 +279,7 @@ void store_search_page(struct store *s, const struct store_search_query *q,
                           q->after_score ? q->after_score : "",
                           q->after_id ? q->after_id : "",
                           want};
-    struct store_gather *g = store_gather_new(s, on_part, on_done, pg);
+    struct store_gather *g = store_gather_new(s, ref_page_part, ref_page_done, pg);
     for (unsigned p = 0; p < store_partitions(s); p++) {
         key_build(k, sizeof(k), store_part_tag(s, p), "ct", NULL, NULL);
         argv[1] = store_part_tag(s, p);

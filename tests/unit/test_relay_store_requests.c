@@ -66,15 +66,14 @@ static void test_page_merge(void **state)
 {
     struct rpool p = {0};
     memset(&seen, 0, sizeof(seen));
-    struct req_page *pg = xcalloc(1, sizeof(*pg));
-    *pg = (struct req_page){.cb = on_page_seen, .limit = 3};
+    struct ref_page *pg = ref_page_new(3, on_page_seen, NULL);
     redisReply *r0 = rp_arr(&p, 4, rp_str(&p, "b"), rp_str(&p, "9"), rp_str(&p, "c"),
                             rp_str(&p, "10"));
     redisReply *r1 = rp_arr(&p, 5, rp_str(&p, "a"), rp_str(&p, "10"), rp_str(&p, "z"),
                             rp_str(&p, "11"), rp_str(&p, "odd")); /* a trailing id: ignored */
-    assert_int_equal(on_page_part(pg, 0, NULL, r0), 0);
-    assert_int_equal(on_page_part(pg, 1, NULL, r1), 0);
-    on_paged(pg, NULL);
+    assert_int_equal(ref_page_part(pg, 0, NULL, r0), 0);
+    assert_int_equal(ref_page_part(pg, 1, NULL, r1), 0);
+    ref_page_done(pg, NULL);
     assert_int_equal(seen.calls, 1);
     assert_int_equal(seen.n, 3);
     assert_true(seen.more);
@@ -83,12 +82,11 @@ static void test_page_merge(void **state)
     assert_string_equal(seen.ids[2], "c");
 
     memset(&seen, 0, sizeof(seen));
-    pg = xcalloc(1, sizeof(*pg));
-    *pg = (struct req_page){.cb = on_page_seen, .limit = 3};
+    pg = ref_page_new(3, on_page_seen, NULL);
     redisReply *e = rp_str(&p, "ERR");
     e->type = REDIS_REPLY_ERROR;
-    assert_int_equal(on_page_part(pg, 0, NULL, e), -1);
-    on_paged(pg, store_err_reply);
+    assert_int_equal(ref_page_part(pg, 0, NULL, e), -1);
+    ref_page_done(pg, store_err_reply);
     assert_int_equal(seen.calls, 1);
     assert_int_equal(seen.n, 0);
 }

@@ -139,15 +139,14 @@ static void on_seen(void *arg, const char *err, const struct store_req_ref *e, s
 static void test_page_merge(void **state)
 {
     struct rpool p = {0};
-    struct search_page *pg = xcalloc(1, sizeof(*pg));
-    *pg = (struct search_page){.cb = on_seen, .limit = 2};
-    assert_int_equal(on_part(pg, 0, NULL,
+    struct ref_page *pg = ref_page_new(2, on_seen, NULL);
+    assert_int_equal(ref_page_part(pg, 0, NULL,
                              rp_arr(&p, 4, rp_str(&p, "z"), rp_str(&p, "100"), rp_str(&p, "y"),
                                     rp_str(&p, "7"))),
                      0);
-    assert_int_equal(on_part(pg, 1, NULL, rp_arr(&p, 2, rp_str(&p, "a"), rp_str(&p, "100"))),
+    assert_int_equal(ref_page_part(pg, 1, NULL, rp_arr(&p, 2, rp_str(&p, "a"), rp_str(&p, "100"))),
                      0);
-    on_done(pg, NULL);
+    ref_page_done(pg, NULL);
     assert_int_equal(seen.calls, 1);
     assert_int_equal(seen.n, 2);
     assert_true(seen.more);
