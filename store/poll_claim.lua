@@ -41,6 +41,7 @@ local now = tonumber(ARGV[1])
 local budget = tonumber(ARGV[4])
 local share = tonumber(ARGV[7] or '0') or 0
 local skip = tonumber(ARGV[8] or '0') or 0
+-- #include poll_lib.lua
 local rb -- the anonymous reads' bucket, refilled up to now: {tokens, ts, had, burst}
 if share > 0 then
   local rburst = math.max(1, math.floor(share / 4))
@@ -86,23 +87,7 @@ if avail > 0 then
       if n <= 0 then
         break
       end
-      local got = 0
-      local passed = 0
-      repeat
-        local ids = redis.call('ZRANGEBYSCORE', k, '-inf', now, 'LIMIT', 0, n - got)
-        local skipped = 0
-        for _, id in ipairs(ids) do
-          if skip > 0 and redis.call('HGET', ARGV[9] .. ':req:' .. id, 'fk') == '1' then
-            redis.call('ZADD', k, 'XX', now + skip, id)
-            skipped = skipped + 1
-          else
-            redis.call('ZADD', k, 'XX', until_ms, id)
-            out[#out + 1] = id
-            got = got + 1
-          end
-        end
-        passed = passed + skipped
-      until skipped == 0 or got >= n or passed >= 512
+      local got = poll_take_due(k, now, n, until_ms, skip, ARGV[9], out)
       taken = taken + got
       n = n - got
     end

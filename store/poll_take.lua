@@ -15,24 +15,9 @@ local now = tonumber(ARGV[1])
 local until_ms = now + tonumber(ARGV[3])
 local out = {}
 local skip = tonumber(ARGV[5] or '0') or 0
+-- #include poll_lib.lua
 local function take(k, n)
-  local got, passed, skipped = 0, 0, 0
-  repeat
-    local ids = redis.call('ZRANGEBYSCORE', k, '-inf', now, 'LIMIT', 0, n - got)
-    skipped = 0
-    for _, id in ipairs(ids) do
-      if skip > 0 and redis.call('HGET', ARGV[6] .. ':req:' .. id, 'fk') == '1' then
-        redis.call('ZADD', k, 'XX', now + skip, id)
-        skipped = skipped + 1
-      else
-        redis.call('ZADD', k, 'XX', until_ms, id)
-        out[#out + 1] = id
-        got = got + 1
-      end
-    end
-    passed = passed + skipped
-  until skipped == 0 or got >= n or passed >= 512
-  return got
+  return poll_take_due(k, now, n, until_ms, skip, ARGV[6], out)
 end
 local n = tonumber(ARGV[2])
 for _, k in ipairs({KEYS[1], KEYS[2], KEYS[3]}) do
