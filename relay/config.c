@@ -111,6 +111,9 @@ const struct setting config_settings[] = {
      "ignored)"},
     {"admin-token", SET_STR, F(admin_token), NULL, 1, 0,
      "bearer token for the REST API; required when listening beyond loopback"},
+    {"read-token", SET_STR, F(read_token), NULL, 1, 0,
+     "second bearer token that may only read: GET/HEAD on every /v1 path and /metrics (no "
+     "secrets; anything else 403 read_only_token); needs STATUSRELAY_ADMIN_TOKEN"},
     {"stream-token", SET_STR, F(stream_token), NULL, 1, 0,
      "token for dashboard subscriptions broader than one request id"},
     {"status-require-token", SET_BOOL, F(status_require_token), "false", 0, 0,
@@ -205,6 +208,28 @@ static int url_scheme_ok(const char *u, const char *a, const char *b)
  *     interval = min(20s, timeout / 3). */
 
 #define MAX_SETTINGS 128
+
+/* Why STATUSRELAY_READ_TOKEN is refused, or NULL. Unset (or empty) is fine. Without an admin
+ * token the API is open on loopback (and refused beyond it), so a read token alone would
+ * restrict nothing: refused rather than trusted. Its value is compared after trimming blanks,
+ * so it holds visible ASCII only. */
+static const char *read_token_check(const struct config *c)
+{
+    const char *t = c->read_token;
+    if (t == NULL || t[0] == '\0')
+        return NULL;
+    if (c->admin_token == NULL || c->admin_token[0] == '\0')
+        return "needs STATUSRELAY_ADMIN_TOKEN (without it the API is open and a read token "
+               "restricts nothing)";
+    if (strlen(t) < 16)
+        return "must be at least 16 characters";
+    for (const char *p = t; *p; p++)
+        if ((unsigned char)*p < 0x21 || (unsigned char)*p > 0x7e)
+            return "must be visible ASCII (no spaces or control characters)";
+    if (strcmp(t, c->admin_token) == 0)
+        return "must differ from STATUSRELAY_ADMIN_TOKEN";
+    return NULL;
+}
 
 static int64_t max64(int64_t a, int64_t b)
 {
@@ -336,6 +361,8 @@ int config_load(struct config *c, int argc, char **argv, const char **rest, int 
     if (c->admin_token && c->admin_token[0] != '\0' && strlen(c->admin_token) < 16)
         return invalid("STATUSRELAY_ADMIN_TOKEN", "must be at least 16 characters");
     const char *why;
+    if ((why = read_token_check(c)) != NULL)
+        return invalid("STATUSRELAY_READ_TOKEN", why);
     if ((why = cors_list_check(c->cors_origins)) != NULL)
         return invalid("STATUSRELAY_CORS_ORIGINS", why);
     if ((why = cors_list_check(c->admin_cors_origins)) != NULL)

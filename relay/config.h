@@ -48,6 +48,7 @@ struct config {
     int64_t http_request_timeout_ms; /* REST: a request must arrive whole within this */
     char *ws_listen;
     char *admin_token;
+    char *read_token;              /* GET/HEAD only on /v1 and /metrics (admit.c) */
     char *stream_token;
     int status_require_token;      /* /intents/status(/v3) need the admin token too */
     char *cors_origins;            /* CORS origins of the status reads and the dashboard port */

@@ -7,6 +7,8 @@
 #include "relay/common/util.h"
 
 #include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/sha.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -48,35 +50,70 @@ static int has_token(const struct admit_rules *r)
     return r->admin_token != NULL && r->admin_token[0] != '\0';
 }
 
-/* 1 when no admin token is set, or the Authorization header is "Bearer <token>" (compared in
- * constant time; spaces around the token ignored). */
-static int authorized(const struct admit_rules *r, struct evkeyvalq *in)
+static int has_read_token(const struct admit_rules *r)
 {
-    if (!has_token(r))
-        return 1;
-    const char *tok = r->admin_token;
-    const char *h = evhttp_find_header(in, "Authorization");
-    if (h == NULL || strncasecmp(h, "Bearer ", 7) != 0)
-        return 0;
-    h += 7;
-    while (*h == ' ')
-        h++;
-    size_t n = strlen(h), m = strlen(tok);
-    while (n > 0 && (h[n - 1] == ' ' || h[n - 1] == '\t'))
+    return r->read_token != NULL && r->read_token[0] != '\0';
+}
+
+/* SHA-256 of the n bytes of s into md (a failure is out of memory: a digest left unset could
+ * match another, so it aborts). */
+static void digest(const char *s, size_t n, unsigned char md[SHA256_DIGEST_LENGTH])
+{
+    if (EVP_Digest(s, n, md, NULL, EVP_sha256(), NULL) != 1)
+        abort();
+}
+
+enum admit_cred admit_token(const struct admit_rules *r, const char *tok, size_t n)
+{
+    while (n > 0 && (*tok == ' ' || *tok == '\t'))
+        tok++, n--;
+    while (n > 0 && (tok[n - 1] == ' ' || tok[n - 1] == '\t'))
         n--;
-    return n == m && CRYPTO_memcmp(h, tok, m) == 0;
+    /* digests: equal lengths for CRYPTO_memcmp whatever the lengths of the tokens, and both
+     * compared every time (no early return on the first match) */
+    unsigned char got[SHA256_DIGEST_LENGTH], adm[SHA256_DIGEST_LENGTH], rd[SHA256_DIGEST_LENGTH];
+    int ha = has_token(r), hr = has_read_token(r);
+    digest(tok, n, got);
+    digest(ha ? r->admin_token : "", ha ? strlen(r->admin_token) : 0, adm);
+    digest(hr ? r->read_token : "", hr ? strlen(r->read_token) : 0, rd);
+    int is_admin = (CRYPTO_memcmp(got, adm, sizeof(got)) == 0) & ha & (n > 0);
+    int is_read = (CRYPTO_memcmp(got, rd, sizeof(got)) == 0) & hr & (n > 0);
+    return is_admin ? ADMIT_CRED_ADMIN : is_read ? ADMIT_CRED_READ : ADMIT_CRED_NONE;
+}
+
+enum admit_cred admit_bearer(const struct admit_rules *r, const char *v, size_t n)
+{
+    if (v == NULL || n < 7 || strncasecmp(v, "Bearer ", 7) != 0)
+        return ADMIT_CRED_NONE;
+    return admit_token(r, v + 7, n - 7);
+}
+
+/* The token the request's Authorization header presents. */
+static enum admit_cred request_cred(const struct admit_rules *r, struct evkeyvalq *in)
+{
+    const char *h = evhttp_find_header(in, "Authorization");
+    return h == NULL ? ADMIT_CRED_NONE : admit_bearer(r, h, strlen(h));
+}
+
+/* 1 when no admin token is set (the API is open), or the request presented the admin token
+ * or the read token (admit_token). What the read token may do is judge's. */
+static int authorized(const struct admit_rules *r, const struct admit *out)
+{
+    return !has_token(r) || out->cred != ADMIT_CRED_NONE;
 }
 
 /* A status-read caller proved who it is (issue 22; otherwise it is anonymous, compat.c): with
- * an admin token set, by presenting it; without one, by being a tool on this machine - a
- * loopback client whose request carries no Origin (any web page can make a browser send a GET
- * to loopback, but not without its Origin). Behind a trusted proxy (a local nginx: a loopback
- * peer) the client is the forwarded one, which is on loopback only when the proxy says so. */
+ * an admin token set, by presenting it or the read token; without one, by being a tool on this
+ * machine - a loopback client whose request carries no Origin (any web page can make a browser
+ * send a GET to loopback, but not without its Origin). Behind a trusted proxy (a local nginx: a
+ * loopback peer) the client is the forwarded one, which is on loopback only when the proxy says
+ * so. */
 static int read_caller_proven(const struct admit_rules *r, const struct admit_req *q,
-                              const char *origin)
+                              const struct admit *out)
 {
+    const char *origin = out->origin;
     if (has_token(r))
-        return authorized(r, q->headers);
+        return authorized(r, out);
     static const uint8_t lo6[16] = {[15] = 1};
     const struct proto_ip *ip = q->client;
     int loopback = ip != NULL && ((ip->family == AF_INET && ip->a[0] == 127) ||
@@ -211,8 +248,12 @@ static enum admit_verdict judge(const struct admit_rules *r, const struct admit_
         out->acao == NULL)
         return ADMIT_FORBIDDEN_ORIGIN;
     if ((auth == AUTH_TOKEN || (auth == AUTH_READ && r->status_require_token)) &&
-        !authorized(r, in))
+        !authorized(r, out))
         return ADMIT_UNAUTHORIZED;
+    /* The read token reads: on a token route (or an unknown path) anything but GET/HEAD is
+     * refused, before the media type and the route (it is valid: 403, not 401). */
+    if (auth == AUTH_TOKEN && out->cred == ADMIT_CRED_READ && m != EVHTTP_REQ_GET)
+        return ADMIT_READ_ONLY;
     /* ... and a JSON body type (checked once the caller is known: 401 says more) */
     if (rt != NULL && rt->auth == AUTH_TOKEN &&
         (m == EVHTTP_REQ_POST || m == EVHTTP_REQ_PUT || m == EVHTTP_REQ_PATCH) &&
@@ -237,12 +278,12 @@ void admit_decide(const struct admit_rules *r, const struct admit_req *q, struct
     out->origin = evhttp_find_header(q->headers, "Origin");
     out->acao = cors_allow_origin(cors, out->origin);
     out->host = request_host(q->headers);
+    out->cred = request_cred(r, q->headers);
     if (auth == AUTH_READ)
-        out->anonymous = !read_caller_proven(r, q, out->origin);
+        out->anonymous = !read_caller_proven(r, q, out);
     if (out->allow == 0 && proxy_wants(r, q->path)) {
         out->verdict = ADMIT_PROXY; /* the client's own credentials: no admin token needed */
-        out->body_cap = has_token(r) && authorized(r, q->headers) ? API_BODY_MAX
-                                                                   : API_BODY_ANON_MAX;
+        out->body_cap = out->cred == ADMIT_CRED_ADMIN ? API_BODY_MAX : API_BODY_ANON_MAX;
         return;
     }
     out->verdict = judge(r, q, m, auth, out);

@@ -16,12 +16,17 @@
  *   4. a state-changing request (not GET/HEAD) on a token route from an Origin the admin CORS
  *      setting does not list: ADMIT_FORBIDDEN_ORIGIN;
  *   5. the admin token missing where it is needed (token routes, unknown paths, the status reads
- *      with status_require_token): ADMIT_UNAUTHORIZED;
+ *      with status_require_token): ADMIT_UNAUTHORIZED (the read token counts as present);
+ *   5b. the read token (STATUSRELAY_READ_TOKEN) on a token route or unknown path with a method
+ *      other than GET/HEAD: ADMIT_READ_ONLY (it is valid, so 403, not 401);
  *   6. POST/PUT/PATCH on a token route without Content-Type: application/json: ADMIT_MEDIA_TYPE;
  *   7. no route matches the path: ADMIT_NOT_FOUND; the path, but not the method: ADMIT_METHOD;
  *   8. otherwise ADMIT_GO.
  * A status read (route auth AUTH_READ) is "anonymous" unless its caller proved who it is: with
- * an admin token by presenting it, without one by being on loopback and sending no Origin.
+ * an admin token by presenting it (or the read token), without one by being on loopback and
+ * sending no Origin.
+ * Tokens are compared by admit_token alone (also for listen.c's reserve and proxy.c's header
+ * filter): both configured tokens always, over SHA-256 digests, in constant time.
  *
  * Pure: no I/O, no clock, no daemon state (the caller passes the settings in as admit_rules).
  * runs on: the core thread in the daemon (any thread: it keeps no state). */
@@ -46,6 +51,7 @@ struct admit_rules {
     const char *admin_cors_origins; /* STATUSRELAY_ADMIN_CORS_ORIGINS: every other path */
     int status_require_token;       /* the status reads need the token too */
     int passthrough;                /* paths we do not serve go to the upstream (proxy.c) */
+    const char *read_token;         /* STATUSRELAY_READ_TOKEN (GET/HEAD only); NULL or "": none */
 };
 
 /* One request's head. Everything is borrowed for the call. */
@@ -66,6 +72,14 @@ enum admit_verdict {
     ADMIT_MEDIA_TYPE,       /* 415 unsupported_media_type */
     ADMIT_NOT_FOUND,        /* 404 not_found */
     ADMIT_METHOD,           /* 405 method_not_allowed (Allow: the path's methods) */
+    ADMIT_READ_ONLY,        /* 403 read_only_token: the read token on a state-changing method */
+};
+
+/* The configured token a request presented. */
+enum admit_cred {
+    ADMIT_CRED_NONE = 0, /* none, a wrong one, or no Authorization header */
+    ADMIT_CRED_ADMIN,    /* STATUSRELAY_ADMIN_TOKEN */
+    ADMIT_CRED_READ,     /* STATUSRELAY_READ_TOKEN */
 };
 
 struct admit {
@@ -78,6 +92,7 @@ struct admit {
     const char *acao;          /* Access-Control-Allow-Origin to send, or NULL (borrowed) */
     const char *host;          /* the Host, NULL when none, a marker when several (borrowed) */
     int anonymous;             /* a status read whose caller proved nothing */
+    enum admit_cred cred;      /* the token its Authorization header presents */
     int64_t body_cap;          /* body bytes allowed: API_BODY_MAX, API_BODY_ANON_MAX, or -1
                                 * for a request answered on its head alone */
     char *param[ROUTE_MAX_PARAMS]; /* the route's decoded path parameters (owned; NUL-ended,
@@ -93,6 +108,13 @@ void admit_cleanup(struct admit *out);
 /* The methods of allow as an Allow header value ("GET, HEAD, POST") into list (n bytes); HEAD
  * comes with GET, and OPTIONS is listed when options is set. */
 void admit_allow_list(unsigned allow, int options, char *list, size_t n);
+/* Which configured token the n bytes of tok are (blanks around them ignored). Both tokens are
+ * always compared, as SHA-256 digests with CRYPTO_memcmp, so the time taken tells neither
+ * which one matched nor how long they are. */
+enum admit_cred admit_token(const struct admit_rules *rules, const char *tok, size_t n);
+/* The same for an Authorization value of n bytes: "Bearer <token>" (scheme in any case);
+ * anything else is ADMIT_CRED_NONE. */
+enum admit_cred admit_bearer(const struct admit_rules *rules, const char *v, size_t n);
 /* The method named by the n bytes of m ("GET"), or 0 when it is none of ours. */
 enum evhttp_cmd_type admit_method(const char *m, size_t n);
 

@@ -79,6 +79,7 @@ struct ctx {
     int head;                      /* HEAD request: headers only */
     int upstream_shape;            /* errors also carry {"message","errorCode"} */
     int anonymous;                 /* status reads: the caller did not prove who it is */
+    int read_only;                 /* it presented the read token: GET only, no secrets */
     char peer[64];                 /* status reads: the client address key (compat.c) */
     int read_kind;                 /* status reads: what an upstream call is for (compat.c) */
     struct proto_ip client;        /* the client address (api_client_addr; family 0: unknown) */

@@ -36,6 +36,7 @@
  * (protocol/forwarded.h); a malformed forwarded header falls back to the proxy's address and
  * is logged at most every 10 s with the count folded in. */
 #include "relay/api/listen.h"
+#include "relay/api/admit.h"
 #include "relay/api/gate.h"
 #include "relay/api/internal.h"
 #include "protocol/forwarded.h"
@@ -51,7 +52,6 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 #include <event2/util.h>
-#include <openssl/crypto.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -460,7 +460,8 @@ static char *head_joined(const struct proto_rest_head *h, const char *name, size
     return out;
 }
 
-/* A head the reserve lets through: the upstream's webhook path, or the admin token. */
+/* A head the reserve lets through: the upstream's webhook path, or the admin token (not the
+ * read token: the reserve is for operators, admit_token compares). */
 static int privileged(const struct api *a, const struct proto_rest_head *h)
 {
     static const char ingest[] = "/v1/ingest/upstream";
@@ -468,18 +469,8 @@ static int privileged(const struct api *a, const struct proto_rest_head *h)
     if (h->target_len >= il && memcmp(h->target, ingest, il) == 0 &&
         (h->target_len == il || h->target[il] == '?'))
         return 1;
-    const char *tok = a->c->cfg->admin_token;
     const struct proto_rest_hdr *au = proto_rest_head_find(h, "Authorization");
-    if (tok == NULL || tok[0] == '\0' || au == NULL || au->value_len < 7 ||
-        strncasecmp(au->value, "Bearer ", 7) != 0)
-        return 0;
-    const char *v = au->value + 7;
-    size_t n = au->value_len - 7, m = strlen(tok);
-    while (n > 0 && *v == ' ')
-        v++, n--;
-    while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
-        n--;
-    return n == m && CRYPTO_memcmp(v, tok, m) == 0;
+    return au != NULL && admit_bearer(a->rules, au->value, au->value_len) == ADMIT_CRED_ADMIN;
 }
 
 /* The gate read head h on bev, before evhttp sees it (gate_opts.on_head): 0 to go on, -1 to

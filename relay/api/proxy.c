@@ -13,7 +13,7 @@
  *     hop-by-hop ones (Connection and the names it lists, Keep-Alive, Proxy-*, TE, Trailer,
  *     Transfer-Encoding, Upgrade), Host, Content-Length and Expect (recomputed). The relay's
  *     STATUSRELAY_UPSTREAM_API_KEY is never added; an Authorization header that carries the
- *     relay's admin token is dropped (it is the relay's secret, not the client's).
+ *     relay's admin or read token is dropped (they are the relay's secrets, not the client's).
  *   - No admin token needed on these paths: they carry the client's own upstream credentials.
  *   - The answer: the upstream's status, headers minus hop-by-hop (Content-Length is
  *     recomputed, except for HEAD), and body, buffered up to PT_MAX_RESPONSE.
@@ -33,6 +33,7 @@
  *     backslashes) is refused with 400 invalid_path, not forwarded: curl removes dot-segments,
  *     which would escape the path of a prefixed STATUSRELAY_UPSTREAM_API_URL. */
 #include "relay/api/proxy.h"
+#include "relay/api/admit.h"
 #include "relay/api/internal.h"
 #include "relay/common/httpc.h"
 #include "relay/common/log.h"
@@ -44,7 +45,6 @@
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
-#include <openssl/crypto.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -112,19 +112,12 @@ static int hop(const struct evkeyvalq *h, const char *name, size_t len)
     return h != NULL && named_by_connection(h, name, len);
 }
 
-/* Does this Authorization value carry the relay's admin token? */
-static int is_admin_token(const char *v, const char *tok)
+/* Does this Authorization value carry one of the relay's tokens (admin or read, with or
+ * without "Bearer ")? They are the relay's secrets, not the client's. */
+static int is_relay_token(const char *v, const struct admit_rules *rules)
 {
-    if (tok == NULL || tok[0] == '\0')
-        return 0;
-    if (strncasecmp(v, "Bearer ", 7) == 0)
-        v += 7;
-    while (*v == ' ')
-        v++;
-    size_t n = strlen(v), m = strlen(tok);
-    while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
-        n--;
-    return n == m && CRYPTO_memcmp(v, tok, m) == 0;
+    return admit_bearer(rules, v, strlen(v)) != ADMIT_CRED_NONE ||
+           admit_token(rules, v, strlen(v)) != ADMIT_CRED_NONE;
 }
 
 static void pt_free(struct pt *p)
@@ -369,9 +362,9 @@ static void on_upstream(void *arg, const struct httpc_resp *r)
 }
 
 /* The client's header lines for curl into p->lines (minus hop-by-hop, Host, Content-Length,
- * Expect and an Authorization carrying the admin token), then blanks for the headers curl
- * would add on its own. -1 when there are more than PT_MAX_HEADERS. */
-static int pt_headers(struct pt *p, struct evkeyvalq *in, const char *admin_token)
+ * Expect and an Authorization carrying the admin or the read token), then blanks for the headers
+ * curl would add on its own. -1 when there are more than PT_MAX_HEADERS. */
+static int pt_headers(struct pt *p, struct evkeyvalq *in, const struct admit_rules *rules)
 {
     int has_accept = 0, has_ua = 0, has_ctype = 0;
     const struct evkeyval *kv;
@@ -380,7 +373,7 @@ static int pt_headers(struct pt *p, struct evkeyvalq *in, const char *admin_toke
         if (hop(in, kv->key, nl) || strcasecmp(kv->key, "host") == 0 ||
             strcasecmp(kv->key, "content-length") == 0 || strcasecmp(kv->key, "expect") == 0)
             continue;
-        if (strcasecmp(kv->key, "authorization") == 0 && is_admin_token(kv->value, admin_token))
+        if (strcasecmp(kv->key, "authorization") == 0 && is_relay_token(kv->value, rules))
             continue;
         if (p->nlines == PT_MAX_HEADERS)
             return -1;
@@ -457,7 +450,7 @@ void api_proxy(struct ctx *x)
     }
     struct pt *p = xcalloc(1, sizeof(*p));
     p->x = x;
-    if (pt_headers(p, evhttp_request_get_input_headers(x->req), c->cfg->admin_token) != 0) {
+    if (pt_headers(p, evhttp_request_get_input_headers(x->req), a->rules) != 0) {
         api_reply_error(x, 431, "too_many_headers", NULL,
                         "at most %d request headers are forwarded", PT_MAX_HEADERS);
         pt_free(p);

@@ -49,8 +49,25 @@ static const char *wh_query(void *ctx, const char *key)
     return api_query_get(ctx, key);
 }
 
+/* The read token sees no secrets: a custom header's value (often the receiver's own
+ * credential) reads "****" in each endpoint object of the answer. */
+static void redact_headers(json_t *wh)
+{
+    json_t *h = json_object_get(wh, "headers");
+    for (void *it = json_object_iter(h); it != NULL; it = json_object_iter_next(h, it))
+        json_object_iter_set_new(h, it, json_string("****"));
+}
+
 static void wh_reply_json(void *ctx, int code, json_t *body)
 {
+    struct ctx *x = ctx;
+    if (x->read_only && body != NULL) { /* GETs only: the rest is refused (admit.c) */
+        json_t *list = json_object_get(body, "webhooks"), *wh;
+        size_t i;
+        redact_headers(body);
+        json_array_foreach(list, i, wh)
+            redact_headers(wh);
+    }
     api_reply_json(ctx, code, body);
 }
 

@@ -153,6 +153,11 @@ static void answer(struct ctx *x, const struct admit *ad)
         api_reply_error(x, 401, "unauthorized", NULL,
                         "Authorization: Bearer <admin token> required");
         return;
+    case ADMIT_READ_ONLY:
+        api_reply_error(x, 403, "read_only_token", NULL,
+                        "the read token (STATUSRELAY_READ_TOKEN) may only GET; this request "
+                        "needs the admin token");
+        return;
     case ADMIT_MEDIA_TYPE:
         api_reply_error(x, 415, "unsupported_media_type", NULL,
                         "Content-Type: application/json required");
@@ -193,6 +198,7 @@ static void on_request(struct evhttp_request *req, void *arg)
     }
     x->upstream_shape = ad.read_path;
     x->anonymous = ad.anonymous;
+    x->read_only = ad.cred == ADMIT_CRED_READ;
     add_cors_headers(x, &ad, m);
     if (evhttp_find_header(in, API_GATE_HEADER) != NULL) {
         api_reply_error(x, 413, "body_too_large", NULL, /* gate.c: declared or chunked */
@@ -248,6 +254,7 @@ struct api *api_new(struct core *c)
         .admin_cors_origins = c->cfg->admin_cors_origins,
         .status_require_token = c->cfg->status_require_token,
         .passthrough = c->cfg->passthrough,
+        .read_token = c->cfg->read_token,
     };
     return a;
 }
@@ -264,9 +271,11 @@ int api_start(struct api *a)
     if (api_listen_start(a, host, port, on_conn_close, a) != 0) /* sets a->sock; logs why not */
         return -1;
     int tok = a->c->cfg->admin_token && a->c->cfg->admin_token[0];
+    int rtok = a->c->cfg->read_token && a->c->cfg->read_token[0];
     log_info("REST API listening",
              "listen=%s max_connections=%lld auth=%s ingest=%s status_reads=%s", listen,
-             (long long)a->c->cfg->http_max_connections, tok ? "token" : "none",
+             (long long)a->c->cfg->http_max_connections,
+             tok ? (rtok ? "token+read_token" : "token") : "none",
              a->ingest_key ? "on" : "off",
              tok && a->c->cfg->status_require_token ? "token" : "public");
     return 0;

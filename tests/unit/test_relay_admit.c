@@ -15,15 +15,18 @@
 
 #include <cmocka.h>
 
-/* The settings of the rows: no token (the API open on loopback), a token with the pass-through
- * and an admin CORS origin, a token that the status reads need too, the pass-through alone. */
+/* The settings of the rows: no token (the API open on loopback), a token (and a read token)
+ * with the pass-through and an admin CORS origin, a token (and a read token) that the status
+ * reads need too, the pass-through alone. */
 enum rules_id { OPEN, TOKEN, REQUIRE, PASS };
 
 static struct admit_rules rules_of(enum rules_id id)
 {
-    struct admit_rules r = {api_routes, api_routes_len, NULL, "relay.example", "*", NULL, 0, 0};
+    struct admit_rules r = {api_routes, api_routes_len, NULL, "relay.example", "*", NULL, 0, 0,
+                            NULL};
     if (id == TOKEN || id == REQUIRE) {
         r.admin_token = "sekret";
+        r.read_token = "reader";
         r.admin_cors_origins = "https://admin.example";
         r.passthrough = id == TOKEN;
         r.status_require_token = id == REQUIRE;
@@ -37,6 +40,7 @@ static struct admit_rules rules_of(enum rules_id id)
 
 #define CT "Content-Type: application/json; charset=utf-8\n"
 #define AUTH "Authorization: Bearer sekret\n"
+#define RD "Authorization: Bearer reader\n"
 #define LO "127.0.0.1"
 #define ANY -2 /* the row does not check it */
 
@@ -116,6 +120,37 @@ static const struct row {
      ADMIT_OPTIONS, -1, 0},
     {TOKEN, EVHTTP_REQ_GET, "/v1/nope", "", LO, ADMIT_UNAUTHORIZED, -1, 0},
     {TOKEN, EVHTTP_REQ_GET, "/v1/nope", AUTH, LO, ADMIT_NOT_FOUND, -1, 0},
+    /* the read token: GET/HEAD on every token route, anything else 403 (before the media
+     * type and the route: it is valid); it proves a status-read caller */
+    {TOKEN, EVHTTP_REQ_GET, "/v1/requests", RD, LO, ADMIT_GO, 1, 0},
+    {TOKEN, EVHTTP_REQ_HEAD, "/v1/webhooks", RD, LO, ADMIT_GO, 1, 0},
+    {TOKEN, EVHTTP_REQ_GET, "/metrics", "Authorization: BEARER  reader\t\n", LO, ADMIT_GO, 1,
+     0},
+    {TOKEN, EVHTTP_REQ_GET, "/v1/webhooks/x/deliveries", RD, LO, ADMIT_GO, 1, 0},
+    {TOKEN, EVHTTP_REQ_GET, "/v1/nope", RD, LO, ADMIT_NOT_FOUND, -1, 0},
+    {TOKEN, EVHTTP_REQ_GET, "/v1/requests", "Authorization: Bearer readerx\n", LO,
+     ADMIT_UNAUTHORIZED, -1, 0},
+    {TOKEN, EVHTTP_REQ_GET, "/v1/requests", "Authorization: Bearer reade\n", LO,
+     ADMIT_UNAUTHORIZED, -1, 0},
+    {TOKEN, EVHTTP_REQ_POST, "/v1/webhooks", RD CT, LO, ADMIT_READ_ONLY, -1, 0},
+    {TOKEN, EVHTTP_REQ_POST, "/v1/webhooks", RD, LO, ADMIT_READ_ONLY, -1, 0},
+    {TOKEN, EVHTTP_REQ_PATCH, "/v1/webhooks/x", RD CT, LO, ADMIT_READ_ONLY, -1, 0},
+    {TOKEN, EVHTTP_REQ_DELETE, "/v1/webhooks/x", RD, LO, ADMIT_READ_ONLY, -1, 0},
+    {TOKEN, EVHTTP_REQ_POST, "/v1/webhooks/x/reveal-secret", RD CT, LO, ADMIT_READ_ONLY, -1, 0},
+    {TOKEN, EVHTTP_REQ_POST, "/v1/webhooks/x/rotate-secret", RD CT, LO, ADMIT_READ_ONLY, -1, 0},
+    {TOKEN, EVHTTP_REQ_POST, "/v1/replay", RD CT, LO, ADMIT_READ_ONLY, -1, 0},
+    {TOKEN, EVHTTP_REQ_POST, "/v1/backfill", RD CT, LO, ADMIT_READ_ONLY, -1, 0},
+    {TOKEN, EVHTTP_REQ_POST, "/v1/requests", RD CT, LO, ADMIT_READ_ONLY, -1, 0},
+    {TOKEN, EVHTTP_REQ_DELETE, "/v1/requests/abc", RD, LO, ADMIT_READ_ONLY, -1, 0},
+    {TOKEN, EVHTTP_REQ_PUT, "/v1/webhooks/x", RD CT, LO, ADMIT_READ_ONLY, -1, 0},
+    {TOKEN, EVHTTP_REQ_POST, "/v1/nope", RD CT, LO, ADMIT_READ_ONLY, -1, 0},
+    {TOKEN, EVHTTP_REQ_POST, "/v1/webhooks", RD CT "Origin: https://evil.example\n", LO,
+     ADMIT_FORBIDDEN_ORIGIN, -1, 0},
+    {TOKEN, EVHTTP_REQ_POST, "/v1/ingest/upstream", RD "Content-Type: text/plain\n", NULL,
+     ADMIT_GO, 0, 0},
+    {TOKEN, EVHTTP_REQ_GET, "/intents/status/v3", RD, "10.0.0.1", ADMIT_GO, 0, 0},
+    {REQUIRE, EVHTTP_REQ_GET, "/intents/status/v3", RD, LO, ADMIT_GO, 0, 0},
+    {TOKEN, EVHTTP_REQ_POST, "/quote", RD, LO, ADMIT_PROXY, 0, 0},
     /* the pass-through: 64 KiB unless the admin token is set and presented */
     {TOKEN, EVHTTP_REQ_POST, "/quote", "", LO, ADMIT_PROXY, 0, 0},
     {TOKEN, EVHTTP_REQ_POST, "/quote", AUTH, LO, ADMIT_PROXY, 1, 0},
@@ -224,6 +259,30 @@ static void test_route_details(void **state)
     evhttp_clear_headers(&in);
 }
 
+/* Which token a value presents: both compared, blanks trimmed, nothing without a setting. */
+static void test_tokens(void **state)
+{
+    struct admit_rules r = rules_of(TOKEN), open = rules_of(OPEN);
+    assert_int_equal(admit_token(&r, "sekret", 6), ADMIT_CRED_ADMIN);
+    assert_int_equal(admit_token(&r, " reader\t", 8), ADMIT_CRED_READ);
+    assert_int_equal(admit_token(&r, "readerX", 6), ADMIT_CRED_READ); /* n bytes only */
+    assert_int_equal(admit_token(&r, "sekre", 5), ADMIT_CRED_NONE);
+    assert_int_equal(admit_token(&r, "", 0), ADMIT_CRED_NONE);
+    assert_int_equal(admit_token(&r, "   ", 3), ADMIT_CRED_NONE);
+    assert_int_equal(admit_token(&open, "", 0), ADMIT_CRED_NONE);
+    assert_int_equal(admit_token(&open, "sekret", 6), ADMIT_CRED_NONE);
+    r.admin_token = "";
+    assert_int_equal(admit_token(&r, "", 0), ADMIT_CRED_NONE);
+    assert_int_equal(admit_token(&r, "reader", 6), ADMIT_CRED_READ);
+    r = rules_of(TOKEN);
+    assert_int_equal(admit_bearer(&r, "Bearer reader", 13), ADMIT_CRED_READ);
+    assert_int_equal(admit_bearer(&r, "bearer sekret ", 14), ADMIT_CRED_ADMIN);
+    assert_int_equal(admit_bearer(&r, "Basic reader", 12), ADMIT_CRED_NONE);
+    assert_int_equal(admit_bearer(&r, "reader", 6), ADMIT_CRED_NONE);
+    assert_int_equal(admit_bearer(&r, "Bearer", 6), ADMIT_CRED_NONE);
+    assert_int_equal(admit_bearer(&r, NULL, 0), ADMIT_CRED_NONE);
+}
+
 static void test_method_names(void **state)
 {
     assert_int_equal(admit_method("GET", 3), EVHTTP_REQ_GET);
@@ -239,6 +298,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rows),
         cmocka_unit_test(test_route_details),
+        cmocka_unit_test(test_tokens),
         cmocka_unit_test(test_method_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
