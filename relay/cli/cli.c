@@ -1,6 +1,7 @@
 /* cli.c - operator commands: clients of the REST API (STATUSRELAY_ADMIN_URL,
- * STATUSRELAY_ADMIN_TOKEN). Tables for people by default, --json for scripts. Exit codes:
- * 0 ok, 1 failure (server error, unreachable), 2 usage, 3 not found.
+ * STATUSRELAY_ADMIN_TOKEN, else STATUSRELAY_READ_TOKEN: the reading commands need no more).
+ * Tables for people by default, --json for scripts. Exit codes: 0 ok, 1 failure (server
+ * error, unreachable), 2 usage, 3 not found.
  *
  * This file holds the command table (one row per command: synopsis, its own options, an
  * example, its handler), the option parser and the help pages printed from the table; the
@@ -213,6 +214,8 @@ static const char global_help[] =
     "  --admin-url URL           REST API base URL (STATUSRELAY_ADMIN_URL, default\n"
     "                            http://127.0.0.1:8080)\n"
     "  --admin-token TOKEN       bearer token (STATUSRELAY_ADMIN_TOKEN)\n"
+    "  --read-token TOKEN        the read-only token, used when no admin token is given\n"
+    "                            (STATUSRELAY_READ_TOKEN): the reading commands only\n"
     "  -h, --help                this page\n"
     "exit status: 0 ok, 1 failure (server error, unreachable), 2 usage or refused input,\n"
     "3 not found.\n";
@@ -344,7 +347,8 @@ int cli_opt_int(const struct cli_args *a, const char *name, long max, long *out)
 
 static int is_global_with_value(const char *s)
 {
-    return strcmp(s, "--admin-url") == 0 || strcmp(s, "--admin-token") == 0;
+    return strcmp(s, "--admin-url") == 0 || strcmp(s, "--admin-token") == 0 ||
+           strcmp(s, "--read-token") == 0;
 }
 
 /* Split argv (after the command, and the subcommand of a group) into global options, the
@@ -380,8 +384,10 @@ static int parse_args(struct cli *c, struct cli_args *a, int argc, char **argv)
             v = v ? v : argv[++i];
             if (strcmp(name, "--admin-url") == 0)
                 c->url = v;
+            else if (strcmp(name, "--admin-token") == 0)
+                c->admin_flag = v;
             else
-                c->token = v;
+                c->read_flag = v;
             continue;
         }
         int k = opt_index(a->cmd, name);
@@ -477,8 +483,15 @@ int cli_main(const char *cmd, int argc, char **argv)
     a->cmd = k;
     a->pos = xcalloc((size_t)nargs + 1, sizeof(*a->pos));
     c.url = getenv("STATUSRELAY_ADMIN_URL");
-    c.token = getenv("STATUSRELAY_ADMIN_TOKEN");
     int rc = parse_args(&c, a, nargs, args);
+    /* the token: a flag before the environment, the admin token before the read token */
+    const char *env_admin = getenv("STATUSRELAY_ADMIN_TOKEN");
+    const char *env_read = getenv("STATUSRELAY_READ_TOKEN");
+    c.token = c.admin_flag                        ? c.admin_flag
+              : c.read_flag                       ? c.read_flag
+              : env_admin != NULL && env_admin[0] ? env_admin
+              : env_read != NULL && env_read[0]   ? env_read
+                                                  : NULL;
     if (rc == 1) {
         print_help(k);
         rc = 0;

@@ -77,6 +77,10 @@ long cli_call(struct cli *c, const char *method, const char *path, json_t *body,
             error_parts(*out, &code, &msg);
             fprintf(stderr, "statusrelay: %s %s: HTTP %ld %s%s%s\n", method, path, status,
                     code ? code : "", msg ? ": " : "", msg ? msg : "");
+            if (code != NULL && strcmp(code, "read_only_token") == 0)
+                fprintf(stderr, "statusrelay: this command changes state: it needs the admin "
+                                "token (STATUSRELAY_ADMIN_TOKEN or --admin-token); the read "
+                                "token only reads\n");
         }
     }
     free(text);

@@ -46,7 +46,9 @@ struct cli_cmd {
 /* The connection and output mode shared by every command. */
 struct cli {
     const char *url;   /* admin base URL, no trailing slash */
-    const char *token; /* may be NULL */
+    const char *token; /* may be NULL: --admin-token, --read-token, STATUSRELAY_ADMIN_TOKEN,
+                        * STATUSRELAY_READ_TOKEN, the first given */
+    const char *admin_flag, *read_flag; /* --admin-token, --read-token as given (cli.c) */
     int json;          /* --json: the API's JSON instead of tables */
     CURL *curl;
 };
