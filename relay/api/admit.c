@@ -63,6 +63,17 @@ static void digest(const char *s, size_t n, unsigned char md[SHA256_DIGEST_LENGT
         abort();
 }
 
+void admit_rules_keys(struct admit_rules *r)
+{
+    _Static_assert(sizeof(r->admin_md) == SHA256_DIGEST_LENGTH, "a SHA-256 digest");
+    memset(r->admin_md, 0, sizeof(r->admin_md));
+    memset(r->read_md, 0, sizeof(r->read_md));
+    if (has_token(r))
+        digest(r->admin_token, strlen(r->admin_token), r->admin_md);
+    if (has_read_token(r))
+        digest(r->read_token, strlen(r->read_token), r->read_md);
+}
+
 enum admit_cred admit_token(const struct admit_rules *r, const char *tok, size_t n)
 {
     while (n > 0 && (*tok == ' ' || *tok == '\t'))
@@ -71,13 +82,11 @@ enum admit_cred admit_token(const struct admit_rules *r, const char *tok, size_t
         n--;
     /* digests: equal lengths for CRYPTO_memcmp whatever the lengths of the tokens, and both
      * compared every time (no early return on the first match) */
-    unsigned char got[SHA256_DIGEST_LENGTH], adm[SHA256_DIGEST_LENGTH], rd[SHA256_DIGEST_LENGTH];
+    unsigned char got[SHA256_DIGEST_LENGTH];
     int ha = has_token(r), hr = has_read_token(r);
     digest(tok, n, got);
-    digest(ha ? r->admin_token : "", ha ? strlen(r->admin_token) : 0, adm);
-    digest(hr ? r->read_token : "", hr ? strlen(r->read_token) : 0, rd);
-    int is_admin = (CRYPTO_memcmp(got, adm, sizeof(got)) == 0) & ha & (n > 0);
-    int is_read = (CRYPTO_memcmp(got, rd, sizeof(got)) == 0) & hr & (n > 0);
+    int is_admin = (CRYPTO_memcmp(got, r->admin_md, sizeof(got)) == 0) & ha & (n > 0);
+    int is_read = (CRYPTO_memcmp(got, r->read_md, sizeof(got)) == 0) & hr & (n > 0);
     return is_admin ? ADMIT_CRED_ADMIN : is_read ? ADMIT_CRED_READ : ADMIT_CRED_NONE;
 }
 

@@ -52,6 +52,8 @@ struct admit_rules {
     int status_require_token;       /* the status reads need the token too */
     int passthrough;                /* paths we do not serve go to the upstream (proxy.c) */
     const char *read_token;         /* STATUSRELAY_READ_TOKEN (GET/HEAD only); NULL or "": none */
+    /* SHA-256 of admin_token and read_token, set by admit_rules_keys (zeros: no token matches) */
+    unsigned char admin_md[32], read_md[32];
 };
 
 /* One request's head. Everything is borrowed for the call. */
@@ -108,6 +110,9 @@ void admit_cleanup(struct admit *out);
 /* The methods of allow as an Allow header value ("GET, HEAD, POST") into list (n bytes); HEAD
  * comes with GET, and OPTIONS is listed when options is set. */
 void admit_allow_list(unsigned allow, int options, char *list, size_t n);
+/* Set the token digests of rules from its admin_token and read_token: once, after filling it
+ * (and again if a token changes); without it no token matches (fails closed). */
+void admit_rules_keys(struct admit_rules *rules);
 /* Which configured token the n bytes of tok are (blanks around them ignored). Both tokens are
  * always compared, as SHA-256 digests with CRYPTO_memcmp, so the time taken tells neither
  * which one matched nor how long they are. */

@@ -256,6 +256,7 @@ struct api *api_new(struct core *c)
         .passthrough = c->cfg->passthrough,
         .read_token = c->cfg->read_token,
     };
+    admit_rules_keys(a->rules);
     return a;
 }
 

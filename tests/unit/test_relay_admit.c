@@ -23,7 +23,7 @@ enum rules_id { OPEN, TOKEN, REQUIRE, PASS };
 static struct admit_rules rules_of(enum rules_id id)
 {
     struct admit_rules r = {api_routes, api_routes_len, NULL, "relay.example", "*", NULL, 0, 0,
-                            NULL};
+                            NULL, {0}, {0}};
     if (id == TOKEN || id == REQUIRE) {
         r.admin_token = "sekret";
         r.read_token = "reader";
@@ -35,6 +35,7 @@ static struct admit_rules rules_of(enum rules_id id)
         r.passthrough = 1;
         r.admin_cors_origins = "https://admin.example";
     }
+    admit_rules_keys(&r);
     return r;
 }
 
@@ -272,8 +273,17 @@ static void test_tokens(void **state)
     assert_int_equal(admit_token(&open, "", 0), ADMIT_CRED_NONE);
     assert_int_equal(admit_token(&open, "sekret", 6), ADMIT_CRED_NONE);
     r.admin_token = "";
+    admit_rules_keys(&r);
     assert_int_equal(admit_token(&r, "", 0), ADMIT_CRED_NONE);
     assert_int_equal(admit_token(&r, "reader", 6), ADMIT_CRED_READ);
+    assert_int_equal(admit_token(&r, "sekret", 6), ADMIT_CRED_NONE);
+    r = rules_of(TOKEN);
+    r.read_token = "other-reader"; /* keys not set again: the old digest, never the new one */
+    assert_int_equal(admit_token(&r, "other-reader", 12), ADMIT_CRED_NONE);
+    struct admit_rules unkeyed = {api_routes, api_routes_len, "sekret", NULL, "*", NULL, 0, 0,
+                                  "reader", {0}, {0}};
+    assert_int_equal(admit_token(&unkeyed, "sekret", 6), ADMIT_CRED_NONE); /* fails closed */
+    assert_int_equal(admit_token(&unkeyed, "reader", 6), ADMIT_CRED_NONE);
     r = rules_of(TOKEN);
     assert_int_equal(admit_bearer(&r, "Bearer reader", 13), ADMIT_CRED_READ);
     assert_int_equal(admit_bearer(&r, "bearer sekret ", 14), ADMIT_CRED_ADMIN);
