@@ -558,13 +558,16 @@ function feesTable(fees) {
   const kinds = [...new Set([...Object.keys(q), ...Object.keys(a)])];
   if (!kinds.length) return null;
   const sym = typeof fees.currency?.symbol === 'string' ? fees.currency.symbol : '';
+  // the amount, its USD value under it
   const cell = (v) => {
-    if (!v || typeof v !== 'object') return el('td', 'muted', '–');
-    const parts = [];
-    if (v.amountFormatted !== undefined && v.amountFormatted !== null) parts.push(String(v.amountFormatted));
+    if (!v || typeof v !== 'object') return el('td', 'num muted', '–');
+    const td = el('td', 'num');
+    const amt = v.amountFormatted ?? units(v.amount, fees.currency?.decimals);
+    if (amt !== undefined && amt !== null) td.append(el('div', null, amt));
     const u = usd(v.usd);
-    if (u) parts.push(parts.length ? `(${u})` : u);
-    return el('td', 'num', parts.join(' ') || '–');
+    if (u) td.append(el('div', 'muted', u));
+    if (!td.childNodes.length) td.textContent = '–';
+    return td;
   };
   const t = el('table', 'fees');
   const head = el('tr');
@@ -596,7 +599,10 @@ function factsTxs(list) {
     if (href) { a.href = href; a.target = '_blank'; a.rel = 'noopener noreferrer'; }
     line.append(a, document.createTextNode(' on '), chain(tx.chainId));
     if (tx.status && tx.status !== 'success') line.append(el('span', 'mark mark-rev', String(tx.status)));
-    if (tx.timestamp) line.append(el('span', 'muted small', ` ${new Date(tx.timestamp).toLocaleString()}`));
+    if (typeof tx.timestamp === 'number') {
+      line.append(el('span', 'muted small', ` ${clock(tx.timestamp)}`));
+      line.title = new Date(tx.timestamp).toLocaleString();
+    }
     box.append(line);
   }
   return box.childNodes.length ? box : null;
