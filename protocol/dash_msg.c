@@ -198,6 +198,38 @@ static enum dash_msg_error parse_history(struct dash_msg *m)
     return want_id(m, f, DASH_STAGE_EARLY, "history");
 }
 
+/* 1 when s[0..n) is a find term: 1..DASH_MSG_Q_MAX bytes of printable ASCII, no space (the
+ * values GET /v1/requests?q= takes, store_search_norm). */
+static int term_ok(const char *s, size_t n)
+{
+    if (n == 0 || n > DASH_MSG_Q_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] <= ' ' || (unsigned char)s[i] >= 0x7f)
+            return 0;
+    return 1;
+}
+
+static enum dash_msg_error parse_find(struct dash_msg *m)
+{
+    const json_t *jq = json_object_get(m->root, "q");
+    if (!json_is_string(jq) || !term_ok(json_string_value(jq), json_string_length(jq)))
+        return fault(m, DASH_MSG_BAD_QUERY, DASH_STAGE_EARLY, "find", "bad_request",
+                     "q is required: a request id, a wallet, a deposit address or a "
+                     "transaction hash (1 to 256 printable characters, no spaces)");
+    m->q = json_string_value(jq);
+    return DASH_MSG_OK;
+}
+
+static enum dash_msg_error parse_facts(struct dash_msg *m)
+{
+    const json_t *f = json_object_get(m->root, "filters");
+    if (!json_is_object(f))
+        return fault(m, DASH_MSG_FILTERS_TYPE, DASH_STAGE_EARLY, "facts", "bad_request",
+                     "filters.id is required");
+    return want_id(m, f, DASH_STAGE_EARLY, "facts");
+}
+
 enum dash_msg_error dash_msg_parse(const void *data, size_t len, struct dash_msg *m)
 {
     return dash_msg_parse_parts(data, len, 1, m);
@@ -228,8 +260,16 @@ enum dash_msg_error dash_msg_parse_parts(const void *data, size_t len, unsigned 
         m->type = DASH_MSG_HISTORY;
         return parse_history(m);
     }
+    if (strcmp(type, "find") == 0) {
+        m->type = DASH_MSG_FIND;
+        return parse_find(m);
+    }
+    if (strcmp(type, "facts") == 0) {
+        m->type = DASH_MSG_FACTS;
+        return parse_facts(m);
+    }
     return fault(m, DASH_MSG_UNKNOWN_TYPE, DASH_STAGE_EARLY, NULL, "unknown_type",
-                 "types: subscribe, unsubscribe, history");
+                 "types: subscribe, unsubscribe, history, find, facts");
 }
 
 void dash_msg_cleanup(struct dash_msg *m)

@@ -3,7 +3,7 @@
  * The core (relay/dash/sess.c) decides what a valid message may do (tokens, limits, the store);
  * this file only reads and validates, so the fuzzer can run it (tests/fuzz/fuzz_dash_msg.c).
  *
- * Messages: {"type": "subscribe" | "unsubscribe" | "history", ...}
+ * Messages: {"type": "subscribe" | "unsubscribe" | "history" | "find" | "facts", ...}
  *   subscribe   "event" (required: "request.status.updated" or "statusrelay.stats"), "token"?,
  *               "filters"? ({"id"} alone, or the broad keys of dash_msg_filter), "lastEventId"?
  *               (a streamId "<ms>[-<seq>]"; with N > 1 partitions the vector of N of them,
@@ -11,6 +11,9 @@
  *   unsubscribe "event" (required), "filters"? (as above; absent, null, {} or not an object:
  *               every subscription of the event)
  *   history     "filters": {"id"} (required)
+ *   find        "q" (required: a search term as GET /v1/requests?q= takes it, 1 to
+ *               DASH_MSG_Q_MAX bytes of printable ASCII without spaces)
+ *   facts       "filters": {"id"} (required)
  * Other keys are ignored. A subscribe to "statusrelay.stats" reads only "event" and "token".
  *
  * Fault stages. The core interleaves its own checks with these, and which answer a message with
@@ -39,8 +42,15 @@
 #define DASH_MSG_SNAPSHOT_MAX 1000
 #define DASH_MSG_FILTER_MAX_VALUES 64    /* per broad filter list */
 #define DASH_MSG_FILTER_MAX_STATUS 31    /* status length in a broad filter */
+#define DASH_MSG_Q_MAX 256               /* bytes of a find term (STORE_SEARCH_MAX_VALUE) */
 
-enum dash_msg_type { DASH_MSG_SUBSCRIBE = 1, DASH_MSG_UNSUBSCRIBE, DASH_MSG_HISTORY };
+enum dash_msg_type {
+    DASH_MSG_SUBSCRIBE = 1,
+    DASH_MSG_UNSUBSCRIBE,
+    DASH_MSG_HISTORY,
+    DASH_MSG_FIND,
+    DASH_MSG_FACTS,
+};
 enum dash_msg_event { DASH_EVENT_STATUS = 1, DASH_EVENT_STATS };
 /* What a subscribe / unsubscribe names: every subscription of the event (unsubscribe only),
  * one request id, or a broad filter (for subscribe also the empty one: everything). */
@@ -61,13 +71,14 @@ enum dash_msg_error {
     DASH_MSG_BAD_ID,            /* invalid_request_id: filters.id */
     DASH_MSG_ID_COMBINED,       /* bad_request: filters.id with other keys */
     DASH_MSG_BAD_FILTER,        /* bad_request: a broad filter key or value */
+    DASH_MSG_BAD_QUERY,         /* bad_request: find's "q" missing or not a search term */
     DASH_MSG_ENOMEM,            /* allocation failed (no fault for the client) */
 };
 
 struct dash_msg_fault {
     enum dash_msg_stage stage;
-    const char *type;    /* the error frame's "type": "subscribe", "unsubscribe", "history", or
-                            NULL ("error": the message has no known type) */
+    const char *type;    /* the error frame's "type": "subscribe", "unsubscribe", "history",
+                            "find", "facts", or NULL ("error": the message has no known type) */
     const char *code;    /* "bad_request", ... (static) */
     const char *message; /* for the client (static) */
 };
@@ -80,12 +91,15 @@ struct dash_msg {
     enum dash_msg_event event;    /* subscribe, unsubscribe (0 when unread or unknown) */
     int token_present;            /* subscribe: a "token" key, of any JSON type */
     const char *token;            /* its value when a string, else NULL */
-    enum dash_msg_target target;  /* subscribe (ID or BROAD), unsubscribe, history (ID) */
+    enum dash_msg_target target;  /* subscribe (ID or BROAD), unsubscribe, history and facts
+                                     (ID) */
     const char *id;               /* DASH_TARGET_ID */
     struct proto_filter filter;   /* DASH_TARGET_BROAD (owned) */
     const char *from;             /* subscribe: lastEventId (a stream id, or with parts > 1 a
                                      vector of exactly parts ids), or NULL */
     int limit;                    /* subscribe: snapshotLimit */
+    const char *q;                /* find: the term (validated: 1..DASH_MSG_Q_MAX bytes of
+                                     0x21..0x7e) */
     struct dash_msg_fault fault;  /* when dash_msg_parse did not return DASH_MSG_OK */
 };
 

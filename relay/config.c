@@ -128,8 +128,8 @@ const struct setting config_settings[] = {
      "name): REST without an admin token, the dashboard port without a stream token; unset: "
      "loopback only"},
     {"anon-miss-rate", SET_INT, F(anon_miss_rate), "10", 0, 0,
-     "status reads of ids not known here, per minute per client address, for callers without "
-     "the admin token (0: none)"},
+     "status reads of ids and search terms not known here, per minute per client address, for "
+     "callers without the admin token and anonymous dashboard finds (0: none)"},
     {"status-max-age", SET_DURATION, F(status_max_age_ms), "2s", 0, 0,
      "GET /intents/status(/v3) of a request no watch follows answers the stored state only when "
      "the upstream confirmed it within this long; otherwise it asks the upstream (0: always)"},

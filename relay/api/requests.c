@@ -150,9 +150,8 @@ static void set_data_fields(json_t *o, json_t *data, const struct store_request 
 
 /* The request facts (DESIGN "Request facts") of a stored value, explorer links built again
  * from the chain list known now (facts stored before it arrived have none): a new object, or
- * null when there are none (or they are unreadable). */
-static json_t *facts_json(const char *id, const struct store_field *f,
-                          const struct proto_explorers *ex)
+ * null when there are none (or they are unreadable). Shared with the dashboard (search.h). */
+json_t *api_facts_json(const struct store_field *f, const struct proto_explorers *ex)
 {
     char *text = NULL, *linked = NULL;
     size_t len = 0, llen = 0;
@@ -369,7 +368,7 @@ static void on_get(void *arg, const char *err, const struct store_request *r)
         return;
     }
     json_object_set_new(o, "request",
-                        facts_json(x->id, &r->facts, chains_explorers(x->api->c->chains)));
+                        api_facts_json(&r->facts, chains_explorers(x->api->c->chains)));
     api_reply_json(x, 200, o);
 }
 

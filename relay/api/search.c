@@ -215,15 +215,22 @@ int api_search_term_lookup(struct ctx *x, const char *term, api_search_term_done
                            void *arg)
 {
     struct core *c = x->api->c;
+    char peer[64] = "?";
+    int open = c->cfg->admin_token == NULL || c->cfg->admin_token[0] == '\0';
+    /* /v1 is open: the caller proved nothing, so it asks within the miss rate */
+    if (open && x->client.family != 0)
+        proto_ip_key(&x->client, peer, sizeof(peer));
+    return api_search_term_find(c, open ? peer : NULL, term, done, arg);
+}
+
+int api_search_term_find(struct core *c, const char *anon_addr, const char *term,
+                         api_search_term_done *done, void *arg)
+{
     if (c->cfg->upstream_api_key == NULL || c->cfg->upstream_api_key[0] == '\0' ||
-        c->poller == NULL || c->ingest == NULL)
+        c->poller == NULL || c->ingest == NULL || c->api == NULL)
         return -1;
-    if (c->cfg->admin_token == NULL || c->cfg->admin_token[0] == '\0') {
-        /* /v1 is open: the caller proved nothing, so it asks within the miss rate */
-        char peer[64] = "?";
-        if (x->client.family != 0)
-            proto_ip_key(&x->client, peer, sizeof(peer));
-        int wait = rate_table_take(x->api->anon_misses, peer, mono_ms());
+    if (anon_addr != NULL) {
+        int wait = rate_table_take(c->api->anon_misses, anon_addr, mono_ms());
         if (wait > 0)
             return wait;
     }

@@ -6,9 +6,14 @@
 #ifndef RELAY_API_SEARCH_H
 #define RELAY_API_SEARCH_H
 
+#include "store/requests.h"
 #include "store/search.h"
 
+#include <jansson.h>
+
+struct core;
 struct ctx;
+struct proto_explorers;
 
 /* The search parameters of x's query into *q (strings borrowed from x's query; from / to -1
  * when absent). Returns 0 (q->limit, status and cursor untouched), or -1 after answering 400. */
@@ -25,5 +30,17 @@ const char *api_search_term(const struct store_search_query *q);
 typedef void api_search_term_done(void *arg, size_t found);
 int api_search_term_lookup(struct ctx *x, const char *term, api_search_term_done *done,
                            void *arg);
+/* The same lookup for a caller outside the REST API (the dashboard's find, relay/dash/find.c):
+ * anon_addr is the caller's address key (protocol/forwarded.h proto_ip_key) when it is
+ * anonymous - then the lookup takes one token of that address's STATUSRELAY_ANON_MISS_RATE,
+ * the table the REST API's anonymous lookups use - or NULL. Returns as
+ * api_search_term_lookup. */
+int api_search_term_find(struct core *c, const char *anon_addr, const char *term,
+                         api_search_term_done *done, void *arg);
+
+/* The request facts of a stored value (SRF_FACTS, store/facts.h) as GET /v1/requests/{id}
+ * serves them (relay/api/requests.c): every explorerUrl built again from ex (NULL: as
+ * stored). A new object, or JSON null when there are none or they are unreadable. */
+json_t *api_facts_json(const struct store_field *f, const struct proto_explorers *ex);
 
 #endif

@@ -8,6 +8,7 @@
 #include "relay/common/log.h"
 #include "relay/common/util.h"
 #include "relay/core.h"
+#include "relay/dash/find.h"
 #include "relay/dash/follow.h"
 #include "relay/dash/frames.h"
 #include "relay/dash/history.h"
@@ -239,20 +240,38 @@ static void on_unsubscribe(struct hub *h, struct hsess *x, const struct dash_msg
                                              "success", "data", "event", event));
 }
 
-static void on_history(struct hub *h, struct hsess *x, const struct dash_msg *m)
+/* The reads of the store a client may ask for (history, find, facts): 1 when x may ask now,
+ * else 0 after its error frame. */
+static int read_allowed(struct hub *h, struct hsess *x, const char *type)
 {
     if (!(x->authed || h->c->cfg->ws_anonymous || loopback_page(h, x))) {
-        send_error(h, x, "history", "unauthorized",
+        send_error(h, x, type, "unauthorized",
                    "anonymous requests are disabled: send the stream token");
-        return;
+        return 0;
     }
     if (x->hist_inflight >= HUB_HISTORY_INFLIGHT) { /* each holds its frames here meanwhile */
         /* an error frame, not a bad message: asking too early is not malformed */
-        dash_send_error(h, x->id, "history", "too_many_requests",
-                        "at most 4 history requests at a time: wait for the answers", NULL);
-        return;
+        dash_send_error(h, x->id, type, "too_many_requests",
+                        "at most 4 history, find or facts requests at a time: wait for the "
+                        "answers",
+                        NULL);
+        return 0;
     }
-    dash_history(h, x, m->id, loopback_page(h, x));
+    return 1;
+}
+
+static void on_read(struct hub *h, struct hsess *x, const struct dash_msg *m)
+{
+    static const char *const types[] = {[DASH_MSG_HISTORY] = "history",
+                                        [DASH_MSG_FIND] = "find", [DASH_MSG_FACTS] = "facts"};
+    if (!read_allowed(h, x, types[m->type]))
+        return;
+    if (m->type == DASH_MSG_FIND)
+        dash_find(h, x, m->q, loopback_page(h, x));
+    else if (m->type == DASH_MSG_FACTS)
+        dash_facts(h, x, m->id);
+    else
+        dash_history(h, x, m->id, loopback_page(h, x));
 }
 
 /* ---- sessions ---------------------------------------------------------------------------- */
@@ -296,7 +315,7 @@ void dash_client_msg(struct hub *h, struct hsess *x, const struct xmsg *m)
     else if (msg.type == DASH_MSG_UNSUBSCRIBE)
         on_unsubscribe(h, x, &msg);
     else
-        on_history(h, x, &msg);
+        on_read(h, x, &msg); /* history, find, facts */
     dash_msg_cleanup(&msg);
 }
 

@@ -1,6 +1,6 @@
 /* client.h - what dashboard clients say, as the ws thread hands it over: a session opens
- * (XMSG_DASH_OPEN), sends a message (XMSG_DASH_MSG: subscribe, unsubscribe, history; read
- * and validated by protocol/dash_msg.c), or is gone (XMSG_DASH_GONE). Subscribe is "decide,
+ * (XMSG_DASH_OPEN), sends a message (XMSG_DASH_MSG: subscribe, unsubscribe, history, find,
+ * facts; read and validated by protocol/dash_msg.c), or is gone (XMSG_DASH_GONE). Subscribe is "decide,
  * then apply": the decision is subscribe.h's (pure), applied here. Also the message rates
  * (a token bucket for all messages, one for bad ones: flooding closes the session) and the
  * end of anonymous subscriptions to an id the upstream does not know.

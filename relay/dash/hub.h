@@ -28,11 +28,12 @@
  *   table.c    the sessions and their subscriptions, the indexes, the waiters, going live
  *   ops.c      what every Redis command carries (struct op) and the hub's deferred free
  *   history.c  snapshots and history answers (store/history.h)
+ *   find.c     find (search) and facts answers (store/search.h, store/requests.h)
  *   follow.c   the follower of the event stream, resume, gaps (store/stream.h)
  *   stats.c    the stats frames
  *   subscribe.c  the subscribe decision (pure, tests/unit/test_relay_dash_subscribe.c)
  *   client.c   client messages: open, gone, subscribe (decide, then apply), unsubscribe,
- *              history requests, message rates
+ *              history, find and facts requests, message rates
  *
  * Page counters: clients subscribed to "statusrelay.stats" get one stats frame per second
  * built from core->metrics, the upstream state and the ws thread's counters.

@@ -56,7 +56,8 @@ struct hsess {
     uint32_t next_no;
     double msg_tokens, bad_tokens;
     int64_t bucket_ms;
-    int hist_inflight;        /* history answers being read (HUB_HISTORY_INFLIGHT) */
+    int hist_inflight;        /* history, find and facts answers being read
+                                 (HUB_HISTORY_INFLIGHT) */
     char addr[64];            /* peer address key (relay/ingest/anon.h anon_addr_key) */
 };
 

@@ -13,7 +13,10 @@
 #define HUB_HISTORY_BYTES (1024 * 1024) /* its size (the newest events that fit) */
 #define HUB_HISTORY_ANON_MAX 20     /* the same for anonymous clients (no token, and not a */
 #define HUB_HISTORY_ANON_BYTES (64 * 1024) /* tool or same-origin page on loopback) */
-#define HUB_HISTORY_INFLIGHT 4      /* history answers being read at once per connection */
+#define HUB_HISTORY_INFLIGHT 4      /* history, find and facts answers being read at once per
+                                       connection */
+#define HUB_FIND_MAX 100            /* rows of a find answer */
+#define HUB_FIND_ANON_MAX 20        /* the same for anonymous clients */
 #define HUB_STATS_MS 1000           /* stats frame period */
 #define HUB_MSG_BURST 200           /* client messages: burst, then HUB_MSG_RATE per second */
 #define HUB_MSG_RATE 100

@@ -4,6 +4,9 @@
 // statusrelay.streamId after a disconnect. Everything from the wire goes in as text only.
 // Chain names, icons, explorer links and the disabled / lagging marks come from the upstream's
 // chain list, which this port serves at GET /chains.json (refreshed by the daemon).
+// The search box sends {"type":"find","q"} (the q of GET /v1/requests) and lists the rows found;
+// opening a row sends {"type":"facts"} and shows the request's facts (wallets, amounts, fees,
+// transactions with explorer links), also those a frame carries in statusrelay.request.
 'use strict';
 
 const EVENT = 'request.status.updated';
@@ -22,6 +25,9 @@ const state = {
   statusOn: new Set(), idFilter: '', dirty: true, rates: [],
   stuckAfterMs: 30 * 60 * 1000, // from the stats frames (STATUSRELAY_STUCK_AFTER)
   chains: new Map(),      // chain id -> the upstream's chain object (GET /chains.json)
+  facts: new Map(),       // requestId -> the data of its last facts answer (+ frame facts)
+  find: null,             // the last search: { q, rows, more, error }
+  factsAt: 0,             // when the selected request's facts were last asked (ms)
 };
 // not stuck whatever their age: not deposited yet, or settled
 const NEVER_STUCK = new Set(['waiting', 'success', 'refund']);
@@ -218,6 +224,8 @@ function onFrame(f) {
       break;
     case 'stats': onStats(f.data); break;
     case 'history': onHistory(f); break;
+    case 'find': onFind(f); break;
+    case 'facts': onFacts(f); break;
     case 'gap': notice('Some events were too old to replay: showing a fresh snapshot.'); break;
     case 'conflated': notice(`The page fell behind: ${f.data?.dropped} intermediate states were skipped.`); break;
     case 'resumed': break;
@@ -232,9 +240,10 @@ function onFrame(f) {
   }
 }
 
-function onEvent(f) {
+// hist: an event of a history answer (its streamId is its partition's: not a resume cursor)
+function onEvent(f, hist) {
   const d = f.data, r = f.statusrelay || {};
-  if (r.streamId && (!state.lastStreamId || cmpSid(r.streamId, state.lastStreamId) > 0)) state.lastStreamId = r.streamId;
+  if (!hist && r.streamId && (!state.lastStreamId || cmpSid(r.streamId, state.lastStreamId) > 0)) state.lastStreamId = r.streamId;
   let q = state.reqs.get(d.requestId);
   if (!q) {
     q = { data: d, relay: r, firstAt: d.updatedAt, changedAt: d.updatedAt, events: [], seen: 0 };
@@ -257,7 +266,12 @@ function onEvent(f) {
   q.flash = true;
   if (state.reqs.size > MAX_ROWS * 2) prune();
   state.dirty = true;
-  if (state.selected === d.requestId) renderTimeline();
+  // facts a frame carries (statusrelay.request) count like a facts answer's
+  if (r.request && typeof r.request === 'object') frameFacts(d.requestId, r.request);
+  if (state.selected === d.requestId) {
+    if (!r.snapshot && !hist) askFacts(d.requestId, 1000); // a change may bring facts: ask again
+    renderTimeline();
+  }
 }
 
 function prune() {
@@ -396,14 +410,26 @@ function select(id) {
   state.selected = id;
   $('timeline').hidden = false;
   send({ type: 'history', event: EVENT, filters: { id } });
+  askFacts(id, 0);
   renderTimeline();
   state.dirty = true;
+}
+
+// ask for the facts of id (at most once per `gap` ms)
+function askFacts(id, gap) {
+  const now = Date.now();
+  if (gap && now - state.factsAt < gap) return;
+  state.factsAt = now;
+  send({ type: 'facts', filters: { id } });
 }
 
 function onHistory(f) {
   if (f.status !== 'success') return;
   const id = f.data?.filters?.id, q = state.reqs.get(id);
-  if (!q) return;
+  if (!q) { // a row opened from a search that the table does not hold
+    if (id === state.selected) for (const ev of f.data.events || []) if (ev?.data?.requestId === id) onEvent(ev, true);
+    return;
+  }
   for (const ev of f.data.events || [])
     if (!q.events.some((e) => e.statusrelay?.eventId === ev.statusrelay?.eventId)) q.events.push(ev);
   q.events.sort((a, b) => (a.statusrelay?.seq ?? 0) - (b.statusrelay?.seq ?? 0));
@@ -420,12 +446,21 @@ function meta(dl, k, v) {
 }
 
 function renderTimeline() {
-  const q = state.reqs.get(state.selected);
-  if (!q) return;
-  const d = q.data;
-  $('tl-id').textContent = d.requestId;
+  const id = state.selected;
+  if (!id) return;
+  const q = state.reqs.get(id), fa = state.facts.get(id);
+  $('tl-id').textContent = id;
+  renderFacts(id);
   const m = $('tl-meta');
   m.textContent = '';
+  // a row opened from a search: its summary until its events arrive
+  const d = q ? q.data : fa?.requestId && { requestId: id, status: fa.status, originChainId: fa.originChainId,
+    destinationChainId: fa.destinationChainId, updatedAt: fa.updatedAt };
+  if (!d) {
+    m.append(el('div', 'muted small', 'Loading…'));
+    $('tl-list').textContent = '';
+    return;
+  }
   const dl = el('dl', 'tl-meta');
   meta(dl, 'status', badge(d.status));
   meta(dl, 'route', route(d));
@@ -437,7 +472,7 @@ function renderTimeline() {
   m.append(...dl.childNodes);
   const list = $('tl-list');
   list.textContent = '';
-  const evs = [...q.events].reverse();
+  const evs = q ? [...q.events].reverse() : [];
   evs.forEach((f, i) => {
     const r = f.statusrelay || {}, e = f.data;
     const li = el('li', `tl-item${i === 0 ? ' latest' : ''}`);
@@ -453,6 +488,201 @@ function renderTimeline() {
     list.append(li);
   });
   if (!evs.length) list.append(el('li', 'muted small', 'No events yet.'));
+}
+
+// ---- facts of the opened row ---------------------------------------------------------------
+function onFacts(f) {
+  const id = f.data?.filters?.id;
+  if (!id) return;
+  if (f.status !== 'success') {
+    if (id === state.selected) {
+      state.facts.set(id, { ...(state.facts.get(id) || {}), error: f.error?.code === 'not_found'
+        ? 'The relay does not know this request.' : (f.error?.message || f.error?.code || 'error') });
+      renderTimeline();
+    }
+    return;
+  }
+  const old = state.facts.get(id);
+  const fa = { ...f.data };
+  // frame facts newer than the answer (by the facts' updatedAt) stay
+  if (old?.request && newer(old.request, fa.request)) fa.request = old.request;
+  state.facts.set(id, fa);
+  if (state.facts.size > MAX_ROWS) state.facts.delete(state.facts.keys().next().value);
+  if (id === state.selected) renderTimeline();
+}
+
+function newer(a, b) {
+  return !!a && typeof a === 'object' && (!b || typeof b !== 'object' || (a.updatedAt ?? 0) > (b.updatedAt ?? 0));
+}
+
+function frameFacts(id, request) {
+  const fa = state.facts.get(id);
+  if (!fa) { if (id === state.selected) state.facts.set(id, { request }); return; }
+  if (newer(request, fa.request) || !fa.request) fa.request = request;
+}
+
+function usd(v) {
+  const n = Number(v);
+  if (v === null || v === undefined || v === '' || !Number.isFinite(n)) return '';
+  const a = Math.abs(n);
+  return `${n < 0 ? '−' : ''}$${a.toFixed(a !== 0 && a < 0.01 ? 4 : 2)}`;
+}
+
+// an integer amount in the smallest unit as a decimal number of whole units ("1500000", 6 ->
+// "1.5"); anything else as given
+function units(a, dec) {
+  if (typeof a !== 'string' || !/^\d+$/.test(a) || !Number.isInteger(dec) || dec < 0 || dec > 255) return a;
+  const p = a.padStart(dec + 1, '0'), i = p.slice(0, p.length - dec).replace(/^0+(?=\d)/, '');
+  const f = p.slice(p.length - dec).replace(/0+$/, '');
+  return f ? `${i}.${f}` : i;
+}
+
+// a flattened amount: "1.5 USDC ($1.50) on Base"
+function amount(c) {
+  if (!c || typeof c !== 'object') return null;
+  const box = el('span', 'amount');
+  const text = [c.amountFormatted ?? units(c.amount, c.decimals), c.symbol].filter((x) => x !== null && x !== undefined).join(' ');
+  box.append(el('b', null, text || '?'));
+  const u = usd(c.amountUsd);
+  if (u) box.append(el('span', 'muted', ` (${u})`));
+  if (c.chainId !== null && c.chainId !== undefined) box.append(document.createTextNode(' on '), chain(c.chainId));
+  if (c.basis === 'quoted') box.append(el('span', 'tag', 'quoted'));
+  return box;
+}
+
+// fees (the upstream's data.fees): one line per kind, quoted and actual
+function feesTable(fees) {
+  if (!fees || typeof fees !== 'object') return null;
+  const q = fees.quoted && typeof fees.quoted === 'object' ? fees.quoted : {};
+  const a = fees.actual && typeof fees.actual === 'object' ? fees.actual : {};
+  const kinds = [...new Set([...Object.keys(q), ...Object.keys(a)])];
+  if (!kinds.length) return null;
+  const sym = typeof fees.currency?.symbol === 'string' ? fees.currency.symbol : '';
+  // the amount, its USD value under it
+  const cell = (v) => {
+    if (!v || typeof v !== 'object') return el('td', 'num muted', '–');
+    const td = el('td', 'num');
+    const amt = v.amountFormatted ?? units(v.amount, fees.currency?.decimals);
+    if (amt !== undefined && amt !== null) td.append(el('div', null, amt));
+    const u = usd(v.usd);
+    if (u) td.append(el('div', 'muted', u));
+    if (!td.childNodes.length) td.textContent = '–';
+    return td;
+  };
+  const t = el('table', 'fees');
+  const head = el('tr');
+  const unit = sym ? ` (${sym})` : '';
+  head.append(el('th', null, 'fee'), el('th', 'num', `quoted${unit}`), el('th', 'num', `actual${unit}`));
+  t.append(head);
+  for (const k of kinds) {
+    const tr = el('tr');
+    tr.dataset.kind = k;
+    tr.append(el('td', null, k), cell(q[k]), cell(a[k]));
+    t.append(tr);
+  }
+  return t;
+}
+
+// the transactions of the facts: links from their explorerUrl (built by the relay from the
+// current chain list; only http/https), else from the page's own list
+function factsTxs(list) {
+  if (!Array.isArray(list) || !list.length) return null;
+  const box = el('div', 'ftxs');
+  for (const tx of list) {
+    if (!tx || typeof tx !== 'object' || typeof tx.txHash !== 'string') continue;
+    const line = el('div', 'ftx');
+    const href = webUrl(tx.explorerUrl) || explorerTxUrl(chainOf(tx.chainId), tx.txHash);
+    const a = el(href ? 'a' : 'span', 'tx mono', short(tx.txHash));
+    a.dataset.hash = tx.txHash;
+    a.dataset.chainId = String(tx.chainId ?? '');
+    a.title = tx.txHash;
+    if (href) { a.href = href; a.target = '_blank'; a.rel = 'noopener noreferrer'; }
+    line.append(a, document.createTextNode(' on '), chain(tx.chainId));
+    if (tx.status && tx.status !== 'success') line.append(el('span', 'mark mark-rev', String(tx.status)));
+    if (typeof tx.timestamp === 'number') {
+      line.append(el('span', 'muted small', ` ${clock(tx.timestamp)}`));
+      line.title = new Date(tx.timestamp).toLocaleString();
+    }
+    box.append(line);
+  }
+  return box.childNodes.length ? box : null;
+}
+
+function renderFacts(id) {
+  const box = $('tl-facts');
+  box.textContent = '';
+  const fa = state.facts.get(id), fx = fa?.request;
+  box.append(el('div', 'label', 'Facts'));
+  if (!fx || typeof fx !== 'object') {
+    box.append(el('div', 'muted small', fa?.error || (fa ? 'Not known yet: the relay reads them from the upstream (API key needed).' : 'Loading…')));
+    return;
+  }
+  const dl = el('dl', 'tl-meta');
+  const put = (k, label, v) => {
+    if (v === null || v === undefined || v === '') return;
+    dl.append(el('dt', null, label));
+    const dd = el('dd');
+    dd.dataset.k = k;
+    v instanceof Node ? dd.append(v) : (dd.textContent = String(v));
+    dl.append(dd);
+  };
+  const wallet = (w) => (typeof w === 'string' && w ? Object.assign(el('span', 'mono wrap', w), { title: w }) : null);
+  put('createdAt', 'created', typeof fx.createdAt === 'number' ? new Date(fx.createdAt).toLocaleString() : null);
+  put('requestType', 'type', fx.requestType);
+  put('user', 'user', wallet(fx.user));
+  if (fx.sender !== fx.user) put('sender', 'sender', wallet(fx.sender));
+  put('recipient', 'recipient', wallet(fx.recipient));
+  put('refundTo', 'refund to', wallet(fx.refundTo));
+  put('depositAddress', 'deposit address', wallet(fx.depositAddress?.address));
+  put('currencyIn', 'sent', amount(fx.currencyIn));
+  put('currencyOut', 'received', amount(fx.currencyOut));
+  put('refundCurrency', 'refunded', amount(fx.refundCurrency));
+  put('fees', 'fees', feesTable(fx.fees));
+  put('inTxs', 'in txs', factsTxs(fx.inTxs));
+  put('outTxs', 'out txs', factsTxs(fx.outTxs));
+  put('referrer', 'referrer', fx.referrer);
+  box.append(dl);
+}
+
+// ---- search --------------------------------------------------------------------------------
+function onFind(f) {
+  const q = f.data?.q ?? state.find?.q ?? '';
+  if (state.find && f.data?.q !== undefined && state.find.q !== q) return; // an older search's answer
+  state.find = f.status === 'success'
+    ? { q, rows: Array.isArray(f.data.requests) ? f.data.requests : [], more: !!f.data.more }
+    : { q, rows: [], error: f.error?.code === 'rate_limited' ? f.error.message : (f.error?.message || f.error?.code || 'error') };
+  renderFind();
+}
+
+function renderFind() {
+  const r = state.find;
+  $('find').hidden = !r;
+  if (!r) return;
+  $('find-title').textContent = r.pending ? `searching “${r.q}”…`
+    : `${r.rows.length}${r.more ? '+' : ''} request${r.rows.length === 1 ? '' : 's'} for “${r.q}”`;
+  const body = $('find-rows');
+  body.textContent = '';
+  for (const d of r.rows) {
+    if (!d || typeof d.requestId !== 'string') continue;
+    const tr = el('tr');
+    tr.dataset.id = d.requestId;
+    if (d.requestId === state.selected) tr.classList.add('sel');
+    const idc = el('td', 'mono', short(d.requestId));
+    idc.title = d.requestId;
+    const rt = el('td');
+    rt.append(route(d));
+    const st = el('td');
+    st.append(badge(d.status));
+    const w = el('td', 'mono small');
+    w.textContent = [d.user, d.recipient].map((x) => (typeof x === 'string' ? short(x) : '?')).join(' → ');
+    w.title = `${d.user ?? '?'} → ${d.recipient ?? '?'}`;
+    tr.append(idc, rt, st, el('td', 'age', d.createdAt ? `${ago(d.createdAt)} ago` : '–'), w);
+    tr.onclick = () => { select(d.requestId); renderFind(); };
+    body.append(tr);
+  }
+  const empty = $('find-empty');
+  empty.hidden = r.pending || r.rows.length > 0;
+  empty.textContent = r.error ? r.error : `Nothing found for “${r.q}”.`;
 }
 
 // ---- wiring --------------------------------------------------------------------------------
@@ -472,6 +702,16 @@ document.addEventListener('DOMContentLoaded', () => {
     send({ type: 'subscribe', event: EVENT, filters: { id } });
     notice(`Watching ${short(id)}`, 2500);
   });
+  $('find-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const q = $('f-q').value.trim();
+    if (!/^[\x21-\x7e]{1,256}$/.test(q)) { notice('Search for one tx hash, wallet, deposit address or request id.'); return; }
+    if (!state.ws || state.ws.readyState !== 1) { notice('Not connected: try again in a moment.'); return; }
+    state.find = { q, rows: [], pending: true };
+    renderFind();
+    send({ type: 'find', q });
+  });
+  $('find-close').addEventListener('click', () => { state.find = null; renderFind(); });
   $('auth-form').addEventListener('submit', (e) => {
     e.preventDefault();
     state.token = $('auth-token').value.trim();

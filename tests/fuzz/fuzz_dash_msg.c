@@ -1,11 +1,12 @@
 /* fuzz_dash_msg.c - libFuzzer target for protocol/dash_msg.c: dashboard client frames
- * (subscribe, unsubscribe, history) as a client would send them.
+ * (subscribe, unsubscribe, history, find, facts) as a client would send them.
  *
  * Properties: never crashes or leaks; the result is a known error; a fault names its code
  * and message, has a stage that fits its message type (FIELDS and TARGET only for subscribe)
  * and a frame type exactly when the message type was read; an accepted message is
  * consistent: a valid request id for an id target, a broad filter whose canonical JSON reads
- * back equal, a lastEventId that is a stream id, a snapshotLimit in range; parsing is
+ * back equal, a lastEventId that is a stream id, a snapshotLimit in range, a find term of
+ * 1..DASH_MSG_Q_MAX printable bytes without spaces (only for find); parsing is
  * deterministic (the same bytes give the same answer). The same bytes are read again as for a
  * 3-partition deployment: accepted there, a lastEventId is a vector of exactly 3 stream ids,
  * and the message reads the same apart from the cursor.
@@ -36,10 +37,20 @@ static void check_fault(const struct dash_msg *m, enum dash_msg_error e)
 static void check_ok(const struct dash_msg *m, unsigned parts)
 {
     FUZZ_CHECK(m->root != NULL);
-    FUZZ_CHECK(m->type >= DASH_MSG_SUBSCRIBE && m->type <= DASH_MSG_HISTORY);
-    if (m->type != DASH_MSG_HISTORY)
+    FUZZ_CHECK(m->type >= DASH_MSG_SUBSCRIBE && m->type <= DASH_MSG_FACTS);
+    int by_id = m->type == DASH_MSG_HISTORY || m->type == DASH_MSG_FACTS;
+    if (m->type == DASH_MSG_SUBSCRIBE || m->type == DASH_MSG_UNSUBSCRIBE)
         FUZZ_CHECK(m->event == DASH_EVENT_STATUS || m->event == DASH_EVENT_STATS);
-    if (m->event == DASH_EVENT_STATS || m->type == DASH_MSG_HISTORY)
+    else
+        FUZZ_CHECK(m->event == 0);
+    FUZZ_CHECK((m->q != NULL) == (m->type == DASH_MSG_FIND));
+    if (m->q != NULL) {
+        size_t n = strlen(m->q);
+        FUZZ_CHECK(n >= 1 && n <= DASH_MSG_Q_MAX && m->target == 0);
+        for (size_t i = 0; i < n; i++)
+            FUZZ_CHECK((unsigned char)m->q[i] > ' ' && (unsigned char)m->q[i] < 0x7f);
+    }
+    if (m->event == DASH_EVENT_STATS || by_id || m->type == DASH_MSG_FIND)
         FUZZ_CHECK(m->filter.status == NULL && m->filter.origin == NULL);
     if (m->type == DASH_MSG_SUBSCRIBE) {
         FUZZ_CHECK(m->limit >= 0 && m->limit <= DASH_MSG_SNAPSHOT_MAX);
@@ -56,7 +67,7 @@ static void check_ok(const struct dash_msg *m, unsigned parts)
         if (m->event == DASH_EVENT_STATUS)
             FUZZ_CHECK(m->target == DASH_TARGET_ID || m->target == DASH_TARGET_BROAD);
     }
-    if (m->type == DASH_MSG_HISTORY)
+    if (by_id)
         FUZZ_CHECK(m->target == DASH_TARGET_ID);
     if (m->target == DASH_TARGET_ID)
         FUZZ_CHECK(m->id != NULL && proto_request_id_valid(m->id, strlen(m->id)));

@@ -75,6 +75,9 @@ static void test_accepted(void **state)
          DASH_TARGET_ID, RID, NULL, NULL, 0, 0, 0, 0},
         {"{\"event\":5,\"filters\":{\"id\":\"a:b.c-d_e\"},\"type\":\"history\"}",
          DASH_MSG_HISTORY, 0, DASH_TARGET_ID, "a:b.c-d_e", NULL, NULL, 0, 0, 0, 0},
+        /* facts: as history */
+        {"{\"type\":\"facts\",\"filters\":{\"id\":\"" RID "\"},\"event\":\"x\"}", DASH_MSG_FACTS,
+         0, DASH_TARGET_ID, RID, NULL, NULL, 0, 0, 0, 0},
     };
     for (size_t i = 0; i < N_ROWS(rows); i++) {
         struct dash_msg m;
@@ -188,6 +191,30 @@ static void test_rejected(void **state)
          "invalid_request_id", ""},
         {"{\"type\":\"history\",\"filters\":{\"id\":\"a\",\"b\":1}}", DASH_MSG_ID_COMBINED,
          DASH_STAGE_EARLY, "history", "bad_request", ""},
+        /* facts */
+        {"{\"type\":\"facts\"}", DASH_MSG_FILTERS_TYPE, DASH_STAGE_EARLY, "facts",
+         "bad_request", "filters.id is required"},
+        {"{\"type\":\"facts\",\"filters\":[]}", DASH_MSG_FILTERS_TYPE, DASH_STAGE_EARLY,
+         "facts", "bad_request", "filters.id is required"},
+        {"{\"type\":\"facts\",\"filters\":{\"id\":\"<b>\"}}", DASH_MSG_BAD_ID, DASH_STAGE_EARLY,
+         "facts", "invalid_request_id", "filters.id must be a request id"},
+        {"{\"type\":\"facts\",\"filters\":{\"id\":\"a\",\"status\":\"x\"}}",
+         DASH_MSG_ID_COMBINED, DASH_STAGE_EARLY, "facts", "bad_request", ""},
+        /* find */
+        {"{\"type\":\"find\"}", DASH_MSG_BAD_QUERY, DASH_STAGE_EARLY, "find", "bad_request",
+         "q is required"},
+        {"{\"type\":\"find\",\"q\":\"\"}", DASH_MSG_BAD_QUERY, DASH_STAGE_EARLY, "find",
+         "bad_request", "q is required"},
+        {"{\"type\":\"find\",\"q\":5}", DASH_MSG_BAD_QUERY, DASH_STAGE_EARLY, "find",
+         "bad_request", "q is required"},
+        {"{\"type\":\"find\",\"q\":\"two words\"}", DASH_MSG_BAD_QUERY, DASH_STAGE_EARLY,
+         "find", "bad_request", "q is required"},
+        {"{\"type\":\"find\",\"q\":\"a\\u007fb\"}", DASH_MSG_BAD_QUERY, DASH_STAGE_EARLY,
+         "find", "bad_request", "q is required"},
+        {"{\"type\":\"find\",\"q\":\"caf\\u00e9\"}", DASH_MSG_BAD_QUERY, DASH_STAGE_EARLY,
+         "find", "bad_request", "q is required"},
+        {"{\"type\":\"find\",\"q\":\"a\\tb\"}", DASH_MSG_BAD_QUERY, DASH_STAGE_EARLY, "find",
+         "bad_request", "q is required"},
     };
     for (size_t i = 0; i < N_ROWS(rows); i++) {
         struct dash_msg m;
@@ -206,6 +233,41 @@ static void test_rejected(void **state)
         dash_msg_cleanup(&m);
     }
     assert_int_equal(chaos_live, 0);
+}
+
+/* find: the term as given (1..256 printable bytes, no space), nothing else read. */
+static void test_find(void **state)
+{
+    (void)state;
+    char big[DASH_MSG_Q_MAX + 64];
+    char term[DASH_MSG_Q_MAX + 2];
+    memset(term, 'a', sizeof(term));
+    term[DASH_MSG_Q_MAX] = '\0'; /* the longest accepted */
+    snprintf(big, sizeof(big), "{\"type\":\"find\",\"q\":\"%s\"}", term);
+    static const char *ok[] = {
+        "{\"type\":\"find\",\"q\":\"0xAbC\",\"filters\":7,\"event\":1}",
+        "{\"q\":\"5VfYdxKzF~!\",\"type\":\"find\"}",
+    };
+    static const char *want[] = {"0xAbC", "5VfYdxKzF~!"};
+    for (size_t i = 0; i < N_ROWS(ok) + 1; i++) {
+        const char *in = i < N_ROWS(ok) ? ok[i] : big;
+        struct dash_msg m;
+        assert_int_equal(dash_msg_parse(in, strlen(in), &m), DASH_MSG_OK);
+        assert_int_equal(m.type, DASH_MSG_FIND);
+        assert_int_equal(m.event, 0);
+        assert_int_equal(m.target, 0);
+        assert_null(m.id);
+        assert_string_equal(m.q, i < N_ROWS(ok) ? want[i] : term);
+        dash_msg_cleanup(&m);
+    }
+    term[DASH_MSG_Q_MAX] = 'a'; /* one byte over */
+    term[DASH_MSG_Q_MAX + 1] = '\0';
+    snprintf(big, sizeof(big), "{\"type\":\"find\",\"q\":\"%s\"}", term);
+    struct dash_msg m;
+    assert_int_equal(dash_msg_parse(big, strlen(big), &m), DASH_MSG_BAD_QUERY);
+    assert_null(m.q);
+    assert_string_equal(m.fault.type, "find");
+    dash_msg_cleanup(&m);
 }
 
 /* A message with an embedded token of any type is kept for the core to judge. */
@@ -342,6 +404,7 @@ int main(void)
         cmocka_unit_test(test_accepted),   cmocka_unit_test(test_rejected),
         cmocka_unit_test(test_token_types), cmocka_unit_test(test_stream_id),
         cmocka_unit_test(test_enomem),      cmocka_unit_test(test_partitions),
+        cmocka_unit_test(test_find),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
