@@ -15,15 +15,55 @@ static const struct proto_filter_opts dash_opts = {
     .max_chain_id = INT64_MAX,
 };
 
+/* The dashboard's messages for the keys users .. metadata (static), or NULL for the others. */
+static const char *why_new_key(const struct proto_filter_err *e)
+{
+    static const struct {
+        const char *key, *not_list, *bad_value;
+    } words[] = {
+        {"users", "users is a wallet or a non-empty list of wallets",
+         "a wallet is 1 to 256 printable characters without spaces"},
+        {"referrers", "referrers is a string or a non-empty list of strings",
+         "a referrer is 1 to 256 bytes without control characters"},
+        {"failReasons", "failReasons is a reason code or a non-empty list of them",
+         "a reason code is 1 to 64 printable characters (\"N/A\" for none)"},
+        {"refundFailReasons", "refundFailReasons is a reason code or a non-empty list of them",
+         "a reason code is 1 to 64 printable characters (\"N/A\" for none)"},
+        {"flags", "flags is a flag name or a non-empty list of them",
+         "unknown flag (known: reversal, facts, reorg, unconfirmedDeposit, unknownStatus, "
+         "unknownFailReason, unknownRefundFailReason, detailsTruncated)"},
+        {"metadata", "metadata is an object of 1 to 16 members",
+         "metadata members are strings, numbers or booleans"},
+    };
+    if (e->key == NULL)
+        return NULL;
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+        if (strcmp(e->key, words[i].key) != 0)
+            continue;
+        if (e->fault == PROTO_FILTER_TOO_MANY)
+            return strcmp(e->key, "metadata") == 0
+                       ? "metadata: at most 16 members and 4096 bytes"
+                       : "too many values in one filter (at most 64)";
+        return e->fault == PROTO_FILTER_NOT_LIST ? words[i].not_list : words[i].bad_value;
+    }
+    return NULL;
+}
+
 /* The dashboard's message for a filter rejection (static). */
 static const char *why_of(const struct proto_filter_err *e)
 {
     int st = e->key != NULL && strcmp(e->key, "status") == 0;
+    const char *w = e->fault != PROTO_FILTER_NOT_OBJECT && e->fault != PROTO_FILTER_UNKNOWN_KEY
+                        ? why_new_key(e)
+                        : NULL;
+    if (w != NULL)
+        return w;
     switch (e->fault) {
     case PROTO_FILTER_NOT_OBJECT:
         return "filters must be an object";
     case PROTO_FILTER_UNKNOWN_KEY:
-        return "unknown filter key (known: id, status, originChainIds, destinationChainIds)";
+        return "unknown filter key (known: id, status, originChainIds, destinationChainIds, "
+               "users, referrers, failReasons, refundFailReasons, flags, metadata)";
     case PROTO_FILTER_NOT_LIST:
         return st ? "status is a string or a non-empty list of strings"
                   : "chain id filters are a number or a non-empty list of numbers";

@@ -117,8 +117,10 @@ enum dash_msg_error dash_msg_parse_parts(const void *data, size_t len, unsigned 
 void dash_msg_cleanup(struct dash_msg *m);
 
 /* The dashboard's reading of a broad "filters" object (NULL or JSON null: the empty filter;
- * keys "status", "originChainIds", "destinationChainIds", each one value or a non-empty list
- * of at most DASH_MSG_FILTER_MAX_VALUES; "id" is skipped: the caller reads it). Returns 0,
+ * keys "status", "originChainIds", "destinationChainIds", "users", "referrers", "failReasons",
+ * "refundFailReasons", "flags", each one value or a non-empty list of at most
+ * DASH_MSG_FILTER_MAX_VALUES, and "metadata" (protocol/filter.h); "id" is skipped: the caller
+ * reads it). Returns 0,
  * DASH_MSG_BAD_FILTER with *why (static) set, or DASH_MSG_ENOMEM; *out is empty unless 0. */
 int dash_msg_filter(const json_t *filters, struct proto_filter *out, const char **why);
 

@@ -142,7 +142,7 @@ static int only_keys(struct op *op, const char *const *allowed, size_t n)
  * or -1 after answering. */
 static int take_endpoint_fields(struct op *op, int create, char *host, size_t hostn)
 {
-    char err[256];
+    char err[512];
     const char *code = NULL;
     json_t *v;
     int needs_dns = 0;

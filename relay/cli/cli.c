@@ -57,6 +57,16 @@ static const struct cli_opt wh_add_opts[] = {
     {"--request-ids", "ID,...", "filter: only these request ids", 0},
     {"--origin-chains", "N,...", "filter: only these origin chain ids", 0},
     {"--destination-chains", "N,...", "filter: only these destination chain ids", 0},
+    {"--users", "W,...", "filter: only requests of these wallets (user, sender or recipient; "
+                         "0x addresses in any case)", 0},
+    {"--referrers", "R,...", "filter: only requests with these referrers", 0},
+    {"--fail-reasons", "CODE,...", "filter: only these failReason codes (N/A: none)", 0},
+    {"--refund-fail-reasons", "CODE,...", "filter: only these refundFailReason codes (N/A: none)",
+     0},
+    {"--flags", "F,...", "filter: events carrying any of these flags (reversal, facts, reorg, "
+                         "unconfirmedDeposit, ...)", 0},
+    {"--metadata", "JSON", "filter: a JSON object; every key must equal the request's tracking "
+                           "metadata", 0},
     {"--header", "NAME:VALUE", "a custom header sent with every delivery (repeatable)", 1},
     {"--scheme", "SCHEME", "signature headers: standard (default), upstream or both", 0},
     {"--ed25519", NULL, "sign with Ed25519 (the answer carries a public key, no secret)", 0},
@@ -74,6 +84,16 @@ static const struct cli_opt wh_update_opts[] = {
     {"--request-ids", "ID,...", "filter: only these request ids", 0},
     {"--origin-chains", "N,...", "filter: only these origin chain ids", 0},
     {"--destination-chains", "N,...", "filter: only these destination chain ids", 0},
+    {"--users", "W,...", "filter: only requests of these wallets (user, sender or recipient; "
+                         "0x addresses in any case)", 0},
+    {"--referrers", "R,...", "filter: only requests with these referrers", 0},
+    {"--fail-reasons", "CODE,...", "filter: only these failReason codes (N/A: none)", 0},
+    {"--refund-fail-reasons", "CODE,...", "filter: only these refundFailReason codes (N/A: none)",
+     0},
+    {"--flags", "F,...", "filter: events carrying any of these flags (reversal, facts, reorg, "
+                         "unconfirmedDeposit, ...)", 0},
+    {"--metadata", "JSON", "filter: a JSON object; every key must equal the request's tracking "
+                           "metadata", 0},
     {"--no-filters", NULL, "remove every filter (receive every event)", 0},
     {"--header", "NAME:VALUE", "custom header (repeatable; replaces the whole header set)", 1},
     {"--no-headers", NULL, "remove every custom header", 0},
@@ -155,16 +175,23 @@ static const struct cli_cmd commands[] = {
      NULL, no_opts, "  statusrelay webhooks list --json\n", cli_wh_list},
     {"webhooks add", "URL", 1, 1, "register a webhook endpoint (POST /v1/webhooks)",
      "The answer shows the signing secret (or public key) once; `webhooks reveal-secret`\n"
-     "shows it again.\n",
+     "shows it again. Filter options combine with AND, the values of one with OR; lists are\n"
+     "comma-separated (docs/webhooks.md \"Filters\": keys, limits, what each one matches).\n",
      wh_add_opts,
      "  statusrelay webhooks add https://example.com/hook --status success,refund "
-     "--origin-chains 8453\n",
+     "--origin-chains 8453\n"
+     "  statusrelay webhooks add https://example.com/merchant-7 --users 0xAbc...,0xDef... "
+     "--referrers shop-7\n"
+     "  statusrelay webhooks add https://example.com/ops --flags reversal "
+     "--refund-fail-reasons UNKNOWN\n"
+     "  statusrelay webhooks add https://example.com/orders --metadata '{\"tenant\":\"acme\"}'\n",
      cli_wh_add},
     {"webhooks update", "ID", 1, 1, "change a webhook endpoint (PATCH /v1/webhooks/{id})",
      "Only the fields given change. Filter options replace the endpoint's whole filter set,\n"
      "--header options its whole header set.\n",
      wh_update_opts,
      "  statusrelay webhooks update wh_123 --url https://example.com/new --status success\n"
+     "  statusrelay webhooks update wh_123 --fail-reasons SLIPPAGE,UNKNOWN --flags reversal\n"
      "  statusrelay webhooks update wh_123 --disable\n",
      cli_wh_update},
     WH_ID_CMD("show", "one endpoint's settings and delivery state", cli_wh_show, "wh_123"),
@@ -295,7 +322,7 @@ static void print_group_help(const char *group)
 
 static int opt_index(const struct cli_cmd *k, const char *name)
 {
-    for (int i = 0; k->opts[i].name; i++)
+    for (int i = 0; k->opts[i].name && i < CLI_MAX_OPTS; i++)
         if (strcmp(k->opts[i].name, name) == 0)
             return i;
     return -1;

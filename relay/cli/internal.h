@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CLI_MAX_OPTS 16   /* options of one command */
+#define CLI_MAX_OPTS 32   /* options of one command (a longer table overruns cli_args) */
 #define CLI_MAX_REPEAT 32 /* values of one repeatable option */
 
 /* One option of a command. */

@@ -44,8 +44,9 @@ int cli_wh_list(struct cli *c, const struct cli_args *a)
     return cli_exit_for(st);
 }
 
-/* The filter options of add/update into a filters object: NULL when none was given. */
-static json_t *filters_from(const struct cli_args *a)
+/* The filter options of add/update into *out, a filters object (NULL when none was given).
+ * Returns 0, or EXIT_USAGE after naming a malformed --metadata. */
+static int filters_from(const struct cli_args *a, json_t **out)
 {
     static const struct {
         const char *opt, *key;
@@ -55,8 +56,14 @@ static json_t *filters_from(const struct cli_args *a)
         {"--request-ids", "requestIds", 0},
         {"--origin-chains", "originChainIds", 1},
         {"--destination-chains", "destinationChainIds", 1},
+        {"--users", "users", 0},
+        {"--referrers", "referrers", 0},
+        {"--fail-reasons", "failReasons", 0},
+        {"--refund-fail-reasons", "refundFailReasons", 0},
+        {"--flags", "flags", 0},
     };
     json_t *f = NULL;
+    *out = NULL;
     for (size_t i = 0; i < ARRAY_LEN(map); i++) {
         const char *v = cli_opt(a, map[i].opt);
         if (v == NULL)
@@ -66,7 +73,20 @@ static json_t *filters_from(const struct cli_args *a)
         json_object_set_new(f, map[i].key,
                             map[i].numbers ? cli_list_numbers(v) : cli_list_strings(v));
     }
-    return f;
+    const char *meta = cli_opt(a, "--metadata");
+    if (meta != NULL) {
+        json_t *m = json_loads(meta, 0, NULL);
+        if (!json_is_object(m)) {
+            json_decref(m);
+            json_decref(f);
+            return cli_usage_error(a, "--metadata must be a JSON object, got '%s'", meta);
+        }
+        if (f == NULL)
+            f = json_object();
+        json_object_set_new(f, "metadata", m);
+    }
+    *out = f;
+    return 0;
 }
 
 /* The --header NAME:VALUE options into *out (a headers object; NULL when none was given).
@@ -96,10 +116,14 @@ static int headers_from(const struct cli_args *a, json_t **out)
 
 int cli_wh_add(struct cli *c, const struct cli_args *a)
 {
-    json_t *headers, *out = NULL;
-    if (headers_from(a, &headers) != 0)
+    json_t *headers, *filters, *out = NULL;
+    if (filters_from(a, &filters) != 0)
         return EXIT_USAGE;
-    json_t *body = json_pack("{s:s}", "url", a->pos[0]), *filters = filters_from(a);
+    if (headers_from(a, &headers) != 0) {
+        json_decref(filters);
+        return EXIT_USAGE;
+    }
+    json_t *body = json_pack("{s:s}", "url", a->pos[0]);
     json_object_set_new(body, "filters", filters ? filters : json_object());
     if (headers)
         json_object_set_new(body, "headers", headers);
@@ -158,7 +182,9 @@ int cli_wh_update(struct cli *c, const struct cli_args *a)
 {
     if (cli_opt(a, "--enable") && cli_opt(a, "--disable"))
         return cli_usage_error(a, "give --enable or --disable, not both");
-    json_t *filters = filters_from(a), *headers;
+    json_t *filters, *headers;
+    if (filters_from(a, &filters) != 0)
+        return EXIT_USAGE;
     if (filters && cli_opt(a, "--no-filters")) {
         json_decref(filters);
         return cli_usage_error(a, "--no-filters and a filter option contradict each other");

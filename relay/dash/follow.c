@@ -85,12 +85,17 @@ struct pround {
 
 static void replay_round(struct hub *h, struct hsess *x, struct hsub *u);
 
-static int sub_matches(const struct hsub *u, const char *rid, const struct status_event *ev)
+static int sub_matches(const struct hsub *u, const char *rid, const struct status_event *ev,
+                       const char *frame, size_t len)
 {
     if (u->kind == SUB_ID)
         return strcmp(u->id, rid) == 0;
-    return ev != NULL && dash_broad_match(&u->f, ev->status ? ev->status : "",
-                                          ev->origin_chain_id, ev->destination_chain_id);
+    struct dash_frame fr;
+    dash_frame_init(&fr, frame, len, ev->status ? ev->status : "", rid, ev->origin_chain_id,
+                    ev->destination_chain_id);
+    int r = dash_broad_match(&u->f, &fr);
+    dash_frame_cleanup(&fr);
+    return r;
 }
 
 /* Send u the entry e with streamId sid when it matches. */
@@ -103,7 +108,7 @@ static void replay_one(struct hub *h, struct hsess *x, struct hsub *u,
     status_event_init(&ev);
     size_t len = 0;
     char *f = dash_encode_frame(h, e->rec, e->rec_len, 0, sid, &ev, &len);
-    if (f != NULL && sub_matches(u, e->rid, &ev)) {
+    if (f != NULL && sub_matches(u, e->rid, &ev, f, len)) {
         dash_send_text(h, x->id, e->rid, f, len);
         u->replayed++;
     }

@@ -68,10 +68,12 @@ static void on_snapshot(void *arg, const char *err, const struct store_history_r
         status_event_init(&ev);
         size_t len = 0;
         char *f = dash_encode_frame(h, r->rec, r->rec_len, 1, u->live_at, &ev, &len);
-        if (f != NULL && (u->kind == SUB_ID ||
-                          dash_broad_match(&u->f, ev.status ? ev.status : "",
-                                           ev.origin_chain_id, ev.destination_chain_id)))
+        struct dash_frame fr;
+        dash_frame_init(&fr, f, len, ev.status ? ev.status : "", op->id, ev.origin_chain_id,
+                        ev.destination_chain_id);
+        if (f != NULL && (u->kind == SUB_ID || dash_broad_match(&u->f, &fr)))
             dash_send_text(h, x->id, op->id, f, len);
+        dash_frame_cleanup(&fr);
         free(f);
         status_event_cleanup(&ev);
     }

@@ -242,10 +242,52 @@ int webhook_matches(const struct webhook *wh, const struct status_event *ev)
     return ev->created_at >= wh->created_at && webhook_matches_filters(wh, ev);
 }
 
+void subject_from_event(const struct status_event *ev, int want_metadata,
+                        struct event_subject *x)
+{
+    memset(x, 0, sizeof(*x));
+    size_t nf = 0, nw = 0;
+    for (unsigned bit = 1; (bit & PROTO_F_MASK) && nf < SUBJECT_MAX_FLAGS - 1; bit <<= 1)
+        if ((ev->flags & bit) && proto_flag_name(bit) != NULL)
+            x->flags[nf++] = proto_flag_name(bit);
+    if (ev->reorg != NULL)
+        x->flags[nf++] = "reorg";
+    if (ev->deposit != NULL && ev->deposit->depositor != NULL)
+        x->wallets[nw++] = ev->deposit->depositor;
+    /* facts wallets: wired at merge */
+    if (want_metadata && ev->metadata != NULL)
+        x->metadata = json_loads(ev->metadata, 0, NULL); /* unreadable: matches no metadata */
+    x->s = (struct proto_filter_subject){
+        .type = NULL, /* request.status.updated */
+        .status = ev->status,
+        .request_id = ev->request_id,
+        .origin = ev->origin_chain_id,
+        .dest = ev->destination_chain_id,
+        .fail_reason = proto_fail_reason_out(ev),
+        .refund_fail_reason = ev->refund_fail_reason,
+        .flags = x->flags,
+        .nflags = nf,
+        .wallets = x->wallets,
+        .nwallets = nw,
+        .referrer = ev->referrer,
+        .metadata = x->metadata,
+    };
+}
+
+void subject_cleanup(struct event_subject *x)
+{
+    json_decref(x->metadata);
+    x->metadata = NULL;
+    x->s.metadata = NULL;
+}
+
 int webhook_matches_filters(const struct webhook *wh, const struct status_event *ev)
 {
-    return proto_filter_match(&wh->f, ev->status, ev->request_id, ev->origin_chain_id,
-                              ev->destination_chain_id);
+    struct event_subject x;
+    subject_from_event(ev, wh->f.metadata != NULL, &x);
+    int r = proto_filter_match(&wh->f, &x.s);
+    subject_cleanup(&x);
+    return r;
 }
 
 /* ---- validation ------------------------------------------------------------------------ */
@@ -255,6 +297,72 @@ static int fail(const char **code, const char *c, char *err, size_t errn, const 
     *code = c;
     snprintf(err, errn, "%s", msg);
     return -1;
+}
+
+static int key_is(const struct proto_filter_err *e, const char *k)
+{
+    return e->key != NULL && strcmp(e->key, k) == 0;
+}
+
+/* The REST message of a filter rejection: the key, what it takes and its limit. */
+static void filter_error(const struct proto_filter_err *e, char *err, size_t errn)
+{
+    const char *k = e->key;
+    switch (e->fault) {
+    case PROTO_FILTER_NOT_OBJECT:
+        snprintf(err, errn, "filters must be an object");
+        return;
+    case PROTO_FILTER_UNKNOWN_KEY:
+        snprintf(err, errn,
+                 "unknown filter \"%.64s\" (known: status, requestIds, originChainIds, "
+                 "destinationChainIds, users, referrers, failReasons, refundFailReasons, flags, "
+                 "metadata)",
+                 k);
+        return;
+    case PROTO_FILTER_NOT_LIST:
+        if (key_is(e, "metadata"))
+            snprintf(err, errn,
+                     "filters.metadata must be an object of 1 to %d members, each a string, "
+                     "number or boolean",
+                     PROTO_FILTER_MAX_META_KEYS);
+        else
+            snprintf(err, errn, "filters.%s must be a list of at most %d values", k,
+                     WH_MAX_FILTER_VALUES);
+        return;
+    case PROTO_FILTER_TOO_MANY:
+        if (key_is(e, "metadata"))
+            snprintf(err, errn, "filters.metadata: at most %d members and %d bytes",
+                     PROTO_FILTER_MAX_META_KEYS, PROTO_FILTER_MAX_META);
+        else
+            snprintf(err, errn, "filters.%s: at most %d values", k, WH_MAX_FILTER_VALUES);
+        return;
+    case PROTO_FILTER_BAD_VALUE:
+        break;
+    }
+    if (key_is(e, "metadata"))
+        snprintf(err, errn, "filters.metadata.%.64s must be a string, number or boolean",
+                 e->member ? e->member : "");
+    else if (key_is(e, "users"))
+        snprintf(err, errn,
+                 "filters.users[%zu] is not a wallet: 1 to %d printable characters without "
+                 "spaces",
+                 e->index, PROTO_FILTER_MAX_WALLET);
+    else if (key_is(e, "referrers"))
+        snprintf(err, errn,
+                 "filters.referrers[%zu] is not a referrer: a string of 1 to %d bytes without "
+                 "control characters",
+                 e->index, PROTO_FILTER_MAX_REFERRER);
+    else if (key_is(e, "failReasons") || key_is(e, "refundFailReasons"))
+        snprintf(err, errn,
+                 "filters.%s[%zu] is not a reason code: 1 to %d printable characters (\"N/A\" "
+                 "for none)",
+                 k, e->index, PROTO_FILTER_MAX_REASON);
+    else if (key_is(e, "flags"))
+        snprintf(err, errn, "filters.flags[%zu] is not a known flag (known: %s)", e->index,
+                 proto_filter_flag_names());
+    else
+        snprintf(err, errn, "filters.%s[%zu] is not a valid %s", k, e->index,
+                 key_is(e, "status") || key_is(e, "requestIds") ? "string" : "chain id");
 }
 
 int webhook_filters_canon(json_t *filters, char **out_json, const char **code, char *err,
@@ -268,24 +376,7 @@ int webhook_filters_canon(json_t *filters, char **out_json, const char **code, c
         return fail(code, "internal", err, errn, "out of memory");
     if (rc != 0) {
         *code = "invalid_request";
-        int strs = e.key != NULL && (!strcmp(e.key, "status") || !strcmp(e.key, "requestIds"));
-        switch (e.fault) {
-        case PROTO_FILTER_NOT_OBJECT:
-            snprintf(err, errn, "filters must be an object");
-            break;
-        case PROTO_FILTER_UNKNOWN_KEY:
-            snprintf(err, errn, "unknown filter \"%s\"", e.key);
-            break;
-        case PROTO_FILTER_NOT_LIST:
-        case PROTO_FILTER_TOO_MANY:
-            snprintf(err, errn, "filters.%s must be a list of at most %d values", e.key,
-                     WH_MAX_FILTER_VALUES);
-            break;
-        case PROTO_FILTER_BAD_VALUE:
-            snprintf(err, errn, "filters.%s[%zu] is not a valid %s", e.key, e.index,
-                     strs ? "string" : "chain id");
-            break;
-        }
+        filter_error(&e, err, errn);
         return -1;
     }
     json_t *out = proto_filter_to_json(&f);

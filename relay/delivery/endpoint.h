@@ -79,6 +79,24 @@ void webhook_values_set(struct webhook *wh, const char *const *kv, size_t nkv);
 /* Free the values webhook_values_set filled (secrets wiped). */
 void webhook_values_clear(struct webhook *wh);
 
+/* What a status event offers the filters (struct proto_filter_subject): the one place that
+ * says where each field comes from. The subject points into ev and into x's arrays, so both
+ * must outlive x->s. Flags: the statusrelay.flags names of ev plus "reorg" when ev carries
+ * reorg details; failReason as the body shows it (proto_fail_reason_out); wallets: what the
+ * relay knows of the request (the deposit's depositor). ev->metadata is parsed into
+ * x->metadata only when want_metadata (a filter needs it); release with subject_cleanup. */
+#define SUBJECT_MAX_FLAGS 16
+#define SUBJECT_MAX_WALLETS 4
+struct event_subject {
+    struct proto_filter_subject s;
+    const char *flags[SUBJECT_MAX_FLAGS];
+    const char *wallets[SUBJECT_MAX_WALLETS];
+    json_t *metadata; /* owned; NULL when not parsed or none */
+};
+void subject_from_event(const struct status_event *ev, int want_metadata,
+                        struct event_subject *x);
+void subject_cleanup(struct event_subject *x);
+
 /* 1 when ev passes wh's filters (proto_filter_match: AND across keys, OR within a list) and
  * was created after the endpoint was registered. Enabled state is not looked at. */
 int webhook_matches(const struct webhook *wh, const struct status_event *ev);
@@ -89,7 +107,8 @@ int webhook_matches_filters(const struct webhook *wh, const struct status_event 
  * Each returns 0, or -1 with a static code ("invalid_request", "forbidden_target") and a
  * message in err (errn bytes). Canonical JSON text in *out_json is malloc'd (caller frees).
  * Filters: lists only (null = absent, [] matches nothing), keys status, requestIds,
- * originChainIds, destinationChainIds; canonical text has sorted keys (protocol/filter.h). */
+ * originChainIds, destinationChainIds, users, referrers, failReasons, refundFailReasons,
+ * flags, and the object metadata; canonical text has sorted keys (protocol/filter.h). */
 int webhook_filters_canon(json_t *filters, char **out_json, const char **code, char *err,
                           size_t errn);
 int webhook_headers_canon(json_t *headers, char **out_json, const char **code, char *err,

@@ -34,10 +34,81 @@ int dash_broad_parse(const char *text, size_t len, struct proto_filter *out)
     return rc;
 }
 
-int dash_broad_match(const struct proto_filter *f, const char *status, int64_t origin,
-                     int64_t dest)
+void dash_frame_init(struct dash_frame *fr, const char *text, size_t len, const char *status,
+                     const char *request_id, int64_t origin, int64_t dest)
 {
-    return proto_filter_match(f, status, NULL, origin, dest);
+    memset(fr, 0, sizeof(*fr));
+    fr->text = text;
+    fr->len = len;
+    fr->s.status = status;
+    fr->s.request_id = request_id;
+    fr->s.origin = origin;
+    fr->s.dest = dest;
+}
+
+void dash_frame_cleanup(struct dash_frame *fr)
+{
+    json_decref(fr->j);
+    memset(fr, 0, sizeof(*fr));
+}
+
+static const char *str_at(const json_t *o, const char *k)
+{
+    return json_string_value(json_object_get(o, k)); /* NULL when absent or not a string */
+}
+
+/* The fields beyond the routing ones, from the frame's JSON (proto_event_ws_frame's shape):
+ * data.failReason / refundFailReason / referrer / depositAddress.depositor,
+ * statusrelay.flags (+ "reorg" for statusrelay.reorg), statusrelay.metadata and the wallets
+ * of statusrelay.request (user, sender, recipient) once frames carry request facts. */
+static void frame_read(struct dash_frame *fr)
+{
+    fr->parsed = 1;
+    if (fr->text == NULL || (fr->j = json_loadb(fr->text, fr->len, 0, NULL)) == NULL)
+        return;
+    const json_t *data = json_object_get(fr->j, "data");
+    const json_t *rel = json_object_get(fr->j, "statusrelay");
+    struct proto_filter_subject *s = &fr->s;
+    s->type = str_at(fr->j, "event");
+    s->fail_reason = str_at(data, "failReason");
+    s->refund_fail_reason = str_at(data, "refundFailReason");
+    s->referrer = str_at(data, "referrer");
+    size_t nw = 0, nf = 0, i;
+    const char *w = str_at(json_object_get(data, "depositAddress"), "depositor");
+    if (w != NULL)
+        fr->wallets[nw++] = w;
+    static const char *const wk[] = {"user", "sender", "recipient"};
+    const json_t *req = json_object_get(rel, "request");
+    for (i = 0; i < 3 && nw < 4; i++)
+        if ((w = str_at(req, wk[i])) != NULL)
+            fr->wallets[nw++] = w;
+    json_t *fl;
+    json_array_foreach(json_object_get(rel, "flags"), i, fl)
+    {
+        if (json_is_string(fl) && nf < 15)
+            fr->flags[nf++] = json_string_value(fl);
+    }
+    if (json_is_object(json_object_get(rel, "reorg")))
+        fr->flags[nf++] = "reorg";
+    s->flags = fr->flags;
+    s->nflags = nf;
+    s->wallets = fr->wallets;
+    s->nwallets = nw;
+    s->metadata = json_object_get(rel, "metadata");
+}
+
+/* 1 when f asks for more than the routing fields a frame comes with. */
+static int needs_frame(const struct proto_filter *f)
+{
+    return f->users != NULL || f->referrers != NULL || f->fail_reasons != NULL ||
+           f->refund_fail_reasons != NULL || f->flags != NULL || f->metadata != NULL;
+}
+
+int dash_broad_match(const struct proto_filter *f, struct dash_frame *fr)
+{
+    if (!fr->parsed && needs_frame(f))
+        frame_read(fr);
+    return proto_filter_match(f, &fr->s);
 }
 
 int dash_broad_equal(const struct proto_filter *a, const struct proto_filter *b)

@@ -228,13 +228,17 @@ static void route_event(struct ws_server *s, struct xmsg *m)
     for (struct isub *u = s->itab[h & (s->itab_size - 1)]; u != NULL; u = u->hnext)
         if (u->h == h && strcmp(u->id, m->key) == 0)
             deliver(s, u->x, &ev, m);
+    struct dash_frame fr;
+    dash_frame_init(&fr, m->shared ? (const char *)m->shared->data : (const char *)m->data,
+                    m->shared ? m->shared->len : m->len, m->status, m->key, m->origin_chain_id,
+                    m->destination_chain_id);
     for (struct session *x = s->broad_head; x != NULL; x = x->bnext)
         for (size_t i = 0; i < x->nbroad; i++)
-            if (dash_broad_match(&x->broad[i].f, m->status, m->origin_chain_id,
-                                 m->destination_chain_id)) {
+            if (dash_broad_match(&x->broad[i].f, &fr)) {
                 deliver(s, x, &ev, m);
                 break;
             }
+    dash_frame_cleanup(&fr);
     if (ev == NULL) {
         count(&s->st.unrouted);
         xmsg_free(m);

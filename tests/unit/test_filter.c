@@ -119,6 +119,51 @@ static const struct read_row read_rows[] = {
      BAD(BAD_VALUE, "requestIds", 1)},
     {"W: empty request id", &W, "{\"requestIds\":[\"\"]}", BAD(BAD_VALUE, "requestIds", 0)},
     {"W: status too long", &W, "{\"status\":[\"12345678\"]}", BAD(BAD_VALUE, "status", 0)},
+    /* users, referrers, failReasons, refundFailReasons, flags, metadata */
+    {"W: new keys, canonical order", &W,
+     "{\"metadata\":{\"order\":\"A-1\",\"n\":2,\"ok\":true},\"flags\":[\"reversal\"],"
+     "\"refundFailReasons\":[\"N/A\"],\"failReasons\":[\"SLIPPAGE\"],\"referrers\":[\"shop 1\"],"
+     "\"users\":[\"0xAbC\"],\"status\":[\"failure\"]}",
+     OK("{\"status\":[\"failure\"],\"users\":[\"0xAbC\"],\"referrers\":[\"shop 1\"],"
+        "\"failReasons\":[\"SLIPPAGE\"],\"refundFailReasons\":[\"N/A\"],\"flags\":[\"reversal\"],"
+        "\"metadata\":{\"order\":\"A-1\",\"n\":2,\"ok\":true}}")},
+    {"W: every flag", &W,
+     "{\"flags\":[\"reversal\",\"facts\",\"reorg\"]}",
+     OK("{\"flags\":[\"reversal\",\"facts\",\"reorg\"]}")},
+    {"W: more flags", &W,
+     "{\"flags\":[\"unconfirmedDeposit\",\"unknownStatus\",\"detailsTruncated\"]}",
+     OK("{\"flags\":[\"unconfirmedDeposit\",\"unknownStatus\",\"detailsTruncated\"]}")},
+    {"W: empty users kept", &W, "{\"users\":[]}", OK("{\"users\":[]}")},
+    {"W: null metadata is absent", &W, "{\"metadata\":null}", OK("{}")},
+    {"W: metadata real number", &W, "{\"metadata\":{\"x\":1.5}}", OK("{\"metadata\":{\"x\":1.5}}")},
+    {"D: one user", &D, "{\"users\":\"0xab\"}", OK("{\"users\":[\"0xab\"]}")},
+    {"D: one flag", &D, "{\"flags\":\"reversal\"}", OK("{\"flags\":[\"reversal\"]}")},
+    {"D: metadata", &D, "{\"metadata\":{\"k\":\"v\"}}", OK("{\"metadata\":{\"k\":\"v\"}}")},
+    {"D: keys first, new keys", &D, "{\"flags\":\"x\",\"bogus\":1}", BAD(UNKNOWN, "bogus", 0)},
+    {"D: canonical order, new keys", &D, "{\"metadata\":[],\"users\":1}",
+     BAD(NOT_LIST, "users", 0)},
+    {"D: empty users", &D, "{\"users\":[]}", BAD(NOT_LIST, "users", 0)},
+    {"D: null metadata", &D, "{\"metadata\":null}", BAD(NOT_LIST, "metadata", 0)},
+    {"W: users not a list", &W, "{\"users\":\"0xab\"}", BAD(NOT_LIST, "users", 0)},
+    {"W: too many users", &W, "{\"users\":[\"a\",\"b\",\"c\",\"d\"]}", BAD(TOO_MANY, "users", 0)},
+    {"W: wallet with a space", &W, "{\"users\":[\"0xab\",\"0x a\"]}", BAD(BAD_VALUE, "users", 1)},
+    {"W: empty wallet", &W, "{\"users\":[\"\"]}", BAD(BAD_VALUE, "users", 0)},
+    {"W: wallet not a string", &W, "{\"users\":[7]}", BAD(BAD_VALUE, "users", 0)},
+    {"W: referrer with a newline", &W, "{\"referrers\":[\"a\\nb\"]}",
+     BAD(BAD_VALUE, "referrers", 0)},
+    {"W: referrer with DEL", &W, "{\"referrers\":[\"a\\u007fb\"]}", BAD(BAD_VALUE, "referrers", 0)},
+    {"W: empty reason", &W, "{\"failReasons\":[\"\"]}", BAD(BAD_VALUE, "failReasons", 0)},
+    {"W: reason with a space", &W, "{\"refundFailReasons\":[\"A B\"]}",
+     BAD(BAD_VALUE, "refundFailReasons", 0)},
+    {"W: unknown flag", &W, "{\"flags\":[\"reversal\",\"Reversal\"]}", BAD(BAD_VALUE, "flags", 1)},
+    {"W: metadata not an object", &W, "{\"metadata\":[1]}", BAD(NOT_LIST, "metadata", 0)},
+    {"W: empty metadata", &W, "{\"metadata\":{}}", BAD(NOT_LIST, "metadata", 0)},
+    {"W: nested metadata", &W, "{\"metadata\":{\"a\":1,\"b\":{}}}", BAD(BAD_VALUE, "metadata", 1)},
+    {"W: null metadata member", &W, "{\"metadata\":{\"a\":null}}", BAD(BAD_VALUE, "metadata", 0)},
+    {"W: 17 metadata members", &W,
+     "{\"metadata\":{\"a\":1,\"b\":1,\"c\":1,\"d\":1,\"e\":1,\"f\":1,\"g\":1,\"h\":1,\"i\":1,"
+     "\"j\":1,\"k\":1,\"l\":1,\"m\":1,\"n\":1,\"o\":1,\"p\":1,\"q\":1}}",
+     BAD(TOO_MANY, "metadata", 0)},
 };
 
 /* filters of a row's text (NULL stays NULL); decref the result. */
@@ -221,7 +266,9 @@ static void test_match_rows(void **state)
         json_t *j = load(r->filter);
         struct proto_filter f;
         assert_int_equal(proto_filter_from_json(j, &W, &f, NULL), 0);
-        int got = proto_filter_match(&f, r->status, r->request_id, r->origin, r->dest);
+        struct proto_filter_subject sj = {.status = r->status, .request_id = r->request_id,
+                                          .origin = r->origin, .dest = r->dest};
+        int got = proto_filter_match(&f, &sj);
         if (got != r->want)
             fail_msg("row %zu: %s / %s %s %lld %lld: %d, want %d", i,
                      r->filter ? r->filter : "NULL", r->status ? r->status : "NULL",
@@ -230,6 +277,122 @@ static void test_match_rows(void **state)
         proto_filter_cleanup(&f);
         json_decref(j);
     }
+}
+
+/* users .. metadata: rows of a filter (read with W) against one subject */
+struct subj_row {
+    const char *filter;
+    int want;
+};
+
+static void check_subject(const char *what, const struct subj_row *rows, size_t n,
+                          const struct proto_filter_subject *sj)
+{
+    for (size_t i = 0; i < n; i++) {
+        json_t *j = load(rows[i].filter);
+        struct proto_filter f;
+        assert_int_equal(proto_filter_from_json(j, &W, &f, NULL), 0);
+        int got = proto_filter_match(&f, sj);
+        if (got != rows[i].want)
+            fail_msg("%s row %zu: %s: %d, want %d", what, i, rows[i].filter, got, rows[i].want);
+        proto_filter_cleanup(&f);
+        json_decref(j);
+    }
+}
+
+static void test_match_new_keys(void **state)
+{
+    static const char *const wallets[] = {"0xAbCdEf", "bc1QxYz", "0x00ff"};
+    static const char *const flags[] = {"unknownFailReason", "reversal"};
+    json_t *meta = load("{\"order\":\"A-1\",\"n\":3,\"vip\":true,\"nested\":{\"a\":1},"
+                        "\"big\":9007199254740993}");
+    struct proto_filter_subject sj = {
+        .status = "refund", .request_id = "0xa", .origin = 1, .dest = 8453,
+        .fail_reason = "SLIPPAGE", .refund_fail_reason = NULL, .flags = flags, .nflags = 2,
+        .wallets = wallets, .nwallets = 3, .referrer = "shop-1", .metadata = meta,
+    };
+    static const struct subj_row rows[] = {
+        /* users: any wallet; 0x addresses in any case, others exact */
+        {"{\"users\":[\"0xabcdef\"]}", 1},
+        {"{\"users\":[\"0XABCDEF\"]}", 1},
+        {"{\"users\":[\"nope\",\"0x00FF\"]}", 1},
+        {"{\"users\":[\"bc1qxyz\"]}", 0},
+        {"{\"users\":[\"bc1QxYz\"]}", 1},
+        {"{\"users\":[\"0xabcde\"]}", 0},
+        {"{\"users\":[\"abcdef\"]}", 0},
+        {"{\"users\":[]}", 0},
+        /* referrers: exact */
+        {"{\"referrers\":[\"shop-1\"]}", 1},
+        {"{\"referrers\":[\"Shop-1\",\"shop\"]}", 0},
+        /* reasons: exact; NULL / "N/A" is "N/A" */
+        {"{\"failReasons\":[\"SLIPPAGE\"]}", 1},
+        {"{\"failReasons\":[\"N/A\",\"UNKNOWN\"]}", 0},
+        {"{\"refundFailReasons\":[\"N/A\"]}", 1},
+        {"{\"refundFailReasons\":[\"UNKNOWN\"]}", 0},
+        /* flags: any of */
+        {"{\"flags\":[\"reorg\",\"reversal\"]}", 1},
+        {"{\"flags\":[\"facts\"]}", 0},
+        /* metadata: every member equal, numbers by value */
+        {"{\"metadata\":{\"order\":\"A-1\"}}", 1},
+        {"{\"metadata\":{\"order\":\"A-1\",\"n\":3.0,\"vip\":true}}", 1},
+        {"{\"metadata\":{\"big\":9007199254740993}}", 1},
+        {"{\"metadata\":{\"big\":9007199254740992}}", 0}, /* same double, other integer */
+        {"{\"metadata\":{\"order\":\"a-1\"}}", 0},
+        {"{\"metadata\":{\"n\":\"3\"}}", 0},
+        {"{\"metadata\":{\"vip\":1}}", 0},
+        {"{\"metadata\":{\"order\":\"A-1\",\"missing\":1}}", 0},
+        {"{\"metadata\":{\"nested\":1}}", 0},
+        /* AND across keys, with the old ones */
+        {"{\"status\":[\"refund\"],\"users\":[\"0xABCDEF\"],\"referrers\":[\"shop-1\"],"
+         "\"failReasons\":[\"SLIPPAGE\"],\"flags\":[\"reversal\"],\"metadata\":{\"n\":3}}", 1},
+        {"{\"status\":[\"refund\"],\"users\":[\"0xABCDEF\"],\"referrers\":[\"shop-2\"]}", 0},
+        {"{\"originChainIds\":[2],\"flags\":[\"reversal\"]}", 0},
+    };
+    check_subject("full", rows, N_ROWS(rows), &sj);
+
+    /* an event without wallets, referrer, reasons, flags or metadata */
+    struct proto_filter_subject bare = {.status = "pending", .request_id = "0xb"};
+    static const struct subj_row bare_rows[] = {
+        {"{\"users\":[\"0xabcdef\"]}", 0},
+        {"{\"referrers\":[\"shop-1\"]}", 0},
+        {"{\"failReasons\":[\"N/A\"],\"refundFailReasons\":[\"N/A\"]}", 1},
+        {"{\"failReasons\":[\"SLIPPAGE\"]}", 0},
+        {"{\"flags\":[\"reversal\"]}", 0},
+        {"{\"metadata\":{\"order\":\"A-1\"}}", 0},
+        {"{\"status\":[\"pending\"]}", 1},
+    };
+    check_subject("bare", bare_rows, N_ROWS(bare_rows), &bare);
+    json_decref(meta);
+}
+
+/* "metadata": at most PROTO_FILTER_MAX_META bytes as compact JSON ({"v":"..."} is 8 + n) */
+static void test_metadata_size(void **state)
+{
+    for (size_t n = PROTO_FILTER_MAX_META - 8; n <= PROTO_FILTER_MAX_META - 7; n++) {
+        char *v = calloc(1, n + 1);
+        memset(v, 'x', n);
+        json_t *j = json_pack("{s:{s:s}}", "metadata", "v", v);
+        struct proto_filter f;
+        struct proto_filter_err e = {0};
+        int rc = proto_filter_from_json(j, &W, &f, &e);
+        if (n == PROTO_FILTER_MAX_META - 8) {
+            assert_int_equal(rc, 0);
+        } else {
+            assert_int_equal(rc, PROTO_ETOOLONG);
+            assert_int_equal(e.fault, PROTO_FILTER_TOO_MANY);
+            assert_string_equal(e.key, "metadata");
+        }
+        proto_filter_cleanup(&f);
+        json_decref(j);
+        free(v);
+    }
+    /* a bad member is named */
+    json_t *j = load("{\"metadata\":{\"ok\":1,\"bad\":[1]}}");
+    struct proto_filter f;
+    struct proto_filter_err e = {0};
+    assert_int_equal(proto_filter_from_json(j, &W, &f, &e), PROTO_EVALUE);
+    assert_string_equal(e.member, "bad");
+    json_decref(j);
 }
 
 /* ---- equality and is_all ----------------------------------------------------------------- */
@@ -247,6 +410,14 @@ static void test_equal(void **state)
         {"{\"originChainIds\":[1]}", "{\"destinationChainIds\":[1]}", 0},
         {"{\"originChainIds\":[1]}", "{\"originChainIds\":[1,1]}", 0},
         {"{\"requestIds\":[\"0xa\"]}", "{\"requestIds\":[\"0xb\"]}", 0},
+        {"{\"users\":[\"0xa\"]}", "{\"users\":[\"0xa\"]}", 1},
+        {"{\"users\":[\"0xa\"]}", "{\"users\":[\"0xA\"]}", 0}, /* as written */
+        {"{\"users\":[\"0xa\"]}", "{\"referrers\":[\"0xa\"]}", 0},
+        {"{\"flags\":[]}", "{}", 0},
+        {"{\"failReasons\":[\"X\"]}", "{\"refundFailReasons\":[\"X\"]}", 0},
+        {"{\"metadata\":{\"a\":1,\"b\":\"x\"}}", "{\"metadata\":{\"b\":\"x\",\"a\":1}}", 1},
+        {"{\"metadata\":{\"a\":1}}", "{\"metadata\":{\"a\":2}}", 0},
+        {"{\"metadata\":{\"a\":1}}", "{}", 0},
     };
     for (size_t i = 0; i < N_ROWS(rows); i++) {
         json_t *ja = load(rows[i].a), *jb = load(rows[i].b);
@@ -314,6 +485,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_read_rows),
         cmocka_unit_test(test_match_rows),
+        cmocka_unit_test(test_match_new_keys),
+        cmocka_unit_test(test_metadata_size),
         cmocka_unit_test(test_equal),
         cmocka_unit_test(test_chaos),
     };
