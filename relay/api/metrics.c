@@ -114,6 +114,10 @@ static void render_webhooks(struct core *c, struct evbuffer *out)
          "attempts that could not start here (out of descriptors or memory): rescheduled, "
          "not counted as attempts",
          m->wh_local_failures},
+        {"webhook_rate_limited_total",
+         "times a rate-limited endpoint's due deliveries found its rateLimit used up and "
+         "waited for it (grants asked for and refused)",
+         m->wh_rate_limited},
     };
     for (size_t i = 0; i < ARRAY_LEN(rows); i++)
         evbuffer_add_printf(out, "# HELP statusrelay_%s %s\n# TYPE statusrelay_%s counter\n"
