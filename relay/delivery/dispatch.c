@@ -724,6 +724,12 @@ void dispatch_report(struct dispatch *d, struct webhook *wh, const char *did, un
     dsp_push_result(d, a);
 }
 
+long dispatch_rate_waiting(const struct webhook *wh)
+{
+    const struct dispatch_ep *e = wh->dispatch_x;
+    return e != NULL && wh->rate_limit > 0 ? e->rl_want : 0;
+}
+
 static void on_pump(evutil_socket_t fd, short what, void *arg)
 {
     sweep(arg);

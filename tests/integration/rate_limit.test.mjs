@@ -80,6 +80,13 @@ test('rateLimit 5 with two daemons: at most 5 in any second, all 60 arrive, the 
   await until(() => of('/free').length >= 60, { timeoutMs: 10000, msg: '60 unlimited deliveries' });
   const freeDone = Math.max(...of('/free').map((x) => x.t));
   const limAtFreeDone = of('/lim').filter((x) => x.t <= freeDone).length;
+  // the backlog shows as waiting on the limit (both daemons see the same queue)
+  const waiting = await until(async () => {
+    const t = (await a.get('/metrics')).text;
+    const m = new RegExp(`^statusrelay_webhook_rate_limit_waiting\\{webhook="${lim.id}"\\} (\\d+)$`, 'm').exec(t);
+    return m && Number(m[1]) > 0 && Number(m[1]);
+  }, { timeoutMs: 5000, msg: 'rate_limit_waiting gauge > 0' });
+  assert.ok(waiting <= 60, `waiting ${waiting}`);
   await until(() => new Set(of('/lim').map((x) => x.headers['webhook-id'])).size >= 60,
     { timeoutMs: 40000, stepMs: 200, msg: '60 limited deliveries' });
   const limRecs = of('/lim');
