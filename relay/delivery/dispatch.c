@@ -46,6 +46,7 @@
 #define DISPATCH_RL_JITTER_MS 50
 #define DISPATCH_RL_LOG_MS (DISPATCH_RL_SECOND_MS + DISPATCH_RL_SEND_MS + DISPATCH_RL_JITTER_MS)
 #define DISPATCH_RL_ERR_MS 1000 /* a failed take: ask again after this */
+#define DISPATCH_RL_LOG_EVERY_MS 10000 /* one "grant too old" line at most this often */
 
 
 /* wh's state, created on first sight. */
@@ -198,6 +199,16 @@ void dsp_pump(struct dispatch *d, struct webhook *wh)
         } else if (drop) {
             dsp_attempt_free(a);
         } else if (late) { /* back to its queue unsent, not an attempt (wh_done.lua "local") */
+            if (d->rl_log_ms == 0 || now - d->rl_log_ms >= DISPATCH_RL_LOG_EVERY_MS) {
+                log_warn("rate-limited delivery handed back unsent: its grant is too old (slow "
+                         "Redis round trips or a busy process)",
+                         "delivery=%s webhook=%s late_ms=%lld suppressed=%llu", a->did, a->whid,
+                         (long long)(now - a->rl_by), (unsigned long long)d->rl_suppressed);
+                d->rl_log_ms = now;
+                d->rl_suppressed = 0;
+            } else {
+                d->rl_suppressed++;
+            }
             a->outcome = DL_OUTCOME_LOCAL;
             a->next_ms = wall_ms();
             a->json = xstrdup("");

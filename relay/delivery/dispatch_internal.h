@@ -86,6 +86,8 @@ struct dispatch {
     int64_t probe_ms;         /* mono ms of the last version_probe GET; 0 = never */
     size_t claim_got;
     int rl_any;               /* the last claim saw a rate-limited endpoint (or grants) */
+    int64_t rl_log_ms;        /* mono ms of the last "grant too old" line; 0 = never */
+    uint64_t rl_suppressed;   /* such hand-backs not logged since */
     int local_streak;         /* attempts failed locally in a row (attempt.c: backoff) */
     int64_t local_log_ms;     /* mono ms of the last "failed locally" line; 0 = never */
     uint64_t local_suppressed; /* such failures not logged since */

@@ -121,6 +121,30 @@ test('rateLimit with 3 partitions and two daemons: one limit across the partitio
   assert.ok(peak <= 4, `at most 4 in any 1 s window across partitions (saw ${peak})`);
 });
 
+test('Redis pauses: stale grants are not used, every delivery arrives once as one attempt', async () => {
+  const { redis, ds: [d], rx } = await setup(1);
+  const wh = await create(d, { url: rx.url('/pz'), rateLimit: 5 });
+  await d.get('/v1/webhooks');
+  for (let i = 0; i < 20; i++)
+    assert.equal(await ingest(d, KEY, upstreamPayload({ rid: rid(`pz${i}`), status: 'pending' })), 200);
+  // scripts are writes: a take sent during a pause is answered up to 400 ms later, past its
+  // 100 ms send allowance, so what it grants goes back unused (or, if its claim was out
+  // already, the claimed deliveries go back unsent: wh_done.lua "local", not an attempt)
+  for (let i = 0; i < 8; i++) {
+    await redis.cmd('CLIENT', 'PAUSE', '400', 'WRITE');
+    await new Promise((r) => setTimeout(r, 600));
+  }
+  const of = () => rx.records().filter((x) => x.path === '/pz');
+  await until(() => new Set(of().map((x) => x.headers['webhook-id'])).size >= 20,
+    { timeoutMs: 30000, stepMs: 200, msg: '20 deliveries despite the pauses' });
+  assert.equal(of().length, 20, 'each sent once');
+  assert.ok(maxPerSecond(of().map((x) => x.t)) <= 5, 'at most 5 in any second');
+  const r = await d.get(`/v1/webhooks/${wh.id}/deliveries?state=delivered&limit=100`);
+  assert.equal(r.body.deliveries.length, 20);
+  for (const x of r.body.deliveries)
+    assert.equal(x.attempts.length, 1, 'one attempt each');
+});
+
 test('PATCH rateLimit to null releases the backlog; retries count against the limit', async () => {
   const { ds: [d], rx } = await setup(1);
   const wh = await create(d, { url: rx.url('/slow'), rateLimit: 1 });
