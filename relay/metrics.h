@@ -60,6 +60,7 @@ struct metrics {
     uint64_t wh_endpoints_disabled;    /* endpoints disabled (410, failing) */
     uint64_t wh_leases_reaped;         /* expired leases returned to the queue */
     uint64_t wh_local_failures;        /* attempts that failed locally (EMFILE...): requeued */
+    uint64_t wh_rate_limited;          /* rate-limit takes answered "full": due sends waited */
     uint64_t wh_latency_ms_sum;        /* sum of latencies of delivered attempts */
     uint64_t wh_latency_buckets[METRICS_LAT_BUCKETS]; /* delivered attempts, latency <= le */
     /* gauges refreshed from Redis every 2 s by core.c (-1 until the first read) */

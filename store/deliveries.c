@@ -149,19 +149,29 @@ static const char *str_or(const redisReply *e, const char *dflt)
     return e->str ? e->str : dflt;
 }
 
-/* wh_claim.lua: {version, then 7 items per delivery (deliveries.h)} */
+/* wh_claim.lua: {version, {endpoint id, due left, ...}, then 7 items per delivery
+ * (deliveries.h)} */
 static void claim_reply(struct call *c, const char *err, const char *msg, redisReply *r)
 {
-    if (err == NULL && (r->type != REDIS_REPLY_ARRAY || r->elements < 1))
+    if (err == NULL && (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
+                        r->element[1]->type != REDIS_REPLY_ARRAY))
         err = dl_err_reply;
     if (err != NULL) {
         c->cb.claim(c->arg, err, msg, NULL);
         return;
     }
-    size_t n = (r->elements - 1) / 7;
+    const redisReply *dr = r->element[1];
+    size_t ndue = dr->elements / 2;
+    struct dl_due *due = xcalloc(ndue ? ndue : 1, sizeof(*due));
+    for (size_t i = 0; i < ndue; i++) {
+        const redisReply *a = dr->element[2 * i], *b = dr->element[2 * i + 1];
+        due[i].whid = a->type == REDIS_REPLY_STRING ? a->str : "";
+        due[i].n = b->type == REDIS_REPLY_INTEGER ? (long)b->integer : 0;
+    }
+    size_t n = (r->elements - 2) / 7;
     struct dl_claimed *v = xcalloc(n ? n : 1, sizeof(*v));
     for (size_t i = 0; i < n; i++) {
-        redisReply **e = r->element + 1 + 7 * i;
+        redisReply **e = r->element + 2 + 7 * i;
         struct dl_claimed *x = &v[i];
         x->did = str_or(e[0], "");
         x->whid = str_or(e[1], "");
@@ -178,9 +188,11 @@ static void claim_reply(struct call *c, const char *err, const char *msg, redisR
         if (x->kind == DL_CLAIM_SAME)
             x->same_as = (size_t)strtoull(x->body, NULL, 10);
     }
-    struct dl_claim_res res = {.version = str_or(r->element[0], "0"), .v = v, .n = n};
+    struct dl_claim_res res = {
+        .version = str_or(r->element[0], "0"), .v = v, .n = n, .due = due, .ndue = ndue};
     c->cb.claim(c->arg, NULL, NULL, &res);
     free(v);
+    free(due);
 }
 
 /* wh_load.lua: {version, {id, field, value, ...}, ...}; malformed rows are skipped */
@@ -387,7 +399,8 @@ int dl_claim(struct store *s, const struct dl_claim_req *q, dl_claim_cb *cb, voi
     argv[8] = num(ret, q->retention_ms);
     for (size_t i = 0; i < q->nfree; i++) {
         argv[9 + 2 * i] = q->free[i].whid;
-        argv[10 + 2 * i] = num(fr[i], q->free[i].free);
+        snprintf(fr[i], 24, "%ld%s", q->free[i].free, q->free[i].limited ? "r" : "");
+        argv[10 + 2 * i] = fr[i];
     }
     struct call *c = call_new(OP_CLAIM, arg);
     c->cb.claim = cb;

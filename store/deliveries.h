@@ -73,15 +73,24 @@ struct dl_claimed {
     size_t body_len;
     size_t same_as; /* SAME: 0-based index in this claim (not checked to be earlier) */
 };
+/* A rate-limited endpoint's due deliveries that this claim left in its queue. */
+struct dl_due {
+    const char *whid;
+    long n;
+};
 struct dl_claim_res {
     const char *version; /* the endpoint set's version, "*" when not read (several partitions) */
     const struct dl_claimed *v;
     size_t n;
+    const struct dl_due *due; /* rate-limited endpoints (dl_free.limited) with due left */
+    size_t ndue;
 };
-/* An endpoint's free slots when below the claim's default. */
+/* An endpoint's free slots when below the claim's default. limited: a rate-limited endpoint
+ * (listed whatever its free slots): the reply counts its due deliveries left. */
 struct dl_free {
     const char *whid;
     long free;
+    int limited;
 };
 struct dl_claim_req {
     unsigned part;

@@ -79,8 +79,11 @@
  *                                        description, enabled ("1"/"0"), signatureScheme,
  *                                        signing, mode ("all"/"latest"), secret, prevSecret,
  *                                        prevExpiresAt, createdAt, failSince, disabledReason,
- *                                        disabledAt
+ *                                        disabledAt, rateLimit (deliveries per second)
  *   {P}:whs                      zset    endpoint ids by creation time
+ *   {P}:rl:<webhook id>          list    a rate-limited endpoint's grants of the last
+ *                                        window: "<Redis ms>:<count>", oldest first
+ *                                        (store/ratelimit_take.lua; PX 2 windows)
  *   {P}:whv                      string  endpoint-set version, INCR on every change: fan-out
  *                                        refuses to match against a stale set
  *   {P}:whgone                   zset    deleted endpoints whose deliveries the retention sweep

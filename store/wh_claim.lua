@@ -2,8 +2,11 @@
 -- within each endpoint's free concurrency.
 -- KEYS: 1 due (endpoints by earliest due time), 2 inflight, 3 endpoints version
 -- ARGV: 1 tag, 2 now ms, 3 lease ms, 4 max deliveries, 5 default free slots per endpoint,
---       6 retention ms, then pairs (endpoint id, free slots) for endpoints below the default
--- Returns {endpoints version, then per delivery 7 items: delivery id, endpoint id, event id,
+--       6 retention ms, then pairs (endpoint id, free slots) for endpoints below the default;
+--       free slots "<n>r" mark a rate-limited endpoint (store/ratelimit.h): its due
+--       deliveries left after this claim are counted in the reply
+-- Returns {endpoints version, {endpoint id, due deliveries left, ...} of the rate-limited
+-- endpoints with due deliveries left, then per delivery 7 items: delivery id, endpoint id, event id,
 -- attempt number (1-based), replay "1"|"0", kind ("b" body follows | "=" the body is that of
 -- the delivery whose 0-based index in this reply follows | "r" the event record follows: the
 -- body key expired | "x" nothing: the event is gone), body/index/record/""}.
@@ -21,10 +24,14 @@ local lease = tonumber(ARGV[3])
 local max = tonumber(ARGV[4])
 local def = tonumber(ARGV[5])
 -- (several partitions: KEYS[3] is not read; "*" = the caller checks the version itself)
-local out = {dtag ~= tag and '*' or (redis.call('GET', KEYS[3]) or '0')}
+local due = {}
+local out = {dtag ~= tag and '*' or (redis.call('GET', KEYS[3]) or '0'), due}
 local lim = {}
+local rl = {}
 for i = 7, #ARGV, 2 do
-  lim[ARGV[i]] = tonumber(ARGV[i + 1])
+  local f, r = string.match(ARGV[i + 1], '^(%-?%d+)(r?)$')
+  lim[ARGV[i]] = tonumber(f)
+  rl[ARGV[i]] = r == 'r'
 end
 
 -- #include wh_lib.lua
@@ -123,6 +130,13 @@ for _, wh in ipairs(whs) do
         end
       end
       fix_due(KEYS[1], wh)
+    end
+    if rl[wh] then
+      local left = redis.call('ZCOUNT', dq, '-inf', now)
+      if left > 0 then
+        due[#due + 1] = wh
+        due[#due + 1] = left
+      end
     end
   end
 end

@@ -8,6 +8,7 @@
 #include "relay/common/util.h"
 #include "relay/core.h"
 #include "relay/delivery/delivery.h"
+#include "relay/delivery/dispatch.h"
 #include "relay/delivery/endpoints.h"
 #include "relay/edge/ws_thread.h"
 #include "relay/ingest/upstream.h"
@@ -114,6 +115,10 @@ static void render_webhooks(struct core *c, struct evbuffer *out)
          "attempts that could not start here (out of descriptors or memory): rescheduled, "
          "not counted as attempts",
          m->wh_local_failures},
+        {"webhook_rate_limited_total",
+         "times a rate-limited endpoint's due deliveries found its rateLimit used up and "
+         "waited for it (grants asked for and refused)",
+         m->wh_rate_limited},
     };
     for (size_t i = 0; i < ARRAY_LEN(rows); i++)
         evbuffer_add_printf(out, "# HELP statusrelay_%s %s\n# TYPE statusrelay_%s counter\n"
@@ -130,6 +135,22 @@ static void render_webhooks(struct core *c, struct evbuffer *out)
                                  "statusrelay_webhook_endpoints{state=\"enabled\"} %zu\n"
                                  "statusrelay_webhook_endpoints{state=\"disabled\"} %zu\n",
                             enabled, n - enabled);
+        /* endpoint ids are [a-z0-9_]: safe as label values */
+        size_t limited = 0;
+        for (size_t i = 0; i < n; i++)
+            limited += webhooks_at(w, i)->rate_limit > 0;
+        if (limited > 0)
+            family(out, "webhook_rate_limit_waiting", "gauge",
+                   "Due deliveries of a rate-limited endpoint waiting for its rateLimit, as "
+                   "this process's last claims saw them (every process sees the same queue).");
+        for (size_t i = 0; i < n && limited > 0; i++) {
+            const struct webhook *wh = webhooks_at(w, i);
+            if (wh->rate_limit > 0)
+                evbuffer_add_printf(out,
+                                    "statusrelay_webhook_rate_limit_waiting{webhook=\"%s\"} "
+                                    "%ld\n",
+                                    wh->id, dispatch_rate_waiting(wh));
+        }
     }
 }
 

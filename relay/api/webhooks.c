@@ -207,6 +207,14 @@ static int take_endpoint_fields(struct op *op, int create, char *host, size_t ho
         }
         add_field(op, "mode", s);
     }
+    if ((v = json_object_get(op->in, "rateLimit")) != NULL) {
+        char rate[24];
+        if (webhook_rate_limit_check(v, rate, sizeof(rate), &code, err, sizeof(err)) != 0) {
+            answer_error(op, 400, code, "rateLimit", err);
+            return -1;
+        }
+        add_field(op, "rateLimit", rate[0] ? own(op, xstrdup(rate)) : NULL);
+    }
     if ((v = json_object_get(op->in, "enabled")) != NULL || create) {
         if (v != NULL && !json_is_boolean(v)) {
             answer_error(op, 400, "invalid_request", "enabled", "enabled is a boolean");
@@ -287,7 +295,8 @@ static void on_host_checked(void *arg, const char *code, const char *msg)
 static void h_create(struct op *op)
 {
     static const char *const keys[] = {"url",  "filters", "headers", "description",
-                                       "signatureScheme", "signing", "mode", "enabled"};
+                                       "signatureScheme", "signing", "mode", "enabled",
+                                       "rateLimit"};
     if (parse_object(op, 1) != 0 || only_keys(op, keys, ARRAY_LEN(keys)) != 0)
         return;
     json_t *sg = json_object_get(op->in, "signing");
@@ -322,7 +331,8 @@ static void h_create(struct op *op)
 static void h_patch(struct op *op)
 {
     static const char *const keys[] = {"url",  "filters", "headers", "description",
-                                       "signatureScheme", "mode", "enabled", "signing"};
+                                       "signatureScheme", "mode", "enabled", "signing",
+                                       "rateLimit"};
     if (parse_object(op, 1) != 0 || only_keys(op, keys, ARRAY_LEN(keys)) != 0)
         return;
     if (json_object_get(op->in, "signing") != NULL) {

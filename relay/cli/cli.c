@@ -72,6 +72,8 @@ static const struct cli_opt wh_add_opts[] = {
     {"--ed25519", NULL, "sign with Ed25519 (the answer carries a public key, no secret)", 0},
     {"--latest", NULL, "mode latest: a newer state of a request supersedes pending deliveries", 0},
     {"--description", "TEXT", "free text shown in listings", 0},
+    {"--rate-limit", "N|none", "at most N deliveries per second, across all processes "
+                               "(1..10000; default none)", 0},
     {NULL, NULL, NULL, 0},
 };
 
@@ -100,6 +102,8 @@ static const struct cli_opt wh_update_opts[] = {
     {"--scheme", "SCHEME", "signature headers: standard, upstream or both", 0},
     {"--mode", "MODE", "all (every event) or latest (newest state only)", 0},
     {"--description", "TEXT", "free text shown in listings (\"\" clears it)", 0},
+    {"--rate-limit", "N|none", "at most N deliveries per second (1..10000); none removes the "
+                               "limit", 0},
     {NULL, NULL, NULL, 0},
 };
 

@@ -10,11 +10,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* rateLimit as "5/s", or "-" when none, into buf (24 bytes). */
+static const char *rate_text(json_t *w, char *buf)
+{
+    json_t *r = json_object_get(w, "rateLimit");
+    if (!json_is_integer(r))
+        return "-";
+    snprintf(buf, 24, "%lld/s", (long long)json_integer_value(r));
+    return buf;
+}
+
 static void print_webhook_row(json_t *w)
 {
-    printf("%-26s %-8s %-9s %s%s%s\n", cli_str(w, "id"),
+    char rate[24];
+    printf("%-26s %-8s %-9s %-7s %s%s%s\n", cli_str(w, "id"),
            json_is_true(json_object_get(w, "enabled")) ? "enabled" : "disabled",
-           cli_str(w, "signatureScheme"), cli_str(w, "url"),
+           cli_str(w, "signatureScheme"), rate_text(w, rate), cli_str(w, "url"),
            json_string_length(json_object_get(w, "description")) ? "  # " : "",
            json_string_length(json_object_get(w, "description")) ? cli_str(w, "description")
                                                                   : "");
@@ -35,7 +46,7 @@ int cli_wh_list(struct cli *c, const struct cli_args *a)
     if (st == 200 && c->json) {
         cli_print_json(out);
     } else if (st == 200) {
-        printf("%-26s %-8s %-9s %s\n", "ID", "STATE", "SCHEME", "URL");
+        printf("%-26s %-8s %-9s %-7s %s\n", "ID", "STATE", "SCHEME", "RATE", "URL");
         size_t i;
         json_t *w;
         json_array_foreach(json_object_get(out, "webhooks"), i, w) print_webhook_row(w);
@@ -89,6 +100,23 @@ static int filters_from(const struct cli_args *a, json_t **out)
     return 0;
 }
 
+/* --rate-limit N|none into body["rateLimit"] (absent: untouched). Returns 0 or EXIT_USAGE. */
+static int rate_limit_from(const struct cli_args *a, json_t *body)
+{
+    const char *v = cli_opt(a, "--rate-limit");
+    if (v == NULL)
+        return 0;
+    if (strcmp(v, "none") == 0) {
+        json_object_set_new(body, "rateLimit", json_null());
+        return 0;
+    }
+    long n;
+    if (cli_opt_int(a, "--rate-limit", 10000, &n) != 0)
+        return EXIT_USAGE;
+    json_object_set_new(body, "rateLimit", json_integer(n));
+    return 0;
+}
+
 /* The --header NAME:VALUE options into *out (a headers object; NULL when none was given).
  * Returns 0 or EXIT_USAGE after naming a malformed one. */
 static int headers_from(const struct cli_args *a, json_t **out)
@@ -135,6 +163,10 @@ int cli_wh_add(struct cli *c, const struct cli_args *a)
         json_object_set_new(body, "signatureScheme", json_string(cli_opt(a, "--scheme")));
     if (cli_opt(a, "--description"))
         json_object_set_new(body, "description", json_string(cli_opt(a, "--description")));
+    if (rate_limit_from(a, body) != 0) {
+        json_decref(body);
+        return EXIT_USAGE;
+    }
     long st = cli_call(c, "POST", "/v1/webhooks", body, &out, 0);
     if (st == 201 && c->json)
         cli_print_json(out);
@@ -152,12 +184,13 @@ static void print_webhook(json_t *w)
 {
     char *f = json_dumps(json_object_get(w, "filters"), JSON_COMPACT | JSON_PRESERVE_ORDER);
     char *h = json_dumps(json_object_get(w, "headers"), JSON_COMPACT | JSON_PRESERVE_ORDER);
+    char rate[24];
     printf("id           %s\nurl          %s\nstate        %s\nscheme       %s\nmode         "
-           "%s\nfilters      %s\nheaders      %s\ndescription  %s\n",
+           "%s\nrate limit   %s\nfilters      %s\nheaders      %s\ndescription  %s\n",
            cli_str(w, "id"), cli_str(w, "url"),
            json_is_true(json_object_get(w, "enabled")) ? "enabled" : "disabled",
-           cli_str(w, "signatureScheme"), cli_str(w, "mode"), f ? f : "{}", h ? h : "{}",
-           cli_str(w, "description"));
+           cli_str(w, "signatureScheme"), cli_str(w, "mode"), rate_text(w, rate),
+           f ? f : "{}", h ? h : "{}", cli_str(w, "description"));
     free(f);
     free(h);
 }
@@ -213,6 +246,10 @@ int cli_wh_update(struct cli *c, const struct cli_args *a)
         json_object_set_new(body, "mode", json_string(cli_opt(a, "--mode")));
     if (cli_opt(a, "--description"))
         json_object_set_new(body, "description", json_string(cli_opt(a, "--description")));
+    if (rate_limit_from(a, body) != 0) {
+        json_decref(body);
+        return EXIT_USAGE;
+    }
     if (json_object_size(body) == 0) {
         json_decref(body);
         return cli_usage_error(a, "nothing to change: give at least one option");

@@ -21,6 +21,7 @@
 #include "relay/delivery/endpoints.h"
 #include "relay/delivery/wh_view.h"
 #include "store/deliveries.h"
+#include "store/ratelimit.h"
 #include "store/store.h"
 
 #include <event2/event.h>
@@ -35,6 +36,17 @@
 #define DISPATCH_MAX_HELD 4096 /* attempts claimed by this process: in flight + queued */
 #define DISPATCH_CLAIM_MAX 500
 #define DISPATCH_CWND_START 4 /* initial AIMD window of an endpoint (capped by the setting) */
+/* rate limits ("rate limits" below): rateLimit counts sends per second; a granted send goes
+ * out within DISPATCH_RL_SEND_MS of asking for it (or is handed back unsent), and the shared
+ * log spaces grants by the second plus that and DISPATCH_RL_JITTER_MS (network delays that
+ * differ between two sends), so a receiver never counts more than rateLimit arrivals in any
+ * second */
+#define DISPATCH_RL_SECOND_MS 1000
+#define DISPATCH_RL_SEND_MS 100
+#define DISPATCH_RL_JITTER_MS 50
+#define DISPATCH_RL_LOG_MS (DISPATCH_RL_SECOND_MS + DISPATCH_RL_SEND_MS + DISPATCH_RL_JITTER_MS)
+#define DISPATCH_RL_ERR_MS 1000 /* a failed take: ask again after this */
+#define DISPATCH_RL_LOG_EVERY_MS 10000 /* one "grant too old" line at most this often */
 
 
 /* wh's state, created on first sight. */
@@ -176,7 +188,8 @@ void dsp_pump(struct dispatch *d, struct webhook *wh)
         /* a first attempt has no lease until the fan-out records it (detach) */
         int waited = !a->first_cb && !a->orphan && now - a->claimed_ms > max_wait;
         int drop = wh->deleted || !wh->enabled || waited;
-        if (!drop && e->inflight >= (int)e->cwnd)
+        int late = a->rl_by != 0 && now > a->rl_by; /* its rate-limit grant is too old */
+        if (!drop && !late && e->inflight >= (int)e->cwnd)
             break;
         q_pop(d, wh);
         if (drop && a->first_cb) {
@@ -185,6 +198,21 @@ void dsp_pump(struct dispatch *d, struct webhook *wh)
             dsp_attempt_free(a);
         } else if (drop) {
             dsp_attempt_free(a);
+        } else if (late) { /* back to its queue unsent, not an attempt (wh_done.lua "local") */
+            if (d->rl_log_ms == 0 || now - d->rl_log_ms >= DISPATCH_RL_LOG_EVERY_MS) {
+                log_warn("rate-limited delivery handed back unsent: its grant is too old (slow "
+                         "Redis round trips or a busy process)",
+                         "delivery=%s webhook=%s late_ms=%lld suppressed=%llu", a->did, a->whid,
+                         (long long)(now - a->rl_by), (unsigned long long)d->rl_suppressed);
+                d->rl_log_ms = now;
+                d->rl_suppressed = 0;
+            } else {
+                d->rl_suppressed++;
+            }
+            a->outcome = DL_OUTCOME_LOCAL;
+            a->next_ms = wall_ms();
+            a->json = xstrdup("");
+            dsp_push_result(d, a);
         } else {
             dsp_send(d, a);
         }
@@ -269,6 +297,148 @@ static void on_held_reloaded(void *arg, const char *err)
     dispatch_kick(d);
 }
 
+/* ---- rate limits -----------------------------------------------------------------------
+ * An endpoint with a rateLimit gets no first attempts from the fan-out (dispatch_first_ok):
+ * all its sends are claimed, and a claim takes only as many of its deliveries as this
+ * process holds grants for, no more than its window can send at once. Grants come from the
+ * endpoint's log in Redis (store/ratelimit.h), shared by every process, a few at a time
+ * (a quarter of the limit, at most what is due and what the window has room for): each
+ * claim reports how many due deliveries it left in a limited endpoint's queue (rl_want);
+ * then rl_turn takes grants, the claim it kicks uses them, and what it did not use goes
+ * back at the end of the claim sweep (or once DISPATCH_RL_SEND_MS have passed). A full log
+ * answers when it has room again: no take before then (no busy loop). Waiting deliveries
+ * stay in Redis: they hold no slot, no lease and never block other endpoints' claims. */
+
+/* Give wh's unused grants back. */
+static void rl_give_back(struct dispatch *d, struct webhook *wh, struct dispatch_ep *e)
+{
+    if (e->rl_tokens > 0)
+        ratelimit_give(d->c->store, wh->id, e->rl_at, e->rl_tokens);
+    e->rl_tokens = 0;
+    e->rl_offered = 0;
+}
+
+struct rl_take_op {
+    struct dispatch *d;
+    struct webhook *wh; /* a reference */
+    int64_t sent_ms;    /* mono: the grant is at least this recent */
+};
+
+static void on_rl_taken(void *arg, const char *err, long granted, int64_t at, int64_t wait_ms)
+{
+    struct rl_take_op *op = arg;
+    struct dispatch *d = op->d;
+    struct webhook *wh = op->wh;
+    int64_t sent = op->sent_ms;
+    free(op);
+    if (dsp_callback_enter(d)) {
+        webhook_unref(wh);
+        return;
+    }
+    struct dispatch_ep *e = dsp_ep_of(d, wh);
+    int64_t now = mono_ms();
+    e->rl_taking = 0;
+    if (err != NULL) {
+        e->rl_next = now + DISPATCH_RL_ERR_MS;
+        if (err == store_err_server || err == ratelimit_err_reply)
+            log_warn("webhook rate limit take failed", "webhook=%s err=%s", wh->id, err);
+    } else {
+        if (wait_ms > 0)
+            e->rl_next = now + wait_ms;
+        if (granted > 0 && (wh->deleted || !wh->enabled || wh->rate_limit <= 0)) {
+            ratelimit_give(d->c->store, wh->id, at, granted);
+        } else if (granted > 0) {
+            e->rl_tokens = granted;
+            e->rl_at = at;
+            e->rl_use_by = sent + DISPATCH_RL_SEND_MS;
+            dispatch_kick(d);
+        } else {
+            d->c->metrics.wh_rate_limited++;
+        }
+    }
+    webhook_unref(wh);
+}
+
+/* Grants: give back the stale ones, take for limited endpoints with due deliveries. */
+static void rl_turn(struct dispatch *d)
+{
+    if (d->closing || d->c->shutting_down || !store_ready(d->c->store))
+        return;
+    int64_t now = mono_ms();
+    size_t nwh = webhooks_count(d->w);
+    for (size_t i = 0; i < nwh; i++) {
+        struct webhook *wh = webhooks_at(d->w, i);
+        struct dispatch_ep *e = wh->dispatch_x;
+        if (e == NULL)
+            continue;
+        if (e->rl_tokens > 0 && (wh->rate_limit <= 0 || !wh->enabled || now > e->rl_use_by))
+            rl_give_back(d, wh, e);
+        if (wh->rate_limit <= 0 || !wh->enabled || e->rl_taking || e->rl_tokens > 0 ||
+            e->rl_want <= 0 || now < e->rl_next)
+            continue;
+        long room = (long)e->cwnd - e->inflight - e->queued;
+        long k = (wh->rate_limit + 3) / 4;
+        if (k > e->rl_want)
+            k = e->rl_want;
+        if (k > room)
+            k = room;
+        if (k <= 0)
+            continue;
+        struct rl_take_op *op = xcalloc(1, sizeof(*op));
+        op->d = d;
+        webhook_ref(wh);
+        op->wh = wh;
+        op->sent_ms = now;
+        d->pending++;
+        if (ratelimit_take(d->c->store, wh->id, wh->rate_limit, DISPATCH_RL_LOG_MS, k,
+                           on_rl_taken, op) != 0) {
+            d->pending--;
+            webhook_unref(wh);
+            free(op);
+        } else {
+            e->rl_taking = 1;
+        }
+    }
+}
+
+/* A claim's answer for the limited endpoints: grants used by what it claimed (each such
+ * attempt must go out while its grant is fresh), the due deliveries it left; at the end of
+ * a sweep over the partitions, grants offered and not used go back. */
+static void rl_claimed(struct dispatch *d, struct dispatch_attempt *head,
+                       const struct dl_claim_res *res, int sweep_done)
+{
+    if (!d->rl_any)
+        return; /* no endpoint has a limit or holds grants: nothing to do */
+    for (struct dispatch_attempt *a = head; a; a = a->next) {
+        struct webhook *wh = webhooks_find(d->w, a->whid);
+        if (wh == NULL || wh->dispatch_x == NULL || wh->rate_limit <= 0)
+            continue;
+        struct dispatch_ep *e = wh->dispatch_x;
+        if (e->rl_tokens > 0)
+            e->rl_tokens--;
+        a->rl_by = e->rl_use_by ? e->rl_use_by : mono_ms();
+    }
+    for (size_t i = 0; i < res->ndue; i++) {
+        struct webhook *wh = webhooks_find(d->w, res->due[i].whid);
+        if (wh != NULL)
+            dsp_ep_of(d, wh)->rl_seen += res->due[i].n;
+    }
+    if (!sweep_done)
+        return;
+    size_t nwh = webhooks_count(d->w);
+    for (size_t i = 0; i < nwh; i++) {
+        struct webhook *wh = webhooks_at(d->w, i);
+        struct dispatch_ep *e = wh->dispatch_x;
+        if (e == NULL)
+            continue;
+        e->rl_want = e->rl_seen;
+        e->rl_seen = 0;
+        if (e->rl_offered)
+            rl_give_back(d, wh, e);
+    }
+    rl_turn(d);
+}
+
 static void claim(struct dispatch *d, int force);
 
 static void on_claim(void *arg, const char *err, const char *msg,
@@ -315,9 +485,10 @@ static void on_claim(void *arg, const char *err, const char *msg,
         tail = &a->next;
     }
     free(byidx);
+    d->cpart = (d->claim_part + 1) % d->np; /* the next claim asks the next partition */
+    rl_claimed(d, head, res, d->cpart == 0);
     *tail = d->held;
     d->held = head;
-    d->cpart = (d->claim_part + 1) % d->np; /* the next claim asks the next partition */
     d->claim_got += n;
     const char *ver = res->version;
     if (strcmp(ver, "*") != 0 && strcmp(ver, webhooks_version(d->w)) != 0) {
@@ -361,9 +532,25 @@ static void claim(struct dispatch *d, int force)
     struct dl_free *fr = xmalloc(sizeof(*fr) * (nwh ? nwh : 1));
     size_t nfr = 0;
     int room_somewhere = 0;
+    int64_t now = mono_ms();
+    d->rl_any = 0;
     for (size_t i = 0; i < nwh; i++) {
         struct webhook *wh = webhooks_at(d->w, i);
-        const struct dispatch_ep *e = dsp_ep_of(d, wh);
+        struct dispatch_ep *e = dsp_ep_of(d, wh);
+        if (part == 0)
+            e->rl_seen = 0; /* a sweep starts: its claims count the due deliveries anew */
+        d->rl_any |= wh->rate_limit > 0 || e->rl_tokens > 0 || e->rl_want > 0;
+        if (wh->rate_limit > 0 && wh->enabled) {
+            /* only what its grants cover and its window sends now (rate limits, above) */
+            long f = (long)e->cwnd - e->inflight - e->queued;
+            long t = now <= e->rl_use_by ? e->rl_tokens : 0;
+            if (f > t)
+                f = t;
+            if (f > 0)
+                room_somewhere = e->rl_offered = 1;
+            fr[nfr++] = (struct dl_free){.whid = wh->id, .free = f > 0 ? f : 0, .limited = 1};
+            continue;
+        }
         long f = d->ahead * (long)e->cwnd - e->inflight - e->queued;
         if (f < 0)
             f = 0;
@@ -482,8 +669,8 @@ static void on_reap(evutil_socket_t fd, short what, void *arg)
 
 int dispatch_first_ok(struct dispatch *d, struct webhook *wh)
 {
-    if (d->closing || !wh->enabled || wh->deleted || wh->latest)
-        return 0;
+    if (d->closing || !wh->enabled || wh->deleted || wh->latest || wh->rate_limit > 0)
+        return 0; /* a rate-limited endpoint's sends are all claimed (rate limits, above) */
     struct dispatch_ep *e = dsp_ep_of(d, wh);
     return !e->failing && e->queued < 4 * (int)d->c->cfg->endpoint_concurrency;
 }
@@ -546,6 +733,12 @@ void dispatch_report(struct dispatch *d, struct webhook *wh, const char *did, un
     a->json = xstrdup(json ? json : "{}");
     a->next_ms = next_ms;
     dsp_push_result(d, a);
+}
+
+long dispatch_rate_waiting(const struct webhook *wh)
+{
+    const struct dispatch_ep *e = wh->dispatch_x;
+    return e != NULL && wh->rate_limit > 0 ? e->rl_want : 0;
 }
 
 static void on_pump(evutil_socket_t fd, short what, void *arg)

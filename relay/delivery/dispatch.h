@@ -73,6 +73,10 @@ void dispatch_first_forget(struct dispatch *d, struct dispatch_attempt *a);
 void dispatch_report(struct dispatch *d, struct webhook *wh, const char *did, unsigned part,
                      enum dl_outcome outcome, const char *json, int64_t next_ms);
 
+/* Due deliveries of rate-limited endpoint wh that this process's last claims saw waiting
+ * for its rateLimit (0 when none, or not limited). */
+long dispatch_rate_waiting(const struct webhook *wh);
+
 /* Send one signed test event to wh now, outside the queue; cb gets the outcome. Returns 0
  * (cb called exactly once, later) or -1. */
 typedef void dispatch_test_cb(void *arg, long status, const char *err, int64_t latency_ms,

@@ -40,6 +40,8 @@ struct dispatch_attempt {
     unsigned part;              /* the partition of its request (its delivery keys) */
     struct dispatch_body *b;    /* reference; dropped when the HTTP exchange completes */
     int64_t claimed_ms; /* monotonic: the lease runs from here */
+    int64_t rl_by;      /* monotonic: a rate-limited send goes out by then or is handed
+                           back unsent (its grant is old: dispatch.c "rate limits"); 0 none */
     enum dl_claim_kind kind; /* BODY, RECORD or EXPIRED (a claim's SAME shares a body) */
     /* headers of this attempt (httpc copies them) */
     char h_id[PROTO_EVENT_ID_MAX + 32], h_ts[48], h_sig[2 * PROTO_SIG_MAX + 32];
@@ -83,6 +85,9 @@ struct dispatch {
     int claim_force, probing; /* probing: version_probe's GET in flight */
     int64_t probe_ms;         /* mono ms of the last version_probe GET; 0 = never */
     size_t claim_got;
+    int rl_any;               /* the last claim saw a rate-limited endpoint (or grants) */
+    int64_t rl_log_ms;        /* mono ms of the last "grant too old" line; 0 = never */
+    uint64_t rl_suppressed;   /* such hand-backs not logged since */
     int local_streak;         /* attempts failed locally in a row (attempt.c: backoff) */
     int64_t local_log_ms;     /* mono ms of the last "failed locally" line; 0 = never */
     uint64_t local_suppressed; /* such failures not logged since */
@@ -102,6 +107,15 @@ struct dispatch_ep {
     int q_listed;    /* on the dispatcher's list of endpoints with a queue (d->qlist) */
     struct webhook *q_next;
     int failing;     /* the last attempt here failed: the fan-out records, not sends */
+    /* rateLimit (dispatch.c "rate limits"): sends granted by store/ratelimit and not used
+     * yet, the grant's Redis time (its id), when they go back unused (mono ms), no take
+     * before rl_next (mono ms: the shared log is full), the due deliveries the last claim
+     * sweep left in Redis (rl_seen: counted during the sweep in progress), a take in
+     * flight, tokens offered to the claim in progress */
+    long rl_tokens;
+    int64_t rl_at, rl_use_by, rl_next;
+    long rl_want, rl_seen;
+    int rl_taking, rl_offered;
 };
 
 /* wh's per-endpoint state, created on first sight (dispatch.c). */

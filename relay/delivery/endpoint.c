@@ -155,7 +155,7 @@ void webhook_values_set(struct webhook *wh, const char *const *kv, size_t nkv)
     const char *url = NULL, *filters = NULL, *headers = NULL, *desc = NULL, *enabled = NULL,
                *scheme = NULL, *signing = NULL, *mode = NULL, *secret = NULL, *prev = NULL,
                *prev_exp = NULL, *created = NULL, *fail_since = NULL, *dis_reason = NULL,
-               *dis_at = NULL;
+               *dis_at = NULL, *rate = NULL;
     for (size_t i = 0; i < nkv; i++) {
         const char *k = kv[2 * i], *v = kv[2 * i + 1];
         if (k == NULL || v == NULL)
@@ -190,6 +190,8 @@ void webhook_values_set(struct webhook *wh, const char *const *kv, size_t nkv)
             dis_reason = v;
         else if (!strcmp(k, "disabledAt"))
             dis_at = v;
+        else if (!strcmp(k, "rateLimit"))
+            rate = v;
     }
     wh->url = xstrdup(url ? url : "");
     struct proto_url pu;
@@ -207,6 +209,9 @@ void webhook_values_set(struct webhook *wh, const char *const *kv, size_t nkv)
     wh->header_lines = parse_header_lines(wh->headers_json);
     wh->enabled = enabled && !strcmp(enabled, "1");
     wh->latest = mode && !strcmp(mode, "latest");
+    wh->rate_limit = rate ? strtol(rate, NULL, 10) : 0;
+    if (wh->rate_limit < 0 || wh->rate_limit > WH_RATE_LIMIT_MAX)
+        wh->rate_limit = 0;
     wh->ed25519 = signing && !strcmp(signing, "ed25519");
     wh->scheme = scheme && !strcmp(scheme, "upstream") ? WH_SCHEME_UPSTREAM
                  : scheme && !strcmp(scheme, "both")  ? WH_SCHEME_BOTH
@@ -478,6 +483,25 @@ int webhook_headers_canon(json_t *headers, char **out_json, const char **code, c
     return 0;
 }
 
+int webhook_rate_limit_check(json_t *v, char *out, size_t outn, const char **code, char *err,
+                             size_t errn)
+{
+    out[0] = '\0';
+    if (v == NULL || json_is_null(v))
+        return 0;
+    double x = json_is_number(v) ? json_number_value(v) : 0;
+    if (!json_is_number(v) || !(x >= 1 && x <= WH_RATE_LIMIT_MAX) || x != (double)(long)x) {
+        snprintf(err, errn,
+                 "rateLimit is null (no limit) or a whole number of deliveries per second, "
+                 "1 to %d",
+                 WH_RATE_LIMIT_MAX);
+        *code = "invalid_request";
+        return -1;
+    }
+    snprintf(out, outn, "%ld", (long)x);
+    return 0;
+}
+
 int webhook_url_check(const char *url, int allow_private, int *needs_dns, char *host,
                       size_t hostn, const char **code, char *err, size_t errn)
 {
@@ -564,6 +588,8 @@ json_t *webhook_to_json(const struct webhook *wh)
     json_object_set_new(o, "signatureScheme", json_string(scheme_name(wh->scheme)));
     json_object_set_new(o, "signing", json_string(wh->ed25519 ? "ed25519" : "hmac-sha256"));
     json_object_set_new(o, "mode", json_string(wh->latest ? "latest" : "all"));
+    json_object_set_new(o, "rateLimit",
+                        wh->rate_limit > 0 ? json_integer(wh->rate_limit) : json_null());
     json_object_set_new(o, "description", json_string(wh->description));
     json_object_set_new(o, "createdAt", json_integer(wh->created_at));
     if (wh->ed25519)

@@ -26,6 +26,7 @@ struct dispatch_ep; /* relay/delivery/dispatch.c: opaque everywhere else */
 #define WH_MAX_HEADERS 32        /* custom headers per endpoint */
 #define WH_HEADER_VALUE_MAX 4096 /* bytes per custom header value */
 #define WH_MAX_FILTER_VALUES 1000 /* values per filter list */
+#define WH_RATE_LIMIT_MAX 10000   /* rateLimit: deliveries per second at most */
 
 enum wh_scheme { WH_SCHEME_STANDARD = 0, WH_SCHEME_UPSTREAM, WH_SCHEME_BOTH };
 
@@ -41,6 +42,7 @@ struct webhook {
     struct proto_filter f; /* parsed filters_json (protocol/filter.h) */
     int enabled;
     int latest;            /* delivery mode "latest": superseded states are skipped */
+    long rate_limit;       /* "rateLimit": deliveries per second across all processes; 0 none */
     int ed25519;           /* signing "ed25519": v1a signatures, public key in the API */
     enum wh_scheme scheme;
     char *secret;          /* whsec_... (for ed25519: the seed in the same form) */
@@ -113,6 +115,10 @@ int webhook_filters_canon(json_t *filters, char **out_json, const char **code, c
                           size_t errn);
 int webhook_headers_canon(json_t *headers, char **out_json, const char **code, char *err,
                           size_t errn);
+/* rateLimit: null (none: *out "" deletes the stored field) or an integer 1 ..
+ * WH_RATE_LIMIT_MAX (*out its decimal text). out holds 24 bytes. */
+int webhook_rate_limit_check(json_t *v, char *out, size_t outn, const char **code, char *err,
+                             size_t errn);
 /* Syntax and literal-address checks of a URL; *needs_dns = 1 when host is a name that must
  * still be resolved and checked (only when private targets are refused): see
  * webhooks_check_host in endpoints.h (it needs the set's resolver). */
