@@ -302,11 +302,11 @@ export async function startDaemon(name, redis, { env = {}, httpPort, wsPort } = 
   };
 }
 
-/** `statusrelay sim` if this build has it (null otherwise). */
-export async function startSim(name = 'sim') {
+/** `statusrelay sim` if this build has it (null otherwise); extraArgs: more sim flags. */
+export async function startSim(name = 'sim', extraArgs = []) {
   try { execFileSync(BIN, ['sim', '--help'], { stdio: 'ignore' }); } catch { return null; }
   const portFile = path.join(RUN_DIR, `${name}.port`);
-  const p = startProc(name, BIN, ['sim', '--listen', '127.0.0.1:0', '--port-file', portFile, '--api-key', API_KEY, '--step', '1s', '--seed', '7', '--log-level', 'warn']);
+  const p = startProc(name, BIN, ['sim', '--listen', '127.0.0.1:0', '--port-file', portFile, '--api-key', API_KEY, '--step', '1s', '--seed', '7', '--log-level', 'warn', ...extraArgs]);
   if (!(await until(() => fs.existsSync(portFile) && fs.readFileSync(portFile, 'utf8').trim() !== '', 10000, 50))) throw new Error(`${name}: no port file; log ${p.logPath}`);
   const port = Number(fs.readFileSync(portFile, 'utf8').trim());
   await waitPort(port);

@@ -19,7 +19,8 @@
 //
 // Environment: BENCH_SCALE (default 1) scales every count (0.2 for a quick try);
 // BENCH_KEEP=1 keeps the run directory (logs) after a successful run;
-// BENCH_NO_DOC=1 leaves BENCHMARKS.md alone.
+// BENCH_NO_DOC=1 leaves BENCHMARKS.md alone; BENCH_STATE_FEED_ONLY=1 runs only the changes-feed
+// half of the state scenario; BENCH_FEED_INTERVAL_S (10) its STATUSRELAY_DISCOVER_INTERVAL.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -453,6 +454,7 @@ async function state() {
   const p = await pub('st-pub', d.ingestUrl, ['--sign-key', API_KEY, '--prefix', prefix, '--active', String(N), '--statuses', 'success', '--count', String(E), '--concurrency', '64', '--seconds', '60'], 90000);
   await sleep(1500);
   const xlen1 = await streamLen(redis);
+  const streamBytes = Number(await redis.cmd('MEMORY', 'USAGE', '{statusrelay}:events', 'SAMPLES', '0')) || 0;
   const mem2 = await redis.usedMemory();
   const rss2 = procMem(d.pid).rssKiB;
   // upstream call rate: keep watching until at least 60 s since tracking started
@@ -482,10 +484,169 @@ async function state() {
   await d.proc.stop(); await up.proc.stop(); await redis.proc.stop();
   row('state', `daemon memory per tracked request (${N} tracked)`, out.daemonBytesPerRequest, 'bytes', { target: '<= 1024', pass: out.daemonBytesPerRequest <= 1024 });
   row('state', 'Redis memory per tracked request', out.redisBytesPerRequest, 'bytes');
-  row('state', 'Redis memory per retained event', out.redisBytesPerEvent, 'bytes', { note: `${out.events.streamEntries} events in the stream` });
+  out.streamBytesPerEntry = xlen1 ? r1(streamBytes / xlen1) : null;
+  row('state', 'Redis memory per retained event', out.redisBytesPerEvent, 'bytes', { note: `${out.events.streamEntries} events in the stream; INFO used_memory delta / events (the stream, the request hashes' newest record, the timelines)` });
+  row('state', 'Redis memory per retained event, the stream alone (status events without facts)', out.streamBytesPerEntry, 'bytes', { note: `event stream MEMORY USAGE / ${xlen1} entries` });
   row('state', `upstream calls, busiest sliding 60 s window (${N} tracked, upstream ws down)`, worstSliding, 'calls', { ceiling: budget, ceilingName: 'budget', target: `<= ${budget}`, pass: worstSliding <= budget, note: `${calls} calls in ${r2(spanMin)} min; busiest calendar minute: ${worstMinute}` });
   row('state', `upstream calls per minute (${N} tracked: ${settled ?? '?'} settled, ${active ?? '?'} active)`, out.upstream.perMinute, 'calls/min', { ceiling: budget, ceilingName: 'budget', target: `<= ${budget}`, pass: out.upstream.perMinute <= budget, note: 'settled watches are polled only with what the active ones leave' });
   row('state', 'tracking rate (POST /v1/requests, 1,000 ids per call)', out.trackRate, 'requests/s');
+  return out;
+}
+
+// ---- state with the changes feed (issue 24) ------------------------------------------------
+// The simulator holds N requests of the key, spread over the last 20 hours (90% settled at
+// success, with their facts: fees quoted and actual, outTxs; 10% still pending), and refuses
+// every websocket upgrade (the upstream websocket down). (1) Fill: a first daemon with
+// discovery on (look-back 10 min, a 1 s interval, a raised budget) and 8 backfills of the day
+// in parallel read them all (a first start with the default budget reads 2,000 pages of 50 at
+// half the budget: 20 minutes); Redis memory per request is read then. (2) A second daemon on
+// the same Redis, with the default budget (200/min) and STATUSRELAY_DISCOVER_INTERVAL (10 s;
+// BENCH_FEED_INTERVAL_S), resumes from the cursor and follows them: the simulator counts every
+// upstream call from before its start (100 ms timeline, GET /_sim/timeline), and S sample
+// requests change (pending -> success) at known times; a change is seen when the relay writes
+// its event (the time in the event's stream id; the change's time is the simulator's
+// updatedAt). Memory and call counts are exact; latencies are noisy on a shared box.
+async function stateFeed() {
+  const out = {};
+  const N = sc(100000);
+  const budget = 200;
+  const intervalS = Number(process.env.BENCH_FEED_INTERVAL_S ?? 10);
+  const SPAN_MS = 20 * 3600 * 1000;
+  const sim = await startSim('sf-sim', ['--rate-limit', '0', '--retain', String(N + 1000)]);
+  if (!sim) { log('state feed: this build has no simulator: skipped'); return null; }
+  const redis = await startRedis('sf-redis');
+  await http('POST', `${sim.base}/_sim/faults`, { wsRefuse: true });
+  const nActive = Math.max(1, Math.round(N / 10));
+  log(`state feed: the simulator makes ${N} requests of the key over 20 h (${N - nActive} to success, ${nActive} pending)`);
+  // settled ones first (older), then the pending ones; each batch spread over its share
+  for (let made = 0; made < N;) {
+    const active = made >= N - nActive;
+    const count = Math.min(10000, active ? N - made : N - nActive - made);
+    const spanMs = Math.round((SPAN_MS * count) / N), agoMs = Math.round((SPAN_MS * (N - made - count)) / N);
+    const body = active ? { count, path: ['waiting', 'pending'], spanMs, agoMs } : { count, lifecycle: 'success', spanMs, agoMs };
+    const r = await http('POST', `${sim.base}/_sim/requests`, body);
+    if (r.status !== 201) throw new Error(`POST /_sim/requests: ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`);
+    made += count;
+  }
+  const simEnv = { STATUSRELAY_UPSTREAM_API_URL: sim.base, STATUSRELAY_UPSTREAM_WS_URL: sim.wsUrl, STATUSRELAY_DISCOVER: 'true' };
+  const P = '{statusrelay}';
+  const mem0 = await redis.usedMemory();
+  // (1) fill
+  const fillBudget = 60000;
+  const dA = await startDaemon('sf-fill', redis, { env: { ...simEnv, STATUSRELAY_DISCOVER_INTERVAL: '1s', STATUSRELAY_DISCOVER_LOOKBACK: '10m', STATUSRELAY_UPSTREAM_BUDGET: String(fillBudget) } });
+  const tf0 = now();
+  const K = 8, day0 = tf0 - SPAN_MS - 120000;
+  const bfs = [];
+  for (let k = 0; k < K; k++) {
+    const since = Math.round(day0 + ((tf0 - day0) * k) / K), until = Math.round(day0 + ((tf0 - day0) * (k + 1)) / K);
+    const r = await http('POST', `${dA.url}/v1/backfill`, { since, until });
+    if (r.status !== 202) throw new Error(`POST /v1/backfill: ${r.status} ${JSON.stringify(r.body).slice(0, 200)}`);
+    bfs.push(r.body.backfillId);
+  }
+  const filled = await until(async () => {
+    for (const id of bfs) if (!(await http('GET', `${dA.url}/v1/backfill/${id}`)).body?.done) return false;
+    return true;
+  }, Math.max(60000, N * 3), 1000);
+  const fillS = (now() - tf0) / 1000;
+  await sleep(2000); // the facts of the last page
+  await dA.proc.stop();
+  const stored = await redis.cmd('ZCARD', `${P}:all`);
+  log(`state feed: ${stored} of ${N} requests stored in ${r1(fillS)} s${filled ? '' : ' (INCOMPLETE)'}`);
+  const mem1 = await redis.usedMemory();
+  const xlen = await streamLen(redis);
+  const streamBytes = Number(await redis.cmd('MEMORY', 'USAGE', `${P}:events`, 'SAMPLES', '0')) || 0;
+  // where the bytes go: every key but the per-request ones and the stream (SCAN), and a sample
+  // of request hashes and timelines (MEMORY USAGE ... SAMPLES 0: exact)
+  const shared = {};
+  let cursor = '0';
+  do {
+    const [c, keys] = await redis.cmd('SCAN', cursor, 'COUNT', '20000');
+    cursor = c;
+    for (const k of keys) if (!k.startsWith(`${P}:req:`) && !k.startsWith(`${P}:tl:`) && k !== `${P}:events`) shared[k] = Number(await redis.cmd('MEMORY', 'USAGE', k, 'SAMPLES', '0'));
+  } while (cursor !== '0');
+  const list = (await http('GET', `${sim.base}/_sim/requests?after=0&limit=10000`)).body.requests;
+  const sample = list.filter((_, i) => i % Math.max(1, Math.floor(list.length / 200)) === 0).slice(0, 200);
+  let hashB = 0, tlB = 0, withFacts = 0, fields = 0;
+  const enc = {};
+  for (const x of sample) {
+    hashB += Number(await redis.cmd('MEMORY', 'USAGE', `${P}:req:${x.id}`, 'SAMPLES', '0')) || 0;
+    tlB += Number(await redis.cmd('MEMORY', 'USAGE', `${P}:tl:${x.id}`, 'SAMPLES', '0')) || 0;
+    const e = await redis.cmd('OBJECT', 'ENCODING', `${P}:req:${x.id}`);
+    enc[e] = (enc[e] ?? 0) + 1;
+    const h = await redis.cmd('HGETALL', `${P}:req:${x.id}`);
+    fields += h.length / 2;
+    for (let i = 0; i < h.length; i += 2) if (/^fx/.test(h[i])) { withFacts++; break; }
+  }
+  const ns = Math.max(1, sample.length);
+  const sharedTotal = Object.values(shared).reduce((a, b) => a + b, 0);
+  out.memory = {
+    requests: N, stored, fillSeconds: r1(fillS), fillBudget, backfills: K, usedBefore: mem0, usedAfter: mem1, streamEntries: xlen, streamBytes,
+    perRequest: r1((mem1 - mem0 - streamBytes) / Math.max(1, stored)), perEvent: xlen ? r1(streamBytes / xlen) : null,
+    hashAvg: r1(hashB / ns), timelineAvg: r1(tlB / ns), hashFieldsAvg: r1(fields / ns), hashEncodings: enc, sampleWithFacts: withFacts, sample: sample.length,
+    indexesPerRequest: r1(sharedTotal / Math.max(1, stored)), sharedKeys: Object.fromEntries(Object.entries(shared).sort((a, b) => b[1] - a[1]).slice(0, 16)),
+  };
+  // (2) the default budget, the websocket down, S changes at known times
+  await http('POST', `${sim.base}/_sim/faults`, { rateLimitPerMin: budget });
+  await http('POST', `${sim.base}/_sim/stats/reset`, {});
+  const W = Math.max(2 * intervalS + 25, Math.round(75 * Math.min(1, SCALE * 2))) * 1000;
+  const S = Math.min(nActive, Math.max(20, sc(300)));
+  const act = (await http('GET', `${sim.base}/_sim/requests?after=${N - nActive}&limit=${S}`)).body.requests.map((x) => x.id);
+  log(`state feed: daemon with budget ${budget}/min, feed every ${intervalS} s, websocket down: ${r1(W / 1000)} s, ${act.length} changes`);
+  const tB = now();
+  const dB = await startDaemon('sf-daemon', redis, { env: { ...simEnv, STATUSRELAY_DISCOVER_INTERVAL: `${intervalS}s`, STATUSRELAY_UPSTREAM_BUDGET: String(budget) } });
+  const span = W - 2 * intervalS * 1000 - 10000;
+  const changes = [];
+  for (let i = 0; i < act.length; i++) {
+    const at = tB + 5000 + (span * i) / act.length;
+    if (at > now()) await sleep(at - now());
+    const r = await http('POST', `${sim.base}/_sim/requests/${act[i]}/status`, { status: 'success' });
+    if (r.status === 200) changes.push({ id: act[i], at: r.body.updatedAt });
+  }
+  if (tB + W > now()) await sleep(tB + W - now());
+  const tl = (await http('GET', `${sim.base}/_sim/timeline`)).body;
+  const st = await sim.stats();
+  const m = await dB.metrics();
+  await dB.proc.stop();
+  const counts = tl.counts ?? [];
+  let worst = 0;
+  for (let i = 0; i < Math.max(1, counts.length); i++) worst = Math.max(worst, counts.slice(i, i + 600).reduce((a, b) => a + b, 0));
+  const by = st.http.byPath;
+  const sum = (p) => Object.values(by[p] ?? {}).reduce((a, b) => a + b, 0);
+  const calls = st.http.total;
+  // seen: the first event of each changed request with its new status
+  const seen = new Map();
+  const want = new Set(changes.map((c) => c.id));
+  let from = `${tB}-0`;
+  for (;;) {
+    const ents = await redis.cmd('XRANGE', `${P}:events`, from, '+', 'COUNT', '2000');
+    if (!Array.isArray(ents) || ents.length === 0) break;
+    for (const [sid, f] of ents) {
+      const o = {};
+      for (let i = 0; i < f.length; i += 2) o[f[i]] = f[i + 1];
+      if (want.has(o.rid) && !seen.has(o.rid) && /"status":"success"/.test(o.rec ?? '')) seen.set(o.rid, Number(sid.split('-')[0]));
+    }
+    from = `(${ents[ents.length - 1][0]}`;
+    if (ents.length < 2000) break;
+  }
+  const lat = changes.filter((c) => seen.has(c.id)).map((c) => seen.get(c.id) - c.at).sort((a, b) => a - b);
+  const q = (p) => (lat.length ? lat[Math.min(lat.length - 1, Math.floor(p * lat.length))] : null);
+  out.follow = {
+    budget, intervalS, windowS: W / 1000, calls, perMinute: r1((calls * 60000) / W), worstSliding60s: worst, statusPolls: sum('/intents/status/v3'), requestsPages: sum('/requests/v3'),
+    chains: sum('/chains'), rateLimited: st.http.rateLimited, changes: changes.length, seen: lat.length,
+    latencyMs: { p50: q(0.5), p99: q(0.99), max: lat.length ? lat[lat.length - 1] : null },
+    watched: { settled: m['statusrelay_watched_requests{phase="settled"}'] ?? null, active: m['statusrelay_watched_requests{phase="active"}'] ?? null },
+  };
+  await sim.proc.stop(); await redis.proc.stop();
+  const M = out.memory, F = out.follow;
+  const bound = 2 * intervalS * 1000;
+  row('state', `feed: Redis memory per request of the key with facts and indexes (${M.stored} stored)`, M.perRequest, 'bytes', { target: '<= 2048', pass: M.perRequest <= 2048, note: `(INFO used_memory delta - the event stream) / ${M.stored}; request hash ${M.hashAvg} B (${M.hashFieldsAvg} fields, ${JSON.stringify(M.hashEncodings)}, facts in ${M.sampleWithFacts} of ${M.sample} sampled), timeline ${M.timelineAvg} B, index and watch keys ${M.indexesPerRequest} B (MEMORY USAGE SAMPLES 0)` });
+  row('state', 'feed: Redis memory per retained event (requests with facts)', M.perEvent, 'bytes', { note: `event stream MEMORY USAGE / ${M.streamEntries} entries` });
+  row('state', `feed: upstream calls, busiest sliding 60 s window (${M.stored} watched of the key, websocket down, budget ${budget}/min)`, F.worstSliding60s, 'calls', { ceiling: budget, ceilingName: 'budget', target: `<= ${budget}`, pass: F.worstSliding60s <= budget, note: `counted by the simulator from the daemon's start, ${F.windowS} s (100 ms buckets): ${F.statusPolls} status polls, ${F.requestsPages} /requests/v3 pages, ${F.chains} chain lists; ${F.rateLimited} answered 429; watched: ${F.watched.settled} settled, ${F.watched.active} active` });
+  row('state', `feed: upstream calls per minute (${M.stored} watched of the key, websocket down)`, F.perMinute, 'calls/min', { ceiling: budget, ceilingName: 'budget', target: `<= ${budget}`, pass: F.perMinute <= budget, note: `${F.calls} calls in ${F.windowS} s` });
+  row('state', `feed: change -> seen p50 (${F.changes} requests changed at known times)`, F.latencyMs.p50, 'ms', { note: `simulator updatedAt -> the relay's event in Redis; feed interval ${intervalS} s` });
+  row('state', 'feed: change -> seen p99', F.latencyMs.p99, 'ms', { ceiling: bound, ceilingName: '2 feed intervals', target: `<= ${bound}`, pass: F.seen === F.changes && F.latencyMs.p99 != null && F.latencyMs.p99 <= bound });
+  row('state', 'feed: change -> seen max', F.latencyMs.max, 'ms', { ceiling: bound, ceilingName: '2 feed intervals', target: `<= ${bound}`, pass: F.seen === F.changes && F.latencyMs.max != null && F.latencyMs.max <= bound, note: `${F.seen} of ${F.changes} seen within the run` });
+  row('state', `feed: first read of ${N} requests of the key (fill: ${K} backfills of the day in parallel, budget ${fillBudget}/min)`, M.fillSeconds, 's', { note: `${r1(M.stored / Math.max(0.001, M.fillSeconds))} requests/s applied with their facts` });
   return out;
 }
 
@@ -546,7 +707,7 @@ async function main() {
       if (s === 'webhooks') { results.scenarios.webhooks = await webhooks(); steady = results.scenarios.webhooks.oneEndpoint.sustainedRate; }
       if (s === 'dashboards') results.scenarios.dashboards = await dashboards();
       if (s === 'recovery') results.scenarios.recovery = await recovery(steady ?? previousSteady());
-      if (s === 'state') results.scenarios.state = await state();
+      if (s === 'state') results.scenarios.state = { ...(process.env.BENCH_STATE_FEED_ONLY ? {} : await state()), feed: await stateFeed() };
       if (s === 'cluster') results.scenarios.cluster = await cluster(results.scenarios.webhooks?.ceilings);
     } catch (e) {
       log(`${s}: FAILED: ${e.stack ?? e}`);

@@ -70,6 +70,9 @@ struct sim_faults {
 enum sim_http_path { SIM_P_STATUS, SIM_P_REQUESTS, SIM_P_CHAINS, SIM_P_OTHER, SIM_P_N };
 #define SIM_MAX_CODES 16
 
+#define SIM_TL_BUCKETS 6000 /* 100 ms each: 10 minutes */
+#define SIM_TL_BUCKET_MS 100
+
 struct sim_stats {
     /* websocket */
     uint64_t ws_connections, ws_open, ws_rejected, ws_frames, ws_event_frames, ws_acks,
@@ -84,6 +87,10 @@ struct sim_stats {
     /* lifecycle */
     uint64_t requests_created, requests_evicted, status_changes;
     uint64_t control_calls;
+    /* upstream HTTP answers per 100 ms since the last reset (GET /_sim/timeline); calls
+     * past the last bucket (10 minutes) are counted in the last one */
+    int64_t tl_start_ms;            /* wall ms of bucket 0 (0: no call yet) */
+    uint32_t tl[SIM_TL_BUCKETS];
 };
 
 struct sim {

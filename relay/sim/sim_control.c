@@ -1,7 +1,11 @@
 /* sim_control.c - see sim_control.h. runs on: the simulator's lws thread.
  *
  *   GET    /_sim/health                      {"ok":true,"sanitized":bool}
- *   POST   /_sim/requests                    create a request (201 + view)
+ *   POST   /_sim/requests                    create a request (201 + view); with "count": N
+ *                                            > 1, N of them (201 {"created","firstSeq",
+ *                                            "lastSeq"}); "spanMs": each goes through its
+ *                                            whole path at once and its times are spread
+ *                                            over the span before now (or before "agoMs")
  *   GET    /_sim/requests?after=SEQ&limit=N  ids in creation order after SEQ (for load tools)
  *   GET    /_sim/requests/{id}               view with history and the status v3 body
  *   POST   /_sim/requests/{id}/advance       next step of the path (409 at its end)
@@ -9,6 +13,7 @@
  *   GET|POST|DELETE /_sim/faults             read / change / clear the faults
  *   GET|DELETE /_sim/stats (POST /_sim/stats/reset)   counters (the reset also zeroes the
  *                                                     per-request ones)
+ *   GET    /_sim/timeline                    upstream calls per 100 ms since the last reset
  *   GET|POST /_sim/load                      the request generator {"rate","durationMs"}
  *   GET|POST|DELETE /_sim/chains             the /chains list; POST {"id", "disabled"?,
  *                                            "blockProductionLagging"?} sets one chain's
@@ -36,6 +41,7 @@
 
 #define STR_MAX 64       /* status and reason values */
 #define DETAILS_MAX 4096
+#define SIM_BULK_MAX 100000 /* requests one POST /_sim/requests {"count"} makes */
 
 static void bad(struct sim_resp *out, const char *msg)
 {
@@ -213,6 +219,49 @@ static void create(struct sim *s, json_t *in, struct sim_resp *out)
         return;
     }
     const char *why = NULL;
+    int64_t count = 1, span = 0;
+    opt_int(in, "count", 1, SIM_BULK_MAX, &count, &err);
+    int64_t ago = 0;
+    opt_int(in, "spanMs", 0, 7 * 86400000LL, &span, &err);
+    opt_int(in, "agoMs", 0, 7 * 86400000LL, &ago, &err);
+    if (err == NULL && span > 0 && count < 2)
+        err = "spanMs";
+    if (err == NULL && count > 1 && spec.id != NULL)
+        err = "count";
+    if (err != NULL) {
+        char msg[160];
+        snprintf(msg, sizeof(msg), "invalid field \"%s\"", err);
+        bad(out, msg);
+        return;
+    }
+    if (count > 1) { /* a bulk create (load tools): ids generated, no view */
+        uint64_t first = 0, last = 0;
+        for (int64_t i = 0; i < count; i++) {
+            struct sim_req *r = sim_model_create(s->model, &spec, &why);
+            if (r == NULL)
+                break;
+            if (api_key != NULL)
+                snprintf(r->api_key, sizeof(r->api_key), "%s", api_key);
+            if (span > 0) { /* its whole path now, then spread over the span before now */
+                while (sim_model_advance(s->model, r) == 0)
+                    ;
+                sim_model_backdate(s->model, r, ago + span - span * (i + 1) / count);
+            }
+            first = first ? first : r->seq;
+            last = r->seq;
+        }
+        if (last == 0) {
+            sim_resp_error(out, 400, why, "INVALID_INPUT_PARAMETERS");
+            return;
+        }
+        log_info("scripted requests created", "count=%llu first_seq=%llu",
+                 (unsigned long long)(last - first + 1), (unsigned long long)first);
+        out->status = 201;
+        sbuf_addf(&out->body, "{\"created\":%llu,\"firstSeq\":%llu,\"lastSeq\":%llu}",
+                  (unsigned long long)(last - first + 1), (unsigned long long)first,
+                  (unsigned long long)last);
+        return;
+    }
     struct sim_req *r = sim_model_create(s->model, &spec, &why);
     if (r == NULL) {
         sim_resp_error(out, strstr(why, "exists") ? 409 : 400, why,
@@ -603,6 +652,22 @@ static void stats(struct sim *s, struct sim_resp *out)
               (unsigned long long)st->control_calls);
 }
 
+/* Upstream HTTP answers per 100 ms since the last stats reset, up to the last non-empty
+ * bucket: {"startMs", "bucketMs", "counts"}. */
+static void timeline(struct sim *s, struct sim_resp *out)
+{
+    const struct sim_stats *st = &s->stats;
+    int n = SIM_TL_BUCKETS;
+    while (n > 0 && st->tl[n - 1] == 0)
+        n--;
+    out->status = 200;
+    sbuf_addf(&out->body, "{\"startMs\":%lld,\"bucketMs\":%d,\"counts\":[",
+              (long long)st->tl_start_ms, SIM_TL_BUCKET_MS);
+    for (int i = 0; i < n; i++)
+        sbuf_addf(&out->body, "%s%u", i ? "," : "", st->tl[i]);
+    sbuf_adds(&out->body, "]}");
+}
+
 static void load(struct sim *s, enum sim_method m, json_t *in, struct sim_resp *out)
 {
     if (m == SIM_M_POST) {
@@ -705,6 +770,8 @@ void sim_control_handle(struct sim *s, enum sim_method method, const char *path,
         if (s->wh != NULL)
             sim_webhook_reset_stats(s->wh);
         stats(s, out);
+    } else if (strcmp(rest, "/timeline") == 0 && method == SIM_M_GET) {
+        timeline(s, out);
     } else if (strcmp(rest, "/load") == 0) {
         load(s, method, in, out);
     } else if (strcmp(rest, "/chains") == 0) {

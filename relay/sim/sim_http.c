@@ -93,6 +93,11 @@ const char *sim_path_name(enum sim_http_path p)
 static void sim_stats_http(struct sim *s, enum sim_http_path p, int code)
 {
     s->stats.http_total++;
+    int64_t now = wall_ms();
+    if (s->stats.tl_start_ms == 0)
+        s->stats.tl_start_ms = now;
+    int64_t b = (now - s->stats.tl_start_ms) / SIM_TL_BUCKET_MS;
+    s->stats.tl[b < 0 ? 0 : b >= SIM_TL_BUCKETS ? SIM_TL_BUCKETS - 1 : b]++;
     for (int i = 0; i < SIM_MAX_CODES; i++) {
         if (s->stats.http[p][i].code == code || s->stats.http[p][i].code == 0) {
             s->stats.http[p][i].code = code;

@@ -641,6 +641,22 @@ struct sim_req *sim_model_create(struct sim_model *m, const struct sim_spec *spe
     return r;
 }
 
+void sim_model_backdate(struct sim_model *m, struct sim_req *r, int64_t by_ms)
+{
+    (void)m;
+    r->created_ms -= by_ms;
+    r->quote_created_ms -= by_ms;
+    r->updated_ms -= by_ms;
+    for (int i = 0; i < r->nhist; i++)
+        r->hist[i].updated_ms -= by_ms;
+    for (int i = 0; i < r->nin; i++)
+        r->in[i].at_ms -= by_ms;
+    for (int i = 0; i < r->nout; i++)
+        r->out[i].at_ms -= by_ms;
+    if (r->reorg != NULL)
+        r->reorg->detected_ms -= by_ms;
+}
+
 struct sim_req *sim_model_find(const struct sim_model *m, const char *id)
 {
     return sim_map_get(m->by_id, id);

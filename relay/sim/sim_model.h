@@ -176,6 +176,11 @@ struct sim_set {
 };
 void sim_model_set_status(struct sim_model *m, struct sim_req *r, const struct sim_set *set);
 
+/* Move every time of r (creation, quote, updatedAt, history, transactions, reorg) by_ms
+ * into the past: for requests made at once but meant to look spread over a day (the bulk
+ * create's "spanMs"). Call once its path has ended (no timer left to undo it). */
+void sim_model_backdate(struct sim_model *m, struct sim_req *r, int64_t by_ms);
+
 struct sim_req *sim_model_find(const struct sim_model *m, const char *id);
 /* Oldest / newest request in creation order (NULL when none); walk with r->next / r->prev. */
 struct sim_req *sim_model_oldest(const struct sim_model *m);

@@ -16,6 +16,10 @@ import { ingest, rid } from './lib/hooks.mjs';
 import { ridsOverPartitions, partitionOf } from './lib/partitions.mjs';
 import { startCluster } from './lib/cluster.mjs';
 
+// The {P}:ix field of an index entry "<kind>:<value>" (store/search_lib.lua search_field):
+// "<kind>#" and the first 16 hex digits of the entry's SHA-1.
+const ixf = (e) => `${e.slice(0, e.indexOf(':'))}#${crypto.createHash('sha1').update(e).digest('hex').slice(0, 16)}`;
+
 const KEY = 'search-key';
 let redis, sim;
 const cleanup = [];
@@ -136,7 +140,7 @@ for (const partitions of [1, 3]) {
       // each index entry lives in the partition of its request
       for (const o of owned) {
         const tag = `{${prefix}:p${partitionOf(o.id, partitions)}}`;
-        assert.equal(await redis.cmd('HGET', `${tag}:ix`, `tx:${o.inTx.toLowerCase()}`), o.id, `${o.id} in ${tag}`);
+        assert.equal(await redis.cmd('HGET', `${tag}:ix`, ixf(`tx:${o.inTx.toLowerCase()}`)), o.id, `${o.id} in ${tag}`);
       }
     }
     await checkOwners(d, owned);
@@ -172,7 +176,7 @@ test('a referrer of 60 requests (past the small list: its own zset) lists every 
   same(await search(d, 'referrer=shared', 7), ids, 'every owner, every page');
   const promoted = [];
   for (let p = 0; p < 3; p++)
-    if (await redis.cmd('HGET', `{${prefix}:p${p}}:ix`, 'ref:shared') === '*') promoted.push(p);
+    if (await redis.cmd('HGET', `{${prefix}:p${p}}:ix`, ixf('ref:shared')) === '*') promoted.push(p);
   assert.ok(promoted.length > 0, 'a partition holding more than 16 moved them to a zset');
 });
 
@@ -187,7 +191,7 @@ test('3 partitions on a 3-master Redis Cluster: entries on their partition\'s ma
   const owned = await seed(d, ridsOverPartitions('cl', 2, 3));
   for (const o of owned) {
     const k = partitionOf(o.id, 3);
-    assert.equal(await cl.cmd(masters[k].port, 'HGET', `{${prefix}:p${k}}:ix`, `tx:${o.outTx.toLowerCase()}`), o.id,
+    assert.equal(await cl.cmd(masters[k].port, 'HGET', `{${prefix}:p${k}}:ix`, ixf(`tx:${o.outTx.toLowerCase()}`)), o.id,
       `${o.id}: its entry on partition ${k}'s master`);
   }
   await checkOwners(d, owned);
@@ -203,8 +207,8 @@ test('a wallet with 1010 requests: its index keeps the newest 1000 (no key grows
   for (let i = 0; i < ids.length; i += 10) // 10 at a time, in creation order
     await Promise.all(ids.slice(i, i + 10).map((id, j) => send(d, payload({ id, status: 'waiting', updatedAt: t0 + i + j,
       dep: { address: hex(20), depositor: wallet, depositAddressType: 'open' } }))));
-  const key = `{${prefix}}:ix:w:${wallet.toLowerCase()}`;
-  assert.equal(await redis.cmd('HGET', `{${prefix}}:ix`, `w:${wallet.toLowerCase()}`), '*');
+  const key = `{${prefix}}:ix:${ixf(`w:${wallet.toLowerCase()}`)}`;
+  assert.equal(await redis.cmd('HGET', `{${prefix}}:ix`, ixf(`w:${wallet.toLowerCase()}`)), '*');
   assert.equal(Number(await redis.cmd('ZCARD', key)), 1000, 'capped');
   const found = await search(d, `user=${wallet}`, 500);
   assert.equal(found.length, 1000);
@@ -223,12 +227,37 @@ test('removing a request (the retention sweep) removes its index entries', async
   const prefix = `srchgc${process.pid}`;
   const d = await daemon(prefix, { STATUSRELAY_REQUEST_RETENTION: '2s', STATUSRELAY_SETTLED_WATCH: '1s' });
   const owned = await seed(d, [rid('gc1'), rid('gc2')]);
-  assert.match(await redis.cmd('HGET', `{${prefix}}:req:${owned[0].id}`, 'ix'), /^tx:/m, 'indexed');
+  assert.match(await redis.cmd('HGET', `{${prefix}}:req:${owned[0].id}`, 'ix'), /^tx#[0-9a-f]{16}$/m, 'indexed');
   await until(async () => Number(await redis.cmd('ZCARD', `{${prefix}}:all`)) === 0, { timeoutMs: 20000, msg: 'requests swept' });
   const left = await redis.cmd('KEYS', `{${prefix}}:ix*`);
   assert.deepEqual(left, [], 'no index key left');
   assert.equal(Number(await redis.cmd('ZCARD', `{${prefix}}:ct`)), 0, 'creation-time index empty');
   same(await search(d, `txHash=${owned[0].inTx}&referrer=${owned[0].referrer}`), [], 'not found any more');
+});
+
+test('index entries written before the digest fields (main at 52c16ea) are still found, reused and swept', async () => {
+  const prefix = `srchold${process.pid}`;
+  const d = await daemon(prefix, { STATUSRELAY_REQUEST_RETENTION: '2s', STATUSRELAY_SETTLED_WATCH: '1s' });
+  const id = rid('legacy1'), other = rid('legacy2'), R = 'ref.legacy';
+  const t0 = Date.now();
+  await send(d, payload({ id, status: 'waiting', updatedAt: t0, referrer: R }));
+  // the layout the version before wrote: the entry itself as the field and in the own list
+  const ix = `{${prefix}}:ix`, req = `{${prefix}}:req:${id}`, e = `ref:${R}`;
+  assert.equal(await redis.cmd('HGET', ix, ixf(e)), id);
+  await redis.cmd('HDEL', ix, ixf(e));
+  await redis.cmd('HSET', ix, e, id);
+  await redis.cmd('HSET', req, 'ix', (await redis.cmd('HGET', req, 'ix')).replace(`${ixf(e)}\n`, `${e}\n`));
+  same(await search(d, `referrer=${R}`), [id], 'found under the old field');
+  // said again by a later record: kept under the old field, no second field
+  await send(d, payload({ id, status: 'pending', updatedAt: t0 + 1, referrer: null }));
+  await send(d, payload({ id, status: 'success', updatedAt: t0 + 2, referrer: R }));
+  await send(d, payload({ id: other, status: 'success', updatedAt: t0 + 3, referrer: R }));
+  assert.equal(await redis.cmd('HGET', ix, e), id, 'the old field keeps its request');
+  assert.equal(await redis.cmd('HGET', ix, ixf(e)), other, 'a new request goes to the digest field');
+  assert.ok(!(await redis.cmd('HGET', req, 'ix')).includes(ixf(e)), 'no second field for the old request');
+  same(await search(d, `referrer=${R}`), [id, other], 'both fields answer, each id once');
+  await until(async () => Number(await redis.cmd('ZCARD', `{${prefix}}:all`)) === 0, { timeoutMs: 20000, msg: 'requests swept' });
+  assert.deepEqual(await redis.cmd('KEYS', `{${prefix}}:ix*`), [], 'no index key left');
 });
 
 test('a q or txHash the relay does not know is looked up once through the upstream term search; the request is tracked, its facts indexed', async () => {

@@ -368,6 +368,31 @@ describe('statusrelay sim: websocket and HTTP', () => {
     const reset = await sim.control('/stats', null, 'DELETE');
     assert.equal(reset.http.total, 0);
   });
+
+  test('bulk create: count + spanMs/agoMs spread finished requests over the past; timeline counts calls', async () => {
+    const t0 = Date.now();
+    const r = await sim.control('/requests', { count: 50, lifecycle: 'success', spanMs: 3600000, agoMs: 600000 });
+    assert.equal(r.created, 50);
+    assert.equal(r.lastSeq - r.firstSeq, 49);
+    const list = await sim.control(`/requests?after=${r.firstSeq - 1}&limit=50`);
+    assert.equal(list.requests.length, 50);
+    const first = await sim.control(`/requests/${list.requests[0].id}`);
+    const last = await sim.control(`/requests/${list.requests[49].id}`);
+    assert.equal(first.status, 'success', 'the whole path at once');
+    assert.equal(last.status, 'success');
+    // the n-th of 50 is (span x (50 - n) / 50 + ago) old: the first ~70 min, the last 10 min
+    assert.ok(Math.abs(t0 - first.updatedAt - (3600000 * 49 / 50 + 600000)) < 5000, `first ${t0 - first.updatedAt}`);
+    assert.ok(Math.abs(t0 - last.updatedAt - 600000) < 5000, `last ${t0 - last.updatedAt}`);
+    assert.ok(first.createdAt <= first.history[0].updatedAt && first.history.every((h) => h.updatedAt < t0 - 600000));
+    await assert.rejects(sim.control('/requests', { count: 2, id: '0x' + '1'.repeat(64) }), /count/);
+    await assert.rejects(sim.control('/requests', { spanMs: 1000 }), /spanMs/);
+    await sim.control('/stats/reset', {});
+    for (let i = 0; i < 3; i++) await getJson(`${sim.url}/chains`);
+    const tl = await sim.control('/timeline');
+    assert.equal(tl.bucketMs, 100);
+    assert.equal(tl.counts.reduce((a, b) => a + b, 0), 3);
+    assert.ok(Math.abs(tl.startMs - Date.now()) < 5000);
+  });
 });
 
 describe('statusrelay sim: reversals, late refunds, stuck requests and per-request counters', () => {
