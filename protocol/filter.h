@@ -8,7 +8,13 @@
  * REST input may say "status": [], and that is kept as such). The empty filter matches all.
  *
  * JSON shape: {"status": [..], "requestIds": [..], "originChainIds": [..],
- * "destinationChainIds": [..]}. The two callers read it with different rules (which keys,
+ * "destinationChainIds": [..], "events": [..]}.
+ *
+ * "events" (event types, protocol/event.h proto_event_type_parse) is the one key whose absence
+ * does not match everything: without it only "request.status.updated" passes, so subscribers
+ * that never named a type receive what they received before other types existed. Events
+ * without a request (endpoint.disabled) are judged by "events" alone: the request keys
+ * (status, requestIds, chain ids) describe requests and do not apply to them. The two callers read it with different rules (which keys,
  * one value or a list, null, limits, which rejection comes first): struct proto_filter_opts
  * says which. A rejection is reported as a fault plus the key and element it concerns, and
  * each caller words it for its own API.
@@ -31,6 +37,8 @@ struct proto_filter {
     size_t norigin;
     int64_t *dest;
     size_t ndest;
+    char **events;      /* owned strings: known event type names */
+    size_t nevents;
 };
 
 /* proto_filter_opts.flags */
@@ -45,6 +53,8 @@ struct proto_filter {
  * requestIds, originChainIds, destinationChainIds (dashboards). Without it: key by key in the
  * object's order (webhooks). Only which rejection an input with several faults gets differs. */
 #define PROTO_FILTER_KEYS_FIRST 0x8u
+/* "events" is a known key (webhooks, dashboards). */
+#define PROTO_FILTER_EVENTS 0x10u
 
 struct proto_filter_opts {
     unsigned flags;       /* PROTO_FILTER_* above */
@@ -81,19 +91,36 @@ int proto_filter_from_json(const json_t *filters, const struct proto_filter_opts
                            struct proto_filter *out, struct proto_filter_err *err);
 
 /* The canonical JSON object of f: every present list (also an empty one) as an array, keys in
- * the order status, requestIds, originChainIds, destinationChainIds. Reading it back with the
+ * the order status, requestIds, originChainIds, destinationChainIds, events. Reading it back with the
  * options that produced f gives an equal filter. New reference; NULL when out of memory. */
 json_t *proto_filter_to_json(const struct proto_filter *f);
 
-/* 1 when an event with these routing fields passes f, else 0. status and request_id may be
- * NULL (read as ""). */
-int proto_filter_match(const struct proto_filter *f, const char *status, const char *request_id,
-                       int64_t origin, int64_t dest);
+/* What an event offers the matcher. NULL strings / zero counts: the event has no such field. */
+struct proto_filter_subject {
+    const char *type;               /* event type; NULL means "request.status.updated" */
+    const char *status;
+    const char *request_id;
+    int64_t origin;
+    int64_t dest;
+    const char *fail_reason;        /* NULL or "N/A": none */
+    const char *refund_fail_reason; /* NULL or "N/A": none */
+    const char *const *flags;       /* statusrelay.flags */
+    size_t nflags;
+    const char *const *wallets;     /* user, sender, recipient (any case; matched
+                                       case-insensitively for 0x addresses) */
+    size_t nwallets;
+    const char *referrer;
+    const json_t *metadata;         /* the tracking metadata object, or NULL */
+};
+
+/* 1 when an event passes f, else 0. */
+int proto_filter_match(const struct proto_filter *f, const struct proto_filter_subject *s);
 
 /* 1 when a and b have the same lists (presence, order and values), else 0. */
 int proto_filter_equal(const struct proto_filter *a, const struct proto_filter *b);
 
-/* 1 when f has no list at all (matches every event). */
+/* 1 when f has no list at all (matches every request.status.updated event; other types need
+ * "events"). */
 int proto_filter_is_all(const struct proto_filter *f);
 
 /* Free f's lists and leave it empty. NULL-safe. */

@@ -103,7 +103,7 @@ static void replay_one(struct hub *h, struct hsess *x, struct hsub *u,
     status_event_init(&ev);
     size_t len = 0;
     char *f = dash_encode_frame(h, e->rec, e->rec_len, 0, sid, &ev, &len);
-    if (f != NULL && sub_matches(u, e->rid, &ev)) {
+    if (f != NULL && ev.type == PROTO_EV_STATUS && sub_matches(u, e->rid, &ev)) {
         dash_send_text(h, x->id, e->rid, f, len);
         u->replayed++;
     }
@@ -314,7 +314,7 @@ static void route(struct hub *h, const struct store_stream_entry *e)
     status_event_init(&ev);
     size_t len = 0;
     char *f = dash_encode_frame(h, e->rec, e->rec_len, 0, h->cursor, &ev, &len);
-    if (f != NULL) {
+    if (f != NULL && ev.type == PROTO_EV_STATUS) { /* other types: not on dashboards yet */
         struct xmsg *m = xmsg_new(XMSG_DASH_EVENT, 0, NULL, 0);
         m->shared = xbuf_new(f, len); /* one buffer for every recipient */
         snprintf(m->key, sizeof(m->key), "%s", e->rid);

@@ -23,7 +23,7 @@ static void cleanse_str(char *s)
 
 /* The webhook rules of the filter shape (protocol/filter.h): lists only, requestIds known. */
 static const struct proto_filter_opts wh_filter_opts = {
-    .flags = PROTO_FILTER_REQUEST_IDS,
+    .flags = PROTO_FILTER_REQUEST_IDS | PROTO_FILTER_EVENTS,
     .max_values = WH_MAX_FILTER_VALUES,
     .max_status = PROTO_MAX_STATUS,
     .min_chain_id = 0,
@@ -244,8 +244,14 @@ int webhook_matches(const struct webhook *wh, const struct status_event *ev)
 
 int webhook_matches_filters(const struct webhook *wh, const struct status_event *ev)
 {
-    return proto_filter_match(&wh->f, ev->status, ev->request_id, ev->origin_chain_id,
-                              ev->destination_chain_id);
+    struct proto_filter_subject s = {
+        .type = proto_event_type_name(ev->type),
+        .status = ev->status,
+        .request_id = ev->type == PROTO_EV_ENDPOINT_DISABLED ? NULL : ev->request_id,
+        .origin = ev->origin_chain_id,
+        .dest = ev->destination_chain_id,
+    };
+    return proto_filter_match(&wh->f, &s);
 }
 
 /* ---- validation ------------------------------------------------------------------------ */
@@ -282,8 +288,14 @@ int webhook_filters_canon(json_t *filters, char **out_json, const char **code, c
                      WH_MAX_FILTER_VALUES);
             break;
         case PROTO_FILTER_BAD_VALUE:
-            snprintf(err, errn, "filters.%s[%zu] is not a valid %s", e.key, e.index,
-                     strs ? "string" : "chain id");
+            if (!strcmp(e.key, "events"))
+                snprintf(err, errn,
+                         "filters.events[%zu] is not an event type (request.status.updated, "
+                         "request.watch.ended, request.stuck, endpoint.disabled)",
+                         e.index);
+            else
+                snprintf(err, errn, "filters.%s[%zu] is not a valid %s", e.key, e.index,
+                         strs ? "string" : "chain id");
             break;
         }
         return -1;

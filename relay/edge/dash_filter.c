@@ -37,7 +37,8 @@ int dash_broad_parse(const char *text, size_t len, struct proto_filter *out)
 int dash_broad_match(const struct proto_filter *f, const char *status, int64_t origin,
                      int64_t dest)
 {
-    return proto_filter_match(f, status, NULL, origin, dest);
+    struct proto_filter_subject s = {.status = status, .origin = origin, .dest = dest};
+    return proto_filter_match(f, &s);
 }
 
 int dash_broad_equal(const struct proto_filter *a, const struct proto_filter *b)
