@@ -117,6 +117,22 @@ end
 -- failing period, an endpoint failing for disable_after ms or answering 410 is disabled
 -- (whv = the endpoints version key, bumped so every process reloads); a success ends it.
 -- Disabled endpoints are appended to the caller's list as (endpoint id, reason) pairs.
+-- The endpoint.disabled event of endpoint wh (protocol/event.h "Other event types"), written
+-- in the same script that flips enabled to "0", so it exists exactly once per disable: no
+-- request, ordered by the webhook id (the entry's "rid"), seq 1, its event id derived from
+-- (webhook id, 1, at). Delivered to the other endpoints whose filters.events name it (the
+-- disabled one receives nothing any more). One partition only: with several the flip happens
+-- in store/wh_health.lua, on deployment keys, where no partition's stream can be written.
+local function endpoint_disabled_event(wh, whk, reason)
+  local url = redis.call('HGET', whk, 'url') or ''
+  local at = string.format('%d', now)
+  local rec = '{"event":{"type":"endpoint.disabled","seq":1,"createdAt":' .. at ..
+              ',"webhookId":' .. cjson.encode(wh) .. ',"url":' .. cjson.encode(url) ..
+              ',"reason":"' .. reason .. '","at":' .. at .. '}}'
+  redis.call('XADD', tag .. ':events', '*', 'rid', wh, 'seq', 1, 'type', 'endpoint.disabled',
+             'rec', rec)
+end
+
 local function note_outcome(wh, outcome, whv, disable_after, disabled)
   local whk = dtag .. ':wh:' .. wh
   if outcome == 'ok' then
@@ -141,6 +157,9 @@ local function note_outcome(wh, outcome, whv, disable_after, disabled)
   if reason and redis.call('HGET', whk, 'enabled') == '1' then
     redis.call('HSET', whk, 'enabled', '0', 'disabledReason', reason, 'disabledAt', now)
     redis.call('INCR', whv)
+    if tag == dtag then
+      endpoint_disabled_event(wh, whk, reason)
+    end
     disabled[#disabled + 1] = wh
     disabled[#disabled + 1] = reason
   end

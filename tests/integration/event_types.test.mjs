@@ -1,0 +1,215 @@
+// event_types.test.mjs - the events only the relay knows (issue 25): request.watch.ended
+// (final, abandoned, failure_tail, untracked), request.stuck and endpoint.disabled, each
+// created exactly once with two daemons on one Redis and across a kill -9 of one of them,
+// signed (verified with the official standardwebhooks package), delivered only to endpoints
+// whose filters.events name the type (a default endpoint receives none), a watch.ended after
+// the request's last status event, listed in GET /v1/events and replayable. Real
+// redis-server, the simulator, two daemons and webhook receivers on loopback; the windows
+// are 1-2 s so the test takes seconds (STATUSRELAY_SETTLED_WATCH, _WAITING_TTL,
+// _FAILURE_TAIL, _STUCK_AFTER).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import standardwebhooks from 'standardwebhooks';
+import { until } from './lib/proc.mjs';
+import { startRedis, startDaemon } from './lib/stack.mjs';
+import { startSim } from './lib/sim.mjs';
+import { startReceiver } from './lib/hooks.mjs';
+
+const { Webhook } = standardwebhooks;
+const KEY = 'event-types-key';
+const TYPES = ['request.status.updated', 'request.watch.ended', 'request.stuck', 'endpoint.disabled'];
+let redis, sim;
+const cleanup = [];
+
+before(async () => {
+  redis = await startRedis();
+  sim = await startSim({ apiKey: KEY, seed: 25, rateLimit: 0 });
+});
+after(async () => {
+  for (const f of cleanup.reverse()) { try { await f(); } catch {} }
+  await sim?.stop();
+  await redis?.stop();
+});
+
+async function daemon(prefix, name) {
+  const d = await startDaemon({
+    redisUrl: redis.url, apiUrl: sim.url, wsUrl: sim.wsUrl, apiKey: KEY,
+    env: {
+      STATUSRELAY_REDIS_PREFIX: prefix,
+      STATUSRELAY_UPSTREAM_PING_INTERVAL: '1s', STATUSRELAY_UPSTREAM_PING_TIMEOUT: '3s',
+      STATUSRELAY_RETRY_SCHEDULE: '0s,200ms,400ms',
+      STATUSRELAY_SETTLED_WATCH: '2s', STATUSRELAY_WAITING_TTL: '3s',
+      STATUSRELAY_FAILURE_TAIL: '2s', STATUSRELAY_STUCK_AFTER: '2s',
+    },
+    name,
+  });
+  cleanup.push(() => d.stop());
+  return d;
+}
+
+async function hook(d, filters, opts = {}) {
+  const rx = await startReceiver(opts);
+  cleanup.push(() => rx.stop());
+  const r = await d.post('/v1/webhooks', { url: rx.url('/h'), ...(filters ? { filters } : {}) });
+  assert.equal(r.status, 201, r.text);
+  return { rx, id: r.body.id, secret: r.body.secret, filters: r.body.filters };
+}
+
+async function scripted(d, path) {
+  const r = await sim.control('/requests', { path, stepMs: 0, autoHashes: true });
+  const t = await d.post('/v1/requests', { requestId: r.id });
+  assert.ok(t.status === 201 || t.status === 200, t.text);
+  return r.id;
+}
+
+async function waitStatus(d, id, status, timeoutMs = 10000) {
+  return until(async () => {
+    const r = await d.get(`/v1/requests/${id}`);
+    return r.status === 200 && r.body.status === status ? r.body : null;
+  }, { msg: `${id.slice(0, 10)} reaches ${status}`, timeoutMs });
+}
+
+async function advanceTo(d, id, status) {
+  await sim.control(`/requests/${id}/advance`, {});
+  return waitStatus(d, id, status);
+}
+
+/** Every delivery attempt a receiver got, parsed, in arrival order. */
+function received(rx) {
+  return rx.records().filter((x) => x.body).map((x) => ({ ...JSON.parse(x.body), headers: x.headers, raw: x.body }));
+}
+
+/** One body per event id (retries carry the same webhook-id and bytes). */
+function distinct(list) {
+  const m = new Map();
+  for (const b of list) if (!m.has(b.headers['webhook-id'])) m.set(b.headers['webhook-id'], b);
+  return [...m.values()];
+}
+
+const keyOf = (b) => `${b.event} ${b.event === 'endpoint.disabled' ? b.data.webhookId : b.data.requestId}`;
+
+test('each event type is created exactly once by two daemons, across a kill -9, and routed by filters.events', async () => {
+  const prefix = 'etypes1';
+  const d1 = await daemon(prefix, 'etypes-d1');
+  const d2 = await daemon(prefix, 'etypes-d2');
+  // validation: known types only, a 400 naming the key
+  const bad = await d1.post('/v1/webhooks', { url: 'http://127.0.0.1:9/x', filters: { events: ['request.updated'] } });
+  assert.equal(bad.status, 400, bad.text);
+  assert.match(bad.text, /filters\.events\[0\]/);
+  const notList = await d1.post('/v1/webhooks', { url: 'http://127.0.0.1:9/x', filters: { events: 'request.stuck' } });
+  assert.equal(notList.status, 400, notList.text);
+  assert.match(notList.text, /filters\.events/);
+
+  const plain = await hook(d1); // default: request.status.updated only
+  const all = await hook(d2, { events: TYPES });
+  assert.deepEqual(all.filters.events, TYPES);
+  const typedOnly = await hook(d1, { events: ['request.watch.ended', 'endpoint.disabled'] });
+  const gone = await hook(d1, { events: TYPES }, { def: 410 }); // disabled on its first delivery
+
+  const rFinal = await scripted(d1, ['waiting', 'pending', 'success']);
+  const rAbandoned = await scripted(d2, ['waiting', 'pending']);
+  const rStuck = await scripted(d1, ['waiting', 'pending', 'success']);
+  const rTail = await scripted(d2, ['waiting', 'failure', 'refund']);
+  const rUntracked = await scripted(d1, ['waiting', 'pending']);
+  for (const id of [rFinal, rAbandoned, rStuck, rTail, rUntracked]) await waitStatus(d1, id, 'waiting');
+  await advanceTo(d1, rFinal, 'pending');
+  await advanceTo(d1, rFinal, 'success');
+  await advanceTo(d1, rStuck, 'pending');
+  await advanceTo(d1, rTail, 'failure');
+  assert.equal((await d1.del(`/v1/requests/${rUntracked}`)).status, 204);
+
+  // the 410 endpoint is disabled by its first delivery
+  await until(async () => (await d1.get(`/v1/webhooks/${gone.id}`)).body?.enabled === false, { msg: '410 endpoint disabled' });
+  // kill -9 one daemon while the windows run; the other decides alone
+  d1.proc.child.kill('SIGKILL');
+  const want = [
+    `request.watch.ended ${rFinal}`, `request.watch.ended ${rAbandoned}`, `request.watch.ended ${rTail}`,
+    `request.watch.ended ${rUntracked}`, `request.stuck ${rStuck}`, `endpoint.disabled ${gone.id}`,
+  ];
+  await until(() => {
+    const have = new Set(distinct(received(all.rx)).map(keyOf));
+    return want.every((k) => have.has(k));
+  }, { timeoutMs: 20000, msg: `every typed event at the all-types endpoint: ${want.join(', ')}` });
+  // a restarted daemon (same Redis) and a few more sweeps add nothing
+  const d3 = await daemon(prefix, 'etypes-d3');
+  await new Promise((r) => setTimeout(r, 3000));
+
+  const got = distinct(received(all.rx));
+  const typed = got.filter((b) => b.event !== 'request.status.updated');
+  const counts = {};
+  for (const b of typed) counts[keyOf(b)] = (counts[keyOf(b)] ?? 0) + 1;
+  for (const k of want) assert.equal(counts[k], 1, `${k} exactly once: ${JSON.stringify(counts)}`);
+  // no other watch.ended / stuck than those (rTail's failure may also be stuck: at most once)
+  for (const [k, n] of Object.entries(counts)) assert.equal(n, 1, `${k} once`);
+  console.log(`# typed events at the all-types endpoint: ${JSON.stringify(counts)}`);
+
+  // bodies: signed (official library), reasons, state, ordering
+  const wh = new Webhook(all.secret);
+  for (const b of got) {
+    const v = wh.verify(b.raw, b.headers);
+    assert.equal(v.event, b.event);
+    assert.ok(TYPES.includes(b.event));
+  }
+  const ended = (id) => typed.find((b) => b.event === 'request.watch.ended' && b.data.requestId === id);
+  assert.equal(ended(rFinal).data.reason, 'final');
+  assert.equal(ended(rFinal).data.status, 'success');
+  assert.equal(ended(rAbandoned).data.reason, 'abandoned');
+  assert.equal(ended(rAbandoned).data.status, 'waiting');
+  assert.equal(ended(rTail).data.reason, 'failure_tail');
+  assert.equal(ended(rTail).data.failReason, 'UNKNOWN');
+  assert.equal(ended(rUntracked).data.reason, 'untracked');
+  const stuck = typed.find((b) => b.event === 'request.stuck' && b.data.requestId === rStuck);
+  assert.equal(stuck.data.status, 'pending');
+  const pendingAt = got.find((b) => b.event === 'request.status.updated' && b.data.requestId === rStuck && b.data.status === 'pending');
+  assert.equal(stuck.data.stuckSince, pendingAt.timestamp, 'stuck since its last status change');
+  assert.ok(stuck.timestamp >= stuck.data.stuckSince + 2000);
+  const dis = typed.find((b) => b.event === 'endpoint.disabled');
+  assert.deepEqual(Object.keys(dis.data), ['webhookId', 'url', 'reason', 'at']);
+  assert.equal(dis.data.webhookId, gone.id);
+  assert.equal(dis.data.url, gone.rx.url('/h'));
+  assert.equal(dis.data.reason, 'gone');
+  // per-request order: the watch.ended comes after the request's last status event, next seq
+  const all2 = received(all.rx);
+  for (const id of [rFinal, rAbandoned, rTail]) {
+    const mine = all2.filter((b) => b.data.requestId === id);
+    const last = mine.filter((b) => b.event === 'request.status.updated').pop();
+    const e = mine.findIndex((b) => b.event === 'request.watch.ended');
+    assert.ok(mine.indexOf(last) < e, `${id.slice(0, 10)}: watch.ended after the last status event`);
+    assert.ok(mine[e].statusrelay.seq > last.statusrelay.seq);
+  }
+  // the default endpoint received none of them; the typed-only one no status event
+  const plainGot = distinct(received(plain.rx));
+  assert.ok(plainGot.length >= 5, `status events at the default endpoint: ${plainGot.length}`);
+  assert.deepEqual([...new Set(plainGot.map((b) => b.event))], ['request.status.updated']);
+  const typedGot = distinct(received(typedOnly.rx)).map(keyOf).sort();
+  assert.deepEqual(typedGot, want.filter((k) => !k.startsWith('request.stuck')).sort());
+  // the disabled endpoint got its one status delivery attempt(s) and nothing of its own disable
+  assert.ok(received(gone.rx).every((b) => b.event !== 'endpoint.disabled'));
+
+  // a status change after the watch ended goes on at the next seq (the typed event took one)
+  // and the state record stays readable
+  const st = (await d2.get(`/v1/requests/${rFinal}`)).body;
+  assert.equal(st.status, 'success');
+  assert.equal(st.watch, 'ended');
+  assert.equal(st.seq, ended(rFinal).statusrelay.seq);
+
+  // listed in GET /v1/events with their type
+  const evs = (await d2.get(`/v1/events?requestId=${rFinal}`)).body.events;
+  const le = evs.filter((e) => e.event === 'request.watch.ended');
+  assert.equal(le.length, 1, JSON.stringify(evs));
+  assert.equal(le[0].eventId, ended(rFinal).headers['webhook-id']);
+  assert.equal(le[0].data.reason, 'final');
+  const allEvs = (await d2.get('/v1/events?limit=1000')).body.events;
+  const de = allEvs.filter((e) => e.event === 'endpoint.disabled');
+  assert.equal(de.length, 1);
+  assert.equal(de[0].requestId, null);
+  assert.equal(de[0].data.webhookId, gone.id);
+
+  // replayable: the same bytes again, marked as a replay
+  const rp = await d3.post('/v1/replay', { webhookId: all.id, requestId: rFinal });
+  assert.equal(rp.status, 202, rp.text);
+  const replayed = await until(() => received(all.rx).find((b) => b.headers['statusrelay-replay'] === '1' &&
+    b.event === 'request.watch.ended'), { msg: 'replayed watch.ended' });
+  assert.equal(replayed.raw, ended(rFinal).raw);
+  assert.equal(replayed.headers['webhook-id'], ended(rFinal).headers['webhook-id']);
+});
