@@ -87,10 +87,10 @@ static void replay_round(struct hub *h, struct hsess *x, struct hsub *u);
 
 static int sub_matches(const struct hsub *u, const char *rid, const struct status_event *ev)
 {
-    if (u->kind == SUB_ID)
-        return strcmp(u->id, rid) == 0;
-    return ev != NULL && dash_broad_match(&u->f, ev->status ? ev->status : "",
-                                          ev->origin_chain_id, ev->destination_chain_id);
+    if (u->kind == SUB_ID) /* one request's status events */
+        return (ev == NULL || ev->type == PROTO_EV_STATUS) && strcmp(u->id, rid) == 0;
+    return ev != NULL && dash_broad_match_type(&u->f, ev->type, ev->status ? ev->status : "",
+                                               ev->origin_chain_id, ev->destination_chain_id);
 }
 
 /* Send u the entry e with streamId sid when it matches. */
@@ -103,7 +103,7 @@ static void replay_one(struct hub *h, struct hsess *x, struct hsub *u,
     status_event_init(&ev);
     size_t len = 0;
     char *f = dash_encode_frame(h, e->rec, e->rec_len, 0, sid, &ev, &len);
-    if (f != NULL && ev.type == PROTO_EV_STATUS && sub_matches(u, e->rid, &ev)) {
+    if (f != NULL && sub_matches(u, e->rid, &ev)) {
         dash_send_text(h, x->id, e->rid, f, len);
         u->replayed++;
     }
@@ -314,13 +314,14 @@ static void route(struct hub *h, const struct store_stream_entry *e)
     status_event_init(&ev);
     size_t len = 0;
     char *f = dash_encode_frame(h, e->rec, e->rec_len, 0, h->cursor, &ev, &len);
-    if (f != NULL && ev.type == PROTO_EV_STATUS) { /* other types: not on dashboards yet */
+    if (f != NULL) {
         struct xmsg *m = xmsg_new(XMSG_DASH_EVENT, 0, NULL, 0);
         m->shared = xbuf_new(f, len); /* one buffer for every recipient */
         snprintf(m->key, sizeof(m->key), "%s", e->rid);
         snprintf(m->status, sizeof(m->status), "%s", ev.status ? ev.status : "");
         m->origin_chain_id = ev.origin_chain_id;
         m->destination_chain_id = ev.destination_chain_id;
+        m->ev_type = (int)ev.type; /* id subscriptions: status events; broad: filters.events */
         xq_push(h->c->to_ws, m);
         h->events_routed++;
     }

@@ -3,6 +3,7 @@
  * runs on: any thread. */
 #include "relay/edge/dash_filter.h"
 #include "protocol/dash_msg.h"
+#include "protocol/event.h"
 #include "protocol/proto.h"
 #include "relay/common/log.h"
 
@@ -38,6 +39,16 @@ int dash_broad_match(const struct proto_filter *f, const char *status, int64_t o
                      int64_t dest)
 {
     struct proto_filter_subject s = {.status = status, .origin = origin, .dest = dest};
+    return proto_filter_match(f, &s);
+}
+
+int dash_broad_match_type(const struct proto_filter *f, int ev_type, const char *status,
+                          int64_t origin, int64_t dest)
+{
+    struct proto_filter_subject s = {.type = proto_event_type_name(ev_type),
+                                     .status = status,
+                                     .origin = origin,
+                                     .dest = dest};
     return proto_filter_match(f, &s);
 }
 

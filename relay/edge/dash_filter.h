@@ -39,6 +39,10 @@ int dash_broad_parse(const char *text, size_t len, struct proto_filter *out);
 /* 1 when an event with these routing fields matches. */
 int dash_broad_match(const struct proto_filter *f, const char *status, int64_t origin,
                      int64_t dest);
+/* The same for an event of type ev_type (protocol/event.h enum proto_event_type): other
+ * types than request.status.updated only when the filter's "events" names them. */
+int dash_broad_match_type(const struct proto_filter *f, int ev_type, const char *status,
+                          int64_t origin, int64_t dest);
 /* 1 when both filters have the same lists (order-insensitive is not needed: canonical). */
 int dash_broad_equal(const struct proto_filter *a, const struct proto_filter *b);
 /* 1 when f has no list at all (every event). */

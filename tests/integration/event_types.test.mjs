@@ -3,7 +3,8 @@
 // created exactly once with two daemons on one Redis and across a kill -9 of one of them,
 // signed (verified with the official standardwebhooks package), delivered only to endpoints
 // whose filters.events name the type (a default endpoint receives none), a watch.ended after
-// the request's last status event, listed in GET /v1/events and replayable. Real
+// the request's last status event, listed in GET /v1/events and replayable; on the dashboard
+// stream only to broad subscriptions naming the types (resumable from a typed frame). Real
 // redis-server, the simulator, two daemons and webhook receivers on loopback; the windows
 // are 1-2 s so the test takes seconds (STATUSRELAY_SETTLED_WATCH, _WAITING_TTL,
 // _FAILURE_TAIL, _STUCK_AFTER).
@@ -14,9 +15,11 @@ import { until } from './lib/proc.mjs';
 import { startRedis, startDaemon } from './lib/stack.mjs';
 import { startSim } from './lib/sim.mjs';
 import { startReceiver } from './lib/hooks.mjs';
+import { client, sub, subscribed } from './lib/dash_client.mjs';
 
 const { Webhook } = standardwebhooks;
 const KEY = 'event-types-key';
+const TOK = 'event-types-stream-token';
 const TYPES = ['request.status.updated', 'request.watch.ended', 'request.stuck', 'endpoint.disabled'];
 let redis, sim;
 const cleanup = [];
@@ -40,6 +43,7 @@ async function daemon(prefix, name) {
       STATUSRELAY_RETRY_SCHEDULE: '0s,200ms,400ms',
       STATUSRELAY_SETTLED_WATCH: '2s', STATUSRELAY_WAITING_TTL: '3s',
       STATUSRELAY_FAILURE_TAIL: '2s', STATUSRELAY_STUCK_AFTER: '2s',
+      STATUSRELAY_STREAM_TOKEN: TOK,
     },
     name,
   });
@@ -106,7 +110,24 @@ test('each event type is created exactly once by two daemons, across a kill -9, 
   const typedOnly = await hook(d1, { events: ['request.watch.ended', 'endpoint.disabled'] });
   const gone = await hook(d1, { events: TYPES }, { def: 410 }); // disabled on its first delivery
 
+  // dashboards (on d2, which lives on): a broad subscription naming types, a default one
+  const dTyped = client(d2.wsUrl);
+  const dDefault = client(d2.wsUrl);
+  for (const c of [dTyped, dDefault]) { cleanup.push(() => c.close()); await c.ready; }
+  const badSub = client(d2.wsUrl);
+  cleanup.push(() => badSub.close());
+  await badSub.ready;
+  const refused = await subscribed(badSub, sub({ events: 'request.ended' }, { token: TOK }));
+  assert.equal(refused.type, 'error', JSON.stringify(refused));
+  assert.match(refused.message ?? JSON.stringify(refused), /event type/);
+  assert.equal((await subscribed(dTyped, sub({ events: TYPES.slice(1) }, { token: TOK, snapshotLimit: 0 }))).status, 'success');
+  assert.equal((await subscribed(dDefault, sub(null, { token: TOK, snapshotLimit: 0 }))).status, 'success');
+
   const rFinal = await scripted(d1, ['waiting', 'pending', 'success']);
+  const dId = client(d2.wsUrl);
+  cleanup.push(() => dId.close());
+  await dId.ready;
+  assert.equal((await subscribed(dId, sub({ id: rFinal }, { token: TOK }))).status, 'success');
   const rAbandoned = await scripted(d2, ['waiting', 'pending']);
   const rStuck = await scripted(d1, ['waiting', 'pending', 'success']);
   const rTail = await scripted(d2, ['waiting', 'failure', 'refund']);
@@ -204,6 +225,33 @@ test('each event type is created exactly once by two daemons, across a kill -9, 
   assert.equal(de.length, 1);
   assert.equal(de[0].requestId, null);
   assert.equal(de[0].data.webhookId, gone.id);
+
+  // dashboards: the typed subscription got each typed event once (and no status event), the
+  // default and the id subscriptions status events only
+  const framesTyped = await until(() => {
+    const f = dTyped.frames.filter((x) => x.event);
+    return want.every((k) => f.some((x) => keyOf(x) === k)) && f;
+  }, { msg: 'typed frames on the dashboard' });
+  const fk = framesTyped.map(keyOf);
+  assert.equal(new Set(fk).size, fk.length, `each typed frame once: ${fk.join(', ')}`);
+  assert.ok(framesTyped.every((x) => x.event !== 'request.status.updated'));
+  const wf = framesTyped.find((x) => x.event === 'request.watch.ended' && x.data.requestId === rFinal);
+  assert.equal(wf.data.reason, 'final');
+  assert.equal(wf.statusrelay.eventId, ended(rFinal).headers['webhook-id']);
+  assert.ok(dDefault.frames.some((x) => x.event === 'request.status.updated'));
+  assert.deepEqual([...new Set(dDefault.frames.filter((x) => x.event).map((x) => x.event))], ['request.status.updated']);
+  assert.deepEqual([...new Set(dId.frames.filter((x) => x.event).map((x) => x.event))], ['request.status.updated']);
+  // resumable: a typed frame's streamId resumes after it
+  const dRes = client(d2.wsUrl);
+  cleanup.push(() => dRes.close());
+  await dRes.ready;
+  const firstTyped = framesTyped[0];
+  assert.equal((await subscribed(dRes, sub({ events: TYPES.slice(1) }, { token: TOK, lastEventId: firstTyped.statusrelay.streamId, snapshotLimit: 0 }))).status, 'success');
+  const resumed = await until(() => {
+    const f = dRes.frames.filter((x) => x.event).map(keyOf);
+    return f.length >= framesTyped.length - 1 && f;
+  }, { msg: 'resumed typed frames' });
+  assert.deepEqual(resumed, fk.slice(1));
 
   // replayable: the same bytes again, marked as a replay
   const rp = await d3.post('/v1/replay', { webhookId: all.id, requestId: rFinal });
