@@ -7,6 +7,9 @@
 -- order set {P}:order:<wh>:<rid>, by seq), exactly one is queued at a time (q = "1": in the
 -- endpoint's queue {P}:dq:<wh> or in flight).
 local touched = {} -- endpoints whose queue head may have moved: fix_touched() at the end
+-- store/wh_health.lua (several partitions) sets this to its outbox key: an endpoint.disabled
+-- record is queued there ("<webhook id> <record>") instead of written to a stream
+local disabled_outbox = false
 local modes = {}
 
 -- With several partitions (dtag ~= tag) a script touches its partition's keys only (one
@@ -117,20 +120,26 @@ end
 -- failing period, an endpoint failing for disable_after ms or answering 410 is disabled
 -- (whv = the endpoints version key, bumped so every process reloads); a success ends it.
 -- Disabled endpoints are appended to the caller's list as (endpoint id, reason) pairs.
--- The endpoint.disabled event of endpoint wh (protocol/event.h "Other event types"), written
+-- The endpoint.disabled event of endpoint wh (protocol/event.h "Other event types"), decided
 -- in the same script that flips enabled to "0", so it exists exactly once per disable: no
 -- request, ordered by the webhook id (the entry's "rid"), seq 1, its event id derived from
 -- (webhook id, 1, at). Delivered to the other endpoints whose filters.events name it (the
--- disabled one receives nothing any more). One partition only: with several the flip happens
--- in store/wh_health.lua, on deployment keys, where no partition's stream can be written.
+-- disabled one receives nothing any more). One partition: written to the stream here. Several:
+-- the flip happens in store/wh_health.lua on deployment keys, where no partition's stream can
+-- be written; the record goes to the outbox {P}:wdisq in the same step, and
+-- store/wh_disabled.lua moves it to the webhook id's partition (once: a dedupe key there).
 local function endpoint_disabled_event(wh, whk, reason)
   local url = redis.call('HGET', whk, 'url') or ''
   local at = string.format('%d', now)
   local rec = '{"event":{"type":"endpoint.disabled","seq":1,"createdAt":' .. at ..
               ',"webhookId":' .. cjson.encode(wh) .. ',"url":' .. cjson.encode(url) ..
               ',"reason":"' .. reason .. '","at":' .. at .. '}}'
-  redis.call('XADD', tag .. ':events', '*', 'rid', wh, 'seq', 1, 'type', 'endpoint.disabled',
-             'rec', rec)
+  if disabled_outbox then
+    redis.call('RPUSH', disabled_outbox, wh .. ' ' .. rec)
+  else
+    redis.call('XADD', tag .. ':events', '*', 'rid', wh, 'seq', 1, 'type', 'endpoint.disabled',
+               'rec', rec)
+  end
 end
 
 local function note_outcome(wh, outcome, whv, disable_after, disabled)
@@ -157,9 +166,7 @@ local function note_outcome(wh, outcome, whv, disable_after, disabled)
   if reason and redis.call('HGET', whk, 'enabled') == '1' then
     redis.call('HSET', whk, 'enabled', '0', 'disabledReason', reason, 'disabledAt', now)
     redis.call('INCR', whv)
-    if tag == dtag then
-      endpoint_disabled_event(wh, whk, reason)
-    end
+    endpoint_disabled_event(wh, whk, reason)
     disabled[#disabled + 1] = wh
     disabled[#disabled + 1] = reason
   end

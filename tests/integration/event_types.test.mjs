@@ -12,7 +12,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import standardwebhooks from 'standardwebhooks';
 import { until } from './lib/proc.mjs';
-import { startRedis, startDaemon } from './lib/stack.mjs';
+import { startRedis, startDaemon, redisCmd } from './lib/stack.mjs';
 import { startSim } from './lib/sim.mjs';
 import { startReceiver } from './lib/hooks.mjs';
 import { client, sub, subscribed } from './lib/dash_client.mjs';
@@ -260,4 +260,60 @@ test('each event type is created exactly once by two daemons, across a kill -9, 
     b.event === 'request.watch.ended'), { msg: 'replayed watch.ended' });
   assert.equal(replayed.raw, ended(rFinal).raw);
   assert.equal(replayed.headers['webhook-id'], ended(rFinal).headers['webhook-id']);
+});
+
+test('with 3 partitions: endpoint.disabled and watch.ended once each, two daemons', async () => {
+  const prefix = 'etypes3';
+  const env = { STATUSRELAY_PARTITIONS: '3' };
+  const mk = async (name) => {
+    const d = await startDaemon({
+      redisUrl: redis.url, apiUrl: sim.url, wsUrl: sim.wsUrl, apiKey: KEY,
+      env: {
+        STATUSRELAY_REDIS_PREFIX: prefix, STATUSRELAY_RETRY_SCHEDULE: '0s,200ms,400ms',
+        STATUSRELAY_SETTLED_WATCH: '2s', STATUSRELAY_WAITING_TTL: '3s', STATUSRELAY_FAILURE_TAIL: '2s',
+        STATUSRELAY_STUCK_AFTER: '1h', ...env,
+      },
+      name,
+    });
+    cleanup.push(() => d.stop());
+    return d;
+  };
+  const d1 = await mk('etypes3-d1');
+  const d2 = await mk('etypes3-d2');
+  const all = await hook(d1, { events: TYPES });
+  const gones = [];
+  for (let i = 0; i < 3; i++) gones.push(await hook(d2, null, { def: 410 }));
+  const ids = [];
+  for (let i = 0; i < 3; i++) ids.push(await scripted(i % 2 ? d1 : d2, ['waiting', 'pending', 'success']));
+  for (const id of ids) { await waitStatus(d1, id, 'waiting'); await advanceTo(d1, id, 'pending'); await advanceTo(d1, id, 'success'); }
+  const want = [...ids.map((id) => `request.watch.ended ${id}`), ...gones.map((g) => `endpoint.disabled ${g.id}`)];
+  await until(() => {
+    const have = new Set(distinct(received(all.rx)).map(keyOf));
+    return want.every((k) => have.has(k));
+  }, { timeoutMs: 20000, msg: `typed events with 3 partitions: ${want.join(', ')}` });
+  await new Promise((r) => setTimeout(r, 2000));
+  const counts = {};
+  for (const b of distinct(received(all.rx)).filter((x) => x.event !== 'request.status.updated')) counts[keyOf(b)] = (counts[keyOf(b)] ?? 0) + 1;
+  assert.deepEqual(Object.keys(counts).sort(), want.sort());
+  for (const k of want) assert.equal(counts[k], 1, `${k} once: ${JSON.stringify(counts)}`);
+  const wh = new Webhook(all.secret);
+  for (const b of received(all.rx)) wh.verify(b.raw, b.headers);
+  // the outbox is empty, every partition's stream holds what it should
+  const evs = (await d2.get('/v1/events?limit=1000')).body.events;
+  assert.equal(evs.filter((e) => e.event === 'endpoint.disabled').length, 3);
+  assert.equal(await redisCmd(redis.port, 'LLEN', `{${prefix}}:wdisq`), 0);
+  // a record left queued twice (a process died between writing it and removing it, and
+  // another flushed it meanwhile): written once
+  const at = Date.now();
+  const rec = JSON.stringify({ event: { type: 'endpoint.disabled', seq: 1, createdAt: at, webhookId: 'wh_crashed', url: 'http://x.invalid/h', reason: 'failing', at } });
+  await redisCmd(redis.port, 'RPUSH', `{${prefix}}:wdisq`, `wh_crashed ${rec}`, `wh_crashed ${rec}`);
+  const crashed = await until(() => distinct(received(all.rx)).find((b) => b.event === 'endpoint.disabled' && b.data.webhookId === 'wh_crashed'),
+    { msg: 'queued endpoint.disabled flushed' });
+  assert.equal(crashed.data.reason, 'failing');
+  await until(async () => await redisCmd(redis.port, 'LLEN', `{${prefix}}:wdisq`) === 0, { msg: 'outbox emptied' });
+  await new Promise((r) => setTimeout(r, 1500));
+  // once in the log (the receiver's deliveries share one webhook-id either way)
+  const log = (await d2.get('/v1/events?limit=1000')).body.events;
+  assert.equal(log.filter((e) => e.event === 'endpoint.disabled' && e.data.webhookId === 'wh_crashed').length, 1);
+  assert.equal(received(all.rx).filter((b) => b.data.webhookId === 'wh_crashed').length, 1);
 });
