@@ -56,6 +56,9 @@ static const struct cli_opt wh_add_opts[] = {
     {"--request-ids", "ID,...", "filter: only these request ids", 0},
     {"--origin-chains", "N,...", "filter: only these origin chain ids", 0},
     {"--destination-chains", "N,...", "filter: only these destination chain ids", 0},
+    {"--events", "TYPE,...", "filter: these event types (request.status.updated, "
+                             "request.watch.ended, request.stuck, endpoint.disabled; without it "
+                             "request.status.updated only)", 0},
     {"--header", "NAME:VALUE", "a custom header sent with every delivery (repeatable)", 1},
     {"--scheme", "SCHEME", "signature headers: standard (default), upstream or both", 0},
     {"--ed25519", NULL, "sign with Ed25519 (the answer carries a public key, no secret)", 0},
@@ -73,6 +76,9 @@ static const struct cli_opt wh_update_opts[] = {
     {"--request-ids", "ID,...", "filter: only these request ids", 0},
     {"--origin-chains", "N,...", "filter: only these origin chain ids", 0},
     {"--destination-chains", "N,...", "filter: only these destination chain ids", 0},
+    {"--events", "TYPE,...", "filter: these event types (request.status.updated, "
+                             "request.watch.ended, request.stuck, endpoint.disabled; without it "
+                             "request.status.updated only)", 0},
     {"--no-filters", NULL, "remove every filter (receive every event)", 0},
     {"--header", "NAME:VALUE", "custom header (repeatable; replaces the whole header set)", 1},
     {"--no-headers", NULL, "remove every custom header", 0},
@@ -157,7 +163,9 @@ static const struct cli_cmd commands[] = {
      "shows it again.\n",
      wh_add_opts,
      "  statusrelay webhooks add https://example.com/hook --status success,refund "
-     "--origin-chains 8453\n",
+     "--origin-chains 8453\n"
+     "  statusrelay webhooks add https://example.com/final "
+     "--events request.watch.ended,endpoint.disabled\n",
      cli_wh_add},
     {"webhooks update", "ID", 1, 1, "change a webhook endpoint (PATCH /v1/webhooks/{id})",
      "Only the fields given change. Filter options replace the endpoint's whole filter set,\n"

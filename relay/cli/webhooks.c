@@ -55,6 +55,7 @@ static json_t *filters_from(const struct cli_args *a)
         {"--request-ids", "requestIds", 0},
         {"--origin-chains", "originChainIds", 1},
         {"--destination-chains", "destinationChainIds", 1},
+        {"--events", "events", 0},
     };
     json_t *f = NULL;
     for (size_t i = 0; i < ARRAY_LEN(map); i++) {

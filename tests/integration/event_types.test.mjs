@@ -11,7 +11,9 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import standardwebhooks from 'standardwebhooks';
-import { until } from './lib/proc.mjs';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { BIN, until } from './lib/proc.mjs';
 import { startRedis, startDaemon, redisCmd } from './lib/stack.mjs';
 import { startSim } from './lib/sim.mjs';
 import { startReceiver } from './lib/hooks.mjs';
@@ -103,6 +105,16 @@ test('each event type is created exactly once by two daemons, across a kill -9, 
   const notList = await d1.post('/v1/webhooks', { url: 'http://127.0.0.1:9/x', filters: { events: 'request.stuck' } });
   assert.equal(notList.status, 400, notList.text);
   assert.match(notList.text, /filters\.events/);
+
+  // the CLI names types too (webhooks add --events), and answers a bad one with the 400
+  const run = promisify(execFile);
+  const cliEnv = { env: { ...process.env, STATUSRELAY_ADMIN_URL: d1.url } };
+  const viaCli = await run(BIN, ['webhooks', 'add', 'http://127.0.0.1:9/cli', '--events', 'request.stuck,endpoint.disabled', '--json'], cliEnv);
+  const cliId = JSON.parse(viaCli.stdout).id;
+  assert.deepEqual((await d1.get(`/v1/webhooks/${cliId}`)).body.filters, { events: ['request.stuck', 'endpoint.disabled'] });
+  await assert.rejects(run(BIN, ['webhooks', 'add', 'http://127.0.0.1:9/cli', '--events', 'stuck'], cliEnv),
+    (e) => /filters\.events\[0\]/.test(e.stderr + e.stdout));
+  assert.equal((await d1.del(`/v1/webhooks/${cliId}`)).status, 204);
 
   const plain = await hook(d1); // default: request.status.updated only
   const all = await hook(d2, { events: TYPES });
