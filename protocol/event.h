@@ -102,7 +102,8 @@ struct proto_deposit {
  *   endpoint.disabled    an endpoint was disabled; no request, data = {"webhookId", "url",
  *                        "reason": "gone" | "failing", "at"}: store/wh_lib.lua
  * The two request types take the request's next seq (after its last status event); an
- * endpoint.disabled event is ordered by its webhook id (request_id holds it) and has seq 1. */
+ * endpoint.disabled event is ordered by its webhook id (request_id holds it); its seq counts
+ * the disables of that endpoint. */
 #define PROTO_EVENT_STATUS_UPDATED "request.status.updated"
 enum proto_event_type {
     PROTO_EV_STATUS = 0, /* request.status.updated */

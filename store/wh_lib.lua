@@ -122,8 +122,8 @@ end
 -- Disabled endpoints are appended to the caller's list as (endpoint id, reason) pairs.
 -- The endpoint.disabled event of endpoint wh (protocol/event.h "Other event types"), decided
 -- in the same script that flips enabled to "0", so it exists exactly once per disable: no
--- request, ordered by the webhook id (the entry's "rid"), seq 1, its event id derived from
--- (webhook id, 1, at). Delivered to the other endpoints whose filters.events name it (the
+-- request, ordered by the webhook id (the entry's "rid"), seq = the how-many-th disable of that
+-- endpoint (its hash's "disSeq"), its event id derived from (webhook id, seq, at). Delivered to the other endpoints whose filters.events name it (the
 -- disabled one receives nothing any more). One partition: written to the stream here. Several:
 -- the flip happens in store/wh_health.lua on deployment keys, where no partition's stream can
 -- be written; the record goes to the outbox {P}:wdisq in the same step, and
@@ -131,14 +131,15 @@ end
 local function endpoint_disabled_event(wh, whk, reason)
   local url = redis.call('HGET', whk, 'url') or ''
   local at = string.format('%d', now)
-  local rec = '{"event":{"type":"endpoint.disabled","seq":1,"createdAt":' .. at ..
+  local seq = redis.call('HINCRBY', whk, 'disSeq', 1)
+  local rec = '{"event":{"type":"endpoint.disabled","seq":' .. seq .. ',"createdAt":' .. at ..
               ',"webhookId":' .. cjson.encode(wh) .. ',"url":' .. cjson.encode(url) ..
               ',"reason":"' .. reason .. '","at":' .. at .. '}}'
   if disabled_outbox then
     redis.call('RPUSH', disabled_outbox, wh .. ' ' .. rec)
   else
-    redis.call('XADD', tag .. ':events', '*', 'rid', wh, 'seq', 1, 'type', 'endpoint.disabled',
-               'rec', rec)
+    redis.call('XADD', tag .. ':events', '*', 'rid', wh, 'seq', seq, 'type',
+               'endpoint.disabled', 'rec', rec)
   end
 end
 

@@ -265,6 +265,15 @@ test('each event type is created exactly once by two daemons, across a kill -9, 
   }, { msg: 'resumed typed frames' });
   assert.deepEqual(resumed, fk.slice(1));
 
+  // enabled again and disabled again: a second endpoint.disabled, the next seq of that endpoint
+  const en = await fetch(`${d2.url}/v1/webhooks/${gone.id}`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ enabled: true }) });
+  assert.equal(en.status, 200, await en.text());
+  await scripted(d2, ['waiting']); // a new request's status event for the endpoint: 410 again
+  const again = await until(() => distinct(received(all.rx)).filter((b) => b.event === 'endpoint.disabled' && b.data.webhookId === gone.id).length === 2 &&
+    distinct(received(all.rx)).filter((b) => b.event === 'endpoint.disabled' && b.data.webhookId === gone.id), { msg: 'second endpoint.disabled' });
+  assert.deepEqual(again.map((b) => b.statusrelay.seq), [1, 2]);
+  assert.notEqual(again[0].headers['webhook-id'], again[1].headers['webhook-id']);
+
   // replayable: the same bytes again, marked as a replay
   const rp = await d3.post('/v1/replay', { webhookId: all.id, requestId: rFinal });
   assert.equal(rp.status, 202, rp.text);
