@@ -108,6 +108,13 @@ local function watch_move(id, o, n, fields)
   if stuckable then
     if not was_stuckable or o.st ~= n.st then
       redis.call('ZADD', tag .. ':act', n.chg, id)
+      -- an old change (a request watched again): watch_stuck.lua's cursor may be past it
+      if n.chg < now then
+        local c = tonumber(redis.call('GET', tag .. ':stkc') or '')
+        if c and n.chg <= c then
+          redis.call('SET', tag .. ':stkc', n.chg)
+        end
+      end
     end
     if not was_stuckable then
       redis.call('ZADD', tag .. ':unset', n.first, id)

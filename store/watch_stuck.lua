@@ -3,7 +3,9 @@
 -- watch_lib.lua; the same rule as GET /v1/requests?stuck=true and watch_stats.lua). Each
 -- stuck episode (one last status change) is said once: the request's hash keeps "stk" = the
 -- change time it was reported for, and a cursor ({P}:stkc, the cutoff reached) lets each run
--- read only the requests that became stuck since the last run, whichever process ran it.
+-- read only the requests that became stuck since the last run, whichever process ran it
+-- (watch_lib.lua moves the cursor back when a request enters the index with an older change:
+-- watched again after its watch ended).
 -- Any process may run it at any time.
 -- KEYS: 1 act zset. ARGV: 1 now ms, 2 stuck cutoff ms (changed before it = stuck), 3 at most
 --       this many requests, 4 key tag "{P}", 5 event stream MAXLEN.

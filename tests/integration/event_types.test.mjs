@@ -338,3 +338,24 @@ test('with 3 partitions: endpoint.disabled and watch.ended once each, two daemon
   assert.equal(log.filter((e) => e.event === 'endpoint.disabled' && e.data.webhookId === 'wh_crashed').length, 1);
   assert.equal(received(all.rx).filter((b) => b.data.webhookId === 'wh_crashed').length, 1);
 });
+
+test('a request watched again after the stuck sweep passed its last change is still reported stuck, once', async () => {
+  const d = await daemon('etypes4', 'etypes4-d');
+  const all = await hook(d, { events: TYPES });
+  const id = await scripted(d, ['waiting', 'pending', 'success']);
+  await waitStatus(d, id, 'waiting');
+  await advanceTo(d, id, 'pending');
+  // untracked before it is stuck (2 s): its watch ends, nothing is stuck
+  assert.equal((await d.del(`/v1/requests/${id}`)).status, 204);
+  await new Promise((r) => setTimeout(r, 3500)); // the sweep's cursor moves past its change
+  assert.equal(received(all.rx).filter((b) => b.event === 'request.stuck').length, 0);
+  // tracked again: active, unchanged since before the cursor - stuck now, said once
+  const t = await d.post('/v1/requests', { requestId: id });
+  assert.ok(t.status === 200 || t.status === 201, t.text);
+  const stuck = await until(() => received(all.rx).find((b) => b.event === 'request.stuck'), { msg: 'stuck after tracking again' });
+  assert.equal(stuck.data.requestId, id);
+  await new Promise((r) => setTimeout(r, 2500));
+  assert.equal(distinct(received(all.rx)).filter((b) => b.event === 'request.stuck').length, 1);
+  const kinds = distinct(received(all.rx)).filter((b) => b.data.requestId === id).map((b) => `${b.event}:${b.statusrelay.seq}`);
+  console.log(`# ${kinds.join(' ')}`);
+});
