@@ -112,6 +112,8 @@ static void on_stuck(void *arg, const char *err, long long n)
 {
     struct watch *w = arg;
     w->sticking = 0;
+    if (err == NULL && n > 0)
+        log_info("requests became stuck", "count=%lld", n); /* each a request.stuck event */
     if (err == NULL && n >= WATCH_EXPIRE_BATCH)
         w->next_expire = 0; /* a full batch: there may be more */
 }
