@@ -117,7 +117,8 @@ int status_event_copy(struct status_event *dst, const struct status_event *src)
     dst->type = src->type;
     dst->type_at = src->type_at;
     if (sdup_opt(&dst->type_reason, src->type_reason) != 0 ||
-        sdup_opt(&dst->type_url, src->type_url) != 0 || sdup_opt(&dst->request_id, src->request_id) != 0 ||
+        sdup_opt(&dst->type_url, src->type_url) != 0 ||
+        sdup_opt(&dst->request_id, src->request_id) != 0 ||
         sdup_opt(&dst->status, src->status) != 0 ||
         strv_copy(&dst->in_tx_hashes, &src->in_tx_hashes) != 0 ||
         strv_copy(&dst->tx_hashes, &src->tx_hashes) != 0 ||

@@ -14,8 +14,10 @@
  * does not match everything: without it only "request.status.updated" passes, so subscribers
  * that never named a type receive what they received before other types existed. Events
  * without a request (endpoint.disabled) are judged by "events" alone: the request keys
- * (status, requestIds, chain ids) describe requests and do not apply to them. The two callers read it with different rules (which keys,
- * one value or a list, null, limits, which rejection comes first): struct proto_filter_opts
+ * (status, requestIds, chain ids) describe requests and do not apply to them.
+ *
+ * The two callers read it with different rules (which keys, one value or a list, null,
+ * limits, which rejection comes first): struct proto_filter_opts
  * says which. A rejection is reported as a fault plus the key and element it concerns, and
  * each caller words it for its own API.
  * runs on: any thread (pure). */
@@ -91,8 +93,9 @@ int proto_filter_from_json(const json_t *filters, const struct proto_filter_opts
                            struct proto_filter *out, struct proto_filter_err *err);
 
 /* The canonical JSON object of f: every present list (also an empty one) as an array, keys in
- * the order status, requestIds, originChainIds, destinationChainIds, events. Reading it back with the
- * options that produced f gives an equal filter. New reference; NULL when out of memory. */
+ * the order status, requestIds, originChainIds, destinationChainIds, events. Reading it back
+ * with the options that produced f gives an equal filter. New reference; NULL when out of
+ * memory. */
 json_t *proto_filter_to_json(const struct proto_filter *f);
 
 /* What an event offers the matcher. NULL strings / zero counts: the event has no such field. */

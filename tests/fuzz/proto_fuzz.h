@@ -122,8 +122,9 @@ static void fuzz_valid_json(const char *text, size_t len)
      * record may, and reorg metadata holds whatever the upstream sent; an endpoint.disabled
      * (its record or its body) has no request and no reasons */
     const json_t *type = j != NULL ? json_object_get(j, "event") : NULL;
-    int no_request = json_is_object(type) ||
-                     (json_is_string(type) && strcmp(json_string_value(type), "endpoint.disabled") == 0);
+    int no_request =
+        json_is_object(type) ||
+        (json_is_string(type) && strcmp(json_string_value(type), "endpoint.disabled") == 0);
     if (j != NULL && !no_request && strncmp(text, "{\"requestId\"", 12) != 0) {
         json_t *d = json_object_get(j, "data") != NULL ? json_object_get(j, "data") : j;
         FUZZ_CHECK(json_is_string(json_object_get(d, "failReason")) &&

@@ -265,6 +265,16 @@ test('each event type is created exactly once by two daemons, across a kill -9, 
   }, { msg: 'resumed typed frames' });
   assert.deepEqual(resumed, fk.slice(1));
 
+  // counted by the fan-out that read them (d1, killed, may have read the endpoint.disabled)
+  const typedCount = {};
+  for (const d of [d2, d3]) {
+    const t = await (await fetch(`${d.url}/metrics`)).text();
+    for (const m of t.matchAll(/^statusrelay_webhook_fanout_typed_events_total\{type="([^"]+)"\} (\d+)$/gm))
+      typedCount[m[1]] = (typedCount[m[1]] ?? 0) + Number(m[2]);
+  }
+  assert.deepEqual(Object.keys(typedCount).sort(), TYPES.slice(1).sort());
+  assert.ok(typedCount['request.watch.ended'] >= 4 && typedCount['request.stuck'] >= 1, JSON.stringify(typedCount));
+
   // enabled again and disabled again: a second endpoint.disabled, the next seq of that endpoint
   const en = await fetch(`${d2.url}/v1/webhooks/${gone.id}`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ enabled: true }) });
   assert.equal(en.status, 200, await en.text());
