@@ -8,7 +8,8 @@
 #include <string.h>
 
 static const struct proto_filter_opts dash_opts = {
-    .flags = PROTO_FILTER_ONE_VALUE | PROTO_FILTER_ID_KEY | PROTO_FILTER_KEYS_FIRST,
+    .flags = PROTO_FILTER_ONE_VALUE | PROTO_FILTER_ID_KEY | PROTO_FILTER_KEYS_FIRST |
+             PROTO_FILTER_EVENTS,
     .max_values = DASH_MSG_FILTER_MAX_VALUES,
     .max_status = DASH_MSG_FILTER_MAX_STATUS,
     .min_chain_id = 1,
@@ -53,6 +54,11 @@ static const char *why_new_key(const struct proto_filter_err *e)
 static const char *why_of(const struct proto_filter_err *e)
 {
     int st = e->key != NULL && strcmp(e->key, "status") == 0;
+    if (e->key != NULL && strcmp(e->key, "events") == 0 && e->fault != PROTO_FILTER_UNKNOWN_KEY)
+        return e->fault == PROTO_FILTER_TOO_MANY
+                   ? "too many event types in one filter (at most 64)"
+                   : "events is an event type or a non-empty list of them (request.status.updated, "
+                     "request.watch.ended, request.stuck, endpoint.disabled)";
     const char *w = e->fault != PROTO_FILTER_NOT_OBJECT && e->fault != PROTO_FILTER_UNKNOWN_KEY
                         ? why_new_key(e)
                         : NULL;
@@ -63,7 +69,7 @@ static const char *why_of(const struct proto_filter_err *e)
         return "filters must be an object";
     case PROTO_FILTER_UNKNOWN_KEY:
         return "unknown filter key (known: id, status, originChainIds, destinationChainIds, "
-               "users, referrers, failReasons, refundFailReasons, flags, metadata)";
+               "events, users, referrers, failReasons, refundFailReasons, flags, metadata)";
     case PROTO_FILTER_NOT_LIST:
         return st ? "status is a string or a non-empty list of strings"
                   : "chain id filters are a number or a non-empty list of numbers";

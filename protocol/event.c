@@ -89,6 +89,8 @@ void status_event_cleanup(struct status_event *ev)
     free(ev->referrer);
     free(ev->reorg);
     free(ev->metadata);
+    free(ev->type_reason);
+    free(ev->type_url);
     deposit_free(ev->deposit);
     free(ev->prev_status);
     status_event_init(ev);
@@ -112,7 +114,11 @@ int status_event_copy(struct status_event *dst, const struct status_event *src)
     dst->seq = src->seq;
     dst->created_at = src->created_at;
     dst->gen = src->gen;
-    if (sdup_opt(&dst->request_id, src->request_id) != 0 ||
+    dst->type = src->type;
+    dst->type_at = src->type_at;
+    if (sdup_opt(&dst->type_reason, src->type_reason) != 0 ||
+        sdup_opt(&dst->type_url, src->type_url) != 0 ||
+        sdup_opt(&dst->request_id, src->request_id) != 0 ||
         sdup_opt(&dst->status, src->status) != 0 ||
         strv_copy(&dst->in_tx_hashes, &src->in_tx_hashes) != 0 ||
         strv_copy(&dst->tx_hashes, &src->tx_hashes) != 0 ||
@@ -177,10 +183,31 @@ int status_event_equal(const struct status_event *a, const struct status_event *
            a->published_at == b->published_at &&
            strncmp(a->event_id, b->event_id, sizeof(a->event_id)) == 0 && a->seq == b->seq &&
            str_eq(a->prev_status, b->prev_status) && a->created_at == b->created_at &&
-           a->gen == b->gen;
+           a->gen == b->gen && a->type == b->type && a->type_at == b->type_at &&
+           str_eq(a->type_reason, b->type_reason) && str_eq(a->type_url, b->type_url);
 }
 
 /* ---- names ------------------------------------------------------------------------------- */
+
+static const char *const type_names[PROTO_EV_COUNT] = {
+    [PROTO_EV_STATUS] = PROTO_EVENT_STATUS_UPDATED,
+    [PROTO_EV_WATCH_ENDED] = "request.watch.ended",
+    [PROTO_EV_STUCK] = "request.stuck",
+    [PROTO_EV_ENDPOINT_DISABLED] = "endpoint.disabled",
+};
+
+const char *proto_event_type_name(enum proto_event_type t)
+{
+    return (size_t)t < PROTO_EV_COUNT ? type_names[t] : type_names[PROTO_EV_STATUS];
+}
+
+int proto_event_type_parse(const char *s)
+{
+    for (int i = 0; s != NULL && i < PROTO_EV_COUNT; i++)
+        if (strcmp(s, type_names[i]) == 0)
+            return i;
+    return -1;
+}
 
 static const char *const status_names[] = {
     [PROTO_ST_OTHER] = "other",         [PROTO_ST_WAITING] = "waiting",
@@ -408,6 +435,22 @@ static void put_deposit(struct pjson_buf *b, const struct proto_deposit *d)
 
 /* ---- encoders ---------------------------------------------------------------------------- */
 
+/* What a request event type adds at the end of "data" (nothing for a status event). */
+static void put_type_data(struct pjson_buf *b, const struct status_event *ev)
+{
+    if (ev->type == PROTO_EV_WATCH_ENDED) {
+        PJSON_PUT_LIT(b, ",\"reason\":");
+        pjson_put_str(b, ev->type_reason);
+    } else if (ev->type == PROTO_EV_STUCK) {
+        PJSON_PUT_LIT(b, ",\"stuckSince\":");
+        pjson_put_i64(b, ev->type_at);
+    }
+}
+
+/* endpoint.disabled's "data" and "statusrelay" (it has no request: request_id is the
+ * webhook id). */
+static void put_disabled(struct pjson_buf *b, const struct status_event *ev);
+
 /* The upstream webhook/websocket "data" object (key order of the upstream webhook). */
 static void put_data(struct pjson_buf *b, const struct status_event *ev)
 {
@@ -435,6 +478,7 @@ static void put_data(struct pjson_buf *b, const struct status_event *ev)
     pjson_put_str(b, proto_fail_reason_out(ev));
     PJSON_PUT_LIT(b, ",\"refundFailReason\":");
     put_reason(b, ev->refund_fail_reason);
+    put_type_data(b, ev);
     PJSON_PUT_LIT(b, "}");
 }
 
@@ -491,11 +535,41 @@ static void put_relay(struct pjson_buf *b, const struct status_event *ev, int sn
     PJSON_PUT_LIT(b, "}");
 }
 
+static void put_disabled(struct pjson_buf *b, const struct status_event *ev)
+{
+    PJSON_PUT_LIT(b, ",\"data\":{\"webhookId\":");
+    pjson_put_str(b, ev->request_id);
+    PJSON_PUT_LIT(b, ",\"url\":");
+    pjson_put_str(b, ev->type_url);
+    PJSON_PUT_LIT(b, ",\"reason\":");
+    pjson_put_str(b, ev->type_reason);
+    PJSON_PUT_LIT(b, ",\"at\":");
+    pjson_put_i64(b, ev->type_at);
+    PJSON_PUT_LIT(b, "},\"statusrelay\":{\"eventId\":");
+    put_event_id(b, ev);
+    PJSON_PUT_LIT(b, ",\"seq\":");
+    pjson_put_u64(b, ev->seq);
+    PJSON_PUT_LIT(b, "}");
+}
+
+/* {"event":<type name>, */
+static void put_event_name(struct pjson_buf *b, const struct status_event *ev)
+{
+    PJSON_PUT_LIT(b, "{\"event\":");
+    pjson_put_str(b, proto_event_type_name(ev->type));
+}
+
 char *proto_event_webhook_body(const struct status_event *ev, size_t *len)
 {
     struct pjson_buf b = {0};
-    PJSON_PUT_LIT(&b, "{\"event\":\"request.status.updated\",\"timestamp\":");
+    put_event_name(&b, ev);
+    PJSON_PUT_LIT(&b, ",\"timestamp\":");
     pjson_put_i64(&b, ev->created_at);
+    if (ev->type == PROTO_EV_ENDPOINT_DISABLED) {
+        put_disabled(&b, ev);
+        PJSON_PUT_LIT(&b, "}");
+        return pjson_buf_finish(&b, len);
+    }
     PJSON_PUT_LIT(&b, ",\"data\":");
     put_data(&b, ev);
     PJSON_PUT_LIT(&b, ",\"statusrelay\":");
@@ -508,7 +582,21 @@ char *proto_event_ws_frame(const struct status_event *ev, int snapshot, int64_t 
                            size_t *len)
 {
     struct pjson_buf b = {0};
-    PJSON_PUT_LIT(&b, "{\"event\":\"request.status.updated\",\"data\":");
+    struct status_event state;
+    if (snapshot && ev->type != PROTO_EV_STATUS && ev->type != PROTO_EV_ENDPOINT_DISABLED) {
+        state = *ev; /* borrowed members: the present state, as a status event */
+        state.type = PROTO_EV_STATUS;
+        ev = &state;
+    }
+    put_event_name(&b, ev);
+    if (ev->type == PROTO_EV_ENDPOINT_DISABLED) {
+        PJSON_PUT_LIT(&b, ",\"publishedAt\":");
+        pjson_put_i64(&b, published_ms);
+        put_disabled(&b, ev);
+        PJSON_PUT_LIT(&b, "}");
+        return pjson_buf_finish(&b, len);
+    }
+    PJSON_PUT_LIT(&b, ",\"data\":");
     put_data(&b, ev);
     PJSON_PUT_LIT(&b, ",\"publishedAt\":");
     pjson_put_i64(&b, published_ms);
@@ -551,9 +639,43 @@ char *proto_event_status_v3(const struct status_event *ev, size_t *len)
 
 /* Storage form: every field, nulls kept as null (no "N/A" substitution), chain ids as
  * numbers (0 = unknown). Decoded by proto_event_from_record (record.c). */
+/* The "event" object of a record of another type (event.h), without its closing brace. */
+static void put_record_type(struct pjson_buf *b, const struct status_event *ev)
+{
+    PJSON_PUT_LIT(b, "\"event\":{\"type\":");
+    pjson_put_str(b, proto_event_type_name(ev->type));
+    PJSON_PUT_LIT(b, ",\"seq\":");
+    pjson_put_u64(b, ev->seq);
+    PJSON_PUT_LIT(b, ",\"createdAt\":");
+    pjson_put_i64(b, ev->created_at);
+    if (ev->type == PROTO_EV_ENDPOINT_DISABLED) {
+        PJSON_PUT_LIT(b, ",\"webhookId\":");
+        pjson_put_str(b, ev->request_id);
+        PJSON_PUT_LIT(b, ",\"url\":");
+        pjson_put_str(b, ev->type_url);
+    }
+    if (ev->type_reason != NULL) {
+        PJSON_PUT_LIT(b, ",\"reason\":");
+        pjson_put_str(b, ev->type_reason);
+    }
+    if (ev->type == PROTO_EV_STUCK) {
+        PJSON_PUT_LIT(b, ",\"stuckSince\":");
+        pjson_put_i64(b, ev->type_at);
+    } else if (ev->type == PROTO_EV_ENDPOINT_DISABLED) {
+        PJSON_PUT_LIT(b, ",\"at\":");
+        pjson_put_i64(b, ev->type_at);
+    }
+}
+
 char *proto_event_record(const struct status_event *ev, size_t *len)
 {
     struct pjson_buf b = {0};
+    if (ev->type == PROTO_EV_ENDPOINT_DISABLED) {
+        PJSON_PUT_LIT(&b, "{");
+        put_record_type(&b, ev);
+        PJSON_PUT_LIT(&b, "}}");
+        return pjson_buf_finish(&b, len);
+    }
     PJSON_PUT_LIT(&b, "{\"requestId\":");
     pjson_put_str(&b, ev->request_id);
     PJSON_PUT_LIT(&b, ",\"status\":");
@@ -607,6 +729,11 @@ char *proto_event_record(const struct status_event *ev, size_t *len)
     if (ev->metadata != NULL) { /* last: store/apply.lua appends it the same way */
         PJSON_PUT_LIT(&b, ",\"metadata\":");
         pjson_put_raw(&b, ev->metadata, strlen(ev->metadata));
+    }
+    if (ev->type != PROTO_EV_STATUS) { /* never through apply.lua: after the metadata */
+        PJSON_PUT_LIT(&b, ",");
+        put_record_type(&b, ev);
+        PJSON_PUT_LIT(&b, "}");
     }
     PJSON_PUT_LIT(&b, "}");
     return pjson_buf_finish(&b, len);

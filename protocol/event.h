@@ -91,6 +91,31 @@ struct proto_deposit {
 
 #define PROTO_EVENT_ID_MAX 40
 
+/* Event types (the body's "event"). Besides status changes the relay says what only it
+ * knows, each event decided once in the Redis script where the state changes (DESIGN "Event
+ * types and routing"; docs/webhooks.md):
+ *   request.watch.ended  the watch ended; data = the request's state + "reason" (final,
+ *                        abandoned, failure_tail, untracked): store/watch_expire.lua,
+ *                        store/untrack.lua
+ *   request.stuck        the request became stuck; data = state + "stuckSince" (ms):
+ *                        store/watch_stuck.lua
+ *   endpoint.disabled    an endpoint was disabled; no request, data = {"webhookId", "url",
+ *                        "reason": "gone" | "failing", "at"}: store/wh_lib.lua
+ * The two request types take the request's next seq (after its last status event); an
+ * endpoint.disabled event is ordered by its webhook id (request_id holds it); its seq counts
+ * the disables of that endpoint. */
+#define PROTO_EVENT_STATUS_UPDATED "request.status.updated"
+enum proto_event_type {
+    PROTO_EV_STATUS = 0, /* request.status.updated */
+    PROTO_EV_WATCH_ENDED,
+    PROTO_EV_STUCK,
+    PROTO_EV_ENDPOINT_DISABLED,
+    PROTO_EV_COUNT
+};
+const char *proto_event_type_name(enum proto_event_type t);
+/* The type named s, or -1 when s names none. */
+int proto_event_type_parse(const char *s);
+
 struct status_event {
     /* --- upstream fields --- */
     char *request_id;
@@ -132,6 +157,16 @@ struct status_event {
      * (proto_metadata_parse), NULL = none. Set by the apply step (store/apply.lua), never
      * by the normalisers or the lifecycle; "statusrelay.metadata" in bodies and frames. */
     char *metadata;
+
+    /* --- event type (PROTO_EV_STATUS for every observation; the others only ever come
+     * from a record, written by a Redis script: see the types above). The record keeps
+     * them in its "event" object; a type other than PROTO_EV_STATUS never reaches the
+     * lifecycle as an observation, and the lifecycle's next state is always a status. --- */
+    enum proto_event_type type;
+    char *type_reason; /* watch.ended: final | abandoned | failure_tail | untracked;
+                          endpoint.disabled: gone | failing; else NULL */
+    int64_t type_at;   /* stuck: stuckSince (ms); endpoint.disabled: at (ms); else 0 */
+    char *type_url;    /* endpoint.disabled: the endpoint's URL; else NULL */
 };
 
 void status_event_init(struct status_event *ev);
@@ -181,17 +216,23 @@ void proto_event_id(const char *request_id, uint64_t seq, int64_t gen, char *out
  * where the upstream does, never null, for failReason/refundFailReason; failReason follows
  * proto_fail_reason_out. A JSON-typed details (PROTO_HAS_DETAILS_JSON) is written verbatim. */
 
-/* (a) webhook body: {"event":"request.status.updated","timestamp":<created_at>,
+/* (a) webhook body: {"event":<type name>,"timestamp":<created_at>,
  *     "data":{status,inTxHashes,txHashes,updatedAt,originChainId,destinationChainId,
  *     depositAddress,requestId,referrer,details,failReason,refundFailReason},
  *     "statusrelay":{"eventId","seq","previousStatus","source","observedAt",
  *     "publishedAt"?,"flags"?,"reorg"?,"metadata"?}} - key order exactly as written here.
  *     "flags" lists the names of the PROTO_F_* bits set; "reorg" is ev->reorg's object and
- *     "metadata" ev->metadata's, each only when set (absent, never null, otherwise). */
+ *     "metadata" ev->metadata's, each only when set (absent, never null, otherwise).
+ *     request.watch.ended adds "reason" and request.stuck "stuckSince" as the last keys of
+ *     "data"; endpoint.disabled is {"event","timestamp","data":{"webhookId","url","reason",
+ *     "at"},"statusrelay":{"eventId","seq"}}. */
 char *proto_event_webhook_body(const struct status_event *ev, size_t *len);
 
-/* (b) dashboard websocket frame: {"event":"request.status.updated","data":{...same data...},
+/* (b) dashboard websocket frame: {"event":<type name>,"data":{...same data...},
  *     "publishedAt":<ms>,"statusrelay":{...same as (a)... + "snapshot":true when snapshot}}.
+ *     A snapshot is the request's present state: always "request.status.updated" (the
+ *     request's state record may be a request.watch.ended / request.stuck record, whose seq
+ *     and eventId it then carries).
  *     published_ms is the time the relay publishes the frame. */
 char *proto_event_ws_frame(const struct status_event *ev, int snapshot, int64_t published_ms,
                            size_t *len);
@@ -208,7 +249,13 @@ char *proto_event_status_v3(const struct status_event *ev, size_t *len);
  * and then "metadata" (objects) are written last and only when set, and are optional when
  * decoding (records of older versions have none; null reads as none). store/apply.lua
  * relies on "metadata" being last: it appends the request's metadata to a record written
- * without it. */
+ * without it.
+ * Other event types: a request type is the request's state record followed by
+ * ,"event":{"type","seq","createdAt","reason"? | "stuckSince"?} (the scripts append it to the
+ * state record as it is; its own seq, createdAt and eventId stay the status event's, and the
+ * decoder takes seq and createdAt from "event" and derives the event id from (requestId,
+ * seq, gen)). endpoint.disabled is {"event":{"type","seq","createdAt","webhookId","url",
+ * "reason","at"}} alone; its event id is proto_event_id(webhookId, seq, at). */
 char *proto_event_record(const struct status_event *ev, size_t *len);
 int proto_event_from_record(const char *buf, size_t len, struct status_event *out,
                             struct proto_err *err);

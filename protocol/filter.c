@@ -9,12 +9,12 @@
 
 /* The keys, in the canonical order (and the fixed order of PROTO_FILTER_KEYS_FIRST). */
 enum {
-    K_STATUS, K_REQUEST_IDS, K_ORIGIN, K_DEST,
+    K_STATUS, K_REQUEST_IDS, K_ORIGIN, K_DEST, K_EVENTS,
     K_USERS, K_REFERRERS, K_FAIL_REASONS, K_REFUND_REASONS, K_FLAGS, K_METADATA,
     K_N, K_ID = -2, K_UNKNOWN = -1
 };
 static const char *const key_names[K_N] = {"status", "requestIds", "originChainIds",
-                                           "destinationChainIds",
+                                           "destinationChainIds", "events",
                                            "users", "referrers", "failReasons",
                                            "refundFailReasons", "flags", "metadata"};
 
@@ -124,6 +124,9 @@ void proto_filter_cleanup(struct proto_filter *f)
         free(f->status[i]);
     for (size_t i = 0; i < f->nrequest_ids; i++)
         free(f->request_ids[i]);
+    for (size_t i = 0; i < f->nevents; i++)
+        free(f->events[i]);
+    free(f->events);
     free(f->status);
     free(f->request_ids);
     free(f->origin);
@@ -135,7 +138,10 @@ static int key_of(const char *k, unsigned flags)
 {
     for (int i = 0; i < K_N; i++)
         if (strcmp(k, key_names[i]) == 0)
-            return i == K_REQUEST_IDS && !(flags & PROTO_FILTER_REQUEST_IDS) ? K_UNKNOWN : i;
+            return (i == K_REQUEST_IDS && !(flags & PROTO_FILTER_REQUEST_IDS)) ||
+                           (i == K_EVENTS && !(flags & PROTO_FILTER_EVENTS))
+                       ? K_UNKNOWN
+                       : i;
     return (flags & PROTO_FILTER_ID_KEY) && strcmp(k, "id") == 0 ? K_ID : K_UNKNOWN;
 }
 
@@ -162,6 +168,8 @@ static int value_ok(int kind, const json_t *e, const struct proto_filter_opts *o
     case K_REQUEST_IDS:
         return json_is_string(e) &&
                proto_request_id_valid(json_string_value(e), json_string_length(e));
+    case K_EVENTS:
+        return json_is_string(e) && proto_event_type_parse(json_string_value(e)) >= 0;
     default:
         return json_is_integer(e) && json_integer_value(e) >= o->min_chain_id &&
                json_integer_value(e) <= o->max_chain_id;
@@ -199,7 +207,7 @@ static int take_list(int kind, const char *key, const json_t *v,
                      struct proto_filter_err *err)
 {
     int one_ok = (o->flags & PROTO_FILTER_ONE_VALUE) != 0;
-    int strs = kind == K_STATUS || kind == K_REQUEST_IDS;
+    int strs = kind == K_STATUS || kind == K_REQUEST_IDS || kind == K_EVENTS;
     size_t n;
     if (json_is_null(v) && !one_ok)
         return 0; /* null: as if the key were absent */
@@ -226,6 +234,8 @@ static int take_list(int kind, const char *key, const json_t *v,
         return copy_strs(v, n, &f->request_ids, &f->nrequest_ids);
     case K_ORIGIN:
         return copy_ints(v, n, &f->origin, &f->norigin);
+    case K_EVENTS:
+        return copy_strs(v, n, &f->events, &f->nevents);
     default:
         return copy_ints(v, n, &f->dest, &f->ndest);
     }
@@ -365,7 +375,9 @@ json_t *proto_filter_to_json(const struct proto_filter *f)
         (f->origin && json_object_set_new(o, key_names[K_ORIGIN],
                                           int_array(f->origin, f->norigin)) != 0) ||
         (f->dest &&
-         json_object_set_new(o, key_names[K_DEST], int_array(f->dest, f->ndest)) != 0)) {
+         json_object_set_new(o, key_names[K_DEST], int_array(f->dest, f->ndest)) != 0) ||
+        (f->events &&
+         json_object_set_new(o, key_names[K_EVENTS], str_array(f->events, f->nevents)) != 0)) {
         json_decref(o);
         return NULL;
     }
@@ -469,8 +481,27 @@ static int match_new_keys(const struct proto_filter *f, const struct proto_filte
            (f->metadata == NULL || metadata_match(f->metadata, s->metadata));
 }
 
+/* "events": the type must be listed; without the key only request.status.updated passes. */
+static int events_match(const struct proto_filter *f, const char *type)
+{
+    const char *t = type != NULL ? type : PROTO_EVENT_STATUS_UPDATED;
+    if (f->events == NULL)
+        return strcmp(t, PROTO_EVENT_STATUS_UPDATED) == 0;
+    return has_str(f->events, f->nevents, t);
+}
+
+/* An event type that concerns no request (endpoint.disabled): the request keys do not apply. */
+static int without_request(const char *type)
+{
+    return type != NULL && proto_event_type_parse(type) == PROTO_EV_ENDPOINT_DISABLED;
+}
+
 int proto_filter_match(const struct proto_filter *f, const struct proto_filter_subject *s)
 {
+    if (!events_match(f, s->type))
+        return 0;
+    if (without_request(s->type))
+        return 1;
     const char *status = s->status, *request_id = s->request_id;
     return (f->status == NULL || has_str(f->status, f->nstatus, status ? status : "")) &&
            (f->request_ids == NULL ||
@@ -517,7 +548,8 @@ int proto_filter_equal(const struct proto_filter *a, const struct proto_filter *
     return same_strs(a->status, a->nstatus, b->status, b->nstatus) &&
            same_strs(a->request_ids, a->nrequest_ids, b->request_ids, b->nrequest_ids) &&
            same_ints(a->origin, a->norigin, b->origin, b->norigin) &&
-           same_ints(a->dest, a->ndest, b->dest, b->ndest);
+           same_ints(a->dest, a->ndest, b->dest, b->ndest) &&
+           same_strs(a->events, a->nevents, b->events, b->nevents);
 }
 
 int proto_filter_is_all(const struct proto_filter *f)
@@ -525,5 +557,6 @@ int proto_filter_is_all(const struct proto_filter *f)
     if (f->users != NULL || f->referrers != NULL || f->fail_reasons != NULL ||
         f->refund_fail_reasons != NULL || f->flags != NULL || f->metadata != NULL)
         return 0;
-    return f->status == NULL && f->request_ids == NULL && f->origin == NULL && f->dest == NULL;
+    return f->status == NULL && f->request_ids == NULL && f->origin == NULL && f->dest == NULL &&
+           f->events == NULL;
 }

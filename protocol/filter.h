@@ -13,11 +13,19 @@
  * by value); an event without metadata matches no metadata filter.
  *
  * JSON shape: {"status": [..], "requestIds": [..], "originChainIds": [..],
- * "destinationChainIds": [..], "users": [..], "referrers": [..], "failReasons": [..],
- * "refundFailReasons": [..], "flags": [..], "metadata": {..}}. The two callers read it with
- * different rules (which keys, one value or a list, null, limits, which rejection comes
- * first): struct proto_filter_opts says which. A rejection is reported as a fault plus the
- * key and element it concerns, and each caller words it for its own API.
+ * "destinationChainIds": [..], "events": [..], "users": [..], "referrers": [..],
+ * "failReasons": [..], "refundFailReasons": [..], "flags": [..], "metadata": {..}}.
+ *
+ * "events" (event types, protocol/event.h proto_event_type_parse) is the one key whose absence
+ * does not match everything: without it only "request.status.updated" passes, so subscribers
+ * that never named a type receive what they received before other types existed. Events
+ * without a request (endpoint.disabled) are judged by "events" alone: the request keys
+ * (status, requestIds, chain ids, users .. metadata) describe requests and do not apply to them.
+ *
+ * The two callers read it with different rules (which keys, one value or a list, null,
+ * limits, which rejection comes first): struct proto_filter_opts says which. A rejection is
+ * reported as a fault plus the key and element it concerns, and each caller words it for its
+ * own API.
  * runs on: any thread (pure). */
 #ifndef PROTO_FILTER_H
 #define PROTO_FILTER_H
@@ -37,6 +45,8 @@ struct proto_filter {
     size_t norigin;
     int64_t *dest;
     size_t ndest;
+    char **events;      /* owned strings: known event type names */
+    size_t nevents;
     /* users, referrers, failReasons, refundFailReasons, flags: owned strings */
     char **users;
     size_t nusers;
@@ -76,6 +86,8 @@ const char *proto_filter_flag_names(void);
  * (dashboards). Without it: key by key in the
  * object's order (webhooks). Only which rejection an input with several faults gets differs. */
 #define PROTO_FILTER_KEYS_FIRST 0x8u
+/* "events" is a known key (webhooks, dashboards). */
+#define PROTO_FILTER_EVENTS 0x10u
 
 struct proto_filter_opts {
     unsigned flags;       /* PROTO_FILTER_* above */
@@ -119,9 +131,9 @@ int proto_filter_from_json(const json_t *filters, const struct proto_filter_opts
                            struct proto_filter *out, struct proto_filter_err *err);
 
 /* The canonical JSON object of f: every present list (also an empty one) as an array, keys in
- * the order status, requestIds, originChainIds, destinationChainIds, users, referrers,
- * failReasons, refundFailReasons, flags, metadata (a copy of the object). Reading it back with the
- * options that produced f gives an equal filter. New reference; NULL when out of memory. */
+ * the order status, requestIds, originChainIds, destinationChainIds, events, users, referrers,
+ * failReasons, refundFailReasons, flags, metadata (a copy of the object). Reading it back with
+ * the options that produced f gives an equal filter. New reference; NULL when out of memory. */
 json_t *proto_filter_to_json(const struct proto_filter *f);
 
 /* What an event offers the matcher. NULL strings / zero counts: the event has no such field. */
@@ -149,7 +161,8 @@ int proto_filter_match(const struct proto_filter *f, const struct proto_filter_s
  * objects, else 0. */
 int proto_filter_equal(const struct proto_filter *a, const struct proto_filter *b);
 
-/* 1 when f has no list at all (matches every event). */
+/* 1 when f has no list at all (matches every request.status.updated event; other types need
+ * "events"). */
 int proto_filter_is_all(const struct proto_filter *f);
 
 /* Free f's lists and leave it empty. NULL-safe. */

@@ -311,6 +311,12 @@ int proto_lifecycle_decide(const struct status_event *last, const struct status_
     if (reversal)
         next->flags |= PROTO_F_REVERSAL;
     next->st = proto_status_parse(next->status);
+    /* the next state is a status event, whatever obs was (only records carry other types) */
+    next->type = PROTO_EV_STATUS;
+    free(next->type_reason);
+    free(next->type_url);
+    next->type_reason = next->type_url = NULL;
+    next->type_at = 0;
     next->source = obs->source;
     next->observed_at = obs->observed_at;
     next->published_at = obs->published_at;

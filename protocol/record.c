@@ -90,6 +90,47 @@ static int rd_ts(const struct nctx *c, const struct pjson *obj, const char *key,
     return norm_rd_int(c, obj, key, 1, 0, PROTO_MAX_TS, out, &p);
 }
 
+/* The "event" object of a record of another type (event.h): its type, seq and creation
+ * time (and the type's own fields) override the state record's; endpoint.disabled has no
+ * state record (request_id gets the webhook id). The event id is derived, never stored. */
+static int rd_record_type(const struct nctx *c, const struct pjson *t, struct status_event *ev)
+{
+    const struct pjson *s;
+    int64_t v;
+    int p, rc, type;
+    if (t->type != PJSON_OBJ)
+        return norm_fail(c, PROTO_ETYPE, "event", "expected an object");
+    if ((rc = norm_rd_str(c, t, "type", 1, &s, &p)) != 0)
+        return rc;
+    if ((type = proto_event_type_parse(s->u.str.s)) <= PROTO_EV_STATUS)
+        return norm_fail(c, PROTO_EVALUE, "event", "unknown event type");
+    ev->type = (enum proto_event_type)type;
+    if ((rc = rd_ts(c, t, "seq", &v)) != 0 || (rc = rd_ts(c, t, "createdAt", &ev->created_at)))
+        return rc;
+    ev->seq = (uint64_t)v;
+    if (type == PROTO_EV_WATCH_ENDED || type == PROTO_EV_ENDPOINT_DISABLED) {
+        if ((rc = norm_rd_str(c, t, "reason", 1, &s, &p)) != 0 ||
+            (rc = norm_check_token(c, "reason", s)) != 0 ||
+            (rc = norm_copy_str(c, "reason", s, &ev->type_reason)) != 0)
+            return rc;
+    }
+    if (type == PROTO_EV_STUCK && (rc = rd_ts(c, t, "stuckSince", &ev->type_at)) != 0)
+        return rc;
+    if (type == PROTO_EV_ENDPOINT_DISABLED) {
+        if ((rc = rd_ts(c, t, "at", &ev->type_at)) != 0 ||
+            (rc = norm_rd_str(c, t, "webhookId", 1, &s, &p)) != 0 ||
+            (rc = norm_check_token(c, "webhookId", s)) != 0 ||
+            (rc = norm_copy_str(c, "webhookId", s, &ev->request_id)) != 0 ||
+            (rc = norm_rd_text(c, t, "url", 1, &ev->type_url, &p)) != 0)
+            return rc;
+        proto_event_id(ev->request_id, ev->seq, ev->type_at, ev->event_id);
+    } else {
+        ev->flags &= ~PROTO_F_REVERSAL; /* a per-event flag of the status event */
+        proto_event_id(ev->request_id, ev->seq, ev->gen, ev->event_id);
+    }
+    return ev->event_id[0] == '\0' ? norm_fail(c, PROTO_ENOMEM, "event", "out of memory") : 0;
+}
+
 int proto_event_from_record(const char *buf, size_t len, struct status_event *out,
                             struct proto_err *err)
 {
@@ -104,6 +145,13 @@ int proto_event_from_record(const char *buf, size_t len, struct status_event *ou
     root = doc.root;
     if (root->type != PJSON_OBJ) {
         rc = norm_fail(&c, PROTO_ETYPE, "", "expected an object");
+        goto out;
+    }
+    const struct pjson *typed = pjson_get(root, "event");
+    if (typed != NULL && pjson_get(root, "requestId") == NULL) { /* endpoint.disabled */
+        rc = rd_record_type(&c, typed, out);
+        if (rc == 0 && out->type != PROTO_EV_ENDPOINT_DISABLED)
+            rc = norm_fail(&c, PROTO_EMISSING, "requestId", "missing");
         goto out;
     }
     if ((rc = norm_payload(&c, root, NULL, out)) != 0)
@@ -140,8 +188,13 @@ int proto_event_from_record(const char *buf, size_t len, struct status_event *ou
         goto out;
     /* "metadata": optional (older records, requests tracked without it), object or null */
     const struct pjson *m = pjson_get(root, "metadata");
-    if (norm_presence(m) == NORM_VALUE)
-        rc = rd_metadata(&c, m, &out->metadata);
+    if (norm_presence(m) == NORM_VALUE && (rc = rd_metadata(&c, m, &out->metadata)) != 0)
+        goto out;
+    if (typed != NULL) {
+        rc = rd_record_type(&c, typed, out);
+        if (rc == 0 && out->type == PROTO_EV_ENDPOINT_DISABLED)
+            rc = norm_fail(&c, PROTO_EVALUE, "event", "endpoint.disabled with a request");
+    }
 out:
     if (rc != 0)
         status_event_cleanup(out);

@@ -51,6 +51,8 @@ struct metrics {
     uint64_t webhook_ingest[4];        /* ok, bad signature, stale, malformed */
     /* webhook deliveries (relay/delivery/fanout.c, relay/delivery/dispatch.c) */
     uint64_t wh_fanout_events;         /* events read from the stream by this process */
+    uint64_t wh_fanout_typed[PROTO_EV_COUNT]; /* of those, by type (protocol/event.h): the
+                                                 relay's own types ([0] unused) */
     uint64_t wh_deliveries_created;    /* deliveries created by fan-out */
     uint64_t wh_attempts;              /* HTTP attempts completed */
     uint64_t wh_delivered;             /* attempts answered 2xx */

@@ -20,12 +20,12 @@ const char dl_err_nogroup[] = "nogroup";
 
 enum sc_id {
     SC_CLAIM, SC_DONE, SC_HEALTH, SC_REAP, SC_LEASE, SC_HELD, SC_FANOUT, SC_REQUEUE,
-    SC_MEMBERS, SC_LOAD, SC_PUT, SC_DEL, SC_EVENTS_BY_REQUEST, SC_N
+    SC_MEMBERS, SC_LOAD, SC_PUT, SC_DEL, SC_EVENTS_BY_REQUEST, SC_DISABLED, SC_N
 };
 static const char *const sc_names[SC_N] = {
     "wh_claim", "wh_done",   "wh_health", "wh_reap", "wh_lease", "wh_held",
     "wh_fanout", "wh_requeue", "members",  "wh_load", "wh_put",   "wh_del",
-    "events_by_request",
+    "events_by_request", "wh_disabled",
 };
 static struct store_script scripts[SC_N];
 
@@ -475,6 +475,70 @@ int dl_health(struct store *s, int64_t now_ms, int64_t disable_after_ms,
     int r = eval(s, SC_HEALTH, c, 1, argc, argv, NULL);
     free(argv);
     return r;
+}
+
+/* ---- endpoint.disabled with several partitions (wh_disabled.lua) ------------------------ */
+
+/* One outbox entry on its way: written to its partition's stream, then removed. */
+struct dis_op {
+    struct store *s;
+    char *entry; /* "<webhook id> <record>", owned */
+};
+
+static void on_dis_removed(void *arg, const char *err, redisReply *r)
+{
+    (void)err;
+    (void)r;
+    struct dis_op *op = arg;
+    free(op->entry);
+    free(op);
+}
+
+static void on_dis_written(void *arg, const char *err, redisReply *r)
+{
+    struct dis_op *op = arg;
+    char k[KEY_MAX];
+    (void)r;
+    key_build(k, sizeof(k), store_tag(op->s), "wdisq", NULL, NULL);
+    /* written (or written before): the entry goes; an error leaves it for the next flush */
+    if (err != NULL ||
+        store_cmd(op->s, on_dis_removed, op, "LREM %s 1 %s", k, op->entry) != 0) {
+        free(op->entry);
+        free(op);
+    }
+}
+
+static void on_dis_queue(void *arg, const char *err, redisReply *r)
+{
+    struct store *s = arg;
+    for (size_t i = 0; err == NULL && r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
+        const redisReply *e = r->element[i];
+        const char *sp = e->type == REDIS_REPLY_STRING ? memchr(e->str, ' ', e->len) : NULL;
+        if (sp == NULL || sp == e->str)
+            continue;
+        struct dis_op *op = xcalloc(1, sizeof(*op));
+        op->s = s;
+        op->entry = xstrdup(e->str);
+        char *id = xstrndup(e->str, (size_t)(sp - e->str));
+        const char *tag = store_tag_of(s, id);
+        char k[KEY_MAX];
+        key_build(k, sizeof(k), tag, "events", NULL, NULL);
+        const char *argv[] = {k, tag, id, op->entry + (sp - e->str) + 1};
+        if (store_eval(s, script(SC_DISABLED), on_dis_written, op, 1, 4, argv, NULL) != 0) {
+            free(op->entry);
+            free(op);
+        }
+        free(id);
+    }
+}
+
+int dl_disabled_flush(struct store *s)
+{
+    if (store_partitions(s) <= 1)
+        return 0; /* written by the script that disabled the endpoint */
+    char k[KEY_MAX];
+    key_build(k, sizeof(k), store_tag(s), "wdisq", NULL, NULL);
+    return store_cmd(s, on_dis_queue, s, "LRANGE %s 0 31", k);
 }
 
 /* ---- reaper, version, lease ------------------------------------------------------------ */

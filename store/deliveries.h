@@ -129,6 +129,12 @@ int dl_done(struct store *s, unsigned part, const char *view, int64_t now_ms,
 
 /* ---- endpoint health (wh_health.lua with several partitions) ---------------------------- */
 
+/* Several partitions: write the endpoint.disabled records wh_health.lua queued in {P}:wdisq
+ * into the webhook ids' partitions (wh_disabled.lua: once each, whoever flushes), then drop
+ * them from the queue; at most 32 per call, errors left for the next call. One partition:
+ * nothing (the disabling script wrote the event). Returns store_cmd's result. */
+int dl_disabled_flush(struct store *s);
+
 /* The endpoint health pairs p of a dl_done or dl_fanout_send reply, applied: res the
  * endpoints disabled now (id, reason). With several partitions wh_health.lua applies the
  * outcomes to the deployment's endpoint hashes and cb runs from its reply (err: its error);

@@ -1,7 +1,10 @@
 -- watch_expire.lua - end the watches whose window has passed (watch_lib.lua). Any process
 -- may run it at any time: it only acts on what is due.
+-- A watch that ends here is a request.watch.ended event (watch_event, watch_lib.lua), with
+-- the reason its status gives (final, abandoned, failure_tail): this script is the one place
+-- a window's end is decided, so the event is written once whichever processes run it.
 -- KEYS: 1 wend zset. ARGV: 1 now ms, 2 at most this many ids, 3 key tag "{P}", 4 waiting
---       TTL ms, 5 settled watch ms, 6 failure tail ms.
+--       TTL ms, 5 settled watch ms, 6 failure tail ms, 7 event stream MAXLEN.
 -- Returns {ended ids...}.
 local tag, now = ARGV[3], tonumber(ARGV[1])
 local wcfg = {wttl = tonumber(ARGV[4]), settled = tonumber(ARGV[5]), ftail = tonumber(ARGV[6])}
@@ -25,5 +28,9 @@ for _, id in ipairs(ids) do
     out[#out + 1] = id
   end
   redis.call('HSET', k, unpack(watch_move(id, o, n, {})))
+  if watched(o.phase) and not watched(phase) then
+    watch_event(id, k, 'request.watch.ended', ',"reason":"' .. watch_end_reason(o.st) .. '"',
+                ARGV[7])
+  end
 end
 return out

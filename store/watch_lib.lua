@@ -108,6 +108,13 @@ local function watch_move(id, o, n, fields)
   if stuckable then
     if not was_stuckable or o.st ~= n.st then
       redis.call('ZADD', tag .. ':act', n.chg, id)
+      -- an old change (a request watched again): watch_stuck.lua's cursor may be past it
+      if n.chg < now then
+        local c = tonumber(redis.call('GET', tag .. ':stkc') or '')
+        if c and n.chg <= c then
+          redis.call('SET', tag .. ':stkc', n.chg)
+        end
+      end
     end
     if not was_stuckable then
       redis.call('ZADD', tag .. ':unset', n.first, id)
@@ -141,6 +148,52 @@ local function watch_start(id, o, now, nows, first, tier, anon, fields)
   local phase, u = watch_phase(o.st, now)
   watch_move(id, o, {phase = phase, wu = u, st = o.st, chg = chg, first = first, tier = tier,
                      at = now, anon = anon}, fields)
+end
+
+-- A typed event of request id (protocol/event.h "Other event types"): written once, by the
+-- script that decided it, atomically with the change that caused it. The record is the
+-- request's state record with ,"event":{"type","seq","createdAt"<extra>} appended; it takes
+-- the request's next seq (after its last status event, so it never overtakes it) and goes
+-- into the request's hash ("rec", "seq"; "tev" = "<seq>:<length of the state record>" says
+-- the stored record is typed, so the next typed event appends to the state record and not to
+-- the typed one) and into the event stream and the request's timeline like a status event.
+-- k: the request's hash; typ: the type name; extra: the type's fields, JSON text starting
+-- with "," (or ""); maxlen: the stream's MAXLEN (STATUSRELAY_EVENT_RETENTION).
+-- Returns the stream id, or false when the request has no record yet (nothing to say).
+local function watch_event(id, k, typ, extra, maxlen)
+  local h = redis.call('HMGET', k, 'rec', 'seq', 'tev')
+  if not h[1] then
+    return false
+  end
+  local seq = tonumber(h[2] or '0') + 1
+  local base = h[1]
+  if h[3] then
+    local tseq, blen = string.match(h[3], '^(%d+):(%d+)$')
+    if tonumber(tseq) == seq - 1 then
+      base = string.sub(base, 1, tonumber(blen))
+    end
+  end
+  local rec = string.sub(base, 1, -2) .. ',"event":{"type":"' .. typ .. '","seq":' ..
+              string.format('%d', seq) .. ',"createdAt":' .. string.format('%d', now) ..
+              extra .. '}}'
+  redis.call('HSET', k, 'rec', rec, 'seq', seq, 'tev', string.format('%d:%d', seq, #base))
+  local sid = redis.call('XADD', tag .. ':events', 'MAXLEN', '~', maxlen, '*', 'rid', id,
+                         'seq', seq, 'type', typ, 'rec', rec)
+  local tl = tag .. ':tl:' .. id
+  if redis.call('RPUSH', tl, sid) > 200 then
+    redis.call('LTRIM', tl, -200, -1)
+  end
+  return sid
+end
+
+-- The reason of a request.watch.ended for a window that passed, by the status it ended in.
+local function watch_end_reason(st)
+  if st == 'success' or st == 'refund' or st == 'fallback' then
+    return 'final'
+  elseif st == 'failure' then
+    return 'failure_tail'
+  end
+  return 'abandoned'
 end
 
 -- The watch of request id as stored: {phase, wu, pt, st, wb, chg, first, trk, seq, anon,

@@ -28,11 +28,13 @@ enum sc_id {
     SC_RELEASE,
     SC_HOLD_EXPIRE,
     SC_MISS,
+    SC_STUCK,
     SC_N
 };
 static const char *const sc_names[SC_N] = {
     "track",          "untrack",   "watch_sync",   "watch_expire", "watch_stats", "watch_migrate",
-    "watch_fallback", "anon_hold", "anon_release", "anon_expire",  "anon_miss"};
+    "watch_fallback", "anon_hold", "anon_release", "anon_expire",  "anon_miss",
+    "watch_stuck"};
 static struct store_script scripts[SC_N]; /* script_table.h */
 
 static const struct store_script *script(enum sc_id id)
@@ -43,6 +45,7 @@ static const struct store_script *script(enum sc_id id)
 /* The three window arguments, in watch_lib.lua's order. */
 struct win_args {
     char wttl[SCRIPT_NUM_MAX], settled[SCRIPT_NUM_MAX], ftail[SCRIPT_NUM_MAX];
+    char maxlen[SCRIPT_NUM_MAX]; /* the event stream's MAXLEN (typed events) */
 };
 
 static void win_args(const struct watches_windows *w, struct win_args *a)
@@ -50,6 +53,7 @@ static void win_args(const struct watches_windows *w, struct win_args *a)
     script_num(a->wttl, w->waiting_ttl_ms);
     script_num(a->settled, w->settled_ms);
     script_num(a->ftail, w->failure_tail_ms);
+    script_num(a->maxlen, w->stream_maxlen > 0 ? w->stream_maxlen : 100000);
 }
 
 static int is_int(const redisReply *r)
@@ -216,17 +220,20 @@ static void on_untracked(void *arg, const char *err, redisReply *r)
     free(op);
 }
 
-/* untrack.lua: KEYS req; ARGV id, tag, now. */
-int watches_untrack(struct store *s, const char *id, watches_untrack_cb *cb, void *arg)
+/* untrack.lua: KEYS req; ARGV id, tag, now, stream MAXLEN. */
+int watches_untrack(struct store *s, const struct watches_windows *w, const char *id,
+                    watches_untrack_cb *cb, void *arg)
 {
     char k[KEY_MAX], now[SCRIPT_NUM_MAX];
+    struct win_args wa;
+    win_args(w, &wa);
     const char *tag = store_tag_of(s, id);
     key_build(k, sizeof(k), tag, "req", id, NULL);
-    const char *argv[] = {k, id, tag, script_num(now, wall_ms())};
+    const char *argv[] = {k, id, tag, script_num(now, wall_ms()), wa.maxlen};
     struct untrack_op *op = xcalloc(1, sizeof(*op));
     op->cb = cb;
     op->arg = arg;
-    if (store_eval(s, script(SC_UNTRACK), on_untracked, op, 1, 4, argv, NULL) != 0) {
+    if (store_eval(s, script(SC_UNTRACK), on_untracked, op, 1, 5, argv, NULL) != 0) {
         free(op);
         return -1;
     }
@@ -368,15 +375,17 @@ static void on_expired(void *arg, const char *err, redisReply *r)
     gather_one(&op->g, err);
 }
 
-/* watch_expire.lua: KEYS wend; ARGV now, max, tag, the windows. Reply {ended ids...}. */
+/* watch_expire.lua: KEYS wend; ARGV now, max, tag, the windows, stream MAXLEN. Reply {ended
+ * ids...}. */
 static int expire_send(struct gather *g, struct store *s, const char *tag, const char *const *ids,
                        size_t n)
 {
     struct expire_op *op = (struct expire_op *)g;
     char k[KEY_MAX];
     key_build(k, sizeof(k), tag, "wend", NULL, NULL);
-    const char *argv[] = {k, op->now, op->max, tag, op->wa.wttl, op->wa.settled, op->wa.ftail};
-    return store_eval(s, script(SC_EXPIRE), on_expired, op, 1, 7, argv, NULL);
+    const char *argv[] = {k,           op->now,        op->max,      tag,
+                          op->wa.wttl, op->wa.settled, op->wa.ftail, op->wa.maxlen};
+    return store_eval(s, script(SC_EXPIRE), on_expired, op, 1, 8, argv, NULL);
 }
 
 int watches_expire(struct store *s, const struct watches_windows *w, int max, watches_expire_cb *cb,
@@ -390,6 +399,62 @@ int watches_expire(struct store *s, const struct watches_windows *w, int max, wa
     op->cb = cb;
     op->arg = arg;
     return per_partition(s, &op->g, NULL, 0, expire_send);
+}
+
+/* ---- stuck events ------------------------------------------------------------------------- */
+
+struct stuck_op {
+    struct gather g;
+    struct win_args wa;
+    char now[SCRIPT_NUM_MAX], cutoff[SCRIPT_NUM_MAX], max[SCRIPT_NUM_MAX];
+    long long n;
+    watches_stuck_cb *cb;
+    void *arg;
+};
+
+static void stuck_finish(struct gather *g, int answer)
+{
+    struct stuck_op *op = (struct stuck_op *)g;
+    if (answer)
+        op->cb(op->arg, g->err, op->n);
+    free(op);
+}
+
+static void on_stuck(void *arg, const char *err, redisReply *r)
+{
+    struct stuck_op *op = arg;
+    if (err == NULL && !is_int(r))
+        err = watches_err_reply;
+    if (err == NULL)
+        op->n += r->integer;
+    gather_one(&op->g, err);
+}
+
+/* watch_stuck.lua: KEYS act; ARGV now, cutoff, max, tag, stream MAXLEN. Reply: count. */
+static int stuck_send(struct gather *g, struct store *s, const char *tag, const char *const *ids,
+                      size_t n)
+{
+    struct stuck_op *op = (struct stuck_op *)g;
+    char k[KEY_MAX];
+    (void)ids;
+    (void)n;
+    key_build(k, sizeof(k), tag, "act", NULL, NULL);
+    const char *argv[] = {k, op->now, op->cutoff, op->max, tag, op->wa.maxlen};
+    return store_eval(s, script(SC_STUCK), on_stuck, op, 1, 6, argv, NULL);
+}
+
+int watches_stuck(struct store *s, const struct watches_windows *w, int64_t cutoff_ms, int max,
+                  watches_stuck_cb *cb, void *arg)
+{
+    struct stuck_op *op = xcalloc(1, sizeof(*op));
+    op->g.finish = stuck_finish;
+    win_args(w, &op->wa);
+    script_num(op->now, wall_ms());
+    script_num(op->cutoff, cutoff_ms);
+    script_num(op->max, max);
+    op->cb = cb;
+    op->arg = arg;
+    return per_partition(s, &op->g, NULL, 0, stuck_send);
 }
 
 /* ---- gauges ------------------------------------------------------------------------------- */

@@ -27,9 +27,12 @@ struct store;
 extern const char watches_err_reply[];
 
 /* The windows every watch-moving script takes (store/watch_lib.lua), ms: waiting TTL
- * (STATUSRELAY_WAITING_TTL), settled watch, failure tail. */
+ * (STATUSRELAY_WAITING_TTL), settled watch, failure tail. stream_maxlen: the event stream's
+ * MAXLEN (STATUSRELAY_EVENT_RETENTION) for the typed events the watch scripts write
+ * (request.watch.ended, request.stuck: protocol/event.h); 0 counts as 100000. */
 struct watches_windows {
     int64_t waiting_ttl_ms, settled_ms, failure_tail_ms;
+    int64_t stream_maxlen;
 };
 
 /* ---- tracking ----------------------------------------------------------------------------- */
@@ -40,10 +43,12 @@ struct watches_windows {
 typedef void watches_track_cb(void *arg, const char *err, size_t created);
 int watches_track(struct store *s, const struct watches_windows *w, const char *const *ids,
                   size_t n, const char *metadata, watches_track_cb *cb, void *arg);
-/* Stop tracking id (untrack.lua): its watch ends. found = 0 when the id is unknown (or the
- * answer had another shape: err stays NULL then, as the REST answer is a 404 either way). */
+/* Stop tracking id (untrack.lua): its watch ends (a request.watch.ended event "untracked"
+ * when it was watched). found = 0 when the id is unknown (or the answer had another shape:
+ * err stays NULL then, as the REST answer is a 404 either way). */
 typedef void watches_untrack_cb(void *arg, const char *err, int found);
-int watches_untrack(struct store *s, const char *id, watches_untrack_cb *cb, void *arg);
+int watches_untrack(struct store *s, const struct watches_windows *w, const char *id,
+                    watches_untrack_cb *cb, void *arg);
 
 /* ---- the watched set's change feed (watch_sync.lua) ------------------------------------- */
 
@@ -80,8 +85,8 @@ void watches_feed_read(struct watches_feed *f);
 
 /* ---- expiry and gauges -------------------------------------------------------------------- */
 
-/* End the watches whose window passed, at most max per partition (watch_expire.lua). ended:
- * their ids (n > 0: there may be more). */
+/* End the watches whose window passed, at most max per partition (watch_expire.lua), each
+ * with its request.watch.ended event. ended: their ids (n > 0: there may be more). */
 typedef void watches_expire_cb(void *arg, const char *err, const char *const *ended, size_t n);
 int watches_expire(struct store *s, const struct watches_windows *w, int max,
                    watches_expire_cb *cb, void *arg);
@@ -101,6 +106,13 @@ struct watches_stats {
  * is set (some partition did not answer: keep the previous gauges). */
 typedef void watches_stats_cb(void *arg, const char *err, const struct watches_stats *res);
 int watches_stats(struct store *s, int64_t cutoff_ms, int cap, watches_stats_cb *cb, void *arg);
+
+/* Write a request.stuck event for each request that became stuck (last status change before
+ * cutoff_ms, active, not waiting) and was not reported for that change yet, at most max per
+ * partition (watch_stuck.lua). n: the events written, summed (n >= max: there may be more). */
+typedef void watches_stuck_cb(void *arg, const char *err, long long n);
+int watches_stuck(struct store *s, const struct watches_windows *w, int64_t cutoff_ms, int max,
+                  watches_stuck_cb *cb, void *arg);
 
 /* ---- start-up conversions ----------------------------------------------------------------- */
 

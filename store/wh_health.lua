@@ -7,6 +7,8 @@
 -- KEYS: 1 endpoints version {P}:whv
 -- ARGV: 1 deployment tag "{P}", 2 now ms, 3 disable after ms, then pairs (endpoint id,
 --       outcome: retry | dead | gone | ok), in the order the attempts were recorded
+-- An endpoint disabled here queues its endpoint.disabled record in {P}:wdisq (wh_lib.lua),
+-- which store/wh_disabled.lua then writes into a partition's stream.
 -- Returns a flat list of (endpoint id, reason) pairs of endpoints disabled now.
 local tag, dtag, vs = ARGV[1], ARGV[1], ''
 local now = tonumber(ARGV[2])
@@ -15,6 +17,7 @@ local ttl = 0
 local disabled = {}
 
 -- #include wh_lib.lua
+disabled_outbox = dtag .. ':wdisq'
 
 for i = 4, #ARGV, 2 do
   local wh, outcome = ARGV[i], ARGV[i + 1]

@@ -7,6 +7,9 @@
 -- order set {P}:order:<wh>:<rid>, by seq), exactly one is queued at a time (q = "1": in the
 -- endpoint's queue {P}:dq:<wh> or in flight).
 local touched = {} -- endpoints whose queue head may have moved: fix_touched() at the end
+-- store/wh_health.lua (several partitions) sets this to its outbox key: an endpoint.disabled
+-- record is queued there ("<webhook id> <record>") instead of written to a stream
+local disabled_outbox = false
 local modes = {}
 
 -- With several partitions (dtag ~= tag) a script touches its partition's keys only (one
@@ -117,6 +120,29 @@ end
 -- failing period, an endpoint failing for disable_after ms or answering 410 is disabled
 -- (whv = the endpoints version key, bumped so every process reloads); a success ends it.
 -- Disabled endpoints are appended to the caller's list as (endpoint id, reason) pairs.
+-- The endpoint.disabled event of endpoint wh (protocol/event.h "Other event types"), decided
+-- in the same script that flips enabled to "0", so it exists exactly once per disable: no
+-- request, ordered by the webhook id (the entry's "rid"), seq = the how-many-th disable of that
+-- endpoint (its hash's "disSeq"), its event id derived from (webhook id, seq, at). Delivered to the other endpoints whose filters.events name it (the
+-- disabled one receives nothing any more). One partition: written to the stream here. Several:
+-- the flip happens in store/wh_health.lua on deployment keys, where no partition's stream can
+-- be written; the record goes to the outbox {P}:wdisq in the same step, and
+-- store/wh_disabled.lua moves it to the webhook id's partition (once: a dedupe key there).
+local function endpoint_disabled_event(wh, whk, reason)
+  local url = redis.call('HGET', whk, 'url') or ''
+  local at = string.format('%d', now)
+  local seq = redis.call('HINCRBY', whk, 'disSeq', 1)
+  local rec = '{"event":{"type":"endpoint.disabled","seq":' .. seq .. ',"createdAt":' .. at ..
+              ',"webhookId":' .. cjson.encode(wh) .. ',"url":' .. cjson.encode(url) ..
+              ',"reason":"' .. reason .. '","at":' .. at .. '}}'
+  if disabled_outbox then
+    redis.call('RPUSH', disabled_outbox, wh .. ' ' .. rec)
+  else
+    redis.call('XADD', tag .. ':events', '*', 'rid', wh, 'seq', seq, 'type',
+               'endpoint.disabled', 'rec', rec)
+  end
+end
+
 local function note_outcome(wh, outcome, whv, disable_after, disabled)
   local whk = dtag .. ':wh:' .. wh
   if outcome == 'ok' then
@@ -141,6 +167,7 @@ local function note_outcome(wh, outcome, whv, disable_after, disabled)
   if reason and redis.call('HGET', whk, 'enabled') == '1' then
     redis.call('HSET', whk, 'enabled', '0', 'disabledReason', reason, 'disabledAt', now)
     redis.call('INCR', whv)
+    endpoint_disabled_event(wh, whk, reason)
     disabled[#disabled + 1] = wh
     disabled[#disabled + 1] = reason
   end

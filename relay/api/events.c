@@ -81,8 +81,9 @@ static json_t *event_json(const struct store_eventlog_entry *e)
     if (o != NULL) {
         json_object_set_new(o, "streamId", json_string(e->sid));
         json_object_set_new(o, "eventId", json_string(ev.event_id));
-        json_object_set_new(o, "requestId",
-                            ev.request_id ? json_string(ev.request_id) : json_null());
+        json_object_set_new(o, "requestId", ev.request_id && ev.type != PROTO_EV_ENDPOINT_DISABLED
+                                                ? json_string(ev.request_id)
+                                                : json_null());
         json_object_set_new(o, "seq", json_integer((json_int_t)ev.seq));
         json_object_set_new(o, "status", ev.status ? json_string(ev.status) : json_null());
         json_object_set_new(o, "previousStatus",
@@ -91,6 +92,7 @@ static json_t *event_json(const struct store_eventlog_entry *e)
         json_object_set_new(o, "createdAt", json_integer(ev.created_at));
         json_t *data = event_data(&ev);
         json_object_set_new(o, "data", data != NULL ? data : json_null());
+        json_object_set_new(o, "event", json_string(proto_event_type_name(ev.type)));
     }
     status_event_cleanup(&ev);
     return o;

@@ -125,6 +125,14 @@ static void render_webhooks(struct core *c, struct evbuffer *out)
                                  "statusrelay_%s %llu\n",
                             rows[i].name, rows[i].help, rows[i].name, rows[i].name,
                             (unsigned long long)rows[i].v);
+    family(out, "webhook_fanout_typed_events_total", "counter",
+           "events of the relay's own types (request.watch.ended, request.stuck, "
+           "endpoint.disabled) fanned out by this process, by type");
+    for (int t = PROTO_EV_STATUS + 1; t < PROTO_EV_COUNT; t++)
+        evbuffer_add_printf(out,
+                            "statusrelay_webhook_fanout_typed_events_total{type=\"%s\"} %" PRIu64
+                            "\n",
+                            proto_event_type_name(t), m->wh_fanout_typed[t]);
     struct webhooks *w = c->webhooks;
     if (w) {
         size_t enabled = 0, n = webhooks_count(w);

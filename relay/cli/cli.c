@@ -57,6 +57,9 @@ static const struct cli_opt wh_add_opts[] = {
     {"--request-ids", "ID,...", "filter: only these request ids", 0},
     {"--origin-chains", "N,...", "filter: only these origin chain ids", 0},
     {"--destination-chains", "N,...", "filter: only these destination chain ids", 0},
+    {"--events", "TYPE,...", "filter: these event types (request.status.updated, "
+                             "request.watch.ended, request.stuck, endpoint.disabled; without it "
+                             "request.status.updated only)", 0},
     {"--users", "W,...", "filter: only requests of these wallets (user, sender or recipient; "
                          "0x addresses in any case)", 0},
     {"--referrers", "R,...", "filter: only requests with these referrers", 0},
@@ -86,6 +89,9 @@ static const struct cli_opt wh_update_opts[] = {
     {"--request-ids", "ID,...", "filter: only these request ids", 0},
     {"--origin-chains", "N,...", "filter: only these origin chain ids", 0},
     {"--destination-chains", "N,...", "filter: only these destination chain ids", 0},
+    {"--events", "TYPE,...", "filter: these event types (request.status.updated, "
+                             "request.watch.ended, request.stuck, endpoint.disabled; without it "
+                             "request.status.updated only)", 0},
     {"--users", "W,...", "filter: only requests of these wallets (user, sender or recipient; "
                          "0x addresses in any case)", 0},
     {"--referrers", "R,...", "filter: only requests with these referrers", 0},
@@ -184,6 +190,8 @@ static const struct cli_cmd commands[] = {
      wh_add_opts,
      "  statusrelay webhooks add https://example.com/hook --status success,refund "
      "--origin-chains 8453\n"
+     "  statusrelay webhooks add https://example.com/final "
+     "--events request.watch.ended,endpoint.disabled\n"
      "  statusrelay webhooks add https://example.com/merchant-7 --users 0xAbc...,0xDef... "
      "--referrers shop-7\n"
      "  statusrelay webhooks add https://example.com/ops --flags reversal "

@@ -67,6 +67,7 @@ static int filters_from(const struct cli_args *a, json_t **out)
         {"--request-ids", "requestIds", 0},
         {"--origin-chains", "originChainIds", 1},
         {"--destination-chains", "destinationChainIds", 1},
+        {"--events", "events", 0},
         {"--users", "users", 0},
         {"--referrers", "referrers", 0},
         {"--fail-reasons", "failReasons", 0},

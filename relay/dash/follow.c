@@ -88,11 +88,14 @@ static void replay_round(struct hub *h, struct hsess *x, struct hsub *u);
 static int sub_matches(const struct hsub *u, const char *rid, const struct status_event *ev,
                        const char *frame, size_t len)
 {
-    if (u->kind == SUB_ID)
-        return strcmp(u->id, rid) == 0;
+    if (u->kind == SUB_ID) /* one request's status events */
+        return (ev == NULL || ev->type == PROTO_EV_STATUS) && strcmp(u->id, rid) == 0;
+    if (ev == NULL)
+        return 0;
     struct dash_frame fr;
     dash_frame_init(&fr, frame, len, ev->status ? ev->status : "", rid, ev->origin_chain_id,
                     ev->destination_chain_id);
+    dash_frame_type(&fr, ev->type);
     int r = dash_broad_match(&u->f, &fr);
     dash_frame_cleanup(&fr);
     return r;
@@ -326,6 +329,7 @@ static void route(struct hub *h, const struct store_stream_entry *e)
         snprintf(m->status, sizeof(m->status), "%s", ev.status ? ev.status : "");
         m->origin_chain_id = ev.origin_chain_id;
         m->destination_chain_id = ev.destination_chain_id;
+        m->ev_type = (int)ev.type; /* id subscriptions: status events; broad: filters.events */
         xq_push(h->c->to_ws, m);
         h->events_routed++;
     }

@@ -655,6 +655,7 @@ static void on_reap(evutil_socket_t fd, short what, void *arg)
     struct dispatch *d = arg;
     if (d->reaping || !store_ready(d->c->store))
         return;
+    dl_disabled_flush(d->c->store); /* endpoint.disabled records a crash left queued */
     int64_t now = wall_ms();
     for (unsigned p = 0; p < d->np; p++) {
         d->pending++;

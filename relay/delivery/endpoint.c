@@ -23,7 +23,7 @@ static void cleanse_str(char *s)
 
 /* The webhook rules of the filter shape (protocol/filter.h): lists only, requestIds known. */
 static const struct proto_filter_opts wh_filter_opts = {
-    .flags = PROTO_FILTER_REQUEST_IDS,
+    .flags = PROTO_FILTER_REQUEST_IDS | PROTO_FILTER_EVENTS,
     .max_values = WH_MAX_FILTER_VALUES,
     .max_status = PROTO_MAX_STATUS,
     .min_chain_id = 0,
@@ -263,9 +263,9 @@ void subject_from_event(const struct status_event *ev, int want_metadata,
     if (want_metadata && ev->metadata != NULL)
         x->metadata = json_loads(ev->metadata, 0, NULL); /* unreadable: matches no metadata */
     x->s = (struct proto_filter_subject){
-        .type = NULL, /* request.status.updated */
+        .type = proto_event_type_name(ev->type),
         .status = ev->status,
-        .request_id = ev->request_id,
+        .request_id = ev->type == PROTO_EV_ENDPOINT_DISABLED ? NULL : ev->request_id,
         .origin = ev->origin_chain_id,
         .dest = ev->destination_chain_id,
         .fail_reason = proto_fail_reason_out(ev),
@@ -320,8 +320,8 @@ static void filter_error(const struct proto_filter_err *e, char *err, size_t err
     case PROTO_FILTER_UNKNOWN_KEY:
         snprintf(err, errn,
                  "unknown filter \"%.64s\" (known: status, requestIds, originChainIds, "
-                 "destinationChainIds, users, referrers, failReasons, refundFailReasons, flags, "
-                 "metadata)",
+                 "destinationChainIds, events, users, referrers, failReasons, refundFailReasons, "
+                 "flags, metadata)",
                  k);
         return;
     case PROTO_FILTER_NOT_LIST:
@@ -344,7 +344,12 @@ static void filter_error(const struct proto_filter_err *e, char *err, size_t err
     case PROTO_FILTER_BAD_VALUE:
         break;
     }
-    if (key_is(e, "metadata"))
+    if (key_is(e, "events"))
+        snprintf(err, errn,
+                 "filters.events[%zu] is not an event type (request.status.updated, "
+                 "request.watch.ended, request.stuck, endpoint.disabled)",
+                 e->index);
+    else if (key_is(e, "metadata"))
         snprintf(err, errn, "filters.metadata.%.64s must be a string, number or boolean",
                  e->member ? e->member : "");
     else if (key_is(e, "users"))

@@ -259,8 +259,11 @@ static void on_read(void *arg, const char *err, const char *msg, struct store_ev
         struct proto_err pe = {0};
         if (pre_take(fo, fe->sid, &fe->ev))
             fe->ok = 1;
-        else if (e.rec != NULL && store_event_decode(&e, &fe->ev, &pe) == 0)
+        else if (e.rec != NULL && store_event_decode(&e, &fe->ev, &pe) == 0) {
             fe->ok = 1;
+            if (fe->ev.type != PROTO_EV_STATUS) /* only records carry the other types */
+                fo->c->metrics.wh_fanout_typed[fe->ev.type]++;
+        }
         else if (e.rec != NULL)
             log_warn("event record unreadable, not fanned out", "stream_id=%s err=%s field=%s",
                      fe->sid, proto_strerror(pe.code), pe.field);

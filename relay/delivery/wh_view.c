@@ -56,6 +56,8 @@ static void on_health(void *arg, const char *err, const char *msg, const struct 
     }
     if (reload && c->webhooks != NULL)
         webhooks_reload(c->webhooks, NULL, NULL);
+    if (reload)
+        dl_disabled_flush(c->store); /* their endpoint.disabled events (several partitions) */
 }
 
 void wh_view_health(struct core *c, const struct dl_pairs *p)

@@ -3,6 +3,7 @@
  * runs on: any thread. */
 #include "relay/edge/dash_filter.h"
 #include "protocol/dash_msg.h"
+#include "protocol/event.h"
 #include "protocol/proto.h"
 #include "relay/common/log.h"
 
@@ -46,6 +47,11 @@ void dash_frame_init(struct dash_frame *fr, const char *text, size_t len, const 
     fr->s.dest = dest;
 }
 
+void dash_frame_type(struct dash_frame *fr, int ev_type)
+{
+    fr->s.type = ev_type == PROTO_EV_STATUS ? NULL : proto_event_type_name(ev_type);
+}
+
 void dash_frame_cleanup(struct dash_frame *fr)
 {
     json_decref(fr->j);
@@ -69,7 +75,6 @@ static void frame_read(struct dash_frame *fr)
     const json_t *data = json_object_get(fr->j, "data");
     const json_t *rel = json_object_get(fr->j, "statusrelay");
     struct proto_filter_subject *s = &fr->s;
-    s->type = str_at(fr->j, "event");
     s->fail_reason = str_at(data, "failReason");
     s->refund_fail_reason = str_at(data, "refundFailReason");
     s->referrer = str_at(data, "referrer");

@@ -42,9 +42,10 @@ int dash_broad_from_json(const json_t *filters, struct proto_filter *out, const 
 json_t *dash_broad_to_json(const struct proto_filter *f);
 /* Parse the canonical text (ws thread). Returns 0 or -1. */
 int dash_broad_parse(const char *text, size_t len, struct proto_filter *out);
-/* One event frame as the matcher sees it: fill with dash_frame_init, match it against any
- * number of filters, then dash_frame_cleanup. The frame text and the strings are borrowed
- * and must outlive it. */
+/* One event frame as the matcher sees it: fill with dash_frame_init (and dash_frame_type for
+ * an event of another type than request.status.updated), match it against any number of
+ * filters, then dash_frame_cleanup. The frame text and the strings are borrowed and must
+ * outlive it. */
 struct dash_frame {
     const char *text; /* the frame JSON (proto_event_ws_frame) */
     size_t len;
@@ -56,6 +57,9 @@ struct dash_frame {
 };
 void dash_frame_init(struct dash_frame *fr, const char *text, size_t len, const char *status,
                      const char *request_id, int64_t origin, int64_t dest);
+/* The event's type (protocol/event.h enum proto_event_type): other types than
+ * request.status.updated match only filters whose "events" names them. */
+void dash_frame_type(struct dash_frame *fr, int ev_type);
 void dash_frame_cleanup(struct dash_frame *fr);
 /* 1 when the frame's event matches f. */
 int dash_broad_match(const struct proto_filter *f, struct dash_frame *fr);

@@ -226,12 +226,13 @@ static void route_event(struct ws_server *s, struct xmsg *m)
     count(&s->st.events_in);
     uint32_t h = hash_str(m->key);
     for (struct isub *u = s->itab[h & (s->itab_size - 1)]; u != NULL; u = u->hnext)
-        if (u->h == h && strcmp(u->id, m->key) == 0)
+        if (m->ev_type == 0 && u->h == h && strcmp(u->id, m->key) == 0) /* status events */
             deliver(s, u->x, &ev, m);
     struct dash_frame fr;
     dash_frame_init(&fr, m->shared ? (const char *)m->shared->data : (const char *)m->data,
                     m->shared ? m->shared->len : m->len, m->status, m->key, m->origin_chain_id,
                     m->destination_chain_id);
+    dash_frame_type(&fr, m->ev_type);
     for (struct session *x = s->broad_head; x != NULL; x = x->bnext)
         for (size_t i = 0; i < x->nbroad; i++)
             if (dash_broad_match(&x->broad[i].f, &fr)) {

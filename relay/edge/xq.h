@@ -80,6 +80,7 @@ struct xmsg {
     char key[136];     /* request id */
     char status[32];
     int64_t origin_chain_id, destination_chain_id;
+    int ev_type;         /* protocol/event.h enum proto_event_type (0: a status event) */
     struct xbuf *shared; /* owned reference, or NULL */
     size_t len;
     unsigned char *data; /* = buf + XQ_PRE, NUL-terminated, len bytes */

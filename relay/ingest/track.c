@@ -56,7 +56,9 @@ int untrack_request(struct core *c, const char *id, untrack_done_cb *cb, void *a
     op->c = c;
     op->ucb = cb;
     op->arg = arg;
-    if (watches_untrack(c->store, id, on_untracked, op) != 0) {
+    struct watches_windows w;
+    watch_windows(c, &w);
+    if (watches_untrack(c->store, &w, id, on_untracked, op) != 0) {
         free(op);
         return -1;
     }

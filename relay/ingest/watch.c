@@ -33,6 +33,7 @@ struct watch {
     struct event *tick_ev;
     struct watches_feed *feed; /* owned */
     int expiring, stats_busy, migrated, migrating; /* expiring, stats_busy: calls in flight */
+    int sticking; /* a watch_stuck.lua call in flight */
     /* start-up: settle the fallback watches an earlier version kept active, partition by
      * partition (store/watch_fallback.lua) */
     struct watches_cursor fb_at;
@@ -46,6 +47,7 @@ void watch_windows(const struct core *c, struct watches_windows *out)
     out->waiting_ttl_ms = c->cfg->waiting_ttl_ms;
     out->settled_ms = c->cfg->settled_watch_ms;
     out->failure_tail_ms = c->cfg->failure_tail_ms;
+    out->stream_maxlen = c->cfg->event_retention;
 }
 
 /* ---- sync -------------------------------------------------------------------------------- */
@@ -106,12 +108,27 @@ static void on_expired(void *arg, const char *err, const char *const *ended, siz
     }
 }
 
+static void on_stuck(void *arg, const char *err, long long n)
+{
+    struct watch *w = arg;
+    w->sticking = 0;
+    if (err == NULL && n > 0)
+        log_info("requests became stuck", "count=%lld", n); /* each a request.stuck event */
+    if (err == NULL && n >= WATCH_EXPIRE_BATCH)
+        w->next_expire = 0; /* a full batch: there may be more */
+}
+
 static void expire_now(struct watch *w)
 {
     struct watches_windows win;
     watch_windows(w->c, &win);
     if (watches_expire(w->c->store, &win, WATCH_EXPIRE_BATCH, on_expired, w) == 0)
         w->expiring = 1;
+    /* request.stuck events: decided in Redis (store/watch_stuck.lua), once per episode */
+    int64_t cutoff = wall_ms() - w->c->cfg->stuck_after_ms;
+    if (!w->sticking &&
+        watches_stuck(w->c->store, &win, cutoff, WATCH_EXPIRE_BATCH, on_stuck, w) == 0)
+        w->sticking = 1;
 }
 
 /* ---- gauges -------------------------------------------------------------------------------- */

@@ -26,7 +26,7 @@ const REQUEST_KEYS = ['requestId', 'status', 'updatedAt', 'seq', 'originChainId'
 // GET /v1/requests/{id} adds the request facts (DESIGN "Request facts"): null until known
 const REQUEST_ONE_KEYS = [...REQUEST_KEYS, 'request'];
 const EVENT_KEYS = ['streamId', 'eventId', 'requestId', 'seq', 'status', 'previousStatus',
-  'source', 'createdAt', 'data'];
+  'source', 'createdAt', 'data', 'event'];
 
 const rid = () => '0x' + crypto.randomBytes(32).toString('hex');
 const hash = () => '0x' + crypto.randomBytes(32).toString('hex');

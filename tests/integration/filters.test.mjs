@@ -162,7 +162,7 @@ test('bad filters: 400 naming the key and its limit; dashboard error frames; the
   const many = Array.from({ length: 1001 }, (_, i) => `0x${i}`);
   const meta17 = Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, i]));
   const cases = [
-    [{ colour: ['red'] }, /^unknown filter "colour" \(known: status, requestIds, originChainIds, destinationChainIds, users, referrers, failReasons, refundFailReasons, flags, metadata\)$/],
+    [{ colour: ['red'] }, /^unknown filter "colour" \(known: status, requestIds, originChainIds, destinationChainIds, events, users, referrers, failReasons, refundFailReasons, flags, metadata\)$/],
     [{ users: '0xabc' }, /^filters\.users must be a list of at most 1000 values$/],
     [{ users: many }, /^filters\.users: at most 1000 values$/],
     [{ users: ['0xabc', 'has space'] }, /^filters\.users\[1\] is not a wallet: 1 to 256 printable characters without spaces$/],
@@ -198,7 +198,7 @@ test('bad filters: 400 naming the key and its limit; dashboard error frames; the
     [{ metadata: { a: [1] } }, 'metadata members are strings, numbers or booleans'],
     [{ metadata: {} }, 'metadata is an object of 1 to 16 members'],
     [{ referrers: Array.from({ length: 65 }, (_, i) => `r${i}`) }, 'too many values in one filter (at most 64)'],
-    [{ colour: 'red' }, /^unknown filter key \(known: id, status, originChainIds, destinationChainIds, users, referrers, failReasons, refundFailReasons, flags, metadata\)$/],
+    [{ colour: 'red' }, /^unknown filter key \(known: id, status, originChainIds, destinationChainIds, events, users, referrers, failReasons, refundFailReasons, flags, metadata\)$/],
   ];
   for (const [filters, msg] of dashCases) {
     const c = client(d.wsUrl);

@@ -550,6 +550,128 @@ static void test_record_roundtrip(void **state)
     }
 }
 
+/* A record of another type as the scripts write it: the state record with the "event" object
+ * appended (watch_lib.lua watch_event), or the object alone (endpoint.disabled). */
+static void decode_typed(const char *state_rec, size_t slen, const char *obj,
+                         struct status_event *out)
+{
+    char buf[8192];
+    struct proto_err err;
+    int n = state_rec != NULL
+                ? snprintf(buf, sizeof(buf), "%.*s,\"event\":%s}", (int)(slen - 1), state_rec, obj)
+                : snprintf(buf, sizeof(buf), "{\"event\":%s}", obj);
+    assert_true(n > 0 && (size_t)n < sizeof(buf));
+    int rc = proto_event_from_record(buf, (size_t)n, out, &err);
+    if (rc != 0)
+        fail_msg("typed record rejected: %s %s %s", proto_strerror(rc), err.field, err.msg);
+}
+
+static void test_event_types(void **state)
+{
+    struct status_event ev, t;
+    size_t len, slen;
+    char id[PROTO_EVENT_ID_MAX];
+    (void)state;
+    assert_string_equal(proto_event_type_name(PROTO_EV_STATUS), "request.status.updated");
+    for (int i = 0; i < PROTO_EV_COUNT; i++)
+        assert_int_equal(proto_event_type_parse(proto_event_type_name(i)), i);
+    assert_int_equal(proto_event_type_parse("request.updated"), -1);
+    assert_int_equal(proto_event_type_parse(NULL), -1);
+
+    full_event(&ev);
+    ev.flags |= PROTO_F_REVERSAL;
+    char *state_rec = proto_event_record(&ev, &slen);
+    /* request.watch.ended: the state, the next seq, the reason last in data */
+    decode_typed(state_rec, slen,
+                 "{\"type\":\"request.watch.ended\",\"seq\":3,\"createdAt\":1787140650401,"
+                 "\"reason\":\"final\"}",
+                 &t);
+    assert_int_equal(t.type, PROTO_EV_WATCH_ENDED);
+    assert_int_equal(t.seq, 3);
+    assert_int_equal(t.created_at, 1787140650401);
+    assert_string_equal(t.type_reason, "final");
+    assert_string_equal(t.status, "refund");
+    assert_int_equal(t.flags & PROTO_F_REVERSAL, 0); /* the status event's, not this one's */
+    proto_event_id(RID, 3, 0, id);
+    assert_string_equal(t.event_id, id);
+    roundtrip(&t);
+    char *body = proto_event_webhook_body(&t, &len);
+    assert_prefix(body, "{\"event\":\"request.watch.ended\",\"timestamp\":1787140650401,"
+                        "\"data\":{\"status\":\"refund\",");
+    assert_non_null(strstr(body, "\"refundFailReason\":\"N/A\",\"reason\":\"final\"},"
+                                 "\"statusrelay\":{\"eventId\":\""));
+    assert_non_null(strstr(body, id));
+    free(body);
+    /* a snapshot of that state is a status frame */
+    body = proto_event_ws_frame(&t, 1, 5, &len);
+    assert_prefix(body, "{\"event\":\"request.status.updated\",\"data\":");
+    assert_null(strstr(body, "\"reason\""));
+    free(body);
+    body = proto_event_ws_frame(&t, 0, 5, &len);
+    assert_prefix(body, "{\"event\":\"request.watch.ended\",\"data\":");
+    free(body);
+    status_event_cleanup(&t);
+
+    /* request.stuck: stuckSince last in data */
+    decode_typed(state_rec, slen,
+                 "{\"type\":\"request.stuck\",\"seq\":3,\"createdAt\":1787056050401,"
+                 "\"stuckSince\":1787054250401}",
+                 &t);
+    assert_int_equal(t.type, PROTO_EV_STUCK);
+    assert_int_equal(t.type_at, 1787054250401);
+    roundtrip(&t);
+    body = proto_event_webhook_body(&t, &len);
+    assert_prefix(body, "{\"event\":\"request.stuck\",\"timestamp\":1787056050401,");
+    assert_non_null(strstr(body, "\"refundFailReason\":\"N/A\",\"stuckSince\":1787054250401},"));
+    free(body);
+    status_event_cleanup(&t);
+
+    /* endpoint.disabled: no request, its own data */
+    decode_typed(NULL, 0,
+                 "{\"type\":\"endpoint.disabled\",\"seq\":1,\"createdAt\":1787054250500,"
+                 "\"webhookId\":\"wh_abc\",\"url\":\"https://example.com/h\",\"reason\":\"gone\","
+                 "\"at\":1787054250500}",
+                 &t);
+    assert_int_equal(t.type, PROTO_EV_ENDPOINT_DISABLED);
+    proto_event_id("wh_abc", 1, 1787054250500, id);
+    roundtrip(&t);
+    body = proto_event_webhook_body(&t, &len);
+    char want[512];
+    snprintf(want, sizeof(want),
+             "{\"event\":\"endpoint.disabled\",\"timestamp\":1787054250500,\"data\":{"
+             "\"webhookId\":\"wh_abc\",\"url\":\"https://example.com/h\",\"reason\":\"gone\","
+             "\"at\":1787054250500},\"statusrelay\":{\"eventId\":\"%s\",\"seq\":1}}",
+             id);
+    assert_string_equal(body, want);
+    assert_int_equal(len, strlen(want));
+    free(body);
+    status_event_cleanup(&t);
+
+    /* refused: an unknown or status type, a missing reason, endpoint.disabled with a request */
+    static const char *const bad[] = {
+        "{\"type\":\"request.updated\",\"seq\":3,\"createdAt\":1,\"reason\":\"final\"}",
+        "{\"type\":\"request.status.updated\",\"seq\":3,\"createdAt\":1}",
+        "{\"type\":\"request.watch.ended\",\"seq\":3,\"createdAt\":1}",
+        "{\"type\":\"request.stuck\",\"seq\":3,\"createdAt\":1}",
+        "{\"type\":\"endpoint.disabled\",\"seq\":1,\"createdAt\":1,\"webhookId\":\"w\","
+        "\"url\":\"u\",\"reason\":\"gone\",\"at\":1}",
+        "[]",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char buf[8192];
+        struct proto_err err;
+        int n = snprintf(buf, sizeof(buf), "%.*s,\"event\":%s}", (int)(slen - 1), state_rec,
+                         bad[i]);
+        assert_int_not_equal(proto_event_from_record(buf, (size_t)n, &t, &err), 0);
+    }
+    struct proto_err err;
+    static const char lone[] = "{\"event\":{\"type\":\"request.stuck\",\"seq\":3,"
+                               "\"createdAt\":1,\"stuckSince\":1}}";
+    assert_int_not_equal(proto_event_from_record(lone, sizeof(lone) - 1, &t, &err), 0);
+    free(state_rec);
+    status_event_cleanup(&ev);
+}
+
 static void test_record_invalid(void **state)
 {
     static const char good[] =
@@ -906,6 +1028,7 @@ int main(void)
         cmocka_unit_test(test_json_details_and_reorg),
         cmocka_unit_test(test_record_roundtrip),
         cmocka_unit_test(test_record_invalid),
+        cmocka_unit_test(test_event_types),
         cmocka_unit_test(test_copy_equal),
         cmocka_unit_test(test_metadata_encodings),
         cmocka_unit_test(test_metadata_parse),

@@ -1,7 +1,8 @@
 /* test_filter.c - unit tests for protocol/filter.c: the reader under the dashboard's and the
  * webhooks' rules as table rows (accepted input with its canonical JSON, rejected input with
  * its fault, key and element, also which fault wins when an input has several), the matcher
- * as rows (empty filter, OR within a list, AND across keys, present but empty lists),
+ * as rows (empty filter, OR within a list, AND across keys, present but empty lists, the
+ * "events" key: its default of request.status.updated only, types without a request),
  * equality, and allocation failure in the reader.
  * runs on: the test process, one thread. Run from the repository root. */
 #include "tests/unit/proto_test.h"
@@ -21,7 +22,7 @@ static const struct proto_filter_opts D = {
     .max_chain_id = INT64_MAX,
 };
 static const struct proto_filter_opts W = {
-    .flags = PROTO_FILTER_REQUEST_IDS,
+    .flags = PROTO_FILTER_REQUEST_IDS | PROTO_FILTER_EVENTS,
     .max_values = 3,
     .max_status = 7,
     .min_chain_id = 0,
@@ -119,6 +120,24 @@ static const struct read_row read_rows[] = {
      BAD(BAD_VALUE, "requestIds", 1)},
     {"W: empty request id", &W, "{\"requestIds\":[\"\"]}", BAD(BAD_VALUE, "requestIds", 0)},
     {"W: status too long", &W, "{\"status\":[\"12345678\"]}", BAD(BAD_VALUE, "status", 0)},
+    /* events: known type names only, after destinationChainIds in the canonical order */
+    {"W: events", &W,
+     "{\"events\":[\"request.watch.ended\",\"endpoint.disabled\"],\"status\":[\"success\"]}",
+     OK("{\"status\":[\"success\"],\"events\":[\"request.watch.ended\",\"endpoint.disabled\"]}")},
+    {"W: every event type", &W,
+     "{\"events\":[\"request.status.updated\",\"request.watch.ended\",\"request.stuck\"]}",
+     OK("{\"events\":[\"request.status.updated\",\"request.watch.ended\",\"request.stuck\"]}")},
+    {"W: events empty list kept", &W, "{\"events\":[]}", OK("{\"events\":[]}")},
+    {"W: events null is absent", &W, "{\"events\":null}", OK("{}")},
+    {"W: unknown event type", &W, "{\"events\":[\"request.stuck\",\"request.updated\"]}",
+     BAD(BAD_VALUE, "events", 1)},
+    {"W: event type case", &W, "{\"events\":[\"Request.stuck\"]}", BAD(BAD_VALUE, "events", 0)},
+    {"W: event type not a string", &W, "{\"events\":[1]}", BAD(BAD_VALUE, "events", 0)},
+    {"W: events one value", &W, "{\"events\":\"request.stuck\"}", BAD(NOT_LIST, "events", 0)},
+    {"W: too many events", &W, "{\"events\":[\"a\",\"b\",\"c\",\"d\"]}",
+     BAD(TOO_MANY, "events", 0)},
+    {"D: events unknown without the flag", &D, "{\"events\":[\"request.stuck\"]}",
+     BAD(UNKNOWN, "events", 0)},
     /* users, referrers, failReasons, refundFailReasons, flags, metadata */
     {"W: new keys, canonical order", &W,
      "{\"metadata\":{\"order\":\"A-1\",\"n\":2,\"ok\":true},\"flags\":[\"reversal\"],"
@@ -300,6 +319,63 @@ static void check_subject(const char *what, const struct subj_row *rows, size_t 
     }
 }
 
+/* The events key: a filter without it passes request.status.updated only (type NULL is that
+ * type); endpoint.disabled has no request, so the request keys do not apply to it. */
+struct type_row {
+    const char *filter; /* read with W; NULL: the empty filter */
+    const char *type;
+    const char *status, *request_id;
+    int want;
+};
+
+#define EV_WATCH "{\"events\":[\"request.watch.ended\"]}"
+#define EV_BOTH "{\"events\":[\"request.status.updated\",\"endpoint.disabled\"]}"
+#define EV_SUCCESS                                                                             \
+    "{\"status\":[\"success\"],\"requestIds\":[\"0xa\"],"                                       \
+    "\"events\":[\"request.watch.ended\",\"endpoint.disabled\"]}"
+
+static const struct type_row type_rows[] = {
+    {NULL, NULL, "success", "0xa", 1},
+    {NULL, "request.status.updated", "success", "0xa", 1},
+    {NULL, "request.watch.ended", "success", "0xa", 0},
+    {NULL, "request.stuck", "pending", "0xa", 0},
+    {NULL, "endpoint.disabled", NULL, NULL, 0},
+    {"{\"status\":[\"success\"]}", "request.watch.ended", "success", "0xa", 0},
+    {EV_WATCH, "request.watch.ended", "success", "0xa", 1},
+    {EV_WATCH, NULL, "success", "0xa", 0},
+    {EV_WATCH, "request.status.updated", "success", "0xa", 0},
+    {EV_WATCH, "request.stuck", "pending", "0xa", 0},
+    {EV_BOTH, NULL, "pending", "0xa", 1},
+    {EV_BOTH, "endpoint.disabled", NULL, NULL, 1},
+    {EV_BOTH, "request.watch.ended", "success", "0xa", 0},
+    {"{\"events\":[]}", NULL, "success", "0xa", 0},
+    {"{\"events\":[]}", "endpoint.disabled", NULL, NULL, 0},
+    /* the other keys still apply to request types, not to endpoint.disabled */
+    {EV_SUCCESS, "request.watch.ended", "success", "0xa", 1},
+    {EV_SUCCESS, "request.watch.ended", "waiting", "0xa", 0},
+    {EV_SUCCESS, "request.watch.ended", "success", "0xb", 0},
+    {EV_SUCCESS, "endpoint.disabled", NULL, NULL, 1},
+    {EV_SUCCESS, NULL, "success", "0xa", 0},
+};
+
+static void test_match_types(void **state)
+{
+    for (size_t i = 0; i < N_ROWS(type_rows); i++) {
+        const struct type_row *r = &type_rows[i];
+        json_t *j = load(r->filter);
+        struct proto_filter f;
+        assert_int_equal(proto_filter_from_json(j, &W, &f, NULL), 0);
+        struct proto_filter_subject sub = {
+            .type = r->type, .status = r->status, .request_id = r->request_id};
+        int got = proto_filter_match(&f, &sub);
+        if (got != r->want)
+            fail_msg("row %zu: %s / %s %s: %d, want %d", i, r->filter ? r->filter : "NULL",
+                     r->type ? r->type : "NULL", r->status ? r->status : "NULL", got, r->want);
+        proto_filter_cleanup(&f);
+        json_decref(j);
+    }
+}
+
 static void test_match_new_keys(void **state)
 {
     static const char *const wallets[] = {"0xAbCdEf", "bc1QxYz", "0x00ff"};
@@ -418,6 +494,9 @@ static void test_equal(void **state)
         {"{\"metadata\":{\"a\":1,\"b\":\"x\"}}", "{\"metadata\":{\"b\":\"x\",\"a\":1}}", 1},
         {"{\"metadata\":{\"a\":1}}", "{\"metadata\":{\"a\":2}}", 0},
         {"{\"metadata\":{\"a\":1}}", "{}", 0},
+        {"{\"events\":[\"request.stuck\"]}", "{\"events\":[\"request.stuck\"]}", 1},
+        {"{\"events\":[]}", "{}", 0},
+        {"{\"events\":[\"request.stuck\"]}", "{\"events\":[\"endpoint.disabled\"]}", 0},
     };
     for (size_t i = 0; i < N_ROWS(rows); i++) {
         json_t *ja = load(rows[i].a), *jb = load(rows[i].b);
@@ -487,6 +566,7 @@ int main(void)
         cmocka_unit_test(test_match_rows),
         cmocka_unit_test(test_match_new_keys),
         cmocka_unit_test(test_metadata_size),
+        cmocka_unit_test(test_match_types),
         cmocka_unit_test(test_equal),
         cmocka_unit_test(test_chaos),
     };

@@ -12,7 +12,7 @@
 
 #include <cmocka.h>
 
-static const struct watches_windows win = {1000, 2000, 3000};
+static const struct watches_windows win = {1000, 2000, 3000, 50000};
 
 static void heard_track(void *arg, const char *err, size_t created)
 {
@@ -174,6 +174,95 @@ static void test_stats(void **state)
     assert_string_equal(heard.ids[1], "delayed=2");
 }
 
+static void heard_stuck(void *arg, const char *err, long long n)
+{
+    heard.calls++;
+    heard.err = err;
+    heard.count = n;
+}
+
+/* watch_stuck.lua on every partition (KEYS act; ARGV now, cutoff, max, tag, stream MAXLEN):
+ * the events written summed, the first error kept. */
+static void test_stuck(void **state)
+{
+    fake_reset(2);
+    memset(&heard, 0, sizeof(heard));
+    assert_int_equal(watches_stuck(NULL, &win, 777, 500, heard_stuck, NULL), 0);
+    assert_int_equal(fake.ncalls, 2);
+    for (int i = 0; i < 2; i++) {
+        struct fake_call *c = &fake.calls[i];
+        char k[KEY_MAX];
+        assert_string_equal(c->script, "watch_stuck");
+        assert_int_equal(c->nkeys, 1);
+        assert_int_equal(c->argc, 6);
+        key_build(k, sizeof(k), c->argv[4], "act", NULL, NULL);
+        assert_string_equal(c->argv[0], k);
+        assert_string_equal(c->argv[2], "777");
+        assert_string_equal(c->argv[3], "500");
+        assert_string_equal(c->argv[5], "50000");
+    }
+    assert_string_equal(fake.calls[1].argv[4], "{sr:p1}");
+    struct fake_pool p = {0};
+    fake_answer(0, NULL, fake_int(&p, 2));
+    assert_int_equal(heard.calls, 0);
+    fake_answer(1, NULL, fake_int(&p, 3));
+    assert_int_equal(heard.calls, 1);
+    assert_null(heard.err);
+    assert_int_equal(heard.count, 5);
+    /* another shape is an error */
+    fake_reset(1);
+    memset(&heard, 0, sizeof(heard));
+    assert_int_equal(watches_stuck(NULL, &win, 777, 500, heard_stuck, NULL), 0);
+    fake_answer(0, NULL, fake_str(&p, "x"));
+    assert_int_equal(heard.calls, 1);
+    assert_ptr_equal(heard.err, watches_err_reply);
+}
+
+/* watch_expire.lua and untrack.lua get the stream MAXLEN for their request.watch.ended. */
+static void heard_untrack(void *arg, const char *err, int found)
+{
+    heard.calls++;
+    heard.err = err;
+    heard.count = found;
+}
+
+static void heard_expire(void *arg, const char *err, const char *const *ended, size_t n)
+{
+    heard.calls++;
+    heard.err = err;
+    heard.count = (long long)n;
+}
+
+static void test_typed_event_args(void **state)
+{
+    fake_reset(1);
+    memset(&heard, 0, sizeof(heard));
+    assert_int_equal(watches_untrack(NULL, &win, "a", heard_untrack, NULL), 0);
+    struct fake_call *c = &fake.calls[0];
+    assert_string_equal(c->script, "untrack");
+    assert_int_equal(c->argc, 5);
+    assert_string_equal(c->argv[0], "{sr}:req:a");
+    assert_string_equal(c->argv[1], "a");
+    assert_string_equal(c->argv[2], "{sr}");
+    assert_string_equal(c->argv[4], "50000");
+    struct fake_pool p = {0};
+    fake_answer(0, NULL, fake_int(&p, 1));
+    assert_int_equal(heard.count, 1);
+    struct watches_windows w0 = win;
+    w0.stream_maxlen = 0; /* unset: the default retention */
+    fake_reset(1);
+    memset(&heard, 0, sizeof(heard));
+    assert_int_equal(watches_expire(NULL, &w0, 500, heard_expire, NULL), 0);
+    c = &fake.calls[0];
+    assert_string_equal(c->script, "watch_expire");
+    assert_int_equal(c->argc, 8);
+    assert_string_equal(c->argv[0], "{sr}:wend");
+    assert_string_equal(c->argv[7], "100000");
+    fake_answer(0, NULL, fake_arr(&p, 1, fake_str(&p, "a")));
+    assert_int_equal(heard.calls, 1);
+    assert_int_equal(heard.count, 1);
+}
+
 static struct watches_cursor step_next;
 static int step_done;
 
@@ -276,6 +365,8 @@ int main(void)
         cmocka_unit_test(test_track_partitions),
         cmocka_unit_test(test_hold),
         cmocka_unit_test(test_stats),
+        cmocka_unit_test(test_stuck),
+        cmocka_unit_test(test_typed_event_args),
         cmocka_unit_test(test_fallback_walk),
         cmocka_unit_test(test_feed),
     };
