@@ -10,7 +10,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { startDaemon } from './lib/stack.mjs';
-import { startCluster, partitionOf } from './lib/cluster.mjs';
+import { startCluster, partitionOf, partTag } from './lib/cluster.mjs';
 import { BIN, until } from './lib/proc.mjs';
 import { startReceiver } from './lib/hooks.mjs';
 import { pump, allDelivered, deliveries, maxGap } from './lib/load.mjs';
@@ -75,7 +75,7 @@ async function spreadOneEach(ds) {
 }
 
 /** The instance holding partition k's fan-out lease (read on its master). */
-const holderOf = (prefix, owners, k) => cl.cmd(owners[k].port, 'GET', `{${prefix}:p${k}}:fanout`);
+const holderOf = (prefix, owners, k) => cl.cmd(owners[k].port, 'GET', `${partTag(prefix, k, N)}:fanout`);
 
 /** The delivered entries of an endpoint's listing (every partition, merged). */
 async function listed(d, whId) {
@@ -104,7 +104,7 @@ async function served(d, prefix, slots, masters, dep) {
   assert.equal(r.status, 200, r.text);
   assert.equal(r.body.partitions, N);
   assert.equal(r.body.cluster, true);
-  assert.deepEqual(r.body.items, slots.map((slot, k) => ({ partition: k, tag: `{${prefix}:p${k}}`, slot, node: `127.0.0.1:${masters[k]}` })));
+  assert.deepEqual(r.body.items, slots.map((slot, k) => ({ partition: k, tag: partTag(prefix, k, N), slot, node: `127.0.0.1:${masters[k]}` })));
   assert.deepEqual(r.body.deployment, { tag: `{${prefix}}`, slot: await cl.slotOf(`{${prefix}}`), node: `127.0.0.1:${dep}` });
   return r.body;
 }
@@ -123,7 +123,7 @@ test('three daemons, 3 partitions on three masters: keys on their own master, on
   assert.equal(cli.status, 0, cli.stderr);
   const rows = cli.stdout.trim().split('\n').map((l) => l.split(/\s+/));
   assert.deepEqual(rows[0], ['PARTITION', 'TAG', 'SLOT', 'NODE']);
-  for (let k = 0; k < N; k++) assert.deepEqual(rows[1 + k], [String(k), `{${prefix}:p${k}}`, String(slots[k]), `127.0.0.1:${owners[k].port}`]);
+  for (let k = 0; k < N; k++) assert.deepEqual(rows[1 + k], [String(k), partTag(prefix, k, N), String(slots[k]), `127.0.0.1:${owners[k].port}`]);
   assert.deepEqual(rows[1 + N], ['deployment', `{${prefix}}`, String(await cl.slotOf(`{${prefix}}`)), `127.0.0.1:${deployment.port}`]);
   const rx = await receiver();
   const wa = await ds[0].post('/v1/webhooks', { url: rx.url('/a') });
@@ -159,7 +159,7 @@ test('three daemons, 3 partitions on three masters: keys on their own master, on
     }
     for (let k = 0; k < N; k++) {
       if (owners[k].id !== m.id) continue;
-      const reqs = keys.filter((x) => x.startsWith(`{${prefix}:p${k}}:req:`)).length;
+      const reqs = keys.filter((x) => x.startsWith(`${partTag(prefix, k, N)}:req:`)).length;
       assert.equal(reqs, per[k], `partition ${k}: its ${per[k]} requests on its master ${m.port}`);
     }
   }
