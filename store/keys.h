@@ -4,7 +4,8 @@
  * STATUSRELAY_PARTITIONS = 1 (the default) all keys live under one hash tag, "{<prefix>}", so
  * one deployment's keys map to one Redis Cluster slot. With N > 1 partitions the keys of a
  * request (its state, events, watch, polls, deliveries) live under its partition's tag
- * "{<prefix>:p<k>}" (key_part_tag, k = key_partition(id)) and the deployment-wide ones
+ * "{<prefix>:p<k>.<x>}" (key_spread_tag; "{<prefix>:p<k>}", key_part_tag, in a deployment
+ * recorded before the spread tags; k = key_partition(id)) and the deployment-wide ones
  * (endpoints, budget, leases, chains, config) stay under "{<prefix>}": docs/partitions.md.
  *
  *   key                          type    what
@@ -68,8 +69,10 @@
  *   {P}:bf:<id>                  hash    a backfill's progress: since, until, created,
  *                                        pages, items, applied, done, error (PX 24 h)
  *   {P}:config                   hash    the deployment record: partitions (the count N a
- *                                        deployment with N > 1 recorded; none: 1), written
- *                                        once by store/partitions.lua
+ *                                        deployment with N > 1 recorded, "<N>/spread" with
+ *                                        the spread tags, "<N>" recorded before them with
+ *                                        the plain ones; none: 1), written once by
+ *                                        store/partitions.lua
  *   {P}:chains                   hash    the upstream chain list (relay/ingest/chains.c):
  *                                        body (the upstream's GET /chains body, verbatim:
  *                                        GET /v1/chains), at (ms it was fetched)
