@@ -576,6 +576,8 @@ const char *store_part_tag(const struct store *s, unsigned k)
 
 const char *store_tag_scheme(const struct store *s)
 {
+    if (s->tags < 0)
+        return NULL;
     return s->tags == KEY_TAGS_SPREAD ? "spread" : "plain";
 }
 

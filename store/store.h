@@ -67,7 +67,8 @@ const char *store_tag(const struct store *s);
 unsigned store_partitions(const struct store *s);
 const char *store_part_tag(const struct store *s, unsigned k);
 /* The deployment's tag scheme as its record says (docs/partitions.md): "spread" or "plain"
- * ("plain" with N = 1: the one tag {prefix}, and until the store was first ready). */
+ * ("plain" with N = 1: the one tag {prefix}); NULL with N > 1 until the store was first
+ * ready (the record not read yet). */
 const char *store_tag_scheme(const struct store *s);
 /* The tag of request id's partition (key_partition): every key of the request, its events,
  * watch, polls and deliveries carry it. store_tag when N = 1. */

@@ -19,9 +19,17 @@
 
 #include <jansson.h>
 
-/* {"tag", "slot", "node"} of one tag. */
+/* {"tag", "slot", "node"} of one tag (a partition's tag is "" until the store was first
+ * ready: its scheme comes from the deployment record; then all null). */
 static json_t *where(struct store *s, const char *tag)
 {
+    if (tag[0] == '\0') {
+        json_t *o = json_object();
+        json_object_set_new(o, "tag", json_null());
+        json_object_set_new(o, "slot", json_null());
+        json_object_set_new(o, "node", json_null());
+        return o;
+    }
     char node[300];
     int slot = store_tag_where(s, tag, node, sizeof(node));
     json_t *o = json_object();
@@ -45,7 +53,8 @@ void api_h_partitions(struct ctx *x)
     json_t *body = json_object();
     json_object_set_new(body, "partitions", json_integer(n));
     json_object_set_new(body, "cluster", json_boolean(!json_is_null(json_object_get(dep, "slot"))));
-    json_object_set_new(body, "tags", json_string(store_tag_scheme(s)));
+    const char *scheme = store_tag_scheme(s);
+    json_object_set_new(body, "tags", scheme ? json_string(scheme) : json_null());
     json_object_set_new(body, "deployment", dep);
     json_object_set_new(body, "items", items);
     api_reply_json(x, 200, body);
