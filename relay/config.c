@@ -70,7 +70,7 @@ const struct setting config_settings[] = {
     {"redis-prefix", SET_STR, F(redis_prefix), "statusrelay", 0, 0,
      "key prefix; keys are {prefix}:... (one hash tag per deployment)"},
     {"partitions", SET_INT, F(partitions), "1", 0, 1,
-     "request partitions, each its own hash tag {prefix:p<k>} (1..64; fixed for a "
+     "request partitions, each its own hash tag {prefix:p<k>.<x>} (1..64; fixed for a "
      "deployment: refused at start-up when it differs from the count its Redis recorded)"},
     {"event-retention", SET_INT, F(event_retention), "1000000", 0, 1000,
      "events kept in the event stream (approximate count)"},

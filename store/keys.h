@@ -4,7 +4,8 @@
  * STATUSRELAY_PARTITIONS = 1 (the default) all keys live under one hash tag, "{<prefix>}", so
  * one deployment's keys map to one Redis Cluster slot. With N > 1 partitions the keys of a
  * request (its state, events, watch, polls, deliveries) live under its partition's tag
- * "{<prefix>:p<k>}" (key_part_tag, k = key_partition(id)) and the deployment-wide ones
+ * "{<prefix>:p<k>.<x>}" (key_spread_tag; "{<prefix>:p<k>}", key_part_tag, in a deployment
+ * recorded before the spread tags; k = key_partition(id)) and the deployment-wide ones
  * (endpoints, budget, leases, chains, config) stay under "{<prefix>}": docs/partitions.md.
  *
  *   key                          type    what
@@ -68,8 +69,10 @@
  *   {P}:bf:<id>                  hash    a backfill's progress: since, until, created,
  *                                        pages, items, applied, done, error (PX 24 h)
  *   {P}:config                   hash    the deployment record: partitions (the count N a
- *                                        deployment with N > 1 recorded; none: 1), written
- *                                        once by store/partitions.lua
+ *                                        deployment with N > 1 recorded, "<N>/spread" with
+ *                                        the spread tags, "<N>" recorded before them with
+ *                                        the plain ones; none: 1), written once by
+ *                                        store/partitions.lua
  *   {P}:chains                   hash    the upstream chain list (relay/ingest/chains.c):
  *                                        body (the upstream's GET /chains body, verbatim:
  *                                        GET /v1/chains), at (ms it was fetched)
@@ -127,7 +130,8 @@ size_t key_build(char *buf, size_t n, const char *tag, const char *kind, const c
 
 /* Partitions (docs/partitions.md). 1 <= nparts <= KEY_MAX_PARTITIONS. */
 #define KEY_MAX_PARTITIONS 64
-#define KEY_TAG_MAX 160 /* a tag buffer: "{" prefix ":p" 2 digits "}" for any valid prefix */
+#define KEY_TAG_MAX 168 /* a tag buffer: "{" prefix ":p" 2 digits "." 7 digits "}" for any
+                         * valid prefix (<= 150 bytes) */
 /* The partition of request id[0..len): CRC16-XMODEM of the id bytes (the Redis Cluster
  * hash, cluster_crc16) mod nparts; 0 when nparts <= 1. A fixed function: the same in every
  * process and version (changing it would move requests between partitions). */
@@ -136,6 +140,24 @@ unsigned key_partition(const char *id, size_t len, unsigned nparts);
  * tag: a 1-partition deployment keeps every key name), else "{<prefix>:p<part>}". Returns
  * the length (truncated to n - 1 like snprintf). */
 size_t key_part_tag(char *buf, size_t n, const char *prefix, unsigned part, unsigned nparts);
+/* The tag schemes of a deployment with N > 1, recorded in {P}:config (store/partitions.lua):
+ * KEY_TAGS_PLAIN is "{<prefix>:p<k>}" (key_part_tag; every deployment recorded before the
+ * spread scheme keeps it), KEY_TAGS_SPREAD is key_spread_tag's (new deployments). */
+enum key_tags { KEY_TAGS_PLAIN = 0, KEY_TAGS_SPREAD = 1 };
+/* The spread tag of partition part of nparts: "{<prefix>:p<part>.<x>}" with x the smallest
+ * integer >= 0 whose tag content "<prefix>:p<part>.<x>" hashes (cluster_crc16 mod 16384,
+ * Redis Cluster's slot) into the middle half of the part-th of nparts equal slot ranges:
+ * [(4 part + 1) * 16384 / (4 nparts), (4 part + 3) * 16384 / (4 nparts)) rounded down. So
+ * the N partitions sit one in each of the N equal ranges that redis-cli --cluster create
+ * gives N masters (and N / M in each of M masters' when M divides N), a slot or more away
+ * from every range edge. A fixed function of (prefix, part, nparts): the same in every
+ * process and version; changing it would move partitions. "{<prefix>}" when nparts <= 1.
+ * If no x < 10^7 hits the window (never seen), the x whose slot is nearest the window's
+ * centre is taken. Returns the length (truncated to n - 1 like snprintf). */
+size_t key_spread_tag(char *buf, size_t n, const char *prefix, unsigned part, unsigned nparts);
+/* The tag of partition part in scheme tags: key_part_tag or key_spread_tag. */
+size_t key_tag_of_scheme(char *buf, size_t n, enum key_tags tags, const char *prefix,
+                         unsigned part, unsigned nparts);
 /* The ids of ids[0..n) in partition part, in their order, into out (room for n). Returns
  * how many. For the calls that take many ids (one call per partition). */
 size_t key_ids_in(unsigned part, unsigned nparts, const char *const *ids, size_t n,

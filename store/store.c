@@ -51,7 +51,9 @@ struct store {
     enum store_state state;
     struct redis_url url; /* host or unix_path, user, password, port, db */
     char tag[KEY_TAG_MAX];
+    char *prefix; /* STATUSRELAY_REDIS_PREFIX (malloc'd): the tags are made after the check */
     unsigned nparts;
+    int tags;     /* enum key_tags of ptags, -1 until the first check decided it */
     char (*ptags)[KEY_TAG_MAX]; /* nparts tags (ptags[0] = tag when nparts = 1) */
     char (*wtags)[2 * KEY_TAG_MAX]; /* store_wh_tag */
     struct event *check_ev;     /* the partition check again after a failure */
@@ -312,6 +314,20 @@ static void on_check_retry(evutil_socket_t fd, short what, void *arg)
         check_partitions(s);
 }
 
+/* The partition tags (and the delivery scripts' tag arguments) of the decided scheme.
+ * Written once, before the store is first ready: callers only use tags while it is. */
+static void make_tags(struct store *s)
+{
+    for (unsigned k = 0; k < s->nparts; k++) {
+        key_tag_of_scheme(s->ptags[k], sizeof(s->ptags[k]), (enum key_tags)s->tags, s->prefix,
+                          k, s->nparts);
+        if (s->nparts > 1)
+            snprintf(s->wtags[k], sizeof(s->wtags[k]), "%s %s", s->ptags[k], s->tag);
+        else
+            snprintf(s->wtags[k], sizeof(s->wtags[k]), "%s", s->tag);
+    }
+}
+
 static void on_partitions(void *arg, const char *err, redisReply *r)
 {
     struct store *s = arg;
@@ -326,15 +342,37 @@ static void on_partitions(void *arg, const char *err, redisReply *r)
     }
     char *end;
     unsigned long rec = strtoul(r->str, &end, 10);
-    if (*end != '\0' || rec != s->nparts) {
+    int tags = strcmp(end, "/spread") == 0 ? KEY_TAGS_SPREAD : KEY_TAGS_PLAIN;
+    int valid = end != r->str && (*end == '\0' || tags == KEY_TAGS_SPREAD);
+    if (!valid || rec != s->nparts) {
+        char got[24]; /* the recorded count ("3" of "3/spread"), or what is there */
+        if (valid)
+            snprintf(got, sizeof(got), "%lu", rec);
+        else
+            snprintf(got, sizeof(got), "%.20s", r->str);
         snprintf(s->fatal_buf, sizeof(s->fatal_buf),
-                 "STATUSRELAY_PARTITIONS=%u but this deployment's Redis has %.20s partition(s) "
+                 "STATUSRELAY_PARTITIONS=%u but this deployment's Redis has %s partition(s) "
                  "(the count is fixed for a deployment: docs/partitions.md)",
-                 s->nparts, r->str);
+                 s->nparts, got);
         log_err("refusing redis: partition count differs from the deployment's",
-                "partitions=%u recorded=%.20s", s->nparts, r->str);
+                "partitions=%u recorded=%s", s->nparts, got);
         refuse(s, s->fatal_buf);
         return;
+    }
+    if (s->nparts > 1 && s->tags >= 0 && tags != s->tags) { /* the record was replaced */
+        snprintf(s->fatal_buf, sizeof(s->fatal_buf),
+                 "this deployment's Redis records another partition tag scheme (%.20s) than "
+                 "the one this process started with (docs/partitions.md)", r->str);
+        log_err("refusing redis: partition tag scheme changed", "recorded=%.20s", r->str);
+        refuse(s, s->fatal_buf);
+        return;
+    }
+    if (s->tags < 0) {
+        s->tags = s->nparts > 1 ? tags : KEY_TAGS_PLAIN;
+        make_tags(s);
+        if (s->nparts > 1)
+            log_info("redis partitions", "partitions=%u tags=%s", s->nparts,
+                     store_tag_scheme(s));
     }
     set_state(s, ST_READY);
 }
@@ -354,7 +392,7 @@ static void check_partitions(struct store *s)
                                       "watch"};
     enum { NONE = sizeof(one) / sizeof(one[0]) };
     char keys[1 + NONE][KEY_MAX], n[16];
-    const char *argv[3 + 1 + NONE + 1];
+    const char *argv[3 + 1 + NONE + 2];
     int argc = 0;
     snprintf(n, sizeof(n), "%u", s->nparts);
     argv[argc++] = "EVAL";
@@ -369,6 +407,7 @@ static void check_partitions(struct store *s)
         argv[argc++] = keys[1 + i];
     }
     argv[argc++] = n;
+    argv[argc++] = "/spread"; /* a new deployment's tags */
     size_t lens[sizeof(argv) / sizeof(argv[0])];
     for (int i = 0; i < argc; i++)
         lens[i] = i == 1 ? sc->len : strlen(argv[i]);
@@ -434,14 +473,13 @@ struct store *store_new(struct event_base *base, const struct store_opts *o)
     s->nparts = o->partitions > 1 ? (unsigned)o->partitions : 1;
     if (s->nparts > KEY_MAX_PARTITIONS)
         s->nparts = KEY_MAX_PARTITIONS; /* config refuses more */
+    s->prefix = xstrdup(o->prefix);
     s->ptags = xcalloc(s->nparts, sizeof(*s->ptags));
     s->wtags = xcalloc(s->nparts, sizeof(*s->wtags));
-    for (unsigned k = 0; k < s->nparts; k++) {
-        key_part_tag(s->ptags[k], sizeof(s->ptags[k]), o->prefix, k, s->nparts);
-        if (s->nparts > 1)
-            snprintf(s->wtags[k], sizeof(s->wtags[k]), "%s %s", s->ptags[k], s->tag);
-        else
-            snprintf(s->wtags[k], sizeof(s->wtags[k]), "%s", s->tag);
+    s->tags = -1; /* the check decides (on_partitions); one partition has the one tag {P} */
+    if (s->nparts == 1) {
+        s->tags = KEY_TAGS_PLAIN;
+        make_tags(s);
     }
     s->check_ev = evtimer_new(base, on_check_retry, s);
     if (strncmp(o->url, "redis-cluster://", 16) == 0) {
@@ -483,6 +521,7 @@ void store_free(struct store *s)
         event_free(s->check_ev);
     free(s->ptags);
     free(s->wtags);
+    free(s->prefix);
     for (struct listener *l = s->listeners, *n; l; l = n) {
         n = l->next;
         free(l);
@@ -533,6 +572,13 @@ unsigned store_partitions(const struct store *s)
 const char *store_part_tag(const struct store *s, unsigned k)
 {
     return s->ptags[k < s->nparts ? k : 0];
+}
+
+const char *store_tag_scheme(const struct store *s)
+{
+    if (s->tags < 0)
+        return NULL;
+    return s->tags == KEY_TAGS_SPREAD ? "spread" : "plain";
 }
 
 const char *store_wh_tag(const struct store *s, unsigned k)

@@ -62,9 +62,14 @@ void store_write_ok(struct store *s);
 /* Prefix with hash tag, e.g. "{statusrelay}": the deployment tag (docs/partitions.md). */
 const char *store_tag(const struct store *s);
 /* The partition count N, and the hash tag of partition k < N (store_tag when N = 1, else
- * "{prefix:p<k>}"; borrowed for the store's life). */
+ * "{prefix:p<k>.<x>}" or, in a deployment recorded before the spread tags, "{prefix:p<k>}":
+ * store/keys.h; borrowed for the store's life, set before the store is first ready). */
 unsigned store_partitions(const struct store *s);
 const char *store_part_tag(const struct store *s, unsigned k);
+/* The deployment's tag scheme as its record says (docs/partitions.md): "spread" or "plain"
+ * ("plain" with N = 1: the one tag {prefix}); NULL with N > 1 until the store was first
+ * ready (the record not read yet). */
+const char *store_tag_scheme(const struct store *s);
 /* The tag of request id's partition (key_partition): every key of the request, its events,
  * watch, polls and deliveries carry it. store_tag when N = 1. */
 const char *store_tag_of(const struct store *s, const char *id);

@@ -1,7 +1,7 @@
 /* partitions.c (cli) - `statusrelay partitions`: where a deployment's data lives (GET
  * /v1/partitions): each partition's hash tag, its Redis Cluster slot and the master serving
  * it, and the deployment tag's, so an operator sees when two busy partitions share a master
- * (docs/partitions.md "Choosing N"). See internal.h.
+ * (docs/partitions.md "Choosing N"); then the tag scheme ("tags: spread" or "tags: plain"). See internal.h.
  * runs on: main thread. */
 #include "relay/cli/internal.h"
 #include "relay/commands.h"
@@ -34,6 +34,7 @@ int cli_partitions(struct cli *c, const struct cli_args *a)
             print_row(k, p);
         }
         print_row("deployment", json_object_get(out, "deployment"));
+        printf("tags: %s\n", cli_str(out, "tags"));
     }
     json_decref(out);
     return cli_exit_for(st);

@@ -5,12 +5,14 @@
 // on its partition's master; kill -9 of a daemon mid-load (its partition taken over, nothing
 // lost); a manual failover of one partition's master, then of the deployment slot's master,
 // mid-load (nothing lost); a live migration of one partition's slot (ASK, TRYAGAIN, MOVED).
+// Then 6 partitions on a cluster of 6 masters of its own, as redis-cli --cluster create split
+// it: the spread tags put one partition on each master (issue 26), every event delivered once.
 // Each load is a bounded stream of signed upstream observations (lib/load.mjs).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { startDaemon } from './lib/stack.mjs';
-import { startCluster, partitionOf } from './lib/cluster.mjs';
+import { startCluster, partitionOf, partTag, plainTag } from './lib/cluster.mjs';
 import { BIN, until } from './lib/proc.mjs';
 import { startReceiver } from './lib/hooks.mjs';
 import { pump, allDelivered, deliveries, maxGap } from './lib/load.mjs';
@@ -75,7 +77,7 @@ async function spreadOneEach(ds) {
 }
 
 /** The instance holding partition k's fan-out lease (read on its master). */
-const holderOf = (prefix, owners, k) => cl.cmd(owners[k].port, 'GET', `{${prefix}:p${k}}:fanout`);
+const holderOf = (prefix, owners, k) => cl.cmd(owners[k].port, 'GET', `${partTag(prefix, k, N)}:fanout`);
 
 /** The delivered entries of an endpoint's listing (every partition, merged). */
 async function listed(d, whId) {
@@ -104,7 +106,7 @@ async function served(d, prefix, slots, masters, dep) {
   assert.equal(r.status, 200, r.text);
   assert.equal(r.body.partitions, N);
   assert.equal(r.body.cluster, true);
-  assert.deepEqual(r.body.items, slots.map((slot, k) => ({ partition: k, tag: `{${prefix}:p${k}}`, slot, node: `127.0.0.1:${masters[k]}` })));
+  assert.deepEqual(r.body.items, slots.map((slot, k) => ({ partition: k, tag: partTag(prefix, k, N), slot, node: `127.0.0.1:${masters[k]}` })));
   assert.deepEqual(r.body.deployment, { tag: `{${prefix}}`, slot: await cl.slotOf(`{${prefix}}`), node: `127.0.0.1:${dep}` });
   return r.body;
 }
@@ -123,7 +125,7 @@ test('three daemons, 3 partitions on three masters: keys on their own master, on
   assert.equal(cli.status, 0, cli.stderr);
   const rows = cli.stdout.trim().split('\n').map((l) => l.split(/\s+/));
   assert.deepEqual(rows[0], ['PARTITION', 'TAG', 'SLOT', 'NODE']);
-  for (let k = 0; k < N; k++) assert.deepEqual(rows[1 + k], [String(k), `{${prefix}:p${k}}`, String(slots[k]), `127.0.0.1:${owners[k].port}`]);
+  for (let k = 0; k < N; k++) assert.deepEqual(rows[1 + k], [String(k), partTag(prefix, k, N), String(slots[k]), `127.0.0.1:${owners[k].port}`]);
   assert.deepEqual(rows[1 + N], ['deployment', `{${prefix}}`, String(await cl.slotOf(`{${prefix}}`)), `127.0.0.1:${deployment.port}`]);
   const rx = await receiver();
   const wa = await ds[0].post('/v1/webhooks', { url: rx.url('/a') });
@@ -154,12 +156,13 @@ test('three daemons, 3 partitions on three masters: keys on their own master, on
     for (const key of keys) {
       const tag = /^\{([^}]*)\}/.exec(key)[1];
       if (tag === prefix) { assert.equal(m.id, deployment.id, `${key} on the deployment's master`); continue; }
-      const k = Number(/^.*:p(\d+)$/.exec(tag)[1]);
+      const k = [0, 1, 2].findIndex((j) => partTag(prefix, j, N) === `{${tag}}`);
+      assert.ok(k >= 0, `${key}: a partition's tag`);
       assert.equal(m.id, owners[k].id, `${key} on partition ${k}'s master`);
     }
     for (let k = 0; k < N; k++) {
       if (owners[k].id !== m.id) continue;
-      const reqs = keys.filter((x) => x.startsWith(`{${prefix}:p${k}}:req:`)).length;
+      const reqs = keys.filter((x) => x.startsWith(`${partTag(prefix, k, N)}:req:`)).length;
       assert.equal(reqs, per[k], `partition ${k}: its ${per[k]} requests on its master ${m.port}`);
     }
   }
@@ -263,4 +266,65 @@ test('a partition\'s slot migrates to another master mid-run: work continues, no
   t.diagnostic(`migration of partition ${k}'s slot: ${moved} keys moved, ${n} events delivered, ${got.duplicates} received twice, longest time without an accepted event ${maxGap(accepts)} ms`);
   assert.ok(d.proc.log().match(/msg="redis cluster map"/g).length >= 2, 'map re-read after MOVED');
   assert.equal((await d.get('/readyz')).status, 200);
+});
+
+test('6 partitions on a 6-master cluster split by redis-cli: one partition per master, every event delivered once', async (t) => {
+  // A cluster of its own, slots as redis-cli --cluster create splits them, no slot moved by
+  // hand and no prefix searched for: the spread tags put partition k in the k-th sixth of the
+  // slot space (store/keys.c key_spread_tag). The plain tags {c6:p<k>} would use 5 masters.
+  const M = 6, prefix = 'c6';
+  const c6 = await startCluster({ masters: M, replicas: 0 });
+  cleanup.push(() => c6.stop());
+  const tags = Array.from({ length: M }, (_, k) => partTag(prefix, k, M));
+  const slots = await Promise.all(tags.map((tag) => c6.slotOf(tag)));
+  const owners = [];
+  for (const slot of slots) owners.push(await c6.ownerOf(slot));
+  assert.equal(new Set(owners.map((o) => o.id)).size, M, `six partitions on six masters: ${tags.join(' ')}`);
+  const plain = new Set();
+  for (let k = 0; k < M; k++) plain.add((await c6.ownerOf(await c6.slotOf(plainTag(prefix, k, M)))).id);
+  t.diagnostic(`plain tags {${prefix}:p<k>} would use ${plain.size} of ${M} masters; spread tags: slots ${slots.join(', ')}`);
+  assert.ok(plain.size < M, 'the plain tags do not spread (issue 26)');
+  const ds = [];
+  for (let i = 0; i < 2; i++) {
+    const d = await startDaemon({
+      redisUrl: c6.url(c6.ports[i]), apiKey: KEY, name: `clp6-${i}`,
+      env: { STATUSRELAY_REDIS_PREFIX: prefix, STATUSRELAY_PARTITIONS: String(M), STATUSRELAY_RETRY_SCHEDULE: '0s,200ms,500ms,1s,2s' },
+    });
+    cleanup.push(() => d.stop());
+    ds.push(d);
+  }
+  // where the data lives, as the daemon routes it
+  const where = await ds[0].get('/v1/partitions');
+  assert.equal(where.status, 200, where.text);
+  assert.equal(where.body.tags, 'spread');
+  assert.deepEqual(where.body.items, tags.map((tag, k) => ({ partition: k, tag, slot: slots[k], node: `127.0.0.1:${owners[k].port}` })));
+  const cli = spawnSync(BIN, ['partitions', '--admin-url', ds[0].url], { encoding: 'utf8' });
+  assert.equal(cli.status, 0, cli.stderr);
+  const lines = cli.stdout.trim().split('\n');
+  assert.deepEqual(lines.slice(1, 1 + M).map((l) => l.split(/\s+/).slice(1, 3)), tags.map((tag, k) => [tag, String(slots[k])]));
+  assert.equal(lines.at(-1), 'tags: spread');
+  const rx = await receiver();
+  const wh = await ds[0].post('/v1/webhooks', { url: rx.url('/six') });
+  assert.equal(wh.status, 201, wh.text);
+  const { ids } = await pump(ds, KEY, 'c6', 60);
+  const n = await allDelivered(ds[1], rx, ids);
+  assert.equal(n, 180);
+  const got = deliveries(rx, '/six');
+  assert.equal(got.byId.size, 180, 'every event');
+  assert.equal(got.duplicates, 0, 'each once');
+  assertOrder(got, ids, '/six');
+  // every master holds the keys of exactly one partition (and one of them the deployment's)
+  const dep = await c6.ownerOf(await c6.slotOf(`{${prefix}}`));
+  const per = Array.from({ length: M }, (_, k) => ids.filter((id) => partitionOf(id, M) === k).length);
+  const counts = [];
+  for (let k = 0; k < M; k++) {
+    const keys = await c6.keysOn(owners[k].port, `{${prefix}*`);
+    const held = new Set(keys.map((key) => /^\{([^}]*)\}/.exec(key)[1]).filter((x) => x !== prefix));
+    assert.deepEqual([...held], [tags[k].slice(1, -1)], `master ${owners[k].port} holds partition ${k} only`);
+    if (owners[k].id !== dep.id) assert.ok(!keys.some((key) => key.startsWith(`{${prefix}}:`)), 'deployment keys on one master');
+    assert.equal(keys.filter((x) => x.startsWith(`${tags[k]}:req:`)).length, per[k], `partition ${k}: its ${per[k]} requests`);
+    counts.push(Number(await c6.cmd(owners[k].port, 'CLUSTER', 'COUNTKEYSINSLOT', String(slots[k]))));
+  }
+  t.diagnostic(`6 masters: keys per partition's slot ${counts.join(', ')}; requests per partition ${per.join(', ')}; 180 events delivered once each`);
+  for (const d of ds) quiet(d);
 });

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { until } from './lib/proc.mjs';
 import { startRedis, startDaemon } from './lib/stack.mjs';
 import { startSim } from './lib/sim.mjs';
+import { partTag } from './lib/partitions.mjs';
 
 const KEY = 'facts-key';
 let prefixN = 0;
@@ -174,7 +175,7 @@ test('with 3 partitions each request keeps its facts in its own partition\'s has
       const p = (await d.get(`/v1/partitions?requestId=${id}`)).body?.partition;
       let found = 0;
       for (let k = 0; k < 3; k++) {
-        const fx = await redis.cmd('HGET', `{${prefix}:p${k}}:req:${id}`, 'fx');
+        const fx = await redis.cmd('HGET', `${partTag(prefix, k, 3)}:req:${id}`, 'fx');
         if (fx) { found++; parts.add(k); if (p !== undefined) assert.equal(k, p); }
       }
       assert.equal(found, 1, `${id}: facts in exactly one partition`);

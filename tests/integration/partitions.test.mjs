@@ -10,7 +10,7 @@ import { BIN, startProcess } from './lib/proc.mjs';
 import { startRedis, startDaemon } from './lib/stack.mjs';
 import { startCluster } from './lib/cluster.mjs';
 import { rid } from './lib/hooks.mjs';
-import { partitionOf, ridsOverPartitions, ingestLifecycles } from './lib/partitions.mjs';
+import { partitionOf, partTag, ridsOverPartitions, ingestLifecycles } from './lib/partitions.mjs';
 
 let redis;
 const cleanup = [];
@@ -51,7 +51,7 @@ test('one partition (the default) writes no record; more on its data are refused
   assert.equal(await redis.cmd('EXISTS', '{pa}:config'), 0, 'no record for a 1-partition deployment');
   const where = await d.get('/v1/partitions');
   assert.equal(where.status, 200, where.text);
-  assert.deepEqual(where.body, { partitions: 1, cluster: false, deployment: { tag: '{pa}', slot: null, node: `127.0.0.1:${redis.port}` },
+  assert.deepEqual(where.body, { partitions: 1, cluster: false, tags: 'plain', deployment: { tag: '{pa}', slot: null, node: `127.0.0.1:${redis.port}` },
     items: [{ partition: 0, tag: '{pa}', slot: null, node: `127.0.0.1:${redis.port}` }] });
   assert.equal(await redis.cmd('EXISTS', `{pa}:req:${id}`), 1, 'today\'s key names');
   await refused(redis.url, 'pa', 3, 1);
@@ -63,13 +63,13 @@ test('one partition (the default) writes no record; more on its data are refused
 
 test('a deployment started with 3 partitions records 3; 1 and 2 are refused, 3 restarts', async () => {
   const d = await daemon(redis.url, 'pb', 3);
-  assert.equal(await redis.cmd('HGET', '{pb}:config', 'partitions'), '3');
+  assert.equal(await redis.cmd('HGET', '{pb}:config', 'partitions'), '3/spread', 'a new deployment: spread tags');
   await d.stop();
   await refused(redis.url, 'pb', 1, 3);
   await refused(redis.url, 'pb', 2, 3);
   const again = await daemon(redis.url, 'pb', 3);
   assert.equal((await again.get('/readyz')).status, 200);
-  assert.equal(await redis.cmd('HGET', '{pb}:config', 'partitions'), '3');
+  assert.equal(await redis.cmd('HGET', '{pb}:config', 'partitions'), '3/spread');
 });
 
 test('out-of-range counts are refused at start-up naming the setting', async () => {
@@ -90,7 +90,7 @@ test('on a 3-master Redis Cluster the record lives on the deployment slot\'s mas
   const owner = await cl.ownerOf(slot);
   const other = (await cl.nodes()).find((x) => x.flags.includes('master') && x.id !== owner.id);
   const d = await daemon(cl.url(other.port), 'pc', 3);
-  assert.equal(await cl.cmd(owner.port, 'HGET', '{pc}:config', 'partitions'), '3');
+  assert.equal(await cl.cmd(owner.port, 'HGET', '{pc}:config', 'partitions'), '3/spread');
   await d.stop();
   await refused(cl.url(other.port), 'pc', 1, 3);
   // a 1-partition deployment on the cluster: no record, and 3 refused on its data
@@ -134,15 +134,15 @@ for (const mode of ['websocket', 'polls only']) {
     }
     for (const id of ids) {
       const k = partitionOf(id, 3);
-      assert.equal(await redis.cmd('EXISTS', `{${prefix}:p${k}}:req:${id}`), 1, `${id} in partition ${k}`);
+      assert.equal(await redis.cmd('EXISTS', `${partTag(prefix, k, 3)}:req:${id}`), 1, `${id} in partition ${k}`);
       assert.equal(await redis.cmd('EXISTS', `{${prefix}}:req:${id}`), 0, 'not under the deployment tag');
       const ev = await d.get(`/v1/events?requestId=${id}`);
       assert.equal(ev.status, 200, ev.text);
       assert.deepEqual(ev.body.events.map((e) => e.status), ['waiting', 'pending', 'success'], `${id} timeline`);
     }
     for (let k = 0; k < 3; k++) {
-      assert.equal(await redis.cmd('XLEN', `{${prefix}:p${k}}:events`), 6, `partition ${k}: 2 requests x 3 events`);
-      assert.equal(await redis.cmd('ZCARD', `{${prefix}:p${k}}:all`), 2);
+      assert.equal(await redis.cmd('XLEN', `${partTag(prefix, k, 3)}:events`), 6, `partition ${k}: 2 requests x 3 events`);
+      assert.equal(await redis.cmd('ZCARD', `${partTag(prefix, k, 3)}:all`), 2);
     }
     // (the fan-out, not partitioned yet, creates its consumer group's empty stream there)
     assert.equal(await redis.cmd('XLEN', `{${prefix}}:events`), 0, 'no event under the deployment tag');
@@ -183,15 +183,71 @@ test('3 partitions, one daemon: webhooks fanned out from every partition, in ord
   await allInOrder(rx, ids, until);
   const me = instanceOf(d);
   for (let k = 0; k < 3; k++) {
-    assert.equal(await redis.cmd('GET', `{pf:p${k}}:fanout`), me, `partition ${k}'s fan-out lease held by the only daemon`);
-    assert.equal(await redis.cmd('XLEN', `{pf:p${k}}:events`), 9);
+    assert.equal(await redis.cmd('GET', `${partTag('pf', k, 3)}:fanout`), me, `partition ${k}'s fan-out lease held by the only daemon`);
+    assert.equal(await redis.cmd('XLEN', `${partTag('pf', k, 3)}:events`), 9);
   }
   assert.equal(await redis.cmd('EXISTS', '{pf}:fanout'), 0, 'no deployment-wide fan-out lease');
   const where = await d.get('/v1/partitions');
-  assert.deepEqual(where.body.items.map((x) => [x.tag, x.slot, x.node]), [0, 1, 2].map((k) => [`{pf:p${k}}`, null, `127.0.0.1:${redis.port}`]));
+  assert.deepEqual(where.body.items.map((x) => [x.tag, x.slot, x.node]), [0, 1, 2].map((k) => [partTag('pf', k, 3), null, `127.0.0.1:${redis.port}`]));
   await until(async () => /\nstatusrelay_fanout_partitions_held 3\n/.test((await d.get('/metrics')).text),
     { msg: 'the only daemon runs the three fan-outs (/metrics)' });
   assert.doesNotMatch(d.proc.log(), /level=error/);
+});
+
+/** A deployment made before the spread tags (docs/partitions.md "Tag schemes"): its record is
+ * "3", what every earlier version wrote. With STATUSRELAY_OLD_BIN (a build of an earlier
+ * version, e.g. bin-old/statusrelay) that version makes it for real - an endpoint and three
+ * delivered lifecycles - and is then shown to refuse a deployment recorded with spread tags;
+ * without it the record is written as that version writes it. */
+test('a deployment recorded before the spread tags keeps its plain tags {P:p<k>}; an older version refuses a spread one', async (t) => {
+  const { startReceiver } = await import('./lib/hooks.mjs');
+  const { until } = await import('./lib/proc.mjs');
+  const old = process.env.STATUSRELAY_OLD_BIN;
+  t.diagnostic(old ? `written first by ${old}` : 'STATUSRELAY_OLD_BIN unset: the old record written by hand');
+  const rx = await startReceiver();
+  cleanup.push(() => rx.stop());
+  const opts = { apiKey: 'po-key', env: { STATUSRELAY_REDIS_PREFIX: 'po', STATUSRELAY_PARTITIONS: '3', STATUSRELAY_RETRY_SCHEDULE: '0s,200ms,500ms' } };
+  const early = old ? ridsOverPartitions('po-old', 1) : [];
+  if (old) {
+    const o = await daemon(redis.url, 'po', 3, { ...opts, bin: old });
+    assert.equal((await o.post('/v1/webhooks', { url: rx.url('/po') })).status, 201);
+    await ingestLifecycles(o, 'po-key', early);
+    await allInOrder(rx, early, until);
+    await o.stop();
+  } else {
+    await redis.cmd('HSET', '{po}:config', 'partitions', '3');
+  }
+  assert.equal(await redis.cmd('HGET', '{po}:config', 'partitions'), '3', 'the record of an earlier version');
+  const d = await daemon(redis.url, 'po', 3, opts);
+  if (!old) assert.equal((await d.post('/v1/webhooks', { url: rx.url('/po') })).status, 201);
+  const where = await d.get('/v1/partitions');
+  assert.equal(where.body.tags, 'plain');
+  assert.deepEqual(where.body.items.map((x) => x.tag), ['{po:p0}', '{po:p1}', '{po:p2}']);
+  const late = ridsOverPartitions('po-new', 1);
+  await ingestLifecycles(d, 'po-key', late);
+  await allInOrder(rx, [...early, ...late], until);
+  for (const id of [...early, ...late]) {
+    assert.equal(await redis.cmd('EXISTS', `{po:p${partitionOf(id, 3)}}:req:${id}`), 1, `${id} under the plain tag`);
+    const r = await d.get(`/v1/requests/${id}`);
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.body.status, 'success');
+  }
+  for (let k = 0; k < 3; k++) assert.equal(await redis.cmd('XLEN', `{po:p${k}}:events`), 3 * (1 + (old ? 1 : 0)));
+  const ev = await d.get('/v1/events?limit=100');
+  assert.equal(ev.status, 200, ev.text);
+  assert.equal(ev.body.events.length, 9 * (1 + (old ? 1 : 0)), 'the old events and the new in one listing');
+  assert.deepEqual(await redis.cmd('KEYS', '{po:p*.*'), [], 'no key under a spread tag');
+  assert.equal(await redis.cmd('HGET', '{po}:config', 'partitions'), '3', 'the record unchanged');
+  assert.doesNotMatch(d.proc.log(), /level=error/);
+  if (old) { // a spread deployment is no count to the older version: it refuses, writes nothing
+    const n = await daemon(redis.url, 'pn', 3);
+    await n.stop();
+    const o = await daemon(redis.url, 'pn', 3, { bin: old, waitReady: false });
+    const { code } = await o.proc.exited;
+    assert.equal(code, 1, o.proc.log());
+    assert.match(o.proc.log(), /msg="refusing redis: partition count differs from the deployment's" partitions=3 recorded=3\/spread\n/);
+    assert.equal(await redis.cmd('HGET', '{pn}:config', 'partitions'), '3/spread');
+  }
 });
 
 test('3 partitions, three daemons: the fan-out leases spread, a killed daemon\'s partition is taken over', async () => {
@@ -202,7 +258,7 @@ test('3 partitions, three daemons: the fan-out leases spread, a killed daemon\'s
   const env = { STATUSRELAY_REDIS_PREFIX: 'ps', STATUSRELAY_PARTITIONS: '3', STATUSRELAY_RETRY_SCHEDULE: '0s,200ms,500ms', STATUSRELAY_DELIVERY_LEASE: '3s', STATUSRELAY_DELIVERY_TIMEOUT: '2s', STATUSRELAY_CONNECT_TIMEOUT: '1s' };
   const ds = [];
   for (let i = 0; i < 3; i++) ds.push(await daemon(redis.url, 'ps', 3, { apiKey: 'ps-key', env }));
-  const holders = async () => Promise.all([0, 1, 2].map((k) => redis.cmd('GET', `{ps:p${k}}:fanout`)));
+  const holders = async () => Promise.all([0, 1, 2].map((k) => redis.cmd('GET', `${partTag('ps', k, 3)}:fanout`)));
   const spread = await until(async () => { const h = await holders(); return new Set(h).size === 3 && !h.includes(null) && h; },
     { msg: 'each daemon holds one partition', timeoutMs: 15000 });
   assert.deepEqual(new Set(spread), new Set(ds.map(instanceOf)));
@@ -239,18 +295,18 @@ test('3 partitions: the retention sweep runs in every partition (event age, a de
   const ids = ridsOverPartitions('pr', 2);
   await ingestLifecycles(d, 'pr-key', ids);
   await allInOrder(rx, ids, until);
-  const perPart = async (kind) => Promise.all([0, 1, 2].map((k) => redis.cmd('EXISTS', `{pr:p${k}}:${kind}:${wh.body.id}`)));
+  const perPart = async (kind) => Promise.all([0, 1, 2].map((k) => redis.cmd('EXISTS', `${partTag('pr', k, 3)}:${kind}:${wh.body.id}`)));
   assert.deepEqual(await perPart('dls'), [1, 1, 1], 'each partition lists its deliveries');
   assert.equal((await d.del(`/v1/webhooks/${wh.body.id}`)).status, 204);
   await until(async () => (await perPart('dls')).every((x) => x === 0) && (await perPart('dlh')).every((x) => x === 0),
     { msg: 'the deleted endpoint\'s listing and delivered log gone from every partition', timeoutMs: 20000 });
   await until(async () => {
-    const lens = await Promise.all([0, 1, 2].map((k) => redis.cmd('XLEN', `{pr:p${k}}:events`)));
+    const lens = await Promise.all([0, 1, 2].map((k) => redis.cmd('XLEN', `${partTag('pr', k, 3)}:events`)));
     return lens.every((x) => x === 0);
   }, { msg: 'events past the age bound trimmed in every partition', timeoutMs: 20000 });
   assert.equal(await redis.cmd('ZCARD', '{pr}:whgone'), 1, 'remembered until the grace is over');
   await until(async () => {
-    const n = await Promise.all([0, 1, 2].map((k) => redis.cmd('ZCARD', `{pr:p${k}}:all`)));
+    const n = await Promise.all([0, 1, 2].map((k) => redis.cmd('ZCARD', `${partTag('pr', k, 3)}:all`)));
     return n.every((x) => x === 0);
   }, { msg: 'idle settled requests forgotten in every partition', timeoutMs: 20000 });
   for (const id of ids) assert.equal((await d.get(`/v1/requests/${id}`)).status, 404, id);
@@ -293,13 +349,13 @@ test('3 partitions on a 3-master Redis Cluster: each partition on its own master
   assert.equal(ep.status, 200, ep.text);
   assert.equal(ep.body.enabled, true);
   for (let k = 0; k < 3; k++) {
-    assert.equal(await cl.cmd(owners[k].port, 'XLEN', `{${prefix}:p${k}}:events`), 9, `partition ${k}'s events on its master`);
-    const counted = await cl.cmd(owners[k].port, 'CLUSTER', 'COUNTKEYSINSLOT', String(await cl.slotOf(`{${prefix}:p${k}}`)));
+    assert.equal(await cl.cmd(owners[k].port, 'XLEN', `${partTag(prefix, k, 3)}:events`), 9, `partition ${k}'s events on its master`);
+    const counted = await cl.cmd(owners[k].port, 'CLUSTER', 'COUNTKEYSINSLOT', String(await cl.slotOf(partTag(prefix, k, 3))));
     assert.ok(counted >= 9 + 1, `partition ${k}'s keys (requests, timelines, stream...) on master ${owners[k].port}: ${counted}`);
     for (const other of owners.filter((_, j) => j !== k))
-      assert.equal(await cl.cmd(other.port, 'CLUSTER', 'COUNTKEYSINSLOT', String(await cl.slotOf(`{${prefix}:p${k}}`))), 0, 'none on another master');
+      assert.equal(await cl.cmd(other.port, 'CLUSTER', 'COUNTKEYSINSLOT', String(await cl.slotOf(partTag(prefix, k, 3)))), 0, 'none on another master');
   }
-  assert.equal(await cl.cmd((await cl.ownerOf(await cl.slotOf(`{${prefix}}`))).port, 'HGET', `{${prefix}}:config`, 'partitions'), '3');
+  assert.equal(await cl.cmd((await cl.ownerOf(await cl.slotOf(`{${prefix}}`))).port, 'HGET', `{${prefix}}:config`, 'partitions'), '3/spread');
   assert.doesNotMatch(d.proc.log(), /level=error|CROSSSLOT|non local key|fan-out check failed|script failed/);
 });
 

@@ -16,7 +16,7 @@ import { until } from './lib/proc.mjs';
 import { startRedis, startDaemon } from './lib/stack.mjs';
 import { ingest, upstreamPayload, rid } from './lib/hooks.mjs';
 import { client, sub, subscribed } from './lib/dash_client.mjs';
-import { partitionOf, ridsOverPartitions, ingestLifecycles } from './lib/partitions.mjs';
+import { partitionOf, partTag, ridsOverPartitions, ingestLifecycles } from './lib/partitions.mjs';
 import { haveChromium, openBrowser } from './lib/browser.mjs';
 import { startSim } from './lib/sim.mjs';
 import { startCluster } from './lib/cluster.mjs';
@@ -153,7 +153,7 @@ test('3 partitions: a trimmed component is a gap, an unknown one too; a 1-partit
     c1.close();
     // partition 1 moves on and its stream is trimmed past the cursor; the others are intact
     await ingestLifecycles(s.d, KEY, [ids[1]], ['pending', 'submitted', 'success']);
-    assert.ok(await s.redis.cmd('XTRIM', '{pdg:p1}:events', 'MAXLEN', '1') >= 1);
+    assert.ok(await s.redis.cmd('XTRIM', `${partTag('pdg', 1, N)}:events`, 'MAXLEN', '1') >= 1);
 
     const c2 = client(s.tokUrl);
     await c2.ready;
@@ -308,7 +308,7 @@ test('3 partitions on a 3-master Redis Cluster, one partition per master: follow
     for (let i = 0; i < 500 && !prefix; i++) {
       const p = `pdc${i}`;
       const o = [];
-      for (let k = 0; k < N; k++) o.push(await cl.ownerOf(await cl.slotOf(`{${p}:p${k}}`)));
+      for (let k = 0; k < N; k++) o.push(await cl.ownerOf(await cl.slotOf(partTag(p, k, N))));
       if (new Set(o.map((x) => x.id)).size === N) [prefix, owners] = [p, o];
     }
     assert.ok(prefix, 'a prefix spreading its partitions over the masters');
@@ -326,7 +326,7 @@ test('3 partitions on a 3-master Redis Cluster, one partition per master: follow
     assertVectorWalk(c1.events());
     assertPerRequest(c1.events(), ids, ['waiting', 'pending']);
     for (let k = 0; k < N; k++) // each partition's events on its own master
-      assert.equal(await cl.cmd(owners[k].port, 'XLEN', `{${prefix}:p${k}}:events`), 2);
+      assert.equal(await cl.cmd(owners[k].port, 'XLEN', `${partTag(prefix, k, N)}:events`), 2);
     const last = c1.events().at(-1).statusrelay.streamId;
     c1.close();
     await ingestLifecycles(d, KEY, ids, ['success']);

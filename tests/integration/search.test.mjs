@@ -13,7 +13,7 @@ import { BIN, until } from './lib/proc.mjs';
 import { startRedis, startDaemon } from './lib/stack.mjs';
 import { startSim } from './lib/sim.mjs';
 import { ingest, rid } from './lib/hooks.mjs';
-import { ridsOverPartitions, partitionOf } from './lib/partitions.mjs';
+import { ridsOverPartitions, partitionOf, partTag } from './lib/partitions.mjs';
 import { startCluster } from './lib/cluster.mjs';
 
 // The {P}:ix field of an index entry "<kind>:<value>" (store/search_lib.lua search_field):
@@ -139,7 +139,7 @@ for (const partitions of [1, 3]) {
     if (partitions > 1) {
       // each index entry lives in the partition of its request
       for (const o of owned) {
-        const tag = `{${prefix}:p${partitionOf(o.id, partitions)}}`;
+        const tag = partTag(prefix, partitionOf(o.id, partitions), partitions);
         assert.equal(await redis.cmd('HGET', `${tag}:ix`, ixf(`tx:${o.inTx.toLowerCase()}`)), o.id, `${o.id} in ${tag}`);
       }
     }
@@ -176,7 +176,7 @@ test('a referrer of 60 requests (past the small list: its own zset) lists every 
   same(await search(d, 'referrer=shared', 7), ids, 'every owner, every page');
   const promoted = [];
   for (let p = 0; p < 3; p++)
-    if (await redis.cmd('HGET', `{${prefix}:p${p}}:ix`, ixf('ref:shared')) === '*') promoted.push(p);
+    if (await redis.cmd('HGET', `${partTag(prefix, p, 3)}:ix`, ixf('ref:shared')) === '*') promoted.push(p);
   assert.ok(promoted.length > 0, 'a partition holding more than 16 moved them to a zset');
 });
 
@@ -191,7 +191,7 @@ test('3 partitions on a 3-master Redis Cluster: entries on their partition\'s ma
   const owned = await seed(d, ridsOverPartitions('cl', 2, 3));
   for (const o of owned) {
     const k = partitionOf(o.id, 3);
-    assert.equal(await cl.cmd(masters[k].port, 'HGET', `{${prefix}:p${k}}:ix`, ixf(`tx:${o.outTx.toLowerCase()}`)), o.id,
+    assert.equal(await cl.cmd(masters[k].port, 'HGET', `${partTag(prefix, k, 3)}:ix`, ixf(`tx:${o.outTx.toLowerCase()}`)), o.id,
       `${o.id}: its entry on partition ${k}'s master`);
   }
   await checkOwners(d, owned);

@@ -13,6 +13,7 @@
 //   await cl.migrateSlot(slot, from) move a slot to another master (ASK, TRYAGAIN, MOVED)
 //   await cl.keysOn(port, match)     every key of one node matching a SCAN pattern
 //   partitionOf(id, n)               the partition of a request id (store/keys.c)
+//   partTag(prefix, k, n)            partition k's hash tag (spread tags: store/keys.c)
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -23,15 +24,35 @@ import { redisCmd } from './resp.mjs';
 
 let seq = 0;
 
-/** The partition of a request id: CRC16-XMODEM of its bytes mod n (store/keys.c). */
-export function partitionOf(id, n) {
+/** CRC16-XMODEM of a string's bytes (Redis Cluster's key hash, store/cluster_slot.c). */
+export function crc16(str) {
   let c = 0;
-  for (const b of Buffer.from(id)) {
+  for (const b of Buffer.from(str)) {
     c ^= b << 8;
     for (let i = 0; i < 8; i++) c = (c & 0x8000 ? (c << 1) ^ 0x1021 : c << 1) & 0xffff;
   }
-  return c % n;
+  return c;
 }
+
+/** The partition of a request id: CRC16-XMODEM of its bytes mod n (store/keys.c). */
+export function partitionOf(id, n) {
+  return crc16(id) % n;
+}
+
+/** The hash tag of partition k of n in a deployment recorded with the spread tags (every
+ * deployment made since them; store/keys.c key_spread_tag): "{prefix:p<k>.<x>}", x the
+ * smallest whose slot is in the middle half of the k-th of n equal slot ranges. n = 1:
+ * "{prefix}". plainTag: the tags of a deployment recorded before ("{prefix:p<k>}"). */
+export function partTag(prefix, k, n) {
+  if (n <= 1) return `{${prefix}}`;
+  const lo = Math.floor((4 * k + 1) * 16384 / (4 * n)), hi = Math.floor((4 * k + 3) * 16384 / (4 * n));
+  for (let x = 0; x < 1e7; x++) {
+    const slot = crc16(`${prefix}:p${k}.${x}`) & 0x3fff;
+    if (slot >= lo && slot < hi) return `{${prefix}:p${k}.${x}}`;
+  }
+  throw new Error(`no spread tag for ${prefix} ${k}/${n}`);
+}
+export const plainTag = (prefix, k, n) => (n <= 1 ? `{${prefix}}` : `{${prefix}:p${k}}`);
 
 /** Parse CLUSTER NODES text into [{ id, port, flags, master, slots: [[lo, hi]...] }]. */
 export function parseNodes(text) {
@@ -113,15 +134,16 @@ export async function startCluster({ masters = 3, replicas = 1, nodeTimeoutMs = 
     /** Freeze one node (SIGSTOP: connections stay open, nothing is answered) / thaw it. */
     pause: (port) => { const x = nodes.find((y) => y.port === port); x.paused = true; x.proc.child.kill('SIGSTOP'); },
     resume: (port) => { const x = nodes.find((y) => y.port === port); x.paused = false; x.proc.child.kill('SIGCONT'); },
-    /** A prefix base<i> whose n partition tags {prefix:p<k>} hash to slots of n different
-     * masters (withReplicas: each of them has a replica now). Returns { prefix, slots,
+    /** A prefix base<i> whose n partition tags (partTag) hash to slots of n different
+     * masters (withReplicas: each of them has a replica now; with n masters split evenly
+     * base0 already spreads: the spread tags' point). Returns { prefix, slots,
      * owners: the master of each partition, deployment: the master of {prefix} }. */
     async spreadPrefix(base, n = 3, { withReplicas = false } = {}) {
       for (let i = 0; i < 500; i++) {
         const prefix = `${base}${i}`;
         const slots = [], owners = [];
         for (let k = 0; k < n; k++) {
-          slots.push(await cl.slotOf(`{${prefix}:p${k}}`));
+          slots.push(await cl.slotOf(partTag(prefix, k, n)));
           owners.push(await cl.ownerOf(slots[k]));
         }
         if (new Set(owners.map((x) => x.id)).size !== n) continue;

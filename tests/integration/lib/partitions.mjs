@@ -3,9 +3,9 @@
 // a deployment with STATUSRELAY_PARTITIONS > 1.
 import assert from 'node:assert/strict';
 import { ingest, upstreamPayload, rid } from './hooks.mjs';
-import { partitionOf } from './cluster.mjs';
+import { partitionOf, partTag, plainTag } from './cluster.mjs';
 
-export { partitionOf };
+export { partitionOf, partTag, plainTag };
 
 /** `per` fresh request ids in each of n partitions, partition 0's first. */
 export function ridsOverPartitions(tag, per, n = 3) {

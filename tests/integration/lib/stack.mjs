@@ -47,7 +47,7 @@ export async function startDaemon(opts = {}) {
     ...(opts.env ?? {}),
   };
   const name = opts.name ?? `daemon-${httpPort}`;
-  const proc = startProcess(name, BIN, ['serve', ...(opts.args ?? [])], { env });
+  const proc = startProcess(name, opts.bin ?? BIN, ['serve', ...(opts.args ?? [])], { env }); // bin: another build (an older version)
   const url = `http://127.0.0.1:${httpPort}`;
   const headers = opts.env?.STATUSRELAY_ADMIN_TOKEN ? { authorization: `Bearer ${opts.env.STATUSRELAY_ADMIN_TOKEN}` } : {};
   const d = {
