@@ -5,6 +5,7 @@
 #include "store/gather.h"
 #include "store/keys.h"
 #include "store/command.h"
+#include "store/store.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -195,12 +196,18 @@ static void on_put(void *arg, const char *err, redisReply *r)
 {
     struct put_op *op = arg;
     enum store_facts_put_result res = STORE_FACTS_GONE;
-    if (err == NULL && (r->type != REDIS_REPLY_INTEGER || r->integer < -1 || r->integer > 1))
+    const redisReply *rec = NULL;
+    if (err == NULL && (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
+                        r->element[0]->type != REDIS_REPLY_INTEGER ||
+                        r->element[0]->integer < -1 || r->element[0]->integer > 1))
         err = store_err_reply;
-    if (err == NULL)
-        res = (enum store_facts_put_result)r->integer;
+    if (err == NULL) {
+        res = (enum store_facts_put_result)r->element[0]->integer;
+        if (r->elements > 1 && r->element[1]->type == REDIS_REPLY_STRING)
+            rec = r->element[1];
+    }
     if (op->cb != NULL)
-        op->cb(op->arg, err, res);
+        op->cb(op->arg, err, res, rec ? rec->str : NULL, rec ? rec->len : 0);
     free(op);
 }
 
@@ -219,5 +226,111 @@ int store_facts_put(struct store *s, const char *id, const char *expect, size_t 
         free(op);
         return -1;
     }
+    return 0;
+}
+
+/* ---- the version each event carries ------------------------------------------------------ */
+
+static struct store_script at_sc;
+
+struct at_op {
+    store_facts_at_cb *cb;
+    void *arg;
+    char **texts;  /* n entries */
+    size_t n;
+    size_t *order; /* the pair indexes, grouped by partition */
+    size_t *start; /* per partition: its first position in order (np + 1 entries) */
+};
+
+static int on_at_reply(void *arg, unsigned p, const char *err, redisReply *r)
+{
+    struct at_op *op = arg;
+    if (err != NULL)
+        return 0; /* the gather completes with it */
+    size_t from = op->start[p], cnt = op->start[p + 1] - from;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != cnt)
+        return -1;
+    for (size_t j = 0; j < cnt; j++) {
+        const redisReply *v = r->element[j];
+        size_t i = op->order[from + j], len = 0;
+        if (v->type == REDIS_REPLY_STRING &&
+            store_facts_decode(v->str, v->len, &op->texts[i], &len) != 0)
+            op->texts[i] = NULL; /* unreadable: the event goes without */
+    }
+    return 0;
+}
+
+static void on_at_done(void *arg, const char *err)
+{
+    struct at_op *op = arg;
+    op->cb(op->arg, err, err == NULL ? op->texts : NULL, op->n);
+    for (size_t i = 0; i < op->n; i++)
+        free(op->texts[i]);
+    free(op->texts);
+    free(op->order);
+    free(op->start);
+    free(op);
+}
+
+int store_facts_at(struct store *s, const char *const *ids, const uint64_t *seqs, size_t n,
+                   store_facts_at_cb *cb, void *arg)
+{
+    if (!store_ready(s))
+        return -1;
+    if (at_sc.name == NULL)
+        store_script_init(&at_sc, "facts_at");
+    unsigned np = store_partitions(s);
+    struct at_op *op = xcalloc(1, sizeof(*op));
+    *op = (struct at_op){.cb = cb, .arg = arg, .n = n};
+    op->texts = xcalloc(n ? n : 1, sizeof(*op->texts));
+    op->order = xcalloc(n ? n : 1, sizeof(*op->order));
+    op->start = xcalloc(np + 1, sizeof(*op->start));
+    unsigned *part = xcalloc(n ? n : 1, sizeof(*part));
+    for (size_t i = 0; i < n; i++) {
+        part[i] = key_partition(ids[i], strlen(ids[i]), np);
+        op->start[part[i] + 1]++;
+    }
+    for (unsigned p = 0; p < np; p++)
+        op->start[p + 1] += op->start[p];
+    size_t *fill = xcalloc(np, sizeof(*fill));
+    for (size_t i = 0; i < n; i++)
+        op->order[op->start[part[i]] + fill[part[i]]++] = i;
+    free(fill);
+    free(part);
+    struct store_gather *g = store_gather_new(s, on_at_reply, on_at_done, op);
+    for (unsigned p = 0; p < np; p++) {
+        size_t from = op->start[p], cnt = op->start[p + 1] - from;
+        if (cnt == 0)
+            continue;
+        /* KEYS: each request once; ARGV: (key index, seq) per pair */
+        char (*keys)[KEY_MAX] = xcalloc(cnt, sizeof(*keys));
+        char (*nums)[2][24] = xcalloc(cnt, sizeof(*nums));
+        const char **argv = xcalloc(3 * cnt, sizeof(*argv));
+        size_t nk = 0;
+        for (size_t j = 0; j < cnt; j++) {
+            const char *id = ids[op->order[from + j]];
+            char key[KEY_MAX];
+            key_build(key, sizeof(key), store_tag_of(s, id), "req", id, NULL);
+            size_t k = 0;
+            while (k < nk && strcmp(keys[k], key) != 0)
+                k++;
+            if (k == nk)
+                memcpy(keys[nk++], key, sizeof(key));
+            snprintf(nums[j][0], sizeof(nums[j][0]), "%zu", k + 1);
+            snprintf(nums[j][1], sizeof(nums[j][1]), "%llu",
+                     (unsigned long long)seqs[op->order[from + j]]);
+        }
+        for (size_t k = 0; k < nk; k++)
+            argv[k] = keys[k];
+        for (size_t j = 0; j < cnt; j++) {
+            argv[nk + 2 * j] = nums[j][0];
+            argv[nk + 2 * j + 1] = nums[j][1];
+        }
+        store_gather_eval(g, p, &at_sc, (int)nk, (int)(nk + 2 * cnt), argv, NULL);
+        free(argv);
+        free(nums);
+        free(keys);
+    }
+    store_gather_end(g);
     return 0;
 }

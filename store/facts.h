@@ -5,11 +5,16 @@
  * compare-and-set (store/facts_put.lua): a writer reads, merges (proto_facts_merge) and
  * writes only if the value is still the one it read, else reads again; concurrent writers in
  * any number of processes therefore never lose a merge.
+ * Versions (docs/facts.md "Facts in event bodies", store/facts_put.lua): each write is the
+ * version carried by the events from the next seq on; fx stays the newest (what GET serves),
+ * older versions still carried by an event are kept beside it (at most 4 in all), and
+ * store_facts_at reads the version of given events for their bodies and frames.
  * runs on: core thread (store_facts_encode / _decode: any thread, pure). */
 #ifndef STORE_FACTS_H
 #define STORE_FACTS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct store;
 
@@ -25,12 +30,27 @@ enum store_facts_put_result {
     STORE_FACTS_CHANGED = 0,  /* the stored value is not `expect` any more: nothing written */
     STORE_FACTS_WRITTEN = 1,
 };
-typedef void store_facts_put_cb(void *arg, const char *err, enum store_facts_put_result res);
+/* rec (borrowed for the call, NULL: none) is set when the write claimed the follow-up event of
+ * the request's current status change (facts_put.lua): the stored record of its last event,
+ * which the caller turns into one event of the same status flagged "facts". */
+typedef void store_facts_put_cb(void *arg, const char *err, enum store_facts_put_result res,
+                                const char *rec, size_t rec_len);
 /* Write val[0..vlen) (an encoded value) as id's facts if the stored value is still
- * expect[0..elen) (expect NULL: the request had none). Returns 0 (cb called exactly once,
- * later; cb may be NULL) or -1 when the store is not ready. */
+ * expect[0..elen) (expect NULL: the request had none): the version of the request's next
+ * seq. Returns 0 (cb called exactly once, later; cb may be NULL) or -1 when the store is not
+ * ready. */
 int store_facts_put(struct store *s, const char *id, const char *expect, size_t elen,
                     const char *val, size_t vlen, store_facts_put_cb *cb, void *arg);
+
+/* The facts each event (ids[i], seqs[i]) carries, i < n: texts[i] is the decoded text
+ * (malloc'd, NUL-terminated) or NULL (no facts, or an unreadable value). texts belongs to the
+ * call: the callback may take an entry (set it to NULL), the rest is freed after it. err set
+ * (a named store error): texts is NULL. One script per partition (store/facts_at.lua). */
+typedef void store_facts_at_cb(void *arg, const char *err, char **texts, size_t n);
+/* Returns 0 (cb called exactly once, later) or -1 when the store is not ready (cb not
+ * called). n == 0 is fine (cb still called later). */
+int store_facts_at(struct store *s, const char *const *ids, const uint64_t *seqs, size_t n,
+                   store_facts_at_cb *cb, void *arg);
 
 /* The stored form of a facts text: 'z' then a zlib stream (level 9, the preset dictionary).
  * *out malloc'd (caller frees). Returns 0 or -1 (out of memory, or over 1 MiB). */

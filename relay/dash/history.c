@@ -13,6 +13,7 @@
 #include "relay/dash/table.h"
 #include "relay/edge/dash_filter.h"
 #include "relay/ingest/track.h"
+#include "store/facts.h"
 #include "store/history.h"
 
 #include <stdio.h>
@@ -67,7 +68,13 @@ static void on_snapshot(void *arg, const char *err, const struct store_history_r
         struct status_event ev;
         status_event_init(&ev);
         size_t len = 0;
-        char *f = dash_encode_frame(h, r->rec, r->rec_len, 1, u->live_at, &ev, &len);
+        /* the snapshot is the request's state now: its newest facts */
+        char *facts = NULL;
+        size_t flen = 0;
+        if (r->fx != NULL && store_facts_decode(r->fx, r->fx_len, &facts, &flen) != 0)
+            facts = NULL;
+        char *f = dash_encode_frame(h, r->rec, r->rec_len, 1, u->live_at, facts, &ev, &len);
+        free(facts);
         if (f != NULL && (u->kind == SUB_ID ||
                           dash_broad_match(&u->f, ev.status ? ev.status : "",
                                            ev.origin_chain_id, ev.destination_chain_id)))
@@ -178,7 +185,7 @@ static void hist_send(struct hub *h, struct hsess *x, const struct hist *hs,
             struct status_event ev;
             status_event_init(&ev);
             frames[i] = dash_encode_frame(h, items[i].rec, items[i].rec_len, 0, items[i].sid,
-                                          &ev, &lens[i]);
+                                          NULL, &ev, &lens[i]);
             status_event_cleanup(&ev);
         }
     size_t len = 0;

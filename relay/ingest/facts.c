@@ -9,6 +9,7 @@
 #include "relay/common/util.h"
 #include "relay/config.h"
 #include "relay/core.h"
+#include "relay/ingest/chains.h"
 #include "relay/ingest/ingest.h"
 #include "store/facts.h"
 #include "store/search.h"
@@ -39,7 +40,33 @@ static void learn_free(struct learn *l)
 
 static void learn_round(struct learn *l);
 
-static void on_put(void *arg, const char *err, enum store_facts_put_result res)
+/* The follow-up event facts_put.lua claimed: one more event of the state in rec (the
+ * request's last event) flagged PROTO_F_FACTS, written through the apply step like any
+ * observation (its compare-and-set on seq: when another event came first, that one carries
+ * the new facts and the follow-up is a duplicate). It carries the version just written. */
+static void follow_up(struct core *c, const char *id, const char *rec, size_t rec_len)
+{
+    struct status_event ev;
+    struct proto_err perr = {0};
+    status_event_init(&ev);
+    if (proto_event_from_record(rec, rec_len, &ev, &perr) != 0) {
+        log_warn("facts follow-up not made: stored state unreadable", "request=%s err=%s",
+                 id, proto_strerror(perr.code));
+        status_event_cleanup(&ev);
+        return;
+    }
+    ev.flags = (ev.flags & ~PROTO_F_MASK) | PROTO_F_FACTS; /* seq: the event it follows */
+    ev.source = PROTO_SRC_REQUESTS; /* the facts came from /requests/v3 */
+    ev.observed_at = wall_ms();
+    ev.published_at = 0;
+    free(ev.metadata); /* the apply step adds the request's own */
+    ev.metadata = NULL;
+    ingest_submit(c->ingest, &ev, 0, NULL, NULL);
+    status_event_cleanup(&ev);
+}
+
+static void on_put(void *arg, const char *err, enum store_facts_put_result res,
+                   const char *rec, size_t rec_len)
 {
     struct learn *l = arg;
     if (err == NULL && res == STORE_FACTS_WRITTEN &&
@@ -47,6 +74,8 @@ static void on_put(void *arg, const char *err, enum store_facts_put_result res)
         /* the one place facts are written: the search indexes (wallets, referrer, every
          * transaction hash, createdAt) follow them; best effort, the next write indexes again */
         log_debug("request facts not indexed", "request=%s", l->id);
+    if (err == NULL && res == STORE_FACTS_WRITTEN && rec != NULL)
+        follow_up(l->c, l->id, rec, rec_len);
     if (err == NULL && res == STORE_FACTS_CHANGED && l->rounds < LEARN_ROUNDS) {
         free(l->merged);
         l->merged = NULL;
@@ -99,6 +128,17 @@ static void on_get(void *arg, const char *err, const char *raw, size_t raw_len)
         free(text); /* same: the stored facts say it all already */
         learn_free(l);
         return;
+    }
+    /* explorer links from the chain list known now, once, when the version is written:
+     * every body and frame of its events then carries the same bytes (proto_facts_relink) */
+    const struct proto_explorers *ex = chains_explorers(l->c->chains);
+    char *linked = NULL;
+    size_t linked_len = 0;
+    struct proto_err perr = {0};
+    if (ex != NULL && proto_facts_relink(text, text_len, ex, &linked, &linked_len, &perr) == 0) {
+        free(text);
+        text = linked;
+        text_len = linked_len;
     }
     l->merged = text; /* kept for the search index (on_put) */
     l->merged_len = text_len;
