@@ -164,6 +164,10 @@ test('facts versions: at most 4 kept in the request hash, a hash written before 
     const r = await sim.control('/requests', { path: ['waiting', 'pending', 'success'], stepMs: 0, autoHashes: true,
       originChainId: 8453, destinationChainId: 42161 });
     assert.equal((await d.post('/v1/requests', { requestId: r.id })).status, 201);
+    // the first-seen facts before the status moves on (else both reads may follow one status
+    // change, whose one follow-up then carries only the first)
+    await until(async () => (await d.get(`/v1/requests/${r.id}`)).body?.request,
+      { msg: 'first-seen facts', timeoutMs: 15000 });
     for (const step of ['pending', 'success']) {
       await sim.control(`/requests/${r.id}/advance`, {});
       await until(async () => (await d.get(`/v1/requests/${r.id}`)).body?.status === step,
@@ -193,6 +197,63 @@ test('facts versions: at most 4 kept in the request hash, a hash written before 
     const got = await until(() => rx.records().length >= rp.body.count && rx.records(), { msg: 'replayed', timeoutMs: 15000 });
     for (const x of got) assert.deepEqual(JSON.parse(x.body).statusrelay.request, want, 'the one version');
     assert.equal(await redis.cmd('HGET', key, 'fx'), fx);
+  } finally {
+    await stopDaemon(d);
+    await sim.stop();
+    await redis.stop();
+  }
+});
+
+test('a retry whose body key expired is encoded again with the facts of its seq: the same bytes', async () => {
+  const sim = await startSim({ apiKey: KEY, seed: 24 });
+  const redis = await startRedis();
+  const prefix = `fe${prefixN++}`;
+  const d = await startDaemon({
+    redisUrl: redis.url, apiKey: KEY, apiUrl: sim.url, wsUrl: sim.wsUrlWithKey, name: 'facts-retry',
+    args: ['--retry-schedule', '0s,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s,1s'],
+    env: { STATUSRELAY_REDIS_PREFIX: prefix },
+  });
+  const rx = await startReceiver({ def: 500 });
+  cleanup.push(() => rx.stop());
+  try {
+    const wh = (await d.post('/v1/webhooks', { url: rx.url('/late') })).body;
+    const r = await sim.control('/requests', { path: ['waiting', 'pending', 'success'], stepMs: 0, autoHashes: true,
+      originChainId: 8453, destinationChainId: 42161 });
+    assert.equal((await d.post('/v1/requests', { requestId: r.id })).status, 201);
+    // the first-seen facts before the status moves on (else both reads may follow one status
+    // change, whose one follow-up then carries only the first)
+    await until(async () => (await d.get(`/v1/requests/${r.id}`)).body?.request,
+      { msg: 'first-seen facts', timeoutMs: 15000 });
+    for (const step of ['pending', 'success']) {
+      await sim.control(`/requests/${r.id}/advance`, {});
+      await until(async () => (await d.get(`/v1/requests/${r.id}`)).body?.status === step,
+        { msg: `${step}`, timeoutMs: 15000 });
+    }
+    await until(async () => (await d.get(`/v1/requests/${r.id}`)).body?.request?.fees?.actual,
+      { msg: 'settled facts', timeoutMs: 20000 });
+    // every event's body is stored (the first one retries, the others wait behind it), the
+    // settled facts' follow-up among them
+    let seq = 0, last = '';
+    const bodies = await until(async () => {
+      seq = (await d.get(`/v1/requests/${r.id}`)).body.seq;
+      const keys = await redis.cmd('KEYS', `{${prefix}}:body:*`);
+      if (keys.length < seq) return false;
+      const m = new Map();
+      for (const k of keys) m.set(k.slice(k.lastIndexOf(':') + 1), await redis.cmd('GET', k));
+      const ok = [...m.values()].some((x) => JSON.parse(x).statusrelay.request?.fees?.actual);
+      last = `seq ${seq}, ${keys.length} bodies, settled facts in one: ${ok}`;
+      return ok && m;
+    }, { msg: 'a body per event', timeoutMs: 20000 }).catch((e) => { throw new Error(`${e.message} (${last})`); });
+    for (const k of bodies.keys()) await redis.cmd('DEL', `{${prefix}}:body:${k}`);
+    await rx.setScript(`/late=${Array(40).fill(200).join(',')}`);
+    const ok = await until(() => {
+      const got = rx.records().filter((x) => x.status === 200);
+      return new Set(got.map((x) => x.headers['webhook-id'])).size >= seq && got;
+    }, { msg: 'every event delivered', timeoutMs: 30000 });
+    for (const x of ok) {
+      assert.equal(x.body, bodies.get(x.headers['webhook-id']), `body of ${x.headers['webhook-id']}`);
+      new Webhook(wh.secret).verify(x.body, x.headers);
+    }
   } finally {
     await stopDaemon(d);
     await sim.stop();
