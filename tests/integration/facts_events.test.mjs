@@ -97,6 +97,22 @@ for (const parts of [1, 3]) {
         'the dashboard frame of the settled facts', 15000);
       assert.deepEqual(frame.statusrelay.request, facts);
       assert.deepEqual(frame.data, body.data, 'upstream-shaped data unchanged');
+      // the request's history: each event's frame with the facts of its seq, as delivered
+      dash.send({ type: 'history', filters: { id: r.id } });
+      const hist = await dash.wait((f) => f.type === 'history' && f.status === 'success', 'history', 15000);
+      const delivered = new Map(firstBodies(rx, '/std', r.id).map((x) => [x.headers['webhook-id'], JSON.parse(x.body)]));
+      assert.ok(hist.data.events.length >= 3);
+      for (const e of hist.data.events) {
+        const b = delivered.get(e.statusrelay.eventId);
+        if (b) assert.deepEqual(e.statusrelay.request, b.statusrelay.request, `history seq ${e.statusrelay.seq}`);
+      }
+      // a new subscription's snapshot: the request's newest facts
+      const snap = client(d.wsUrl);
+      await snap.ready;
+      await subscribed(snap, sub({ id: r.id }));
+      const s0 = await snap.wait((f) => f.statusrelay?.snapshot, 'snapshot', 15000);
+      assert.deepEqual(s0.statusrelay.request, facts);
+      snap.close();
       // one follow-up per status change at most, flagged "facts", the same status as the event
       // it follows; the status events themselves are not flagged
       await new Promise((res) => setTimeout(res, 1000)); // anything late would show now
