@@ -14,8 +14,14 @@
 -- change yet (fxf = the hash's chg, the time of that change, once claimed), the claim is
 -- taken here and the stored record returned: the caller appends one event of the same
 -- status flagged "facts" (seq cur + 1, carrying this version) through the apply step.
+-- Older versions are stored as deltas ('d': compressed with the text of the next newer
+-- version as the dictionary, store/facts.h): the old newest is kept in its delta form against
+-- the new text (ARGV[3]); when it is replaced instead, the newest older version, a delta
+-- against it, is written again against the new text (ARGV[4], prepared from facts_get.lua).
 -- KEYS: 1 {P}:req:<id>
--- ARGV: 1 the value read before ("" = the request had no facts), 2 the new value
+-- ARGV: 1 the value read before ("" = the request had no facts), 2 the new value, 3 the value
+-- read before as a delta against the new text ("" = none: kept as it is), 4 the newest older
+-- version written again against the new text ("" = none), 5 its seq
 -- Returns {1, record or false (false: no follow-up)} written, {0} the stored value is no
 -- longer ARGV[1] (read, merge and try again), {-1} the request has no hash.
 if redis.call('EXISTS', KEYS[1]) == 0 then
@@ -35,11 +41,20 @@ if cur and seq >= 1 and fxs <= seq then -- an event carries the old newest: keep
     old[#old + 1] = s
   end
   old[#old + 1] = tostring(fxs)
-  redis.call('HSET', KEYS[1], 'fx' .. fxs, cur)
+  redis.call('HSET', KEYS[1], 'fx' .. fxs, ARGV[3] ~= '' and ARGV[3] or cur)
   while #old > 3 do
     redis.call('HDEL', KEYS[1], 'fx' .. table.remove(old, 1))
   end
   redis.call('HSET', KEYS[1], 'fxo', table.concat(old, ','))
+elseif cur and h[3] then -- replaced: the newest older version may be a delta against it
+  local last = string.match(h[3], '(%d+)$')
+  local lv = last and redis.call('HGET', KEYS[1], 'fx' .. last)
+  if lv and string.sub(lv, 1, 1) == 'd' then
+    if ARGV[5] ~= last or ARGV[4] == '' then
+      return {0} -- not prepared: read again (store_facts_get says what to prepare)
+    end
+    redis.call('HSET', KEYS[1], 'fx' .. last, ARGV[4])
+  end
 end
 redis.call('HSET', KEYS[1], 'fx', ARGV[2], 'fxs', n)
 if seq < 1 or not h[5] or h[5] == h[6] then

@@ -115,6 +115,12 @@ test('Redis memory per tracked request with its facts (measured; facts <= 1 KiB 
       ids.push(r.id);
     }
     assert.equal((await d.post('/v1/requests', { requestIds: ids })).status, 201);
+    // the first-seen facts before the status moves on: every request then keeps two facts
+    // versions (first seen, settled), the case that costs most
+    await until(async () => {
+      for (const id of ids) if (!(await d.get(`/v1/requests/${id}`)).body?.request) return false;
+      return true;
+    }, { msg: 'first-seen facts', timeoutMs: 60000 });
     for (const step of ['pending', 'success']) {
       await until(async () => {
         for (const id of ids) if ((await d.get(`/v1/requests/${id}`)).body?.status !== (step === 'pending' ? 'waiting' : 'pending')) return false;

@@ -197,6 +197,12 @@ test('facts versions: at most 4 kept in the request hash, a hash written before 
     for (let i = 0; i < h.length; i += 2) fields.push(h[i]);
     const versions = fields.filter((f) => /^fx\d*$/.test(f));
     assert.ok(versions.length >= 2 && versions.length <= 4, `versions ${versions}`);
+    for (const f of versions.filter((v) => v !== 'fx')) {
+      // an older version is a delta against the next newer one: a fraction of the newest
+      const v = await redis.cmd('HGET', key, f);
+      assert.equal(v[0], 'd', f);
+      assert.ok(v.length < (await redis.cmd('HSTRLEN', key, 'fx')) / 2, `${f}: ${v.length} B`);
+    }
     const fxs = Number(await redis.cmd('HGET', key, 'fxs'));
     const seq = Number(await redis.cmd('HGET', key, 'seq'));
     assert.ok(fxs >= 1 && fxs <= seq + 1, `fxs ${fxs} seq ${seq}`);
