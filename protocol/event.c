@@ -91,6 +91,7 @@ void status_event_cleanup(struct status_event *ev)
     free(ev->metadata);
     free(ev->type_reason);
     free(ev->type_url);
+    free(ev->facts);
     deposit_free(ev->deposit);
     free(ev->prev_status);
     status_event_init(ev);
@@ -127,7 +128,7 @@ int status_event_copy(struct status_event *dst, const struct status_event *src)
         sdup_opt(&dst->details, src->details) != 0 ||
         sdup_opt(&dst->referrer, src->referrer) != 0 ||
         sdup_opt(&dst->reorg, src->reorg) != 0 ||
-        sdup_opt(&dst->metadata, src->metadata) != 0 ||
+        sdup_opt(&dst->metadata, src->metadata) != 0 || sdup_opt(&dst->facts, src->facts) != 0 ||
         sdup_opt(&dst->prev_status, src->prev_status) != 0)
         goto fail;
     if (src->deposit != NULL) {
@@ -178,6 +179,7 @@ int status_event_equal(const struct status_event *a, const struct status_event *
            str_eq(a->refund_fail_reason, b->refund_fail_reason) &&
            str_eq(a->details, b->details) && str_eq(a->referrer, b->referrer) &&
            str_eq(a->reorg, b->reorg) && str_eq(a->metadata, b->metadata) &&
+           str_eq(a->facts, b->facts) &&
            a->quote_created_at == b->quote_created_at && a->flags == b->flags &&
            a->source == b->source && a->observed_at == b->observed_at &&
            a->published_at == b->published_at &&
@@ -342,6 +344,7 @@ const char *proto_flag_name(unsigned flag)
     case PROTO_F_DETAILS_TRUNCATED: return "detailsTruncated";
     case PROTO_F_REVERSAL: return "reversal";
     case PROTO_F_UNCONFIRMED_DEPOSIT: return "unconfirmedDeposit";
+    case PROTO_F_FACTS: return "facts";
     default: return NULL;
     }
 }
@@ -529,6 +532,10 @@ static void put_relay(struct pjson_buf *b, const struct status_event *ev, int sn
     if (ev->metadata != NULL) {
         PJSON_PUT_LIT(b, ",\"metadata\":");
         pjson_put_raw(b, ev->metadata, strlen(ev->metadata));
+    }
+    if (ev->facts != NULL) {
+        PJSON_PUT_LIT(b, ",\"request\":");
+        pjson_put_raw(b, ev->facts, strlen(ev->facts));
     }
     if (snapshot)
         PJSON_PUT_LIT(b, ",\"snapshot\":true");

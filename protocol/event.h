@@ -48,6 +48,10 @@ enum proto_source {
 /* a pending Bitcoin-origin request whose deposit is only in the mempool (GET /requests/v3:
  * the origin-chain inTx has no block). Kept by the lifecycle only while the status is pending. */
 #define PROTO_F_UNCONFIRMED_DEPOSIT 0x20
+/* per event: a follow-up event of the same status that brings request facts learned after
+ * the status change (docs/facts.md "Facts in event bodies"); made by the lifecycle for an
+ * observation carrying it (proto_lifecycle_decide). Never inherited by the next event. */
+#define PROTO_F_FACTS 0x40
 /* every PROTO_F_* bit lies in PROTO_F_MASK; the rest of flags are PROTO_HAS_* bits */
 #define PROTO_F_MASK 0xffu
 /* presence bits: the source carried this optional field (absent fields are merged from the
@@ -167,6 +171,12 @@ struct status_event {
                           endpoint.disabled: gone | failing; else NULL */
     int64_t type_at;   /* stuck: stuckSince (ms); endpoint.disabled: at (ms); else 0 */
     char *type_url;    /* endpoint.disabled: the endpoint's URL; else NULL */
+    /* the request facts this event carries (DESIGN "Request facts", protocol/facts.h): the
+     * canonical compact JSON text of the facts version of the event's seq, explorer links as
+     * built when the version was written; NULL = none known yet. Not part of the record (the
+     * stream entry does not grow): attached by whoever renders a stream entry
+     * (store/facts.h store_facts_at); "statusrelay.request" in bodies and frames. */
+    char *facts;
 };
 
 void status_event_init(struct status_event *ev);
@@ -220,9 +230,10 @@ void proto_event_id(const char *request_id, uint64_t seq, int64_t gen, char *out
  *     "data":{status,inTxHashes,txHashes,updatedAt,originChainId,destinationChainId,
  *     depositAddress,requestId,referrer,details,failReason,refundFailReason},
  *     "statusrelay":{"eventId","seq","previousStatus","source","observedAt",
- *     "publishedAt"?,"flags"?,"reorg"?,"metadata"?}} - key order exactly as written here.
- *     "flags" lists the names of the PROTO_F_* bits set; "reorg" is ev->reorg's object and
- *     "metadata" ev->metadata's, each only when set (absent, never null, otherwise).
+ *     "publishedAt"?,"flags"?,"reorg"?,"metadata"?,"request"?}} - key order exactly as
+ *     written here. "flags" lists the names of the PROTO_F_* bits set; "reorg" is ev->reorg's
+ *     object, "metadata" ev->metadata's and "request" ev->facts', each only when set
+ *     (absent, never null, otherwise).
  *     request.watch.ended adds "reason" and request.stuck "stuckSince" as the last keys of
  *     "data"; endpoint.disabled is {"event","timestamp","data":{"webhookId","url","reason",
  *     "at"},"statusrelay":{"eventId","seq"}}. */

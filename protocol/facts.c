@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* ---- explorer links ------------------------------------------------------------------------ */
 
@@ -983,4 +984,42 @@ int proto_facts_relink(const char *buf, size_t len, const struct proto_explorers
     }
     free(f);
     return rc;
+}
+
+/* ---- wallets -------------------------------------------------------------------------------- */
+
+int proto_facts_wallets(const char *facts, size_t len, char out[3][PROTO_FACTS_MAX_ADDR + 1],
+                        size_t *n, struct proto_err *err)
+{
+    static const char *const keys[] = {"user", "sender", "recipient"};
+    struct pjson_doc doc;
+    *n = 0;
+    int rc = pjson_parse(facts, len, &doc, err);
+    if (rc != 0)
+        return rc;
+    if (doc.root->type != PJSON_OBJ) {
+        pjson_free(&doc);
+        return proto_fail(err, PROTO_ETYPE, "", "expected a facts object");
+    }
+    for (size_t k = 0; k < 3; k++) {
+        const struct pjson *v = pjson_get(doc.root, keys[k]);
+        if (v == NULL || v->type == PJSON_NULL)
+            continue;
+        if (v->type != PJSON_STR || v->u.str.n > PROTO_FACTS_MAX_ADDR) {
+            pjson_free(&doc);
+            *n = 0;
+            return proto_fail(err, PROTO_ETYPE, keys[k], "expected a wallet string or null");
+        }
+        size_t j = 0;
+        while (j < *n && (strlen(out[j]) != v->u.str.n ||
+                          strncasecmp(out[j], v->u.str.s, v->u.str.n) != 0))
+            j++;
+        if (j < *n)
+            continue; /* the same wallet again */
+        memcpy(out[*n], v->u.str.s, v->u.str.n);
+        out[*n][v->u.str.n] = '\0';
+        (*n)++;
+    }
+    pjson_free(&doc);
+    return 0;
 }

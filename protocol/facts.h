@@ -147,4 +147,13 @@ int proto_facts_merge(const char *a, size_t alen, const char *b, size_t blen, ch
 int proto_facts_relink(const char *buf, size_t len, const struct proto_explorers *ex,
                        char **out, size_t *out_len, struct proto_err *err);
 
+/* The wallets of a facts text (endpoint filter "users": user, sender or recipient): the
+ * non-null ones among user, sender, recipient, in that order, a repeated one (the same text,
+ * ASCII case-insensitive: 0x addresses) kept once, copied into out[0..*n) (at most 3,
+ * NUL-terminated, each at most PROTO_FACTS_MAX_ADDR bytes: facts.h bounds them). Returns 0,
+ * PROTO_EJSON / PROTO_ETOOLONG (not JSON), PROTO_ETYPE (not an object, or a wallet that is
+ * not a string or null) or PROTO_ENOMEM, with err (may be NULL) filled; *n is 0 then. */
+int proto_facts_wallets(const char *facts, size_t len, char out[3][PROTO_FACTS_MAX_ADDR + 1],
+                        size_t *n, struct proto_err *err);
+
 #endif

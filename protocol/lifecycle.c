@@ -25,6 +25,9 @@
  *    PROTO_F_REVERSAL is set by the caller for this event only), PROTO_HAS_* bits are the
  *    union but for PROTO_HAS_DETAILS_JSON (follows the details kept) and PROTO_HAS_REORG
  *    (set while reorg details are kept).
+ * A facts follow-up (an observation with PROTO_F_FACTS and seq = the seq of the event it
+ * follows: relay/ingest/facts.c) is accepted as a same-status event carrying PROTO_F_FACTS
+ * only while that event is still the last one; any other state makes it a duplicate.
  * The first observation of a request is copied, with failReason and the flags fixed up.
  * runs on: any thread (pure). */
 #include "protocol/lifecycle.h"
@@ -289,7 +292,7 @@ int proto_lifecycle_decide(const struct status_event *last, const struct status_
         (last != NULL && (last->status == NULL || !same_str(last->request_id, obs->request_id))))
         return PROTO_EVALUE;
 
-    int changed = 1, reversal = 0;
+    int changed = 1, reversal = 0, followup = (obs->flags & PROTO_F_FACTS) != 0;
     if (last != NULL) {
         if (obs->updated_at < last->updated_at)
             return 0; /* stale: an older observation never overwrites a newer one */
@@ -299,10 +302,17 @@ int proto_lifecycle_decide(const struct status_event *last, const struct status_
                 return 0; /* stale: only a strictly newer observation reverses a settled one */
             reversal = 1;
         }
-        if (!changed && !adds_something(last, obs)) {
+        if (followup && (changed || obs->seq != last->seq)) {
+            *verdict = PROTO_DUPLICATE; /* another event came first: it carries the facts */
+            return 0;
+        }
+        if (!changed && !followup && !adds_something(last, obs)) {
             *verdict = PROTO_DUPLICATE;
             return 0;
         }
+    } else if (followup) {
+        *verdict = PROTO_DUPLICATE;
+        return 0;
     }
 
     int rc = last == NULL ? first_state(obs, next) : merge(last, obs, changed, next);
@@ -310,6 +320,8 @@ int proto_lifecycle_decide(const struct status_event *last, const struct status_
         goto nomem;
     if (reversal)
         next->flags |= PROTO_F_REVERSAL;
+    if (followup)
+        next->flags |= PROTO_F_FACTS;
     next->st = proto_status_parse(next->status);
     /* the next state is a status event, whatever obs was (only records carry other types) */
     next->type = PROTO_EV_STATUS;

@@ -8,7 +8,10 @@
  * stale after success/refund and accepted after any other status. A same-status observation
  * that adds tx hashes, sets a fail reason the output would show or a refund reason, a
  * depositTxHash, details (text or JSON type), reorg details, or changes the deposit address
- * is a real change; one that adds nothing is a duplicate.
+ * is a real change; one that adds nothing is a duplicate. A facts follow-up (obs->flags has
+ * PROTO_F_FACTS, obs->seq the seq of the last event it follows, obs otherwise that event's
+ * state) is accepted as one more event of the same status with PROTO_F_FACTS when last is
+ * still that event (same seq and status), else it is a duplicate.
  * failReason of every accepted state follows the upstream's status-response rule: "N/A" on
  * waiting, depositing, pending, submitted, success, delayed, received; on failure, fallback,
  * refund the observation's reason if it says something (not NULL/"N/A"), else the last

@@ -185,7 +185,7 @@ static void decide_and_write(struct apply_op *op, const struct status_event *las
         return;
     }
     if (v != PROTO_ACCEPT) {
-        if (v == PROTO_DUPLICATE && last != NULL)
+        if (v == PROTO_DUPLICATE && last != NULL && !(op->obs.flags & PROTO_F_FACTS))
             confirm(a, op->obs.request_id, now); /* decided against Redis: it holds this state */
         op_finish(op, NULL, v, NULL);
         return;

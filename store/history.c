@@ -23,15 +23,17 @@ static void on_record(void *arg, const char *err, redisReply *r)
 {
     struct rec_req q = *(struct rec_req *)arg;
     free(arg);
-    if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 2) {
+    if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 3) {
         q.cb(q.arg, err != NULL ? err : store_err_server, NULL);
         return;
     }
-    const redisReply *rec = r->element[0], *trk = r->element[1];
+    const redisReply *rec = r->element[0], *trk = r->element[1], *fx = r->element[2];
     struct store_history_record out = {
         .rec = rec->type == REDIS_REPLY_STRING ? rec->str : NULL,
         .rec_len = rec->type == REDIS_REPLY_STRING ? rec->len : 0,
         .tracked = trk->type == REDIS_REPLY_STRING && strcmp(trk->str, "1") == 0,
+        .fx = fx->type == REDIS_REPLY_STRING ? fx->str : NULL,
+        .fx_len = fx->type == REDIS_REPLY_STRING ? fx->len : 0,
     };
     q.cb(q.arg, NULL, &out);
 }
@@ -44,7 +46,7 @@ int store_history_record(struct store *s, const char *id, store_history_record_c
     struct rec_req *q = xcalloc(1, sizeof(*q));
     q->cb = cb;
     q->arg = arg;
-    if (store_cmd(s, on_record, q, "HMGET %s rec trk", k) != 0) {
+    if (store_cmd(s, on_record, q, "HMGET %s rec trk fx", k) != 0) {
         free(q);
         return -1;
     }

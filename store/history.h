@@ -18,11 +18,13 @@ struct store_history_record {
     const char *rec;
     size_t rec_len;
     int tracked;
+    const char *fx; /* the newest facts as stored (store/facts.h), NULL: none */
+    size_t fx_len;
 };
 /* err: NULL, or store_err_* (the record could not be read: r is NULL). */
 typedef void store_history_record_cb(void *arg, const char *err,
                                      const struct store_history_record *r);
-/* HMGET {P:p<k>}:req:<id> rec trk on the partition of id. */
+/* HMGET {P:p<k>}:req:<id> rec trk fx on the partition of id. */
 int store_history_record(struct store *s, const char *id, store_history_record_cb *cb,
                          void *arg);
 

@@ -14,6 +14,7 @@
 #include "relay/dash/ops.h"
 #include "relay/dash/table.h"
 #include "relay/edge/dash_filter.h"
+#include "store/facts.h"
 #include "store/store.h"
 #include "store/stream.h"
 
@@ -110,7 +111,7 @@ static void replay_one(struct hub *h, struct hsess *x, struct hsub *u,
     struct status_event ev;
     status_event_init(&ev);
     size_t len = 0;
-    char *f = dash_encode_frame(h, e->rec, e->rec_len, 0, sid, &ev, &len);
+    char *f = dash_encode_frame(h, e->rec, e->rec_len, 0, sid, NULL, &ev, &len);
     if (f != NULL && sub_matches(u, e->rid, &ev, f, len)) {
         dash_send_text(h, x->id, e->rid, f, len);
         u->replayed++;
@@ -311,7 +312,7 @@ static void waiters_after(struct hub *h)
 
 /* Route one entry to the ws thread as a shared frame whose streamId is h->cursor (skipped
  * undecoded when nobody here follows its request); counts it as seen. */
-static void route(struct hub *h, const struct store_stream_entry *e)
+static void route(struct hub *h, const struct store_stream_entry *e, const char *facts)
 {
     h->events_seen++;
     if (e->rid == NULL || e->rec == NULL || e->rid_len > PROTO_MAX_ID)
@@ -321,7 +322,7 @@ static void route(struct hub *h, const struct store_stream_entry *e)
     struct status_event ev;
     status_event_init(&ev);
     size_t len = 0;
-    char *f = dash_encode_frame(h, e->rec, e->rec_len, 0, h->cursor, &ev, &len);
+    char *f = dash_encode_frame(h, e->rec, e->rec_len, 0, h->cursor, facts, &ev, &len);
     if (f != NULL) {
         struct xmsg *m = xmsg_new(XMSG_DASH_EVENT, 0, NULL, 0);
         m->shared = xbuf_new(f, len); /* one buffer for every recipient */
@@ -337,32 +338,129 @@ static void route(struct hub *h, const struct store_stream_entry *e)
     status_event_cleanup(&ev);
 }
 
-/* What is new, in merged order, each entry routed with the vector after it as its streamId:
+/* Would route(e) send it anywhere now? */
+static int followed(const struct hub *h, const struct store_stream_entry *e)
+{
+    return e->rid != NULL && e->rec != NULL && e->rid_len <= PROTO_MAX_ID &&
+           (h->broad_live > 0 || idmap_get(h->live_ids, e->rid, NULL));
+}
+
+/* One round read, owned while the facts of its followed entries are read: the entries
+ * (copied), and per entry its facts text (NULL: none, or not followed when read). */
+struct fround {
+    struct hub *h;
+    struct store_stream_entry *e; /* rid and rec owned */
+    char **facts;
+    size_t n;
+    unsigned np;
+    int full;
+};
+
+static void fround_free(struct fround *fr)
+{
+    for (size_t i = 0; i < fr->n; i++) {
+        free((char *)fr->e[i].rid);
+        free((char *)fr->e[i].rec);
+        free(fr->facts[i]);
+    }
+    free(fr->e);
+    free(fr->facts);
+    free(fr);
+}
+
+/* Route a round in merged order, each entry with the vector after it as its streamId:
  * resuming from any frame's streamId replays exactly what came after it in every
  * partition. */
+static void round_route(struct hub *h, struct fround *fr)
+{
+    h->reading = 0;
+    for (size_t i = 0; i < fr->n; i++) {
+        const struct store_stream_entry *e = &fr->e[i];
+        if (h->nwaiters > 0)
+            waiters_before(h, e); /* before the entry: it is their first live event */
+        h->pos[e->part] = e->at;
+        set_cursor_text(h);
+        route(h, e, fr->facts[i]);
+    }
+    if (h->nwaiters > 0)
+        waiters_after(h);
+    if (h->recheck_after)
+        recheck(h);
+    else if (fr->full)
+        event_active(h->kick_ev, EV_TIMEOUT, 0); /* more waiting */
+}
+
+/* The facts each followed entry carries (store/facts.h): attached, then the round routed.
+ * Without them (Redis error) the round goes without facts: frames are not kept. */
+static void on_round_facts(void *arg, const char *err, char **texts, size_t n)
+{
+    struct fround *fr = arg;
+    struct hub *h = fr->h;
+    if (dash_enter(h)) {
+        fround_free(fr);
+        return;
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < fr->n && texts != NULL && m < n; i++)
+        if (fr->facts[i] != NULL) { /* marked followed in on_read */
+            free(fr->facts[i]);
+            fr->facts[i] = texts[m];
+            texts[m++] = NULL;
+        }
+    if (err != NULL || texts == NULL)
+        for (size_t i = 0; i < fr->n; i++) {
+            free(fr->facts[i]);
+            fr->facts[i] = NULL;
+        }
+    round_route(h, fr);
+    fround_free(fr);
+}
+
 static void on_read(void *arg, const struct store_stream_result *r)
 {
     struct hub *h = arg;
     if (dash_enter(h))
         return;
-    h->reading = 0;
-    int full = 0;
-    for (size_t i = 0; i < r->n; i++) {
-        const struct store_stream_entry *e = &r->e[i];
-        if (h->nwaiters > 0)
-            waiters_before(h, e); /* before the entry: it is their first live event */
-        h->pos[e->part] = e->at;
-        set_cursor_text(h);
-        route(h, e);
-    }
+    struct fround *fr = xcalloc(1, sizeof(*fr));
+    fr->h = h;
+    fr->n = r->n;
+    fr->e = xcalloc(r->n + 1, sizeof(*fr->e));
+    fr->facts = xcalloc(r->n + 1, sizeof(*fr->facts));
     for (unsigned p = 0; p < r->np; p++)
-        full |= r->count[p] >= HUB_READ_COUNT;
-    if (h->nwaiters > 0)
-        waiters_after(h);
-    if (h->recheck_after)
-        recheck(h);
-    else if (full)
-        event_active(h->kick_ev, EV_TIMEOUT, 0); /* more waiting */
+        fr->full |= r->count[p] >= HUB_READ_COUNT;
+    const char **ids = xcalloc(r->n + 1, sizeof(*ids));
+    uint64_t *seqs = xcalloc(r->n + 1, sizeof(*seqs));
+    size_t m = 0;
+    for (size_t i = 0; i < r->n; i++) {
+        struct store_stream_entry *e = &fr->e[i];
+        *e = r->e[i];
+        e->rid = r->e[i].rid ? xstrndup(r->e[i].rid, r->e[i].rid_len) : NULL;
+        e->rec = r->e[i].rec ? xstrndup(r->e[i].rec, r->e[i].rec_len) : NULL;
+        if (!followed(h, e))
+            continue;
+        struct status_event ev;
+        struct proto_err pe = {0};
+        status_event_init(&ev);
+        if (proto_event_from_record(e->rec, e->rec_len, &ev, &pe) == 0) {
+            fr->facts[i] = xstrdup(""); /* a mark: replaced by its facts, or NULL */
+            ids[m] = e->rid;
+            seqs[m++] = ev.seq;
+        }
+        status_event_cleanup(&ev);
+    }
+    int rc = m == 0 ? 1 : store_facts_at(h->c->store, ids, seqs, m, on_round_facts, fr);
+    free(ids);
+    free(seqs);
+    if (rc == 0) {
+        h->pending++; /* h->reading stays set until the round is routed */
+        return;
+    }
+    for (size_t i = 0; i < fr->n; i++) { /* nothing followed, or Redis away: no facts */
+        free(fr->facts[i]);
+        fr->facts[i] = NULL;
+    }
+    round_route(h, fr);
+    fround_free(fr);
 }
 
 /* Each stream's newest id: the start (the cursor starts at the end), or a re-check after

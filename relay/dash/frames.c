@@ -82,7 +82,8 @@ json_t *dash_sub_data(const struct hsub *u)
 }
 
 char *dash_encode_frame(struct hub *h, const char *rec, size_t rlen, int snapshot,
-                        const char *sid, struct status_event *ev, size_t *len)
+                        const char *sid, const char *facts, struct status_event *ev,
+                        size_t *len)
 {
     struct proto_err pe;
     memset(&pe, 0, sizeof(pe));
@@ -92,6 +93,8 @@ char *dash_encode_frame(struct hub *h, const char *rec, size_t rlen, int snapsho
                      sid ? sid : "");
         return NULL;
     }
+    if (facts != NULL)
+        ev->facts = xstrdup(facts);
     size_t flen = 0;
     char *f = proto_event_ws_frame(ev, snapshot, wall_ms(), &flen);
     if (f == NULL || flen < 2 || sid == NULL || sid[0] == '\0') {

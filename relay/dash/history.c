@@ -13,6 +13,7 @@
 #include "relay/dash/table.h"
 #include "relay/edge/dash_filter.h"
 #include "relay/ingest/track.h"
+#include "store/facts.h"
 #include "store/history.h"
 
 #include <stdio.h>
@@ -67,7 +68,13 @@ static void on_snapshot(void *arg, const char *err, const struct store_history_r
         struct status_event ev;
         status_event_init(&ev);
         size_t len = 0;
-        char *f = dash_encode_frame(h, r->rec, r->rec_len, 1, u->live_at, &ev, &len);
+        /* the snapshot is the request's state now: its newest facts */
+        char *facts = NULL;
+        size_t flen = 0;
+        if (r->fx != NULL && store_facts_decode(r->fx, r->fx_len, &facts, &flen) != 0)
+            facts = NULL;
+        char *f = dash_encode_frame(h, r->rec, r->rec_len, 1, u->live_at, facts, &ev, &len);
+        free(facts);
         struct dash_frame fr;
         dash_frame_init(&fr, f, len, ev.status ? ev.status : "", op->id, ev.origin_chain_id,
                         ev.destination_chain_id);
@@ -171,7 +178,7 @@ static char *hist_answer(const char *id, char **frames, const size_t *lens, size
 }
 
 static void hist_send(struct hub *h, struct hsess *x, const struct hist *hs,
-                      const struct store_history_item *items, size_t n)
+                      const struct store_history_item *items, char *const *facts, size_t n)
 {
     char **frames = xcalloc(n + 1, sizeof(*frames));
     size_t *lens = xcalloc(n + 1, sizeof(*lens));
@@ -180,7 +187,7 @@ static void hist_send(struct hub *h, struct hsess *x, const struct hist *hs,
             struct status_event ev;
             status_event_init(&ev);
             frames[i] = dash_encode_frame(h, items[i].rec, items[i].rec_len, 0, items[i].sid,
-                                          &ev, &lens[i]);
+                                          facts[i], &ev, &lens[i]);
             status_event_cleanup(&ev);
         }
     size_t len = 0;
@@ -199,6 +206,56 @@ static void send_hist_unavailable(struct hub *h, uint64_t sess)
                     "the history could not be read (Redis unavailable)", NULL);
 }
 
+/* A history read, owned while the facts of its events are read (store/facts.h): the
+ * entries copied, and per entry the facts text its seq carries (NULL: none). */
+struct hist_facts {
+    struct hist *hs;
+    struct store_history_item *items; /* sid and rec owned */
+    size_t n;
+};
+
+static void hist_facts_free(struct hist_facts *hf)
+{
+    for (size_t i = 0; i < hf->n; i++) {
+        free((char *)hf->items[i].sid);
+        free((char *)hf->items[i].rec);
+    }
+    free(hf->items);
+    free(hf->hs);
+    free(hf);
+}
+
+/* The answer to a history op, once: its frames, or "unavailable". */
+static void hist_done(struct hist *hs, const char *err, const struct store_history_item *items,
+                      char *const *facts, size_t n)
+{
+    struct hub *h = hs->op.h;
+    struct hsess *x = dash_sess_find(h, hs->op.sess);
+    if (x != NULL && x->hist_inflight > 0)
+        x->hist_inflight--;
+    if (x != NULL && !x->closing) {
+        if (err != NULL)
+            send_hist_unavailable(h, x->id);
+        else
+            hist_send(h, x, hs, items, facts, n);
+    }
+}
+
+static void on_hist_facts(void *arg, const char *err, char **texts, size_t n)
+{
+    struct hist_facts *hf = arg;
+    struct hub *h = hf->hs->op.h;
+    if (dash_enter(h)) {
+        hist_facts_free(hf);
+        return;
+    }
+    char **none = xcalloc(hf->n + 1, sizeof(*none));
+    /* without facts (Redis error) the frames go without: they are not kept anywhere */
+    hist_done(hf->hs, NULL, hf->items, err == NULL && n == hf->n ? texts : none, hf->n);
+    free(none);
+    hist_facts_free(hf);
+}
+
 static void on_timeline(void *arg, const char *err, const struct store_history_item *items,
                         size_t n)
 {
@@ -208,15 +265,42 @@ static void on_timeline(void *arg, const char *err, const struct store_history_i
         free(hs);
         return;
     }
-    struct hsess *x = dash_sess_find(h, hs->op.sess);
-    if (x != NULL && x->hist_inflight > 0)
-        x->hist_inflight--;
-    if (x != NULL && !x->closing) {
-        if (err != NULL)
-            send_hist_unavailable(h, x->id);
-        else
-            hist_send(h, x, hs, items, n);
+    struct hist_facts *hf = NULL;
+    const char **ids = NULL;
+    uint64_t *seqs = NULL;
+    if (err == NULL && n > 0) { /* the facts of each event's seq first */
+        hf = xcalloc(1, sizeof(*hf));
+        hf->hs = hs;
+        hf->items = xcalloc(n, sizeof(*hf->items));
+        ids = xcalloc(n, sizeof(*ids));
+        seqs = xcalloc(n, sizeof(*seqs));
+        for (size_t i = 0; i < n; i++) {
+            struct store_history_item *it = &hf->items[hf->n++];
+            it->sid = items[i].sid ? xstrdup(items[i].sid) : NULL;
+            it->rec = items[i].rec ? xstrndup(items[i].rec, items[i].rec_len) : NULL;
+            it->rec_len = items[i].rec_len;
+            struct status_event ev;
+            struct proto_err pe = {0};
+            status_event_init(&ev);
+            ids[i] = hs->op.id;
+            if (it->rec != NULL && proto_event_from_record(it->rec, it->rec_len, &ev, &pe) == 0)
+                seqs[i] = ev.seq;
+            status_event_cleanup(&ev);
+        }
+        h->pending++;
+        int rc = store_facts_at(h->c->store, ids, seqs, n, on_hist_facts, hf);
+        free(ids);
+        free(seqs);
+        if (rc == 0)
+            return;
+        h->pending--;
+        hf->hs = NULL; /* answered below, without facts */
     }
+    char **none = xcalloc(n + 1, sizeof(*none));
+    hist_done(hs, err, items, none, n);
+    free(none);
+    if (hf != NULL)
+        hist_facts_free(hf);
     free(hs);
 }
 

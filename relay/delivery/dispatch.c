@@ -21,6 +21,7 @@
 #include "relay/delivery/endpoints.h"
 #include "relay/delivery/wh_view.h"
 #include "store/deliveries.h"
+#include "store/facts.h"
 #include "store/ratelimit.h"
 #include "store/store.h"
 
@@ -441,6 +442,111 @@ static void rl_claimed(struct dispatch *d, struct dispatch_attempt *head,
 
 static void claim(struct dispatch *d, int force);
 
+static void claim_go(struct dispatch *d, const char *ver);
+
+/* Body keys expired (DL_CLAIM_RECORD): the body is encoded again from the event's record,
+ * with the facts version of its seq (store/facts.h), as the fan-out made it: the same bytes. */
+struct rec_facts {
+    struct dispatch *d;
+    char ver[64];
+};
+
+static void on_record_facts(void *arg, const char *err, char **texts, size_t n)
+{
+    struct rec_facts *rf = arg;
+    struct dispatch *d = rf->d;
+    if (dsp_callback_enter(d)) {
+        free(rf);
+        return;
+    }
+    size_t i = 0;
+    for (struct dispatch_attempt **pp = &d->held, *a; (a = *pp) != NULL;) {
+        if (a->kind != DL_CLAIM_RECORD) {
+            pp = &a->next;
+            continue;
+        }
+        struct status_event ev;
+        struct proto_err pe;
+        status_event_init(&ev);
+        if (proto_event_from_record(a->b->p, a->b->len, &ev, &pe) != 0) {
+            pp = &a->next; /* start_held fails it: event_unreadable */
+            status_event_cleanup(&ev);
+            continue;
+        }
+        if (err != NULL || i >= n) { /* no facts to be had: the lease runs out, sent later */
+            *pp = a->next;
+            dsp_attempt_free(a);
+            status_event_cleanup(&ev);
+            continue;
+        }
+        ev.facts = texts[i];
+        texts[i++] = NULL;
+        size_t blen = 0;
+        char *body = proto_event_webhook_body(&ev, &blen);
+        status_event_cleanup(&ev);
+        if (body != NULL) {
+            dispatch_body_unref(a->b);
+            a->b = dispatch_body_new(body, blen);
+            a->kind = DL_CLAIM_BODY;
+            free(body);
+        }
+        pp = &a->next;
+    }
+    char ver[64];
+    snprintf(ver, sizeof(ver), "%s", rf->ver);
+    free(rf);
+    claim_go(d, ver);
+}
+
+/* Ask for the facts of the held attempts that must be encoded from their record: 0 when
+ * asked (on_record_facts goes on), -1 when there are none (or the store is away: they are
+ * encoded without). */
+static int with_facts(struct dispatch *d, const char *ver)
+{
+    size_t n = 0, cap = 0;
+    const char **ids = NULL;
+    uint64_t *seqs = NULL;
+    struct status_event *evs = NULL;
+    for (struct dispatch_attempt *a = d->held; a != NULL; a = a->next) {
+        if (a->kind != DL_CLAIM_RECORD)
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            evs = xrealloc(evs, cap * sizeof(*evs));
+        }
+        struct proto_err pe;
+        status_event_init(&evs[n]);
+        if (proto_event_from_record(a->b->p, a->b->len, &evs[n], &pe) != 0)
+            status_event_cleanup(&evs[n]);
+        else
+            n++;
+    }
+    int rc = -1;
+    if (n > 0) {
+        ids = xcalloc(n, sizeof(*ids));
+        seqs = xcalloc(n, sizeof(*seqs));
+        for (size_t i = 0; i < n; i++) {
+            ids[i] = evs[i].request_id;
+            seqs[i] = evs[i].seq;
+        }
+        struct rec_facts *rf = xcalloc(1, sizeof(*rf));
+        rf->d = d;
+        snprintf(rf->ver, sizeof(rf->ver), "%s", ver);
+        d->pending++;
+        rc = store_facts_at(d->c->store, ids, seqs, n, on_record_facts, rf);
+        if (rc != 0) {
+            d->pending--;
+            free(rf);
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        status_event_cleanup(&evs[i]);
+    free(evs);
+    free(ids);
+    free(seqs);
+    return rc;
+}
+
 static void on_claim(void *arg, const char *err, const char *msg,
                      const struct dl_claim_res *res)
 {
@@ -490,7 +596,15 @@ static void on_claim(void *arg, const char *err, const char *msg,
     *tail = d->held;
     d->held = head;
     d->claim_got += n;
-    const char *ver = res->version;
+    if (with_facts(d, res->version) == 0)
+        return; /* claiming stays set until the facts are in (on_record_facts) */
+    claim_go(d, res->version);
+}
+
+/* The claim's attempts are queued: start them (after a reload of the endpoint set when the
+ * claim saw another version), then go on with the sweep. */
+static void claim_go(struct dispatch *d, const char *ver)
+{
     if (strcmp(ver, "*") != 0 && strcmp(ver, webhooks_version(d->w)) != 0) {
         webhooks_reload(d->w, on_held_reloaded, d); /* claiming stays set until then */
         return;

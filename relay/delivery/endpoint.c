@@ -247,7 +247,7 @@ int webhook_matches(const struct webhook *wh, const struct status_event *ev)
     return ev->created_at >= wh->created_at && webhook_matches_filters(wh, ev);
 }
 
-void subject_from_event(const struct status_event *ev, int want_metadata,
+void subject_from_event(const struct status_event *ev, const struct proto_filter *f,
                         struct event_subject *x)
 {
     memset(x, 0, sizeof(*x));
@@ -259,8 +259,12 @@ void subject_from_event(const struct status_event *ev, int want_metadata,
         x->flags[nf++] = "reorg";
     if (ev->deposit != NULL && ev->deposit->depositor != NULL)
         x->wallets[nw++] = ev->deposit->depositor;
-    /* facts wallets: wired at merge */
-    if (want_metadata && ev->metadata != NULL)
+    size_t nfw = 0;
+    if (f->users != NULL && ev->facts != NULL &&
+        proto_facts_wallets(ev->facts, strlen(ev->facts), x->facts_wallets, &nfw, NULL) == 0)
+        for (size_t i = 0; i < nfw && nw < SUBJECT_MAX_WALLETS; i++)
+            x->wallets[nw++] = x->facts_wallets[i];
+    if (f->metadata != NULL && ev->metadata != NULL)
         x->metadata = json_loads(ev->metadata, 0, NULL); /* unreadable: matches no metadata */
     x->s = (struct proto_filter_subject){
         .type = proto_event_type_name(ev->type),
@@ -289,7 +293,7 @@ void subject_cleanup(struct event_subject *x)
 int webhook_matches_filters(const struct webhook *wh, const struct status_event *ev)
 {
     struct event_subject x;
-    subject_from_event(ev, wh->f.metadata != NULL, &x);
+    subject_from_event(ev, &wh->f, &x);
     int r = proto_filter_match(&wh->f, &x.s);
     subject_cleanup(&x);
     return r;

@@ -12,6 +12,7 @@
 #define RELAY_DELIVERY_ENDPOINT_H
 
 #include "protocol/event.h"
+#include "protocol/facts.h"
 #include "protocol/filter.h"
 #include "protocol/sign.h"
 
@@ -93,9 +94,12 @@ struct event_subject {
     struct proto_filter_subject s;
     const char *flags[SUBJECT_MAX_FLAGS];
     const char *wallets[SUBJECT_MAX_WALLETS];
+    char facts_wallets[3][PROTO_FACTS_MAX_ADDR + 1]; /* user, sender, recipient of ev->facts */
     json_t *metadata; /* owned; NULL when not parsed or none */
 };
-void subject_from_event(const struct status_event *ev, int want_metadata,
+/* Fill x from ev for f: the metadata object and the facts' wallets are read only when f has
+ * a "metadata" / "users" key. */
+void subject_from_event(const struct status_event *ev, const struct proto_filter *f,
                         struct event_subject *x);
 void subject_cleanup(struct event_subject *x);
 

@@ -39,6 +39,7 @@
 #include "relay/delivery/endpoints.h"
 #include "store/deliveries.h"
 #include "store/events.h"
+#include "store/facts.h"
 #include "store/keys.h"
 #include "store/store.h"
 
@@ -225,6 +226,35 @@ static void on_claim(void *arg, const char *err, const char *msg, const char *ne
     fo_step(fo);
 }
 
+/* The facts of the batch's events (texts in the order on_read asked: its decoded entries):
+ * attached, then the batch is matched. Without them (Redis error) no body may be made: the
+ * batch is dropped and read again from our pending entries, so a body never lacks facts its
+ * event carries. */
+static void on_facts(void *arg, const char *err, char **texts, size_t n)
+{
+    struct fanout *fo = arg;
+    if (fo_callback_enter(fo))
+        return;
+    struct fo_batch *b = fo->batch;
+    if (err != NULL || b == NULL) {
+        if (err != NULL)
+            log_warn("request facts not read, batch read again", "err=%s", err);
+        fo_batch_free(fo, fo->batch);
+        fo->batch = NULL;
+        fo->need_pending = 1;
+        fo_idle(fo);
+        return;
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < b->n && m < n; i++)
+        if (b->ents[i].ok && b->ents[i].ev.request_id != NULL) {
+            free(b->ents[i].ev.facts);
+            b->ents[i].ev.facts = texts[m]; /* taken */
+            texts[m++] = NULL;
+        }
+    fo_process_batch(fo);
+}
+
 static void on_read(void *arg, const char *err, const char *msg, struct store_events_iter *it,
                     size_t n)
 {
@@ -270,7 +300,26 @@ static void on_read(void *arg, const char *err, const char *msg, struct store_ev
         b->n++;
     }
     fo->busy = 1;
-    fo_process_batch(fo);
+    /* the request facts each event carries (the version of its seq): one script per batch */
+    const char **ids = xcalloc(b->n ? b->n : 1, sizeof(*ids));
+    uint64_t *seqs = xcalloc(b->n ? b->n : 1, sizeof(*seqs));
+    size_t m = 0;
+    for (size_t i = 0; i < b->n; i++)
+        if (b->ents[i].ok && b->ents[i].ev.request_id != NULL) {
+            ids[m] = b->ents[i].ev.request_id;
+            seqs[m++] = b->ents[i].ev.seq;
+        }
+    fo->pending++;
+    int rc = store_facts_at(fo->c->store, ids, seqs, m, on_facts, fo);
+    free(ids);
+    free(seqs);
+    if (rc != 0) {
+        fo->pending--;
+        fo_batch_free(fo, fo->batch); /* read again from our pending entries */
+        fo->batch = NULL;
+        fo->need_pending = 1;
+        fo_idle(fo);
+    }
 }
 
 void fo_step(struct fanout *fo)

@@ -9,6 +9,7 @@
 #include "relay/common/util.h"
 #include "relay/config.h"
 #include "relay/core.h"
+#include "relay/ingest/chains.h"
 #include "relay/ingest/ingest.h"
 #include "store/facts.h"
 #include "store/search.h"
@@ -39,7 +40,33 @@ static void learn_free(struct learn *l)
 
 static void learn_round(struct learn *l);
 
-static void on_put(void *arg, const char *err, enum store_facts_put_result res)
+/* The follow-up event facts_put.lua claimed: one more event of the state in rec (the
+ * request's last event) flagged PROTO_F_FACTS, written through the apply step like any
+ * observation (its compare-and-set on seq: when another event came first, that one carries
+ * the new facts and the follow-up is a duplicate). It carries the version just written. */
+static void follow_up(struct core *c, const char *id, const char *rec, size_t rec_len)
+{
+    struct status_event ev;
+    struct proto_err perr = {0};
+    status_event_init(&ev);
+    if (proto_event_from_record(rec, rec_len, &ev, &perr) != 0) {
+        log_warn("facts follow-up not made: stored state unreadable", "request=%s err=%s",
+                 id, proto_strerror(perr.code));
+        status_event_cleanup(&ev);
+        return;
+    }
+    ev.flags = (ev.flags & ~PROTO_F_MASK) | PROTO_F_FACTS; /* seq: the event it follows */
+    ev.source = PROTO_SRC_REQUESTS; /* the facts came from /requests/v3 */
+    ev.observed_at = wall_ms();
+    ev.published_at = 0;
+    free(ev.metadata); /* the apply step adds the request's own */
+    ev.metadata = NULL;
+    ingest_submit(c->ingest, &ev, 0, NULL, NULL);
+    status_event_cleanup(&ev);
+}
+
+static void on_put(void *arg, const char *err, enum store_facts_put_result res,
+                   const char *rec, size_t rec_len)
 {
     struct learn *l = arg;
     if (err == NULL && res == STORE_FACTS_WRITTEN &&
@@ -47,6 +74,8 @@ static void on_put(void *arg, const char *err, enum store_facts_put_result res)
         /* the one place facts are written: the search indexes (wallets, referrer, every
          * transaction hash, createdAt) follow them; best effort, the next write indexes again */
         log_debug("request facts not indexed", "request=%s", l->id);
+    if (err == NULL && res == STORE_FACTS_WRITTEN && rec != NULL)
+        follow_up(l->c, l->id, rec, rec_len);
     if (err == NULL && res == STORE_FACTS_CHANGED && l->rounds < LEARN_ROUNDS) {
         free(l->merged);
         l->merged = NULL;
@@ -60,9 +89,10 @@ static void on_put(void *arg, const char *err, enum store_facts_put_result res)
 }
 
 /* The merged text of the stored value raw (NULL: none) and l's facts into *out; *same set
- * when the stored facts already say all of it (nothing to write). Returns 0 or -1. */
+ * when the stored facts already say all of it (nothing to write). *cur_out (may stay NULL)
+ * receives the stored text (caller frees). Returns 0 or -1. */
 static int merged(const struct learn *l, const char *raw, size_t raw_len, char **out,
-                  size_t *out_len, int *same)
+                  size_t *out_len, int *same, char **cur_out, size_t *cur_out_len)
 {
     *same = 0;
     if (raw == NULL) {
@@ -82,30 +112,64 @@ static int merged(const struct learn *l, const char *raw, size_t raw_len, char *
     int rc = proto_facts_merge(cur, cur_len, l->facts, l->len, out, out_len, &perr);
     if (rc == 0 && *out_len == cur_len && memcmp(*out, cur, cur_len) == 0)
         *same = 1;
-    free(cur);
+    *cur_out = cur;
+    *cur_out_len = cur_len;
     if (rc != 0)
         log_warn("request facts not merged", "request=%s err=%s field=%s", l->id,
                  proto_strerror(rc), perr.field);
     return rc == 0 ? 0 : -1;
 }
 
-static void on_get(void *arg, const char *err, const char *raw, size_t raw_len)
+static void on_get(void *arg, const char *err, const struct store_facts_stored *st)
 {
     struct learn *l = arg;
-    char *text = NULL, *val = NULL;
-    size_t text_len = 0, val_len = 0;
+    char *text = NULL, *val = NULL, *cur = NULL, *older = NULL, *relast = NULL;
+    size_t text_len = 0, val_len = 0, cur_len = 0, older_len = 0, relast_len = 0;
     int same = 0;
-    if (err != NULL || merged(l, raw, raw_len, &text, &text_len, &same) != 0 || same) {
+    if (err != NULL ||
+        merged(l, st->raw, st->raw_len, &text, &text_len, &same, &cur, &cur_len) != 0 || same) {
         free(text); /* same: the stored facts say it all already */
+        free(cur);
         learn_free(l);
         return;
     }
+    /* explorer links from the chain list known now, once, when the version is written:
+     * every body and frame of its events then carries the same bytes (proto_facts_relink) */
+    const struct proto_explorers *ex = chains_explorers(l->c->chains);
+    char *linked = NULL;
+    size_t linked_len = 0;
+    struct proto_err perr = {0};
+    if (ex != NULL && proto_facts_relink(text, text_len, ex, &linked, &linked_len, &perr) == 0) {
+        free(text);
+        text = linked;
+        text_len = linked_len;
+    }
     l->merged = text; /* kept for the search index (on_put) */
     l->merged_len = text_len;
+    /* older versions are deltas against the next newer text (store/facts.h): the stored one
+     * as kept beside the new one, or - when the write replaces it - the newest older version
+     * again against the new text instead of the one it replaces */
+    if (cur != NULL && !st->replaces &&
+        store_facts_encode_delta(cur, cur_len, text, text_len, &older, &older_len) != 0)
+        older = NULL;
+    if (cur != NULL && st->replaces && st->last_older != NULL && st->last_older_len > 0 &&
+        st->last_older[0] == 'd') {
+        char *lt = NULL;
+        size_t lt_len = 0;
+        if (store_facts_decode_older(st->last_older, st->last_older_len, cur, cur_len, &lt,
+                                     &lt_len) == 0 &&
+            store_facts_encode_delta(lt, lt_len, text, text_len, &relast, &relast_len) != 0)
+            relast = NULL;
+        free(lt);
+    }
     if (store_facts_encode(text, text_len, &val, &val_len) != 0 ||
-        store_facts_put(l->c->store, l->id, raw, raw_len, val, val_len, on_put, l) != 0)
+        store_facts_put(l->c->store, l->id, st->raw, st->raw_len, val, val_len, older,
+                        older_len, relast, relast_len, st->last_seq, on_put, l) != 0)
         learn_free(l);
     free(val);
+    free(cur);
+    free(older);
+    free(relast);
 }
 
 static void learn_round(struct learn *l)

@@ -4,7 +4,11 @@
  * facts_submit: its status is applied first (ingest_submit), then its facts are merged into
  * the stored ones (proto_facts_merge, a compare-and-set retried on a concurrent write), so the
  * facts never exist without the request's hash. The status event never waits for them.
- * runs on: core thread. */
+ * Each write is a new version, carried by the request's events from its next seq on
+ * (docs/facts.md "Facts in event bodies"), explorer links built from the chain list known
+ * when it is written; when no event followed up the current status change yet, the write
+ * claims the follow-up and one event of the same status flagged "facts" is submitted
+ * (protocol/lifecycle.h). runs on: core thread. */
 #ifndef RELAY_INGEST_FACTS_H
 #define RELAY_INGEST_FACTS_H
 
@@ -22,8 +26,8 @@ void facts_submit(struct core *c, const struct status_event *ev, int track, cons
                   size_t len);
 
 /* Merge facts[0..len) into request id's stored facts (read, merge, compare-and-set; up to a
- * few rounds against concurrent writers). Nothing is written when the request has no hash or
- * the merge changes nothing. */
+ * few rounds against concurrent writers) as a new version, with its follow-up event when it
+ * claims one. Nothing is written when the request has no hash or the merge changes nothing. */
 void facts_learn(struct core *c, const char *id, const char *facts, size_t len);
 
 #endif

@@ -1,6 +1,6 @@
 /* fuzz_facts.c - libFuzzer target for protocol/facts.c on the same bytes read four ways: as a
  * /requests/v3 item, as a page of items (each item's facts merged into the previous ones), as
- * a facts text of ours (merge, relink) and as a GET /chains body (explorer links).
+ * a facts text of ours (merge, relink, its wallets) and as a GET /chains body (explorer links).
  * Invariants: every return code is a known PROTO_E* (never PROTO_ENOMEM) matching err->code,
  * with no output on failure; every facts text handed out is JSON jansson reads (duplicates
  * rejected), an object with the canonical keys, at most PROTO_FACTS_MAX_INPUT bytes, and
@@ -15,6 +15,7 @@
 #include <jansson.h>
 #include <stdint.h>
 #include <string.h>
+#include <strings.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -161,6 +162,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_facts(m, mn, &ex);
         free(m);
         free(out);
+    }
+    /* the wallets of a facts text (the endpoint filter "users"): at most 3, each a string
+     * within bounds, none twice (ASCII case aside) */
+    char w[3][PROTO_FACTS_MAX_ADDR + 1];
+    size_t nw = 9;
+    rc = proto_facts_wallets(buf, size, w, &nw, &err);
+    FUZZ_CHECK(rc <= 0 && rc >= PROTO_EEVENT && rc != PROTO_ENOMEM);
+    FUZZ_CHECK(nw <= 3 && (rc == 0 || nw == 0));
+    for (size_t i = 0; i < nw; i++) {
+        FUZZ_CHECK(strlen(w[i]) <= PROTO_FACTS_MAX_ADDR);
+        for (size_t k = 0; k < i; k++)
+            FUZZ_CHECK(strcasecmp(w[i], w[k]) != 0 || strlen(w[i]) != strlen(w[k]));
     }
     /* a chain list */
     check_chains(buf, size);

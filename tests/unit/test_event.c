@@ -150,7 +150,8 @@ static void test_reason_lists(void **state)
     assert_string_equal(proto_flag_name(PROTO_F_UNKNOWN_STATUS), "unknownStatus");
     assert_string_equal(proto_flag_name(PROTO_F_REVERSAL), "reversal");
     assert_string_equal(proto_flag_name(PROTO_F_UNCONFIRMED_DEPOSIT), "unconfirmedDeposit");
-    assert_null(proto_flag_name(0x40));
+    assert_string_equal(proto_flag_name(PROTO_F_FACTS), "facts");
+    assert_null(proto_flag_name(0x80));
     assert_null(proto_flag_name(PROTO_HAS_DETAILS));
     assert_null(proto_flag_name(PROTO_HAS_DETAILS_JSON));
     assert_null(proto_flag_name(PROTO_HAS_REORG));
@@ -879,6 +880,57 @@ static void test_metadata_encodings(void **state)
     status_event_cleanup(&ev);
 }
 
+/* "statusrelay.request": the facts the event carries (ev->facts), after metadata and before
+ * snapshot, absent when unknown; never in the record (the stream entry does not grow), nor in
+ * the upstream's own shape; copy and equal see it. */
+static void test_facts_encodings(void **state)
+{
+    static const char FX[] = "{\"createdAt\":1,\"user\":\"0xab\",\"outTxs\":[]}";
+    struct status_event ev;
+    size_t len, len0;
+    char tail[512];
+    (void)state;
+    full_event(&ev);
+    char *r0 = proto_event_record(&ev, &len0);
+    char *w = proto_event_webhook_body(&ev, &len);
+    assert_null(strstr(w, "\"request\""));
+    free(w);
+    ev.facts = strdup(FX);
+    ev.metadata = strdup(META);
+    w = proto_event_webhook_body(&ev, &len);
+    snprintf(tail, sizeof(tail), "\"metadata\":%s,\"request\":%s}}", META, FX);
+    assert_string_equal(w + len - strlen(tail), tail);
+    json_t *j = json_loadb(w, len, JSON_REJECT_DUPLICATES, NULL);
+    assert_non_null(j);
+    json_t *rq = json_object_get(json_object_get(j, "statusrelay"), "request");
+    assert_string_equal(json_string_value(json_object_get(rq, "user")), "0xab");
+    json_decref(j);
+    free(w);
+    char *f = proto_event_ws_frame(&ev, 1, 5, &len);
+    snprintf(tail, sizeof(tail), "\"request\":%s,\"snapshot\":true}}", FX);
+    assert_string_equal(f + len - strlen(tail), tail);
+    free(f);
+    char *v = proto_event_status_v3(&ev, &len);
+    assert_null(strstr(v, "request\""));
+    free(v);
+    free(ev.metadata);
+    ev.metadata = NULL;
+    char *r = proto_event_record(&ev, &len);
+    assert_int_equal(len, len0);
+    assert_memory_equal(r, r0, len);
+    free(r);
+    free(r0);
+    struct status_event c;
+    assert_int_equal(status_event_copy(&c, &ev), 0);
+    assert_string_equal(c.facts, FX);
+    assert_true(status_event_equal(&c, &ev));
+    free(c.facts);
+    c.facts = NULL;
+    assert_false(status_event_equal(&c, &ev));
+    status_event_cleanup(&c);
+    status_event_cleanup(&ev);
+}
+
 /* The one rule for what POST /v1/requests stores and what a record may carry. */
 static void test_metadata_parse(void **state)
 {
@@ -1032,6 +1084,7 @@ int main(void)
         cmocka_unit_test(test_copy_equal),
         cmocka_unit_test(test_metadata_encodings),
         cmocka_unit_test(test_metadata_parse),
+        cmocka_unit_test(test_facts_encodings),
         cmocka_unit_test(test_chaos_encoders),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -933,6 +933,33 @@ static void test_chaos(void **state)
     proto_explorers_cleanup(&ex);
 }
 
+/* The wallets of a facts text for the endpoint filter "users": user, sender, recipient, once
+ * each (0x addresses case-insensitively), nulls left out; not a facts object: typed errors. */
+static void test_wallets(void **state)
+{
+    (void)state;
+    char w[3][PROTO_FACTS_MAX_ADDR + 1];
+    size_t n = 9;
+    struct proto_err e;
+    const char *t = "{\"createdAt\":1,\"user\":\"0xAbC\",\"sender\":\"0xabc\","
+                    "\"recipient\":\"So1ana\",\"refundTo\":\"0xdef\"}";
+    assert_int_equal(proto_facts_wallets(t, strlen(t), w, &n, &e), 0);
+    assert_int_equal(n, 2);
+    assert_string_equal(w[0], "0xAbC");
+    assert_string_equal(w[1], "So1ana");
+    t = "{\"user\":null,\"sender\":null,\"recipient\":\"0x1\"}";
+    assert_int_equal(proto_facts_wallets(t, strlen(t), w, &n, &e), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(w[0], "0x1");
+    assert_int_equal(proto_facts_wallets("{}", 2, w, &n, &e), 0);
+    assert_int_equal(n, 0);
+    assert_int_equal(proto_facts_wallets("[]", 2, w, &n, &e), PROTO_ETYPE);
+    assert_int_equal(proto_facts_wallets("{\"user\":1}", 10, w, &n, &e), PROTO_ETYPE);
+    assert_string_equal(e.field, "user");
+    assert_int_equal(n, 0);
+    assert_int_equal(proto_facts_wallets("{", 1, w, &n, &e), PROTO_EJSON);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -941,6 +968,7 @@ int main(void)
         cmocka_unit_test(test_caps),           cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_merge_rows),     cmocka_unit_test(test_merge_fixtures),
         cmocka_unit_test(test_merge_malformed), cmocka_unit_test(test_chaos),
+        cmocka_unit_test(test_wallets),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

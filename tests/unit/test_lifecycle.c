@@ -517,6 +517,45 @@ static void test_reversal_per_event(void **state)
     status_event_cleanup(&st);
 }
 
+/* A facts follow-up (relay/ingest/facts.c): the last event's state with PROTO_F_FACTS and the
+ * seq it follows is one more event of the same status, flagged for that event only; once
+ * another event came first it is a duplicate. */
+static void test_facts_followup(void **state)
+{
+    struct status_event st, fu, next;
+    (void)state;
+    status_event_init(&st);
+    assert_int_equal(step(&st, S300 ",\"inTxHashes\":[\"a\"],\"txHashes\":[\"x\"]"), PROTO_ACCEPT);
+    assert_int_equal(status_event_copy(&fu, &st), 0);
+    fu.flags = (fu.flags & ~PROTO_F_MASK) | PROTO_F_FACTS;
+    fu.source = PROTO_SRC_REQUESTS;
+    assert_int_equal(decide(&st, &fu, &next), PROTO_ACCEPT);
+    assert_int_equal(next.seq, st.seq + 1);
+    assert_string_equal(next.status, "success");
+    assert_string_equal(next.prev_status, "success");
+    assert_true(next.flags & PROTO_F_FACTS);
+    assert_list(&next.tx_hashes, "x");
+    size_t len;
+    char *body = proto_event_webhook_body(&next, &len);
+    assert_non_null(strstr(body, "\"source\":\"requests\",\"observedAt\":1000,"
+                                 "\"flags\":[\"facts\"]}}"));
+    free(body);
+    /* against the follow-up itself (the seq moved on): a duplicate */
+    assert_int_equal(decide(&next, &fu, &st), PROTO_DUPLICATE);
+    /* a request never seen: nothing to follow */
+    assert_int_equal(decide(NULL, &fu, &st), PROTO_DUPLICATE);
+    /* the next observation does not inherit the flag */
+    struct status_event obs, after;
+    obs_of(&obs, "\"status\":\"success\",\"updatedAt\":300,\"txHashes\":[\"y\"]", PROTO_SRC_WS);
+    assert_int_equal(decide(&next, &obs, &after), PROTO_ACCEPT);
+    assert_int_equal(after.flags & PROTO_F_FACTS, 0);
+    status_event_cleanup(&after);
+    status_event_cleanup(&obs);
+    status_event_cleanup(&next);
+    status_event_cleanup(&fu);
+    status_event_cleanup(&st);
+}
+
 /* ---- /requests/v3 additions: reorg details and unconfirmed Bitcoin deposits --------------- */
 
 /* An observation from a /requests/v3 item: status, updatedAt second, extra "data" members
@@ -899,6 +938,7 @@ int main(void)
         cmocka_unit_test(test_shuffled_success),
         cmocka_unit_test(test_failure_then_refund),
         cmocka_unit_test(test_chaos),
+        cmocka_unit_test(test_facts_followup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

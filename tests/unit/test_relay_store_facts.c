@@ -60,6 +60,30 @@ static void test_round_trip(void **state)
         assert_int_equal(store_facts_decode(val, vl / 2, &back, &bl), -1);
         assert_int_equal(store_facts_decode("x", 1, &back, &bl), -1);
         assert_int_equal(store_facts_decode("", 0, &back, &bl), -1);
+        /* an older version against the next newer text: round-trips, a fraction of its 'z'
+         * form when the newer text repeats it, refused against another text */
+        char *dv, *dback;
+        size_t dl, dbl;
+        assert_int_equal(store_facts_encode_delta(text, tl, text, tl, &dv, &dl), 0);
+        assert_int_equal(dv[0], 'd');
+        assert_true(dl < vl / 4);
+        assert_int_equal(store_facts_decode_older(dv, dl, text, tl, &dback, &dbl), 0);
+        assert_int_equal(dbl, tl);
+        assert_memory_equal(dback, text, tl);
+        free(dback);
+        assert_int_equal(store_facts_decode_older(dv, dl, "{}", 2, &dback, &dbl), -1);
+        assert_null(dback);
+        assert_int_equal(store_facts_decode_older(dv, dl, NULL, 0, &dback, &dbl), -1);
+        assert_int_equal(store_facts_decode(dv, dl, &dback, &dbl), -1); /* needs its newer */
+        /* any other stored form reads without the newer text */
+        char *zv;
+        size_t zl;
+        assert_int_equal(store_facts_encode(text, tl, &zv, &zl), 0);
+        assert_int_equal(store_facts_decode_older(zv, zl, NULL, 0, &dback, &dbl), 0);
+        assert_memory_equal(dback, text, tl);
+        free(dback);
+        free(zv);
+        free(dv);
         free(plain);
         free(val);
         free(text);
