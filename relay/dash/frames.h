@@ -34,8 +34,9 @@ void dash_filter_op(struct hub *h, uint64_t sess, enum dash_op op, const char *k
 void dash_close(struct hub *h, uint64_t sess, int code, const char *reason);
 /* The "data" of acks and notices about u: {"event","filters"}. New reference. */
 json_t *dash_sub_data(const struct hsub *u);
-/* The frame of one event record, with "statusrelay.streamId" = sid. NULL when the record is
- * unreadable (logged once per hub). ev (initialised by the caller, who cleans it up)
+/* The frame of one event record, with "statusrelay.streamId" = sid (a snapshot of a
+ * request.watch.ended record adds "statusrelay.watchEnded": its reason). NULL when the
+ * record is unreadable (logged once per hub). ev (initialised by the caller, who cleans it up)
  * receives the decoded event. The frame is malloc'd, its length in *len. */
 char *dash_encode_frame(struct hub *h, const char *rec, size_t rlen, int snapshot,
                         const char *sid, struct status_event *ev, size_t *len);
