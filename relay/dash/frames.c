@@ -97,21 +97,34 @@ char *dash_encode_frame(struct hub *h, const char *rec, size_t rlen, int snapsho
         ev->facts = xstrdup(facts);
     size_t flen = 0;
     char *f = proto_event_ws_frame(ev, snapshot, wall_ms(), &flen);
-    if (f == NULL || flen < 2 || sid == NULL || sid[0] == '\0') {
+    /* a snapshot of a request whose last event is its request.watch.ended says why the
+     * watch ended: "watchEnded": the reason (the live page's final / abandoned marks) */
+    char we[48] = "";
+    if (snapshot && ev->type == PROTO_EV_WATCH_ENDED && ev->type_reason != NULL &&
+        strlen(ev->type_reason) < 24 &&
+        strspn(ev->type_reason, "abcdefghijklmnopqrstuvwxyz_") == strlen(ev->type_reason))
+        snprintf(we, sizeof(we), ",\"watchEnded\":\"%s\"", ev->type_reason);
+    int has_sid = sid != NULL && sid[0] != '\0';
+    if (f == NULL || flen < 2 || (!has_sid && we[0] == '\0')) {
         *len = flen;
         return f;
     }
     /* the frame ends with the statusrelay object's "}" and the envelope's "}" */
-    size_t sl = strlen(sid);
-    char *out = xmalloc(flen + sl + 16);
+    size_t sl = has_sid ? strlen(sid) : 0, wl = strlen(we);
+    char *out = xmalloc(flen + wl + sl + 16);
     memcpy(out, f, flen - 2);
     size_t n = flen - 2;
-    memcpy(out + n, ",\"streamId\":\"", 13);
-    n += 13;
-    memcpy(out + n, sid, sl);
-    n += sl;
-    memcpy(out + n, "\"}}", 4);
-    n += 3;
+    memcpy(out + n, we, wl);
+    n += wl;
+    if (has_sid) {
+        memcpy(out + n, ",\"streamId\":\"", 13);
+        n += 13;
+        memcpy(out + n, sid, sl);
+        n += sl;
+        out[n++] = '"';
+    }
+    memcpy(out + n, "}}", 3);
+    n += 2;
     free(f);
     *len = n;
     return out;

@@ -35,7 +35,8 @@ void dash_close(struct hub *h, uint64_t sess, int code, const char *reason);
 /* The "data" of acks and notices about u: {"event","filters"}. New reference. */
 json_t *dash_sub_data(const struct hsub *u);
 /* The frame of one event record, with "statusrelay.streamId" = sid and "statusrelay.request"
- * = facts (the facts text the event carries, store/facts.h; NULL: none). NULL when the
+ * = facts (the facts text the event carries, store/facts.h; NULL: none); a snapshot of a
+ * request.watch.ended record adds "statusrelay.watchEnded": its reason. NULL when the
  * record is unreadable (logged once per hub). ev (initialised by the caller, who cleans it
  * up) receives the decoded event (with a copy of facts). The frame is malloc'd, its length
  * in *len. */

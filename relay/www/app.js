@@ -7,9 +7,21 @@
 // The search box sends {"type":"find","q"} (the q of GET /v1/requests) and lists the rows found;
 // opening a row sends {"type":"facts"} and shows the request's facts (wallets, amounts, fees,
 // transactions with explorer links), also those a frame carries in statusrelay.request.
+// The broad subscription also names the relay's own event types: a request.watch.ended marks
+// its row (final / abandoned / watch ended; a snapshot says it in statusrelay.watchEnded)
+// until a later status event of the request, request.stuck marks it stuck, and the recent
+// endpoint.disabled events fill the "Endpoints disabled" panel (kept in the page only).
 'use strict';
 
 const EVENT = 'request.status.updated';
+const ENDED = 'request.watch.ended', STUCK = 'request.stuck', DISABLED = 'endpoint.disabled';
+const EVENTS = [EVENT, ENDED, STUCK, DISABLED];
+const MAX_DISABLED = 20;
+// the marks of a row whose watch ended, by reason (failure_tail, untracked: "watch ended")
+const ENDED_MARK = {
+  final: ['final', 'settled and past its reversal window: safe'],
+  abandoned: ['abandoned', 'still waiting at the waiting TTL: the quote was never deposited'],
+};
 const MAX_ROWS = 500;
 const STATUSES = ['waiting', 'depositing', 'pending', 'submitted', 'delayed', 'success',
   'failure', 'refund'];
@@ -28,6 +40,7 @@ const state = {
   facts: new Map(),       // requestId -> the data of its last facts answer (+ frame facts)
   find: null,             // the last search: { q, rows, more, error }
   factsAt: 0,             // when the selected request's facts were last asked (ms)
+  disabled: [],           // the recent endpoint.disabled frames' data + eventId, newest first
 };
 // not stuck whatever their age: not deposited yet, or settled
 const NEVER_STUCK = new Set(['waiting', 'success', 'refund']);
@@ -203,7 +216,7 @@ function connect() {
 }
 
 function subscribeAll() {
-  const sub = { type: 'subscribe', event: EVENT, snapshotLimit: 200 };
+  const sub = { type: 'subscribe', event: EVENT, filters: { events: EVENTS }, snapshotLimit: 200 };
   if (state.token) sub.token = state.token;
   if (state.lastStreamId) sub.lastEventId = state.lastStreamId;
   send(sub);
@@ -212,7 +225,8 @@ function subscribeAll() {
 }
 
 function onFrame(f) {
-  if (f.event === EVENT && f.data) return onEvent(f);
+  if ((f.event === EVENT || f.event === ENDED || f.event === STUCK) && f.data?.requestId) return onEvent(f);
+  if (f.event === DISABLED && f.data) return onDisabled(f);
   switch (f.type) {
     case 'connection':
       state.retry = 0;
@@ -249,6 +263,7 @@ function onEvent(f, hist) {
     q = { data: d, relay: r, firstAt: d.updatedAt, changedAt: d.updatedAt, events: [], seen: 0 };
     state.reqs.set(d.requestId, q);
   }
+  marks(q, f);
   if ((r.seq ?? 0) >= (q.relay.seq ?? 0)) { // never regress: a snapshot may trail an event
     if (d.status !== q.data.status || !q.changedAt) q.changedAt = d.updatedAt;
     q.data = d;
@@ -271,6 +286,66 @@ function onEvent(f, hist) {
   if (state.selected === d.requestId) {
     if (!r.snapshot && !hist) askFacts(d.requestId, 1000); // a change may bring facts: ask again
     renderTimeline();
+  }
+}
+
+// The watch-ended and stuck marks of row q after frame f (in any order: by seq). A
+// request.watch.ended (or a snapshot saying statusrelay.watchEnded) marks the row unless a
+// later status event is known; a status event (or a snapshot of a later state) takes the
+// marks of older typed events away.
+function marks(q, f) {
+  const r = f.statusrelay || {}, seq = r.seq ?? 0;
+  if (f.event === ENDED || (r.snapshot && typeof r.watchEnded === 'string')) {
+    if (seq > (q.statusSeq ?? 0) && (!q.ended || seq >= q.ended.seq))
+      q.ended = { reason: String(f.event === ENDED ? f.data.reason : r.watchEnded), seq };
+  } else if (f.event === STUCK) {
+    if (seq > (q.statusSeq ?? 0) && seq > (q.stuckSeq ?? 0)) q.stuckSeq = seq;
+  } else {
+    if (!r.snapshot) q.statusSeq = Math.max(q.statusSeq ?? 0, seq);
+    if (q.ended && seq > q.ended.seq) q.ended = null;
+    if (q.stuckSeq && seq > q.stuckSeq) q.stuckSeq = null;
+  }
+}
+
+function endedMark(q) {
+  const [text, title] = ENDED_MARK[q.ended.reason] || ['watch ended', `the relay stopped watching it (${q.ended.reason})`];
+  const m = el('span', `mark mark-ended mark-ended-${ENDED_MARK[q.ended.reason] ? q.ended.reason : 'other'}`, text);
+  m.title = title;
+  return m;
+}
+
+// ---- endpoints disabled --------------------------------------------------------------------
+function onDisabled(f) {
+  const d = f.data, r = f.statusrelay || {};
+  if (r.streamId && (!state.lastStreamId || cmpSid(r.streamId, state.lastStreamId) > 0)) state.lastStreamId = r.streamId;
+  const key = r.eventId || `${d.webhookId}/${r.seq}`;
+  if (state.disabled.some((x) => x.key === key)) return;
+  state.disabled.push({ key, webhookId: String(d.webhookId ?? ''), url: String(d.url ?? ''),
+    reason: String(d.reason ?? ''), at: typeof d.at === 'number' ? d.at : 0 });
+  state.disabled.sort((a, b) => b.at - a.at);
+  state.disabled.length = Math.min(state.disabled.length, MAX_DISABLED);
+  renderDisabled();
+}
+
+function renderDisabled() {
+  const list = state.disabled;
+  $('disabled').hidden = list.length === 0;
+  $('disabled-title').textContent = `${list.length} recent`;
+  const body = $('disabled-rows');
+  body.textContent = '';
+  for (const x of list) {
+    const tr = el('tr');
+    tr.dataset.webhookId = x.webhookId;
+    const url = el('td', 'mono wrap url', x.url);
+    url.title = x.url;
+    const why = el('td');
+    why.append(el('span', `mark mark-dis mark-dis-${x.reason === 'gone' ? 'gone' : 'failing'}`, x.reason));
+    why.title = x.reason === 'gone' ? 'it answered 410 Gone' : x.reason === 'failing' ? 'it failed continuously (STATUSRELAY_DISABLE_AFTER)' : '';
+    const at = el('td', 'age', x.at ? `${clock(x.at)} (${ago(x.at)} ago)` : '–');
+    at.dataset.at = String(x.at);
+    if (x.at) at.title = new Date(x.at).toLocaleString();
+    tr.append(url, why, at, el('td', 'mono small muted', x.webhookId));
+    body.append(tr);
   }
 }
 
@@ -339,8 +414,10 @@ function visible() {
     .slice(0, MAX_ROWS);
 }
 
+// stuck by the clock, or by a request.stuck event no status event followed; never once ended
 function stuck(q) {
-  return !NEVER_STUCK.has(q.data.status) && !!q.changedAt && Date.now() - q.changedAt >= state.stuckAfterMs;
+  if (q.ended) return false;
+  return !!q.stuckSeq || (!NEVER_STUCK.has(q.data.status) && !!q.changedAt && Date.now() - q.changedAt >= state.stuckAfterMs);
 }
 
 // the chips are made once and updated in place: one replaced between mousedown and mouseup loses the click
@@ -389,6 +466,11 @@ function render() {
       tr.classList.add('reversal');
       st.append(el('span', 'mark mark-rev', `reversed from ${q.reversedFrom}`));
     }
+    if (q.ended) {
+      tr.dataset.watch = q.ended.reason;
+      tr.classList.add(`ended-${ENDED_MARK[q.ended.reason] ? q.ended.reason : 'other'}`);
+      st.append(endedMark(q));
+    }
     q.stuckShown = stuck(q);
     if (q.stuckShown) {
       tr.classList.add('stuck');
@@ -430,8 +512,12 @@ function onHistory(f) {
     if (id === state.selected) for (const ev of f.data.events || []) if (ev?.data?.requestId === id) onEvent(ev, true);
     return;
   }
-  for (const ev of f.data.events || [])
+  for (const ev of f.data.events || []) {
+    if (!ev?.data) continue;
     if (!q.events.some((e) => e.statusrelay?.eventId === ev.statusrelay?.eventId)) q.events.push(ev);
+    marks(q, ev);
+  }
+  state.dirty = true;
   q.events.sort((a, b) => (a.statusrelay?.seq ?? 0) - (b.statusrelay?.seq ?? 0));
   const first = q.events[0];
   if (first?.statusrelay?.seq === 1) q.firstAt = first.data.updatedAt;
@@ -469,6 +555,7 @@ function renderTimeline() {
   if (txs) meta(dl, 'transactions', txs);
   if (d.failReason && d.failReason !== 'N/A') meta(dl, 'fail reason', d.failReason);
   if (d.refundFailReason && d.refundFailReason !== 'N/A') meta(dl, 'refund fail', d.refundFailReason);
+  if (q?.ended) meta(dl, 'watch', endedMark(q));
   m.append(...dl.childNodes);
   const list = $('tl-list');
   list.textContent = '';
@@ -477,10 +564,14 @@ function renderTimeline() {
     const r = f.statusrelay || {}, e = f.data;
     const li = el('li', `tl-item${i === 0 ? ' latest' : ''}`);
     const head = el('div', 'tl-head');
-    head.append(badge(e.status), el('span', 'tl-time', clock(e.updatedAt)), el('span', 'tag', r.source || '?'),
-      el('span', 'tag', `seq ${r.seq ?? '?'}`));
+    const typed = f.event === ENDED || f.event === STUCK;
+    // a typed event is about the state it carries: its badge, no time of its own in the frame
+    head.append(badge(e.status), el('span', 'tl-time', typed ? '' : clock(e.updatedAt)),
+      el('span', 'tag', typed ? f.event : r.source || '?'), el('span', 'tag', `seq ${r.seq ?? '?'}`));
     const body = el('div', 'tl-body');
-    if (r.previousStatus) body.append(document.createTextNode(`from ${r.previousStatus}`));
+    if (f.event === ENDED) body.append(document.createTextNode(`watch ended: ${e.reason}`));
+    else if (f.event === STUCK) body.append(document.createTextNode(`stuck since ${clock(e.stuckSince)}`));
+    else if (r.previousStatus) body.append(document.createTextNode(`from ${r.previousStatus}`));
     const tx = txList(e);
     if (tx) { body.append(el('br')); body.append(tx); }
     if (e.failReason && e.failReason !== 'N/A') { body.append(el('br')); body.append(document.createTextNode(`reason ${e.failReason}`)); }

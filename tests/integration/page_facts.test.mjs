@@ -6,7 +6,11 @@
 // answers a request's facts as GET /v1/requests/{id} serves them (explorer links from the chain
 // list), not_found for an id the relay does not know; bad messages get their error frame on an
 // open connection. In headless Chromium: search a tx hash, open the row, see the recipient and
-// the explorer link of the fill.
+// the explorer link of the fill. And (issue 25, last bullet) the page marks rows whose watch
+// ended final / abandoned - live, and after a reload from the snapshot frames'
+// statusrelay.watchEnded - takes the mark away when a later status event comes (a reversal
+// read through GET /intents/status/v3), and lists the endpoint.disabled events of a 410
+// receiver; the windows are 2-3 s (STATUSRELAY_SETTLED_WATCH, _WAITING_TTL).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
@@ -14,8 +18,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { until } from './lib/proc.mjs';
 import { haveChromium, openBrowser } from './lib/browser.mjs';
-import { client } from './lib/dash_client.mjs';
-import { rid } from './lib/hooks.mjs';
+import { client, sub, subscribed } from './lib/dash_client.mjs';
+import { rid, startReceiver } from './lib/hooks.mjs';
 import { startRedis, startDaemon } from './lib/stack.mjs';
 import { startSim } from './lib/sim.mjs';
 
@@ -242,6 +246,98 @@ test('the live page in headless Chromium: the search box finds a tx hash, the op
     assert.deepEqual(problems, []);
   } finally {
     if (browser) await browser.close();
+    await s.stop();
+  }
+});
+
+test('the live page marks final and abandoned rows (live, from the snapshot after a reload, gone after a later status) and lists disabled endpoints', { timeout: 150000 }, async (t) => {
+  if (!haveChromium()) { t.skip('chromium is not installed (make deps)'); return; }
+  const s = await stack('page-watch', {
+    STATUSRELAY_SETTLED_WATCH: '2s', STATUSRELAY_WAITING_TTL: '3s', STATUSRELAY_RETRY_SCHEDULE: '0s,200ms,400ms',
+  });
+  const { sim, d } = s;
+  const rx = await startReceiver({ def: 410 }); // answers 410: disabled on its first delivery
+  let browser, ws;
+  try {
+    browser = await openBrowser();
+    const { page, problems } = browser;
+    await page.goto(`http://127.0.0.1:${d.wsPort}/`);
+    await page.waitForSelector('#conn.pill-ok', { timeout: 10000 });
+    assert.equal(await page.isHidden('#disabled'), true, 'no panel before any endpoint is disabled');
+
+    const wh = await d.post('/v1/webhooks', { url: rx.url('/gone') });
+    assert.equal(wh.status, 201, wh.text);
+    const scripted = async (p) => {
+      const id = (await sim.control('/requests', { path: p, stepMs: 0, autoHashes: true })).id;
+      assert.equal((await d.post('/v1/requests', { requestId: id })).status, 201);
+      return id;
+    };
+    const status = (id, st) => until(async () => (await d.get(`/v1/requests/${id}`)).body?.status === st,
+      { msg: `${id.slice(0, 10)} reaches ${st}`, timeoutMs: 15000 });
+    const rFinal = await scripted(['waiting', 'pending', 'success', 'failure']);
+    const rAbandoned = await scripted(['waiting', 'pending']);
+    const rLive = await scripted(['waiting', 'pending']); // advanced: never marked
+    for (const id of [rFinal, rAbandoned, rLive]) await status(id, 'waiting');
+    for (const st of ['pending', 'success']) {
+      await sim.control(`/requests/${rFinal}/advance`, {});
+      await status(rFinal, st);
+    }
+    await sim.control(`/requests/${rLive}/advance`, {});
+    await status(rLive, 'pending');
+
+    // live: the request.watch.ended frames mark the rows; the 410 endpoint's endpoint.disabled
+    const row = (id) => `#rows tr[data-id="${id}"]`;
+    await page.waitForSelector(`${row(rFinal)}[data-watch="final"] .mark-ended-final`, { timeout: 20000 });
+    await page.waitForSelector(`${row(rAbandoned)}[data-watch="abandoned"] .mark-ended-abandoned`, { timeout: 20000 });
+    assert.equal(await page.textContent(`${row(rFinal)} .mark-ended`), 'final');
+    assert.equal(await page.textContent(`${row(rAbandoned)} .mark-ended`), 'abandoned');
+    assert.equal(await page.$(`${row(rLive)} .mark-ended`), null, 'a watched row has no mark');
+    const dis = `#disabled-rows tr[data-webhook-id="${wh.body.id}"]`;
+    await page.waitForSelector(dis, { timeout: 20000 });
+    assert.equal(await page.isVisible('#disabled'), true);
+    assert.deepEqual(await page.$$eval(`${dis} td`, (tds) => tds.map((x) => x.textContent)).then((c) => [c[0], c[1], c[3]]),
+      [rx.url('/gone'), 'gone', wh.body.id]);
+    const at = Number(await page.getAttribute(`${dis} td[data-at]`, 'data-at'));
+    const ev = (await d.get('/v1/events?limit=1000')).body.events.find((e) => e.event === 'endpoint.disabled');
+    assert.equal(at, ev.data.at, 'the time of the disable');
+    assert.equal(await page.$$eval('#disabled-rows tr', (trs) => trs.length), 1);
+    // the opened row says why in its timeline
+    await page.click(row(rFinal));
+    await page.waitForSelector('#tl-meta .mark-ended-final', { timeout: 15000 });
+    await page.waitForFunction(() => [...document.querySelectorAll('#tl-list .tag')].some((x) => x.textContent === 'request.watch.ended'),
+      null, { timeout: 15000 });
+    fs.mkdirSync(path.resolve('out'), { recursive: true });
+    await page.screenshot({ path: path.resolve('out', 'page-watch.png') });
+
+    // the snapshot frames say it (statusrelay.watchEnded): a reloaded page marks the same rows
+    ws = client(d.wsUrl);
+    await ws.ready;
+    assert.equal((await subscribed(ws, sub(null, { snapshotLimit: 50 }))).status, 'success');
+    const snap = (id) => ws.wait((f) => f.statusrelay?.snapshot && f.data?.requestId === id, `snapshot of ${id.slice(0, 10)}`);
+    assert.equal((await snap(rFinal)).statusrelay.watchEnded, 'final');
+    assert.equal((await snap(rAbandoned)).statusrelay.watchEnded, 'abandoned');
+    assert.equal((await snap(rLive)).statusrelay.watchEnded, undefined);
+    assert.equal((await snap(rFinal)).event, 'request.status.updated');
+    await page.reload();
+    await page.waitForSelector('#conn.pill-ok', { timeout: 10000 });
+    await page.waitForSelector(`${row(rFinal)}[data-watch="final"] .mark-ended-final`, { timeout: 15000 });
+    await page.waitForSelector(`${row(rAbandoned)}[data-watch="abandoned"] .mark-ended-abandoned`, { timeout: 15000 });
+    assert.equal(await page.isHidden('#disabled'), true, 'the panel lives in the page: empty after a reload');
+
+    // a later status event takes the mark away: the upstream reverses the success, a fresh
+    // status read of the ended request reads it through
+    await sim.control(`/requests/${rFinal}/advance`, {});
+    await until(async () => (await fetch(`${d.url}/intents/status/v3?requestId=${rFinal}`).then((x) => x.json())).status === 'failure',
+      { msg: 'reversal read through', timeoutMs: 15000 });
+    await page.waitForSelector(`${row(rFinal)} .mark-rev`, { timeout: 15000 });
+    assert.equal(await page.$(`${row(rFinal)} .mark-ended`), null, 'the final mark is gone');
+    assert.equal(await page.getAttribute(row(rFinal), 'data-watch'), null);
+    assert.equal(await page.textContent(`${row(rFinal)} .badge`), 'failure');
+    assert.deepEqual(problems, []);
+  } finally {
+    ws?.close();
+    if (browser) await browser.close();
+    await rx.stop();
     await s.stop();
   }
 });
