@@ -264,7 +264,7 @@ static void on_put(void *arg, const char *err, redisReply *r)
 
 int store_facts_put(struct store *s, const char *id, const char *expect, size_t elen,
                     const char *val, size_t vlen, const char *older, size_t olen,
-                    const char *relast, size_t rlen, const char *last_seq,
+                    const char *relast, size_t rlen, const char *last_seq, const char *status,
                     store_facts_put_cb *cb, void *arg)
 {
     if (put_sc.name == NULL)
@@ -272,12 +272,14 @@ int store_facts_put(struct store *s, const char *id, const char *expect, size_t 
     char key[KEY_MAX];
     key_build(key, sizeof(key), store_tag_of(s, id), "req", id, NULL);
     const char *argv[] = {key, expect != NULL ? expect : "", val, older != NULL ? older : "",
-                          relast != NULL ? relast : "", last_seq != NULL ? last_seq : ""};
+                          relast != NULL ? relast : "", last_seq != NULL ? last_seq : "",
+                          status != NULL ? status : ""};
     size_t lens[] = {strlen(key), expect != NULL ? elen : 0, vlen, older != NULL ? olen : 0,
-                     relast != NULL ? rlen : 0, last_seq != NULL ? strlen(last_seq) : 0};
+                     relast != NULL ? rlen : 0, last_seq != NULL ? strlen(last_seq) : 0,
+                     status != NULL ? strlen(status) : 0};
     struct put_op *op = xmalloc(sizeof(*op));
     *op = (struct put_op){cb, arg};
-    if (store_eval(s, &put_sc, on_put, op, 1, 6, argv, lens) != 0) {
+    if (store_eval(s, &put_sc, on_put, op, 1, 7, argv, lens) != 0) {
         free(op);
         return -1;
     }

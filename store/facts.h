@@ -52,11 +52,14 @@ typedef void store_facts_put_cb(void *arg, const char *err, enum store_facts_put
  * seq. older[0..olen) (NULL: none) is the expected value's older-version form
  * (store_facts_encode_delta against val's text), kept instead of it when an event carries
  * it; relast[0..rlen) (NULL: none) the newest older version (seq last_seq) encoded again
- * against val's text, for a write that replaces expect. Returns 0 (cb called exactly once,
+ * against val's text, for a write that replaces expect. status (NULL or "": none) is the
+ * status of the observation these facts came with, applied right after: while the stored
+ * status differs, that observation's event will carry the version and no follow-up is
+ * claimed. Returns 0 (cb called exactly once,
  * later; cb may be NULL) or -1 when the store is not ready. */
 int store_facts_put(struct store *s, const char *id, const char *expect, size_t elen,
                     const char *val, size_t vlen, const char *older, size_t olen,
-                    const char *relast, size_t rlen, const char *last_seq,
+                    const char *relast, size_t rlen, const char *last_seq, const char *status,
                     store_facts_put_cb *cb, void *arg);
 
 /* The facts each event (ids[i], seqs[i]) carries, i < n: texts[i] is the decoded text

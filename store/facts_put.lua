@@ -21,13 +21,15 @@
 -- KEYS: 1 {P}:req:<id>
 -- ARGV: 1 the value read before ("" = the request had no facts), 2 the new value, 3 the value
 -- read before as a delta against the new text ("" = none: kept as it is), 4 the newest older
--- version written again against the new text ("" = none), 5 its seq
+-- version written again against the new text ("" = none), 5 its seq, 6 the status of the
+-- observation these facts came with, applied right after ("" = none): while the stored status
+-- differs, that observation's event carries this version and no follow-up is claimed
 -- Returns {1, record or false (false: no follow-up)} written, {0} the stored value is no
 -- longer ARGV[1] (read, merge and try again), {-1} the request has no hash.
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return {-1}
 end
-local h = redis.call('HMGET', KEYS[1], 'fx', 'fxs', 'fxo', 'seq', 'chg', 'fxf')
+local h = redis.call('HMGET', KEYS[1], 'fx', 'fxs', 'fxo', 'seq', 'chg', 'fxf', 'status')
 local cur = h[1]
 if (cur or '') ~= ARGV[1] then
   return {0}
@@ -57,7 +59,7 @@ elseif cur and h[3] then -- replaced: the newest older version may be a delta ag
   end
 end
 redis.call('HSET', KEYS[1], 'fx', ARGV[2], 'fxs', n)
-if seq < 1 or not h[5] or h[5] == h[6] then
+if seq < 1 or not h[5] or h[5] == h[6] or (ARGV[6] ~= '' and ARGV[6] ~= h[7]) then
   return {1, false}
 end
 redis.call('HSET', KEYS[1], 'fxf', h[5])

@@ -21,6 +21,9 @@
 
 #define LEARN_ROUNDS 4 /* compare-and-set attempts against concurrent writers */
 
+struct sub;
+static void sub_apply(struct sub *s, int learn_after);
+
 struct learn {
     struct core *c;
     char id[PROTO_MAX_ID + 1];
@@ -29,13 +32,25 @@ struct learn {
     char *merged; /* owned: the text being written (while a put is in flight) */
     size_t merged_len;
     int rounds;
+    /* facts written before their item's status (facts_submit): the status about to be
+     * applied ("": none), the apply to submit when this learn ends (owned until then), and
+     * whether the facts are stored (written, or nothing new to write) */
+    char status[PROTO_MAX_ID + 1];
+    struct sub *then;
+    int stored;
 };
 
+/* The end of every learn: frees it, then submits the apply waiting for it (facts_submit);
+ * facts not stored (no hash yet, an error) are learned again after that apply. */
 static void learn_free(struct learn *l)
 {
+    struct sub *then = l->then;
+    int learn_after = !l->stored;
     free(l->facts);
     free(l->merged);
     free(l);
+    if (then != NULL)
+        sub_apply(then, learn_after);
 }
 
 static void learn_round(struct learn *l);
@@ -69,6 +84,8 @@ static void on_put(void *arg, const char *err, enum store_facts_put_result res,
                    const char *rec, size_t rec_len)
 {
     struct learn *l = arg;
+    if (err == NULL && res == STORE_FACTS_WRITTEN)
+        l->stored = 1;
     if (err == NULL && res == STORE_FACTS_WRITTEN &&
         store_search_index(l->c->store, l->id, l->merged, l->merged_len, NULL, NULL) != 0)
         /* the one place facts are written: the search indexes (wallets, referrer, every
@@ -128,6 +145,7 @@ static void on_get(void *arg, const char *err, const struct store_facts_stored *
     int same = 0;
     if (err != NULL ||
         merged(l, st->raw, st->raw_len, &text, &text_len, &same, &cur, &cur_len) != 0 || same) {
+        l->stored = err == NULL && same;
         free(text); /* same: the stored facts say it all already */
         free(cur);
         learn_free(l);
@@ -164,7 +182,7 @@ static void on_get(void *arg, const char *err, const struct store_facts_stored *
     }
     if (store_facts_encode(text, text_len, &val, &val_len) != 0 ||
         store_facts_put(l->c->store, l->id, st->raw, st->raw_len, val, val_len, older,
-                        older_len, relast, relast_len, st->last_seq, on_put, l) != 0)
+                        older_len, relast, relast_len, st->last_seq, l->status, on_put, l) != 0)
         learn_free(l);
     free(val);
     free(cur);
@@ -179,19 +197,24 @@ static void learn_round(struct learn *l)
         learn_free(l);
 }
 
-void facts_learn(struct core *c, const char *id, const char *facts, size_t len)
+static struct learn *learn_new(struct core *c, const char *id, const char *facts, size_t len)
 {
-    if (facts == NULL || len == 0)
-        return;
     struct learn *l = xcalloc(1, sizeof(*l));
     l->c = c;
     snprintf(l->id, sizeof(l->id), "%s", id);
     l->facts = xstrndup(facts, len);
     l->len = len;
-    learn_round(l);
+    return l;
 }
 
-/* ---- apply, then learn ----------------------------------------------------------------------- */
+void facts_learn(struct core *c, const char *id, const char *facts, size_t len)
+{
+    if (facts == NULL || len == 0)
+        return;
+    learn_round(learn_new(c, id, facts, len));
+}
+
+/* ---- learn, then apply (then learn when there was nothing to learn into) --------------------- */
 
 struct sub {
     struct core *c;
@@ -199,16 +222,22 @@ struct sub {
     int track;
     char *facts; /* owned */
     size_t len;
+    ingest_done_cb *cb; /* the caller's (NULL: none, the observation queued when Redis is
+                           away) */
+    void *arg;
 };
 
 static void on_applied(void *arg, const char *err, enum proto_verdict v,
                        const struct status_event *ev)
 {
     struct sub *s = arg;
-    if (err == store_err_disconnected) /* Redis away: queued like any other, facts go */
+    if (err == store_err_disconnected && s->cb == NULL) /* Redis away: queued, facts go */
         ingest_submit(s->c->ingest, &s->ev, s->track, NULL, NULL);
-    else if (err == NULL) /* applied, a duplicate or stale: the facts merge by updatedAt */
+    else if (err == NULL && s->facts != NULL) /* applied, a duplicate or stale: the facts
+                                                 merge by updatedAt */
         facts_learn(s->c, s->ev.request_id, s->facts, s->len);
+    if (s->cb != NULL)
+        s->cb(s->arg, err, v, ev);
     status_event_cleanup(&s->ev);
     free(s->facts);
     free(s);
@@ -217,22 +246,46 @@ static void on_applied(void *arg, const char *err, enum proto_verdict v,
 void facts_submit(struct core *c, const struct status_event *ev, int track, const char *facts,
                   size_t len)
 {
+    facts_submit_cb(c, ev, track, facts, len, NULL, NULL);
+}
+
+void facts_submit_cb(struct core *c, const struct status_event *ev, int track, const char *facts,
+                     size_t len, ingest_done_cb *cb, void *arg)
+{
     /* an updatedAt from the far future is refused before the apply (ingest_refuse_future,
      * which counts it): its facts go with it */
     if (facts == NULL || len == 0 || ev->updated_at - wall_ms() > c->cfg->max_clock_skew_ms) {
-        ingest_submit(c->ingest, ev, track, NULL, NULL);
+        ingest_submit(c->ingest, ev, track, cb, arg);
         return;
     }
     struct sub *s = xcalloc(1, sizeof(*s));
     s->c = c;
     s->track = track;
+    s->cb = cb;
+    s->arg = arg;
     status_event_init(&s->ev);
     if (status_event_copy(&s->ev, ev) != 0) {
         free(s);
-        ingest_submit(c->ingest, ev, track, NULL, NULL);
+        ingest_submit(c->ingest, ev, track, cb, arg);
         return;
     }
     s->facts = xstrndup(facts, len);
     s->len = len;
-    ingest_submit(c->ingest, ev, track, on_applied, s);
+    /* the facts first, as the version of the request's next seq: the event this status makes
+     * carries them, so a status change read from /requests/v3 needs no follow-up event (the
+     * write claims none while the stored status differs from this one); a request with no
+     * hash yet gets its status first and its facts after (learn_free) */
+    struct learn *l = learn_new(c, ev->request_id, facts, len);
+    snprintf(l->status, sizeof(l->status), "%s", ev->status != NULL ? ev->status : "");
+    l->then = s;
+    learn_round(l);
+}
+
+static void sub_apply(struct sub *s, int learn_after)
+{
+    if (!learn_after) {
+        free(s->facts);
+        s->facts = NULL;
+    }
+    ingest_submit(s->c->ingest, &s->ev, s->track, on_applied, s);
 }

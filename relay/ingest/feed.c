@@ -258,11 +258,6 @@ static void on_applied(void *arg, const char *err, enum proto_verdict v,
     } else if (ev != NULL) {
         if (v == PROTO_ACCEPT)
             r->applied++;
-        for (size_t i = 0; i < r->nev; i++) /* its facts, now that the request's hash exists */
-            if (r->fx[i] != NULL && strcmp(r->evs[i].request_id, ev->request_id) == 0) {
-                facts_learn(r->f->c, ev->request_id, r->fx[i], r->fx_len[i]);
-                break;
-            }
         r->f->c->metrics.feed_items[v == PROTO_ACCEPT ? 0 : 1]++;
         feed_mark(r->f->c->store, ev->request_id); /* of the key: the feed sees it */
     }
@@ -281,7 +276,9 @@ static void apply_page(struct run *r, const unsigned char *seen)
             continue;
         }
         r->pending++;
-        ingest_submit(r->f->c->ingest, &r->evs[i], 1, on_applied, r);
+        /* the item's facts first (the event its status makes carries them), then the apply */
+        facts_submit_cb(r->f->c, &r->evs[i], 1, r->fx[i], r->fx[i] != NULL ? r->fx_len[i] : 0,
+                        on_applied, r);
     }
     if (--r->pending == 0)
         page_applied(r);

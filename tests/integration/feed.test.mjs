@@ -127,6 +127,11 @@ test('a daemon down while 20 requests of the key change: every change delivered 
       const mine = b.filter((x) => x.data.requestId === id && !(x.statusrelay.flags ?? []).includes('facts'))
         .map((x) => x.data.status);
       assert.deepEqual(mine, ['waiting', 'submitted'], `${id}: ${mine}`);
+      // a change of a request already known carries the item's facts itself (written before
+      // its status): no follow-up after it
+      const sub = b.filter((x) => x.data.requestId === id && x.data.status === 'submitted');
+      assert.equal(sub.length, 1, `${id}: one submitted event, no follow-up: ${JSON.stringify(sub.map((x) => x.statusrelay))}`);
+      assert.ok(sub[0].statusrelay.request?.user, `${id}: the submitted event carries the facts`);
     }
     await sleep(3000);
     assert.equal(await statusPolls(ids) - polls0, 0, 'no per-request status polls');
