@@ -480,11 +480,16 @@ void upstream_lagging(struct upstream *u)
 {
     u->c->metrics.upstream_ws_lagging++;
     if (mono_ms() >= u->lagging_until) {
-        if (u->state == UP_READY) /* a silent connection may be half-dead: start afresh */
+        /* A silent connection may be half-dead: start afresh. Not while frames of it are
+         * still waiting here or being applied: then it is not silent, we are behind, and a
+         * reconnect would only lose what it has sent and not yet reached us. */
+        size_t behind = u->waiting + u->applying;
+        int reconnect = u->state == UP_READY && behind == 0;
+        if (reconnect)
             xq_push(u->c->to_ws, xmsg_new(XMSG_UP_RECONNECT, 0, NULL, 0));
         log_warn("upstream websocket lagging: a safety poll found a change it never sent; "
                  "fast polling for 60s",
-                 "");
+                 "reconnect=%d frames_behind=%zu", reconnect, behind);
     }
     u->lagging_until = mono_ms() + 60000;
 }
