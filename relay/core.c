@@ -48,8 +48,8 @@ static void on_wake(evutil_socket_t fd, short what, void *arg)
         case XMSG_UP_READY:
         case XMSG_UP_FRAME:
         case XMSG_UP_DOWN:
-            if (c->upstream)
-                upstream_on_msg(c->upstream, m);
+            if (c->upstream && upstream_on_msg(c->upstream, m))
+                continue; /* kept: a frame stays with its apply */
             break;
         case XMSG_DASH_OPEN:
         case XMSG_DASH_MSG:

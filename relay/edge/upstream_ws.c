@@ -498,14 +498,16 @@ static int on_writeable(struct upstream_ws *u, struct lws *wsi)
         u->ping_due = 0;
         if (lws_write(wsi, buf + LWS_PRE, 2, LWS_WRITE_PING) < 2)
             return -1;
-        if (lws_send_pipe_choked(wsi)) {
+        if (lws_partial_buffered(wsi)) {
             if (u->out_head != NULL)
                 lws_callback_on_writable(wsi);
             return 0;
         }
     }
+    /* lws_partial_buffered, not lws_send_pipe_choked: that one is a poll() per frame; a write
+     * the kernel took only part of is kept by lws and sent first when writable again */
     for (int n = 0; u->out_head != NULL; n++) {
-        if (n == WRITE_BURST || (n > 0 && lws_send_pipe_choked(wsi))) {
+        if (n == WRITE_BURST || (n > 0 && lws_partial_buffered(wsi))) {
             lws_callback_on_writable(wsi);
             break;
         }

@@ -8,7 +8,15 @@
  * Losing the websocket: DOWN_GRACE_MS after the connection went down (or after the lease was
  * taken) without a ready greeting, every watched request becomes due for polling at once
  * (poller_ws_lost): the requests it had confirmed were on the 30 s safety schedule. A
- * reconnect within the grace only repairs the gap (on_gap). */
+ * reconnect within the grace only repairs the gap (on_gap).
+ *
+ * Frames to Redis: at most APPLY_WINDOW websocket observations are being applied at once
+ * (like the 64 POSTs in flight of a busy upstream webhook); the frames behind them wait here,
+ * unparsed, in arrival order (u->wait_*), and go on as applies complete (pump_ev). Without
+ * the window every frame of a burst went to Redis at once: thousands of commands queued on
+ * the one connection, and every delivery step and poll waited behind them. A frame being
+ * applied is kept (its slot) until its apply completes: if Redis went away meanwhile, it is
+ * read again and handed to ingest's own queue (retried once Redis is back), as before. */
 #include "relay/ingest/upstream.h"
 #include "relay/core.h"
 #include "relay/ingest/ingest.h"
@@ -29,8 +37,16 @@
 #define SUB_ACKED 1u
 #define SUB_STALE 2u /* not in the watched set of a full sync in progress */
 #define DOWN_GRACE_MS 3000 /* websocket down this long: every watched request is polled now */
+#define APPLY_WINDOW 64    /* websocket observations being applied at once */
 
 enum up_state { UP_IDLE = 0, UP_CONNECTING, UP_READY, UP_STANDBY };
+
+struct upstream;
+struct apply_slot { /* one websocket observation being applied */
+    struct upstream *u;
+    struct xmsg *m;    /* owned: the frame, until its apply completes */
+    struct apply_slot *next_free;
+};
 
 struct upstream {
     struct core *c;
@@ -50,9 +66,17 @@ struct upstream {
     int renewing;
     int64_t last_renew_ok;  /* mono ms */
     int remote_ws_ok;       /* the holder (maybe us) reports a healthy websocket */
+    /* frames to Redis (see the top of the file) */
+    struct apply_slot slots[APPLY_WINDOW];
+    struct apply_slot *free_slots;
+    unsigned applying;      /* slots in use */
+    struct xmsg *wait_head, *wait_tail; /* owned: frames waiting for a slot, oldest first */
+    size_t waiting;
+    struct event *pump_ev;  /* a slot came free: submit waiting frames */
 };
 
 static void on_lease_tick(evutil_socket_t fd, short what, void *arg);
+static void on_pump(evutil_socket_t fd, short what, void *arg);
 
 /* The websocket stayed down for the grace: poll every watched request now. */
 static void on_down_grace(evutil_socket_t fd, short what, void *arg)
@@ -104,6 +128,12 @@ struct upstream *upstream_new(struct core *c)
     store_on_state(c->store, on_store_state, u);
     u->lease_ev = event_new(c->base, -1, EV_PERSIST, on_lease_tick, u);
     u->down_ev = evtimer_new(c->base, on_down_grace, u);
+    u->pump_ev = event_new(c->base, -1, 0, on_pump, u);
+    for (int i = APPLY_WINDOW - 1; i >= 0; i--) {
+        u->slots[i].u = u;
+        u->slots[i].next_free = u->free_slots;
+        u->free_slots = &u->slots[i];
+    }
     return u;
 }
 
@@ -116,6 +146,14 @@ void upstream_free(struct upstream *u)
         event_free(u->lease_ev);
     if (u->down_ev)
         event_free(u->down_ev);
+    if (u->pump_ev)
+        event_free(u->pump_ev);
+    for (struct xmsg *m = u->wait_head, *n; m != NULL; m = n) {
+        n = m->next;
+        xmsg_free(m);
+    }
+    for (int i = 0; i < APPLY_WINDOW; i++) /* applies still out: their frames go unread */
+        xmsg_free(u->slots[i].m);
     free(u);
 }
 
@@ -207,12 +245,13 @@ static void resubscribe(void *arg, const char *id, uint32_t *value)
     send_frame(arg, "subscribe", id);
 }
 
-static void on_frame(struct upstream *u, const struct xmsg *m)
+/* Read a frame: 0 and the event in ev (PROTO_WS_EVENT), 1 when it was something else (handled
+ * here: a subscribe ack) or rejected (counted). ev is initialised in every case. */
+static int read_frame(struct upstream *u, const struct xmsg *m, struct status_event *ev)
 {
     struct proto_ws_msg msg;
-    struct status_event ev;
     struct proto_err err;
-    int rc = proto_normalize_ws((const char *)m->data, m->len, wall_ms(), &msg, &ev, &err);
+    int rc = proto_normalize_ws((const char *)m->data, m->len, wall_ms(), &msg, ev, &err);
     if (rc != 0) {
         ingest_rejected(u->c->ingest, PROTO_SRC_WS);
         /* malformed frames are counted; log the first ones and then every 1000th */
@@ -220,20 +259,100 @@ static void on_frame(struct upstream *u, const struct xmsg *m)
             log_warn("upstream frame rejected", "err=%s field=%s msg=\"%s\" count=%llu",
                      proto_strerror(rc), err.field, err.msg,
                      (unsigned long long)u->rejected_logged);
-    } else if (msg.kind == PROTO_WS_EVENT) {
-        ingest_submit(u->c->ingest, &ev, 0, NULL, NULL);
-    } else if (msg.kind == PROTO_WS_SUB_ACK && msg.ctl_id[0] != '\0') {
+        return 1;
+    }
+    if (msg.kind == PROTO_WS_EVENT)
+        return 0;
+    if (msg.kind == PROTO_WS_SUB_ACK && msg.ctl_id[0] != '\0') {
         uint32_t v;
         if (idmap_get(u->subs, msg.ctl_id, &v))
             idmap_put(u->subs, msg.ctl_id, v | SUB_ACKED);
     }
+    return 1;
+}
+
+/* The apply of a slot's observation completed (maybe synchronously, inside ingest_submit). */
+static void on_applied(void *arg, const char *err, enum proto_verdict v,
+                       const struct status_event *applied)
+{
+    struct apply_slot *sl = arg;
+    struct upstream *u = sl->u;
+    if (err == store_err_disconnected) { /* Redis went away: ingest's queue retries it */
+        struct status_event ev;
+        if (read_frame(u, sl->m, &ev) == 0)
+            ingest_submit(u->c->ingest, &ev, 0, NULL, NULL);
+        status_event_cleanup(&ev);
+    } else if (err != NULL) {
+        log_err("observation not applied", "source=ws err=%s", err);
+    }
+    xmsg_free(sl->m);
+    sl->m = NULL;
+    sl->next_free = u->free_slots;
+    u->free_slots = sl;
+    u->applying--;
+    if (u->waiting > 0)
+        event_active(u->pump_ev, EV_TIMEOUT, 0); /* never from inside ingest_submit */
+}
+
+/* Apply one frame; takes m. */
+static void submit_frame(struct upstream *u, struct xmsg *m)
+{
+    struct status_event ev;
+    if (read_frame(u, m, &ev) != 0) {
+        status_event_cleanup(&ev);
+        xmsg_free(m);
+        return;
+    }
+    if (!store_ready(u->c->store) || u->c->metrics.ingest_pending > 0) {
+        /* Redis down, or ingest's queue still holds older observations: behind them */
+        ingest_submit(u->c->ingest, &ev, 0, NULL, NULL);
+        status_event_cleanup(&ev);
+        xmsg_free(m);
+        return;
+    }
+    struct apply_slot *sl = u->free_slots;
+    u->free_slots = sl->next_free;
+    sl->m = m;
+    u->applying++;
+    ingest_submit(u->c->ingest, &ev, 0, on_applied, sl);
     status_event_cleanup(&ev);
 }
 
-void upstream_on_msg(struct upstream *u, const struct xmsg *m)
+/* Submit waiting frames while slots are free. */
+static void on_pump(evutil_socket_t fd, short what, void *arg)
+{
+    struct upstream *u = arg;
+    while (u->wait_head != NULL && u->free_slots != NULL) {
+        struct xmsg *m = u->wait_head;
+        u->wait_head = m->next;
+        if (u->wait_head == NULL)
+            u->wait_tail = NULL;
+        u->waiting--;
+        m->next = NULL;
+        submit_frame(u, m);
+    }
+}
+
+/* A frame of the current connection; takes m. */
+static void on_frame(struct upstream *u, struct xmsg *m)
+{
+    if (u->wait_head == NULL && u->free_slots != NULL) {
+        submit_frame(u, m);
+        return;
+    }
+    m->next = NULL; /* wait for a slot, behind the frames already waiting */
+    if (u->wait_tail)
+        u->wait_tail->next = m;
+    else
+        u->wait_head = m;
+    u->wait_tail = m;
+    u->waiting++;
+}
+
+int upstream_on_msg(struct upstream *u, struct xmsg *m)
 {
     if (!u->held)
-        return; /* late messages of a connection we gave up */
+        return 0; /* late messages of a connection we gave up */
     switch (m->type) {
     case XMSG_UP_READY:
         u->gen = m->gen;
@@ -249,8 +368,10 @@ void upstream_on_msg(struct upstream *u, const struct xmsg *m)
         u->down_since_mono = u->down_since_wall = 0;
         break;
     case XMSG_UP_FRAME:
-        if (m->gen == u->gen && u->state == UP_READY)
+        if (m->gen == u->gen && u->state == UP_READY) {
             on_frame(u, m);
+            return 1;
+        }
         break;
     case XMSG_UP_DOWN:
         if (m->gen != u->gen && u->state != UP_READY)
@@ -270,6 +391,7 @@ void upstream_on_msg(struct upstream *u, const struct xmsg *m)
     default:
         break;
     }
+    return 0;
 }
 
 void upstream_track(struct upstream *u, const char *id)
@@ -358,11 +480,16 @@ void upstream_lagging(struct upstream *u)
 {
     u->c->metrics.upstream_ws_lagging++;
     if (mono_ms() >= u->lagging_until) {
-        if (u->state == UP_READY) /* a silent connection may be half-dead: start afresh */
+        /* A silent connection may be half-dead: start afresh. Not while frames of it are
+         * still waiting here or being applied: then it is not silent, we are behind, and a
+         * reconnect would only lose what it has sent and not yet reached us. */
+        size_t behind = u->waiting + u->applying;
+        int reconnect = u->state == UP_READY && behind == 0;
+        if (reconnect)
             xq_push(u->c->to_ws, xmsg_new(XMSG_UP_RECONNECT, 0, NULL, 0));
         log_warn("upstream websocket lagging: a safety poll found a change it never sent; "
                  "fast polling for 60s",
-                 "");
+                 "reconnect=%d frames_behind=%zu", reconnect, behind);
     }
     u->lagging_until = mono_ms() + 60000;
 }

@@ -25,8 +25,9 @@ void upstream_shutdown(struct upstream *u);
  * what it missed must be read another way (the poller repairs the gap). One listener. */
 typedef void upstream_gap_cb(void *arg, int64_t since_wall_ms);
 void upstream_on_gap(struct upstream *u, upstream_gap_cb *fn, void *arg);
-/* Handle an XMSG_UP_* message from the ws thread (takes nothing; caller frees m). */
-void upstream_on_msg(struct upstream *u, const struct xmsg *m);
+/* Handle an XMSG_UP_* message from the ws thread. Returns 1 when it took m (a frame: kept
+ * until applied), else 0 and the caller frees m. */
+int upstream_on_msg(struct upstream *u, struct xmsg *m);
 /* Subscribe / unsubscribe one id (no-op when already in that state). The set of ids is the
  * watched set kept in Redis (relay/ingest/watch.c keeps it in step in every process; only the
  * lease holder sends frames). */

@@ -239,7 +239,7 @@ static int conn_write(struct conn *c)
                              (f->due_ms - now) * LWS_US_PER_MS);
             return 0;
         }
-        if (n == WRITE_BATCH || lws_send_pipe_choked(c->wsi)) {
+        if (n == WRITE_BATCH) {
             lws_callback_on_writable(c->wsi);
             return 0;
         }
@@ -247,6 +247,9 @@ static int conn_write(struct conn *c)
                           f->binary ? LWS_WRITE_BINARY : LWS_WRITE_TEXT);
         if (w < (int)f->len)
             return -1;
+        /* the kernel took less than the frame: lws keeps the rest and sends it first when
+         * the socket is writable again (no poll() per frame, as lws_send_pipe_choked does) */
+        int choked = lws_partial_buffered(c->wsi);
         s->stats.ws_frames++;
         s->stats.ws_bytes += f->len;
         if (f->kind == SIM_FRAME_EVENT)
@@ -258,6 +261,10 @@ static int conn_write(struct conn *c)
         c->qhead = (c->qhead + 1) % c->qcap;
         c->qlen--;
         sim_frame_unref(f);
+        if (choked && c->qlen > 0) {
+            lws_callback_on_writable(c->wsi);
+            return 0;
+        }
     }
     return 0;
 }
