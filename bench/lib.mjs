@@ -261,7 +261,8 @@ export function parseMetrics(text) {
   return m;
 }
 
-export async function startDaemon(name, redis, { env = {}, httpPort, wsPort } = {}) {
+/** wrap: a command line the daemon runs under (e.g. valgrind and its flags), none by default. */
+export async function startDaemon(name, redis, { env = {}, httpPort, wsPort, wrap = [] } = {}) {
   httpPort = httpPort ?? await freePort();
   wsPort = wsPort ?? await freePort();
   const e = {
@@ -279,7 +280,7 @@ export async function startDaemon(name, redis, { env = {}, httpPort, wsPort } = 
     STATUSRELAY_LOG_LEVEL: 'warn',
     ...env,
   };
-  const p = startProc(name, BIN, ['serve'], { env: e });
+  const p = wrap.length > 0 ? startProc(name, wrap[0], [...wrap.slice(1), BIN, 'serve'], { env: e }) : startProc(name, BIN, ['serve'], { env: e });
   const url = `http://127.0.0.1:${httpPort}`;
   const t0 = now();
   for (;;) {
@@ -294,8 +295,8 @@ export async function startDaemon(name, redis, { env = {}, httpPort, wsPort } = 
     url, httpPort, wsPort, proc: p, pid: p.pid, env: e, readyMs: now() - t0,
     ingestUrl: `${url}/v1/ingest/upstream`,
     metrics: async () => parseMetrics(await (await fetch(`${url}/metrics`)).text()),
-    addWebhook: async (hookUrl) => {
-      const r = await http('POST', `${url}/v1/webhooks`, { url: hookUrl });
+    addWebhook: async (hookUrl, extra = {}) => {
+      const r = await http('POST', `${url}/v1/webhooks`, { url: hookUrl, ...extra });
       if (r.status !== 201) throw new Error(`POST /v1/webhooks: ${r.status} ${JSON.stringify(r.body)}`);
       return r.body;
     },
@@ -514,6 +515,21 @@ export async function backlogRun({ d, rx, pids, redis }, NB, sustainedRate, pref
     delivered: stb.unique, duplicates: stb.duplicates, sigOk: stb.sigOk, sigBad: stb.sigBad, complete: stb.complete,
     drainS: r2((stb.lastMs - tResume) / 1000), drainRate: r1(drained / Math.max(0.001, (stb.lastMs - tResume) / 1000)),
     cpu: bcpu, redisCpu: redisCpuPer(brc0, brc1, 0, drained),
+  };
+}
+
+/** The filters of endpoint i in the filtered 100-endpoint runs (issue 25): 20 wallets in
+ * `users` - 15 of its own that no event carries, then the `depositors` wallets bench_pub
+ * --depositors gives the events (0xbe5c..., here in upper-case hex: 0x addresses compare
+ * case-insensitively) - and 5 referrers - 3 of its own, then the `referrers` ones of bench_pub
+ * --referrers (bench-0, ...). Every event matches every endpoint, found at the end of each
+ * list (the matcher scans it in order). */
+export function filtersOf(i, depositors = 5, referrers = 2) {
+  const hex = (n, w) => n.toString(16).padStart(w, '0');
+  return {
+    users: [...Array.from({ length: 20 - depositors }, (_, k) => `0xf1${hex(i, 4)}${hex(k, 34)}`),
+      ...Array.from({ length: depositors }, (_, j) => `0x${`be5c${hex(j, 36)}`.toUpperCase()}`)],
+    referrers: [...Array.from({ length: 5 - referrers }, (_, k) => `shop-${i}-${k}`), ...Array.from({ length: referrers }, (_, j) => `bench-${j}`)],
   };
 }
 

@@ -17,6 +17,10 @@
 // 0 missing). Waits scale with BENCH_SCALE and the measured rates, and a wait that ends
 // early is reported (INCOMPLETE in the row's note) instead of failing the scenario.
 //
+// The webhooks scenario's 100-endpoint runs go unfiltered, filtered on users and referrers
+// (every event still matching), filtered, unfiltered (issue 25); bench/filter_cost.mjs counts
+// the same in instructions.
+//
 // Environment: BENCH_SCALE (default 1) scales every count (0.2 for a quick try);
 // BENCH_KEEP=1 keeps the run directory (logs) after a successful run;
 // BENCH_NO_DOC=1 leaves BENCHMARKS.md alone; BENCH_STATE_FEED_ONLY=1 runs only the changes-feed
@@ -30,7 +34,7 @@ import {
   sc, r1, r2, log, RUN_DIR, startProc, runTool, stopAll,
   freePort, waitPort, procMem, cpuMeter, startRedis, redisCpuPer, http, startReceiver,
   startDaemon, startSim, simTracker, acceptedEvents, pub, until, results, row,
-  ceilings, waitDelivered, incomplete, sustainedRun, backlogRun, latencyRun,
+  ceilings, waitDelivered, incomplete, sustainedRun, backlogRun, latencyRun, filtersOf,
 } from './lib.mjs';
 import { cluster } from './cluster.mjs';
 
@@ -109,30 +113,61 @@ async function webhooks() {
   if (!sim) out.latency = out.latencyPub;
   const rate = out.latency.rate;
 
-  // (c) 100 endpoints: each event fans out to 100 signed deliveries.
+  // (c) 100 endpoints: each event fans out to 100 signed deliveries. The events are those of
+  // deposit-address requests (bench_pub --depositors: the depositor is one of DEPOSITORS
+  // wallets; --referrers: one of REFERRERS referrers), so that (c2) can filter on them.
+  const DEPOSITORS = 5, REFERRERS = 2;
   const eps = [wh0];
   for (let i = 1; i < 100; i++) { const w = await d.addWebhook(`${rx.base}/h/${i}`); await rx.secret(`/h/${i}`, w.secret); eps.push(w); }
-  await rx.reset();
   // offered: the bare libcurl c128 rate in deliveries (so the measured rate is bounded by
   // the offer only at a ratio of 1.0), for about 4 s at BENCH_SCALE=1
   const rate100 = Math.max(200, Math.round((C.curl128.rps || 20000) / 100));
   const E = sc(rate100 * 4);
-  log(`webhooks 100 endpoints: ${E} events at ${rate100}/s -> ${E * 100} deliveries`);
-  const rc3 = await redis.cpu();
-  const t3 = now();
-  const meter = cpuMeter(pids);
-  const p3 = await pub('pub-100ep', d.ingestUrl, ['--sign-key', API_KEY, '--prefix', 'a3', '--count', String(E), '--rate', String(rate100), '--concurrency', '16', '--seconds', String(Math.ceil(E / rate100) + 30)], (E / rate100 + 60) * 1000);
-  const st3 = await waitDelivered(rx, p3.results.accepted * 100, Math.max(60000, (4000 * E * 100) / Math.max(1000, a.sustainedRate)));
-  const cpu3 = meter();
-  const rc3e = await redis.cpu();
-  const tl3 = await rx.timeline();
-  out.hundredEndpoints = {
-    events: E, offeredEventsPerS: rate100, ingest: p3, expected: p3.results.accepted * 100, delivered: st3.unique, complete: st3.complete,
-    redisCpu: redisCpuPer(rc3, rc3e, p3.results.accepted, st3.unique), duplicates: st3.duplicates, sigOk: st3.sigOk, sigBad: st3.sigBad, connsOpened: st3.connsOpened,
-    sustainedRate: r1(st3.unique / Math.max(0.001, (st3.lastMs - t3) / 1000)),
-    peakSecondRate: r1(Math.max(0, ...tl3.counts.map((_, i) => tl3.counts.slice(i, i + 10).reduce((x, y) => x + y, 0)))),
-    wallS: r2((st3.lastMs - t3) / 1000), e2e: st3.e2e, cpu: cpu3,
+  const hundredRun = async (prefix, name) => {
+    await rx.reset();
+    const rc0 = await redis.cpu();
+    const t3 = now();
+    const meter = cpuMeter(pids);
+    const p3 = await pub(name, d.ingestUrl, ['--sign-key', API_KEY, '--prefix', prefix, '--count', String(E), '--rate', String(rate100), '--concurrency', '16', '--depositors', String(DEPOSITORS), '--referrers', String(REFERRERS), '--seconds', String(Math.ceil(E / rate100) + 30)], (E / rate100 + 60) * 1000);
+    const st3 = await waitDelivered(rx, p3.results.accepted * 100, Math.max(60000, (4000 * E * 100) / Math.max(1000, a.sustainedRate)));
+    const cpu3 = meter();
+    const rc1 = await redis.cpu();
+    const tl3 = await rx.timeline();
+    return {
+      events: E, offeredEventsPerS: rate100, ingest: p3, expected: p3.results.accepted * 100, delivered: st3.unique, complete: st3.complete, st: st3,
+      redisCpu: redisCpuPer(rc0, rc1, p3.results.accepted, st3.unique), duplicates: st3.duplicates, sigOk: st3.sigOk, sigBad: st3.sigBad, connsOpened: st3.connsOpened,
+      sustainedRate: r1(st3.unique / Math.max(0.001, (st3.lastMs - t3) / 1000)),
+      peakSecondRate: r1(Math.max(0, ...tl3.counts.map((_, i) => tl3.counts.slice(i, i + 10).reduce((x, y) => x + y, 0)))),
+      wallS: r2((st3.lastMs - t3) / 1000), e2e: st3.e2e, cpu: cpu3,
+      deliveriesPerDaemonCpuS: cpu3.daemon.cpuS ? r1(st3.unique / cpu3.daemon.cpuS) : null,
+    };
   };
+  log(`webhooks 100 endpoints: ${E} events at ${rate100}/s -> ${E * 100} deliveries`);
+  out.hundredEndpoints = await hundredRun('a3', 'pub-100ep');
+  const st3 = out.hundredEndpoints.st;
+  delete out.hundredEndpoints.st;
+
+  // (c2) the same load with every endpoint filtering on users and referrers (issue 25):
+  // filtersOf(i) (bench/lib.mjs) gives endpoint i 20 wallets and 5 referrers, the events'
+  // ones last in each list, so every event still matches every endpoint: the deliveries are
+  // the same and the difference is the cost of matching. Runs in the order unfiltered (c),
+  // filtered, filtered, unfiltered (ABBA, so a drift of the box or of the growing Redis
+  // weighs on both alike); the endpoints keep their ids and secrets, PATCH
+  // /v1/webhooks/{id} changes the filters.
+  const setFilters = async (f) => {
+    for (let i = 0; i < eps.length; i++) {
+      const r = await http('PATCH', `${d.url}/v1/webhooks/${eps[i].id}`, { filters: f(i) });
+      if (r.status !== 200) throw new Error(`PATCH /v1/webhooks/${eps[i].id}: ${r.status} ${JSON.stringify(r.body)}`);
+    }
+  };
+  await setFilters((i) => filtersOf(i, DEPOSITORS, REFERRERS));
+  log(`webhooks 100 endpoints filtering on users (20) and referrers (5), every event matching: 2 runs, then 1 more unfiltered`);
+  const F1 = await hundredRun('a6', 'pub-100ep-f1');
+  const F2 = await hundredRun('a7', 'pub-100ep-f2');
+  await setFilters(() => ({}));
+  const U2 = await hundredRun('a8', 'pub-100ep-u2');
+  for (const x of [F1, F2, U2]) delete x.st;
+  out.hundredEndpointsFiltered = { filteredRuns: [F1, F2], unfilteredRuns: [out.hundredEndpoints, U2], filterOfEndpoint0: filtersOf(0, DEPOSITORS, REFERRERS) };
   out.redisUsedMemoryMiB = r1((await redis.usedMemory()) / 1048576);
   out.daemonPeakRssMiB = r1(procMem(d.pid).hwmKiB / 1024);
   await d.proc.stop(); await rx.proc.stop(); await redis.proc.stop();
@@ -159,7 +194,29 @@ async function webhooks() {
   row('webhooks', 'new receiver connections per 1,000 deliveries, 1 endpoint (keep-alive reuse)', (1000 * a.connsOpened) / Math.max(1, a.delivered), 'connections', { ceiling: (1000 * C.curl16.connects) / Math.max(1, C.curl16.count), ceilingName: 'bare libcurl c16', note: `${a.connsOpened} connections for ${a.delivered} deliveries; 100 endpoints: ${h.connsOpened} for ${h.delivered}` });
   row('webhooks', 'daemon CPU during ingest, 1 endpoint', a.cpuDuringIngest.daemon.cpuPct, '% of a core', { note: `Redis ${a.cpuDuringIngest.redis.cpuPct}%, receiver ${a.cpuDuringIngest.receiver.cpuPct}%` });
   const rh = ratioOf(h.sustainedRate, C.curl128.rps);
-  row('webhooks', 'signed deliveries/s, 100 endpoints, sustained', h.sustainedRate, 'deliveries/s', { ceiling: C.curl128.rps, ceilingName: 'bare libcurl c128', target: '>= 0.5 of bare libcurl c128', pass: rh != null && h.complete ? rh >= 0.5 : false, note: `${h.events} events offered at ${h.offeredEventsPerS}/s (= ${h.offeredEventsPerS * 100} deliveries/s, the c128 ceiling), ${h.delivered} deliveries; = ${r2(h.sustainedRate / C.wrk128.rps)} of wrk c128 (${r1(C.wrk128.rps)})${incomplete(st3)}` });
+  row('webhooks', 'signed deliveries/s, 100 endpoints, sustained', h.sustainedRate, 'deliveries/s', { ceiling: C.curl128.rps, ceilingName: 'bare libcurl c128', target: '>= 0.5 of bare libcurl c128', pass: rh != null && h.complete ? rh >= 0.5 : false, note: `${h.events} events offered at ${h.offeredEventsPerS}/s (= ${h.offeredEventsPerS * 100} deliveries/s, the c128 ceiling; deposit-address requests: depositor 1 of ${DEPOSITORS} wallets, referrer 1 of ${REFERRERS}), ${h.delivered} deliveries; = ${r2(h.sustainedRate / C.wrk128.rps)} of wrk c128 (${r1(C.wrk128.rps)})${incomplete(st3)}` });
+  {
+    // (c2): the filtered runs against the unfiltered ones of the same run (ABBA, means)
+    const HF = out.hundredEndpointsFiltered;
+    const [U1, U2] = HF.unfilteredRuns, [F1, F2] = HF.filteredRuns;
+    const mean = (xs, k) => (xs.every((x) => x[k] != null) ? xs.reduce((s, x) => s + x[k], 0) / xs.length : null);
+    const spread = (xs, k) => { const m = mean(xs, k); return m ? Math.abs(xs[0][k] - xs[1][k]) / m : null; };
+    const uRate = mean([U1, U2], 'sustainedRate'), fRate = mean([F1, F2], 'sustainedRate');
+    // within noise: the filtered mean is no further below the unfiltered one than two runs of
+    // the same kind differ from each other (at least 5%)
+    const noise = Math.max(0.05, spread([U1, U2], 'sustainedRate') ?? 1, spread([F1, F2], 'sustainedRate') ?? 1);
+    const allComplete = [U1, U2, F1, F2].every((x) => x.complete);
+    const each = (xs, k) => xs.map((x) => x[k]).join(' / ');
+    row('webhooks', 'signed deliveries/s, 100 endpoints filtering on users (20 wallets) and referrers (5), every event matching, sustained', fRate, 'deliveries/s', {
+      ceiling: uRate, ceilingName: '100 endpoints unfiltered, same run', target: 'within noise of unfiltered', pass: allComplete && uRate && fRate ? fRate / uRate >= 1 - noise : false,
+      note: `mean of 2 filtered runs (${each([F1, F2], 'sustainedRate')}) against 2 unfiltered (${each([U1, U2], 'sustainedRate')}; the first is the row above), run unfiltered, filtered, filtered, unfiltered; noise (the larger spread of two runs of one kind, at least 5%) ${r1(100 * noise)}%; deliveries ${each([F1, F2], 'delivered')} of ${each([F1, F2], 'expected')} (every event matched every endpoint); Redis ${[F1, F2].map((x) => x.redisCpu.usPerOp).join(' / ')} µs per event+delivery (unfiltered ${[U1, U2].map((x) => x.redisCpu.usPerOp).join(' / ')}); daemon CPU ${each([F1, F2].map((x) => x.cpu.daemon), 'cpuPct')}% (unfiltered ${each([U1, U2].map((x) => x.cpu.daemon), 'cpuPct')}%), machine ${each([U1, F1, F2, U2].map((x) => x.cpu), 'machineCpuPct')}% of 200% (in run order)${allComplete ? '' : '; INCOMPLETE'}`,
+    });
+    const uW = mean([U1, U2], 'deliveriesPerDaemonCpuS'), fW = mean([F1, F2], 'deliveriesPerDaemonCpuS');
+    row('webhooks', 'deliveries per daemon CPU-second, 100 endpoints filtering on users and referrers', fW, 'deliveries/CPU-s', {
+      ceiling: uW, ceilingName: '100 endpoints unfiltered, same run',
+      note: `filtered ${each([F1, F2], 'deliveriesPerDaemonCpuS')}, unfiltered ${each([U1, U2], 'deliveriesPerDaemonCpuS')} (daemon utime+stime from /proc over each run)`,
+    });
+  }
   if (sim) {
     for (const L of [out.latency1k, out.latency]) row('webhooks', `simulator load ~${L.rate} events/s (${L.requestsPerS} requests/s): events accepted, deliveries/s`, L.deliveryRate, 'deliveries/s', { note: `${L.acceptedEvents} events accepted, ${L.delivered} delivered; daemon CPU ${L.cpu.daemon.cpuPct}%, Redis ${L.cpu.redis.cpuPct}%, sim ${L.cpu.sim.cpuPct}%` });
   }
@@ -173,7 +230,7 @@ async function webhooks() {
   row('webhooks', `e2e latency p99 at ${LP.rate} events/s offered by bench_pub`, LP.e2e.p99Ms, 'ms', { target: '< 25 at 5,000 events/s', pass: LP.complete && lpOk && LP.e2e.p99Ms >= 0 && LP.e2e.p99Ms < 25, note: `offered ${LP.rate}/s, achieved ${LP.achievedRate}/s by bench_pub (${LP.events} events, 64 in flight)${lpOk ? '' : ' - less than 95% of the offered rate was taken (ingest or the box fell behind): missed'}; ${LP.delivered} delivered; daemon CPU ${LP.cpu.daemon.cpuPct}%, Redis ${LP.cpu.redis.cpuPct}%${LP.complete ? '' : `; INCOMPLETE: ${LP.delivered} of ${LP.expected}`}` });
   row('webhooks', `e2e latency p99.9 at ${LP.rate} events/s offered by bench_pub`, LP.e2e.p999Ms, 'ms');
   row('webhooks', 'daemon peak RSS', out.daemonPeakRssMiB, 'MiB');
-  const runs = [...new Set([a, B, out.latency1k, out.latency, LP, h])];
+  const runs = [...new Set([a, B, out.latency1k, out.latency, LP, h, ...out.hundredEndpointsFiltered.filteredRuns, out.hundredEndpointsFiltered.unfilteredRuns[1]])];
   const sum = (k) => runs.reduce((x, r) => x + (r[k] ?? 0), 0);
   row('webhooks', 'signatures verified / bad', sum('sigOk'), 'ok', { note: `bad: ${sum('sigBad')}; duplicates: ${sum('duplicates')}` });
   return out;

@@ -22,6 +22,11 @@
  *                            --first = the first run's count continues the same lifecycles
  *     --statuses a,b,c       the K steps of every lifecycle (default
  *                            waiting,pending,submitted,success)
+ *     --depositors N         request r is a deposit-address request: "depositAddress" is
+ *                            {"address","depositAddressType":"strict","depositor",
+ *                            "depositTxHash":null} with depositor wallet r % N, "0xbe5c" and
+ *                            r % N in 36 hex digits (default 0: "depositAddress":null)
+ *     --referrers K          the referrer of request r is "bench-<r % K>" (default 0: "bench")
  *     --channel-url T        nchan: POST to T with "{}" replaced by the request index
  *                            (e.g. http://127.0.0.1:9000/pub/r{}); default URL
  *
@@ -41,7 +46,7 @@
 #include <string.h>
 
 #define MAX_STEPS 64
-#define BODY_MAX 1024
+#define BODY_MAX 1536
 
 struct pub;
 
@@ -61,7 +66,7 @@ struct pub {
     int nchan;
     struct proto_hmac *key;
     double rate;
-    long count, concurrency, active, first;
+    long count, concurrency, active, first, depositors, referrers;
     int64_t seconds_ms;
     const char *steps[MAX_STEPS];
     int nsteps;
@@ -86,14 +91,22 @@ static void fill(struct pub *p, struct slot *s, long i)
     int64_t now = wall_ms();
     const char *reason = strcmp(st, "failure") == 0 || strcmp(st, "refund") == 0 ? "UNKNOWN"
                                                                                  : "N/A";
-    char data[700];
+    char deposit[256] = "null", referrer[32] = "bench", data[1200];
+    if (p->depositors > 0)
+        snprintf(deposit, sizeof(deposit),
+                 "{\"address\":\"0xdd%038lx\",\"depositAddressType\":\"strict\","
+                 "\"depositor\":\"0xbe5c%036lx\",\"depositTxHash\":null}",
+                 r, r % p->depositors);
+    if (p->referrers > 0)
+        snprintf(referrer, sizeof(referrer), "bench-%ld", r % p->referrers);
     /* the same data object the upstream sends in its webhooks and ws frames */
     snprintf(data, sizeof(data),
              "{\"status\":\"%s\",\"inTxHashes\":[\"0x%s%060lx\"],\"txHashes\":[],"
              "\"updatedAt\":%lld,\"originChainId\":8453,\"destinationChainId\":42161,"
-             "\"depositAddress\":null,\"requestId\":\"0x%s%0*lx\",\"referrer\":\"bench\","
+             "\"depositAddress\":%s,\"requestId\":\"0x%s%0*lx\",\"referrer\":\"%s\","
              "\"details\":null,\"failReason\":\"%s\",\"refundFailReason\":\"N/A\"}",
-             st, "", r, (long long)now, p->prefix, 64 - (int)strlen(p->prefix), r, reason);
+             st, "", r, (long long)now, deposit, p->prefix, 64 - (int)strlen(p->prefix), r,
+             referrer, reason);
     if (p->nchan)
         snprintf(s->body, sizeof(s->body),
                  "{\"event\":\"request.status.updated\",\"data\":%s,\"publishedAt\":%lld}", data,
@@ -220,7 +233,7 @@ static int usage(void)
 {
     fputs("usage: bench_pub [--mode ingest|nchan] [--sign-key KEY] [--rate N] [--count N] "
           "[--seconds S] [--concurrency N] [--prefix P] [--active M] [--first N] "
-          "[--statuses a,b,...] "
+          "[--statuses a,b,...] [--depositors N] [--referrers K] "
           "[--channel-url T] URL\n",
           stderr);
     return 2;
@@ -268,6 +281,12 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--statuses") && v) {
             snprintf(steps_buf, sizeof(steps_buf), "%s", v);
             i++;
+        } else if (!strcmp(a, "--depositors") && v) {
+            p.depositors = atol(v);
+            i++;
+        } else if (!strcmp(a, "--referrers") && v) {
+            p.referrers = atol(v);
+            i++;
         } else if (!strcmp(a, "--channel-url") && v) {
             p.channel_url = v;
             i++;
@@ -280,7 +299,8 @@ int main(int argc, char **argv)
     for (char *tok = strtok(steps_buf, ","); tok && p.nsteps < MAX_STEPS; tok = strtok(NULL, ","))
         p.steps[p.nsteps++] = tok;
     if ((p.url == NULL && p.channel_url == NULL) || p.count < 1 || p.concurrency < 1 ||
-        p.active < 1 || p.nsteps == 0 || strlen(p.prefix) > 20)
+        p.active < 1 || p.nsteps == 0 || strlen(p.prefix) > 20 || p.depositors < 0 ||
+        p.referrers < 0)
         return usage();
 
     p.lat = xcalloc((size_t)p.count, sizeof(*p.lat));
