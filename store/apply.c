@@ -4,14 +4,15 @@
  * -> apply.lua with the expected seq. A conflict (another process wrote first) returns the
  * current record, and we decide again; bounded to a few rounds.
  *
- * Batches: observations wait in a queue per partition (FIFO). While a batch of a partition is
- * in flight, new observations wait and form the next one, so a busy applier sends at most
- * APPLY_BATCH_MAX observations per Redis round trip and an idle one sends each at once (no
+ * Batches: observations wait in a queue per partition (FIFO). While APPLY_INFLIGHT batches of
+ * a partition are in flight, new observations wait and form the next one, so a busy applier
+ * sends up to APPLY_BATCH_MAX observations per Redis round trip (two batches pipelined: Redis
+ * works on one while the daemon answers the other) and an idle one sends each at once (no
  * timer, no added latency). A batch is: one read (apply_read.lua; a plain HGET for one) of
  * the states the cache could not decide, then one apply.lua call for every accepted item,
  * which answers each item on its own. Per-request order: a batch takes at most one
- * observation per request; a later one of the same request stays queued in its place (it is
- * decided on the first's result in the next batch). An item that conflicted is decided again
+ * observation per request and none of a request with one in flight; a later one stays queued
+ * in its place (it is decided on the first's result in a later batch). An item that conflicted is decided again
  * on the record Redis returned and, if still accepted, goes first into the next batch. A
  * store failure (not sent, disconnected, an error reply) is every item's answer. Every
  * callback is called exactly once per observation, as without batches.
@@ -47,6 +48,7 @@
 #define APPLY_MAX_ROUNDS 8
 #define APPLY_BATCH_MAX 64 /* observations per Redis round trip */
 #define APPLY_SCAN_MAX 512 /* queued observations looked at to form one batch */
+#define APPLY_INFLIGHT 2   /* batches of one partition in flight at once (pipelined) */
 #define TIMELINE_CAP "200"
 #define APPLY_CACHE_SLOTS 8192 /* ~1 KB each: at most ~8 MB whatever the traffic */
 
@@ -57,15 +59,22 @@ struct cache_slot {
 
 struct apply_op;
 
-/* The queue of one partition and its batch in flight (ops owned by the queue until taken
- * into the batch, then by the batch until finished or put back). */
+struct part_q;
+
+/* One batch of a partition (ops owned by the batch until finished or put back). */
+struct batch {
+    struct part_q *q;
+    int busy; /* in flight, or being formed or completed */
+    size_t n;
+    struct apply_op *op[APPLY_BATCH_MAX]; /* NULL: finished meanwhile */
+};
+
+/* The queue of one partition (ops owned by the queue until taken into a batch) and its
+ * batches. */
 struct part_q {
     struct applier *a;
-    unsigned k;
     struct apply_op *head, *tail;
-    int busy; /* a batch is in flight or being completed: new ops only queue */
-    size_t n;
-    struct apply_op *op[APPLY_BATCH_MAX];
+    struct batch b[APPLY_INFLIGHT];
 };
 
 struct applier {
@@ -289,47 +298,48 @@ static int decide_on_record(struct apply_op *op, const redisReply *rec)
 static void pump(struct part_q *q);
 
 /* Every op of the batch answered with err (nothing of theirs is known to be written). */
-static void batch_fail(struct part_q *q, const char *err)
+static void batch_fail(struct batch *b, const char *err)
 {
-    for (size_t i = 0; i < q->n; i++)
-        if (q->op[i] != NULL)
-            op_finish(q->op[i], err, PROTO_STALE, NULL);
-    q->n = 0;
+    for (size_t i = 0; i < b->n; i++)
+        if (b->op[i] != NULL)
+            op_finish(b->op[i], err, PROTO_STALE, NULL);
+    b->n = 0;
 }
 
 /* The batch is answered: the next one may go (pump starts it; the callers that run inside
  * pump just return to it). */
-static void batch_end(struct part_q *q)
+static void batch_end(struct batch *b)
 {
-    q->n = 0;
-    q->busy = 0;
+    b->n = 0;
+    b->busy = 0;
 }
 
 static void on_script(void *arg, const char *err, redisReply *r)
 {
-    struct part_q *q = arg;
+    struct batch *b = arg;
+    struct part_q *q = b->q;
     struct applier *a = q->a;
     size_t nw = 0;
-    for (size_t i = 0; i < q->n; i++)
-        nw += q->op[i] != NULL;
+    for (size_t i = 0; i < b->n; i++)
+        nw += b->op[i] != NULL;
     if (err == NULL && (r->type != REDIS_REPLY_ARRAY || r->elements != nw))
         err = store_err_server;
     if (err != NULL) {
         if (err == store_err_server)
             log_err("apply script failed", "items=%zu err=\"%s\"", nw,
                     r != NULL && r->type == REDIS_REPLY_ERROR ? r->str : "bad reply");
-        batch_fail(q, err);
-        batch_end(q);
+        batch_fail(b, err);
+        batch_end(b);
         pump(q);
         return;
     }
     struct apply_op *again = NULL, *again_last = NULL; /* conflicted, accepted again */
     size_t j = 0;
-    for (size_t i = 0; i < q->n; i++) {
-        struct apply_op *op = q->op[i];
+    for (size_t i = 0; i < b->n; i++) {
+        struct apply_op *op = b->op[i];
         if (op == NULL)
             continue;
-        q->op[i] = NULL;
+        b->op[i] = NULL;
         const redisReply *e = r->element[j++];
         if (e->type != REDIS_REPLY_ARRAY || e->elements < 2) {
             op_finish(op, store_err_server, PROTO_STALE, NULL);
@@ -374,28 +384,28 @@ static void on_script(void *arg, const char *err, redisReply *r)
             q->tail = again_last;
         q->head = again;
     }
-    batch_end(q);
+    batch_end(b);
     pump(q);
 }
 
 /* Send one apply.lua call for the accepted ops of the batch (or end it if there is none). */
-static void batch_write(struct part_q *q)
+static void batch_write(struct batch *b)
 {
-    struct applier *a = q->a;
+    struct applier *a = b->q->a;
     size_t nw = 0, argc = 3 + 9;
-    for (size_t i = 0; i < q->n; i++)
-        if (q->op[i] != NULL) {
+    for (size_t i = 0; i < b->n; i++)
+        if (b->op[i] != NULL) {
             nw++;
-            argc += 4 + 11 + q->op[i]->ents.n;
+            argc += 4 + 11 + b->op[i]->ents.n;
         }
     if (nw == 0) {
-        batch_end(q);
+        batch_end(b);
         return;
     }
     const char *tag = NULL;
-    for (size_t i = 0; i < q->n; i++)
-        if (q->op[i] != NULL) {
-            tag = store_tag_of(a->s, q->op[i]->obs.request_id); /* the partition's tag */
+    for (size_t i = 0; i < b->n; i++)
+        if (b->op[i] != NULL) {
+            tag = store_tag_of(a->s, b->op[i]->obs.request_id); /* the partition's tag */
             break;
         }
     char(*keys)[KEY_MAX] = xmalloc((3 + 4 * nw) * KEY_MAX); /* filled by key_build */
@@ -416,8 +426,8 @@ static void batch_write(struct part_q *q)
                             a->ftail, cap, count};
     for (size_t i = 0; i < ARRAY_LEN(common); i++)
         argv[ai++] = common[i];
-    for (size_t i = 0; i < q->n; i++) {
-        struct apply_op *op = q->op[i];
+    for (size_t i = 0; i < b->n; i++) {
+        struct apply_op *op = b->op[i];
         if (op == NULL)
             continue;
         const struct status_event *ev = &op->next;
@@ -450,69 +460,77 @@ static void batch_write(struct part_q *q)
     for (size_t i = 0; i < argc; i++)
         if (lens[i] == 0)
             lens[i] = strlen(argv[i]);
-    int rc = store_eval(a->s, &a->script, on_script, q, (int)nk, (int)argc, argv, lens);
+    int rc = store_eval(a->s, &a->script, on_script, b, (int)nk, (int)argc, argv, lens);
     free(argv);
     free(lens);
     free(keys);
     free(nums);
     if (rc != 0) {
-        batch_fail(q, store_err_disconnected);
-        batch_end(q);
+        batch_fail(b, store_err_disconnected);
+        batch_end(b);
     }
 }
 
 static void on_read(void *arg, const char *err, redisReply *r)
 {
-    struct part_q *q = arg;
+    struct batch *b = arg;
+    struct part_q *q = b->q;
     size_t nr = 0;
-    for (size_t i = 0; i < q->n; i++)
-        nr += q->op[i] != NULL && q->op[i]->state == OP_READ;
+    for (size_t i = 0; i < b->n; i++)
+        nr += b->op[i] != NULL && b->op[i]->state == OP_READ;
     if (err != NULL) {
-        batch_fail(q, err);
-        batch_end(q);
+        batch_fail(b, err);
+        batch_end(b);
         pump(q);
         return;
     }
     /* one read: the HGET's reply itself; several: apply_read.lua's array */
     if (nr > 1 && (r->type != REDIS_REPLY_ARRAY || r->elements != nr)) {
-        batch_fail(q, store_err_server);
-        batch_end(q);
+        batch_fail(b, store_err_server);
+        batch_end(b);
         pump(q);
         return;
     }
     size_t j = 0;
-    for (size_t i = 0; i < q->n; i++) {
-        struct apply_op *op = q->op[i];
+    for (size_t i = 0; i < b->n; i++) {
+        struct apply_op *op = b->op[i];
         if (op == NULL || op->state != OP_READ)
             continue;
         if (decide_on_record(op, nr > 1 ? r->element[j++] : r) != 1)
-            q->op[i] = NULL; /* finished */
+            b->op[i] = NULL; /* finished */
     }
-    batch_write(q);
+    batch_write(b);
     pump(q); /* when batch_write ended the batch at once */
 }
 
-/* Is id the request of one of the batch's ops? */
+/* Is id the request of an op in one of q's batches (in flight or being formed)? */
 static int batch_has(const struct part_q *q, const char *id)
 {
-    for (size_t i = 0; i < q->n; i++)
-        if (q->op[i] != NULL && strcmp(q->op[i]->obs.request_id, id) == 0)
-            return 1;
+    for (size_t k = 0; k < APPLY_INFLIGHT; k++) {
+        const struct batch *b = &q->b[k];
+        if (!b->busy)
+            continue;
+        for (size_t i = 0; i < b->n; i++)
+            if (b->op[i] != NULL && strcmp(b->op[i]->obs.request_id, id) == 0)
+                return 1;
+    }
     return 0;
 }
 
-/* Form a batch from the queue (at most one op per request, FIFO otherwise), decide what the
- * cache can, read the rest in one command, then write. q->busy is set by the caller. */
-static void batch_start(struct part_q *q)
+/* Form batch b from its queue (at most one op per request and none of a request in flight,
+ * FIFO otherwise), decide what the cache can, read the rest in one command, then write.
+ * b->busy is set by the caller. Returns the count of ops taken (0: b ended, nothing to do). */
+static size_t batch_start(struct batch *b)
 {
+    struct part_q *q = b->q;
     struct applier *a = q->a;
-    q->n = 0;
+    b->n = 0;
     struct apply_op **pp = &q->head, *prev = NULL;
-    for (size_t scanned = 0; *pp != NULL && q->n < APPLY_BATCH_MAX && scanned < APPLY_SCAN_MAX;
+    for (size_t scanned = 0; *pp != NULL && b->n < APPLY_BATCH_MAX && scanned < APPLY_SCAN_MAX;
          scanned++) {
         struct apply_op *op = *pp;
         if (batch_has(q, op->obs.request_id)) {
-            prev = op; /* a later observation of a request in the batch: next time */
+            prev = op; /* a later observation of a request in a batch: next time */
             pp = &op->qnext;
             continue;
         }
@@ -520,11 +538,16 @@ static void batch_start(struct part_q *q)
         if (q->tail == op)
             q->tail = prev;
         op->qnext = NULL;
-        q->op[q->n++] = op;
+        b->op[b->n++] = op;
+    }
+    size_t taken = b->n;
+    if (taken == 0) {
+        batch_end(b);
+        return 0;
     }
     size_t nr = 0;
-    for (size_t i = 0; i < q->n; i++) {
-        struct apply_op *op = q->op[i];
+    for (size_t i = 0; i < b->n; i++) {
+        struct apply_op *op = b->op[i];
         if (op->state == OP_WRITE)
             continue; /* decided on the record a conflict returned */
         const struct status_event *last = cache_get(a, op->obs.request_id);
@@ -537,55 +560,62 @@ static void batch_start(struct part_q *q)
             }
         }
         if (rc == -1) {
-            q->op[i] = NULL;
+            b->op[i] = NULL;
         } else if (rc == 0) {
             op->state = OP_READ;
             nr++;
         }
     }
     if (nr == 0) {
-        batch_write(q);
-        return;
+        batch_write(b);
+        return taken;
     }
     int rc;
     if (nr == 1) {
         const char *id = NULL;
-        for (size_t i = 0; i < q->n && id == NULL; i++)
-            if (q->op[i] != NULL && q->op[i]->state == OP_READ)
-                id = q->op[i]->obs.request_id;
+        for (size_t i = 0; i < b->n && id == NULL; i++)
+            if (b->op[i] != NULL && b->op[i]->state == OP_READ)
+                id = b->op[i]->obs.request_id;
         char k_req[KEY_MAX];
         key_build(k_req, sizeof(k_req), store_tag_of(a->s, id), "req", id, NULL);
-        rc = store_cmd(a->s, on_read, q, "HGET %s rec", k_req);
+        rc = store_cmd(a->s, on_read, b, "HGET %s rec", k_req);
     } else {
         char(*keys)[KEY_MAX] = xmalloc(nr * KEY_MAX);
         const char **argv = xcalloc(nr, sizeof(*argv));
         size_t j = 0;
-        for (size_t i = 0; i < q->n; i++)
-            if (q->op[i] != NULL && q->op[i]->state == OP_READ) {
-                const char *id = q->op[i]->obs.request_id;
+        for (size_t i = 0; i < b->n; i++)
+            if (b->op[i] != NULL && b->op[i]->state == OP_READ) {
+                const char *id = b->op[i]->obs.request_id;
                 key_build(keys[j], KEY_MAX, store_tag_of(a->s, id), "req", id, NULL);
                 argv[j] = keys[j];
                 j++;
             }
-        rc = store_eval(a->s, &a->read_sc, on_read, q, (int)nr, (int)nr, argv, NULL);
+        rc = store_eval(a->s, &a->read_sc, on_read, b, (int)nr, (int)nr, argv, NULL);
         free(argv);
         free(keys);
     }
     if (rc != 0) {
-        batch_fail(q, store_err_disconnected);
-        batch_end(q);
+        batch_fail(b, store_err_disconnected);
+        batch_end(b);
     }
+    return taken;
 }
 
-/* Start the next batch of q unless one is in flight. Synchronous completions (the store not
- * ready, nothing to write) loop here rather than recurse. */
+/* Start batches of q while one of its slots is free and the queue has an op that may go.
+ * Synchronous completions (the store not ready, nothing to write) loop here rather than
+ * recurse. */
 static void pump(struct part_q *q)
 {
-    while (!q->busy && q->head != NULL) {
-        q->busy = 1;
-        batch_start(q);
-        if (q->busy)
-            return; /* in flight: its answer pumps again */
+    while (q->head != NULL) {
+        struct batch *b = NULL;
+        for (size_t k = 0; k < APPLY_INFLIGHT && b == NULL; k++)
+            if (!q->b[k].busy)
+                b = &q->b[k];
+        if (b == NULL)
+            return; /* every slot in flight: their answers pump again */
+        b->busy = 1;
+        if (batch_start(b) == 0)
+            return; /* what is queued waits for a request in flight */
     }
 }
 
@@ -600,7 +630,8 @@ int applier_apply(struct applier *a, const struct status_event *obs, int track,
         a->pq = xcalloc(a->npq, sizeof(*a->pq));
         for (unsigned k = 0; k < a->npq; k++) {
             a->pq[k].a = a;
-            a->pq[k].k = k;
+            for (unsigned i = 0; i < APPLY_INFLIGHT; i++)
+                a->pq[k].b[i].q = &a->pq[k];
         }
     }
     struct apply_op *op = xcalloc(1, sizeof(*op));
