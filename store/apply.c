@@ -12,10 +12,10 @@
  * the states the cache could not decide, then one apply.lua call for every accepted item,
  * which answers each item on its own. Per-request order: a batch takes at most one
  * observation per request and none of a request with one in flight; a later one stays queued
- * in its place (it is decided on the first's result in a later batch). An item that conflicted is decided again
- * on the record Redis returned and, if still accepted, goes first into the next batch. A
- * store failure (not sent, disconnected, an error reply) is every item's answer. Every
- * callback is called exactly once per observation, as without batches.
+ * in its place (it is decided on the first's result in a later batch). An item that
+ * conflicted is decided again on the record Redis returned and, if still accepted, goes first
+ * into the next batch. A store failure (not sent, disconnected, an error reply) is every
+ * item's answer. Every callback is called exactly once per observation, as without batches.
  *
  * A small direct-mapped cache keeps the last state this process wrote or read per request
  * (APPLY_CACHE_SLOTS, a colliding request just takes the slot). An observation the cached
