@@ -135,3 +135,31 @@ test('batched: observations of one request sent at once are applied in order, ev
   for (const id of ids)
     assert.deepEqual(got.order.get(id), expected.get(id), `${id}: delivered in seq order`);
 });
+
+test('Redis lost with batches queued: every observation of them is answered 503, and applied once when retried', async () => {
+  const redis = await startRedis({ aof: true });
+  cleanup.push(() => redis.stop());
+  const d = await daemon(redis, 'batch3');
+  const t0 = Date.now();
+  const ids = Array.from({ length: 200 }, (_, i) => rid(`l${i}`));
+  const payloads = ids.map((id, i) => upstreamPayload({ rid: id, status: 'pending', updatedAt: t0 + i }));
+  // the first apply waits behind the pause, the rest queue behind it; then Redis dies
+  assert.equal(await redis.cmd('CLIENT', 'PAUSE', '20000', 'WRITE'), 'OK');
+  const posts = payloads.map((p) => post(d, p));
+  await Promise.all(posts.map((p) => p.sent));
+  await new Promise((r) => setTimeout(r, 1000)); // the daemon reads what is on its sockets
+  await redis.stop('SIGKILL');
+  const codes = await Promise.all(posts.map((p) => p.done));
+  assert.deepEqual([...new Set(codes)], [503], 'nothing stored: every one answered 503 (the upstream retries)');
+  const again = await redis.restart();
+  cleanup.push(() => again.stop());
+  await until(async () => (await fetch(d.url + '/readyz')).status === 200, { msg: 'ready again', timeoutMs: 20000 });
+  // the upstream's retries: each applied once
+  const retried = await Promise.all(payloads.map((p) => post(d, p).done));
+  assert.deepEqual([...new Set(retried)], [200]);
+  for (const id of ids) {
+    const r = await d.get(`/v1/events?requestId=${id}&limit=10`);
+    assert.equal(r.status, 200, r.text);
+    assert.deepEqual(r.body.events.map((e) => [e.seq, e.status]), [[1, 'pending']], `${id}: one event`);
+  }
+});
