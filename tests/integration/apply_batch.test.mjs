@@ -163,3 +163,43 @@ test('Redis lost with batches queued: every observation of them is answered 503,
     assert.deepEqual(r.body.events.map((e) => [e.seq, e.status]), [[1, 'pending']], `${id}: one event`);
   }
 });
+
+test('two processes batching the same requests: conflicts are answered per item, decided again, none lost', async () => {
+  const redis = await startRedis();
+  cleanup.push(() => redis.stop());
+  const a = await daemon(redis, 'batch4');
+  const b = await daemon(redis, 'batch4');
+  const t0 = Date.now();
+  const ids = Array.from({ length: 200 }, (_, i) => rid(`c${i}`));
+  // the same requests to both: a learns "pending", b the newer "success"; both batch behind the
+  // pause, and an item whose state was read before the other process wrote it (a plain HGET is
+  // not paused; the batch reads run after the pause, interleaved with the other's writes)
+  // conflicts and is decided again on the record Redis returns. Either order must end the same:
+  // [[1, "pending"], [2, "success"]] or [[1, "success"]] (the pending found stale)
+  assert.equal(await redis.cmd('CLIENT', 'PAUSE', '20000', 'WRITE'), 'OK');
+  let posts;
+  try {
+    posts = [
+      ...ids.map((id, i) => post(a, upstreamPayload({ rid: id, status: 'pending', updatedAt: t0 + i * 10 }))),
+      ...ids.map((id, i) => post(b, upstreamPayload({ rid: id, status: 'success', updatedAt: t0 + i * 10 + 1 }))),
+    ];
+    await Promise.all(posts.map((p) => p.sent));
+    await new Promise((r) => setTimeout(r, 1000));
+  } finally {
+    assert.equal(await redis.cmd('CLIENT', 'UNPAUSE'), 'OK');
+  }
+  const codes = await Promise.all(posts.map((p) => p.done));
+  assert.deepEqual([...new Set(codes)], [200], 'every observation answered 200');
+  for (const id of ids) {
+    const r = await a.get(`/v1/events?requestId=${id}&limit=10`);
+    assert.equal(r.status, 200, r.text);
+    const evs = r.body.events.slice().sort((x, y) => x.seq - y.seq);
+    // success first: pending is stale (one event); pending first: success follows (two)
+    const got = evs.map((e) => [e.seq, e.status]);
+    assert.ok(JSON.stringify(got) === '[[1,"success"]]' || JSON.stringify(got) === '[[1,"pending"],[2,"success"]]',
+      `${id}: ${JSON.stringify(got)}`);
+    const st = await b.get(`/v1/requests/${id}`);
+    assert.equal(st.body.status, 'success');
+    assert.equal(st.body.seq, evs.length);
+  }
+});
