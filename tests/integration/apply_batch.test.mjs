@@ -1,6 +1,6 @@
 // apply_batch.test.mjs - the batched apply (issue 26, store/apply.c): observations that arrive
 // while an apply is in flight go to Redis together (one state read and one apply.lua call for
-// up to 64 of them), each still answered 200 only once it is in Redis, every event delivered
+// up to 16 of them), each still answered 200 only once it is in Redis, every event delivered
 // once and in per-request order. Real redis-server and daemon, helpers/hook_receiver, events
 // injected through signed POST /v1/ingest/upstream.
 //
@@ -82,9 +82,10 @@ test('a burst of 500 observations of 500 requests goes to Redis in batches, each
   const codes = await pausedBurst(redis, d, ids.map((id, i) => upstreamPayload({ rid: id, status: 'pending', updatedAt: t0 + i })));
   const evalsha = await cmdCalls(redis, 'evalsha');
   assert.deepEqual([...new Set(codes)], [200], 'every observation answered 200');
-  // one apply per observation (the code before batches) makes >= 500 EVALSHA; batches of up
-  // to 64 make a read and a write per batch, plus the periodic scripts
-  assert.ok(evalsha < 100, `EVALSHA calls for 500 observations: ${evalsha}`);
+  // one apply per observation (the code before batches) makes >= 500 EVALSHA (517 measured);
+  // batches of up to 16 make a read and a write per batch (~64), plus the periodic scripts
+  // (113 measured)
+  assert.ok(evalsha < 250, `EVALSHA calls for 500 observations: ${evalsha}`);
   // and each is in Redis: one event, seq 1
   for (const id of ids) {
     const r = await d.get(`/v1/requests/${id}`);
