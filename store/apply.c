@@ -1,12 +1,27 @@
 /* apply.c - see apply.h. runs on: core thread.
  *
- * Steps per observation: HGET rec -> proto_lifecycle_decide -> EVALSHA apply.lua with the
- * expected seq. A conflict (another process or an earlier in-flight observation wrote first)
- * returns the current record, and we decide again; bounded to a few rounds.
+ * Steps per observation: its last state (the cache below, or Redis) -> proto_lifecycle_decide
+ * -> apply.lua with the expected seq. A conflict (another process wrote first) returns the
+ * current record, and we decide again; bounded to a few rounds.
+ *
+ * Batches: observations wait in a queue per partition (FIFO). While APPLY_INFLIGHT batches of
+ * a partition are in flight, new observations wait and form the next one, so a busy applier
+ * sends up to APPLY_BATCH_MAX observations per Redis round trip (batches pipelined: Redis
+ * works on one while the daemon answers another) and an idle one sends each at once (no
+ * timer, no added latency). The bound is small on purpose: an observation is answered when
+ * its whole batch is, so a batch of 64 (~4 ms of Redis work) made answers wait; 16 keeps
+ * nearly all of the per-call saving (Redis instructions per event -8% against -9% with 64). A batch is: one read (apply_read.lua; a plain HGET for one) of
+ * the states the cache could not decide, then one apply.lua call for every accepted item,
+ * which answers each item on its own. Per-request order: a batch takes at most one
+ * observation per request and none of a request with one in flight; a later one stays queued
+ * in its place (it is decided on the first's result in a later batch). An item that
+ * conflicted is decided again on the record Redis returned and, if still accepted, goes first
+ * into the next batch. A store failure (not sent, disconnected, an error reply) is every
+ * item's answer. Every callback is called exactly once per observation, as without batches.
  *
  * A small direct-mapped cache keeps the last state this process wrote or read per request
  * (APPLY_CACHE_SLOTS, a colliding request just takes the slot). An observation the cached
- * state accepts skips the HGET and the decode: the write is still a compare-and-set on seq,
+ * state accepts skips the read and the decode: the write is still a compare-and-set on seq,
  * so a stale entry only costs a conflict round. Anything the cache would not accept
  * (duplicate, stale) is decided against Redis as before, so no observation is ever dropped
  * on the cache's word.
@@ -33,6 +48,9 @@
 #include <string.h>
 
 #define APPLY_MAX_ROUNDS 8
+#define APPLY_BATCH_MAX 16 /* observations per Redis round trip */
+#define APPLY_SCAN_MAX 512 /* queued observations looked at to form one batch */
+#define APPLY_INFLIGHT 4   /* batches of one partition in flight at once (pipelined) */
 #define TIMELINE_CAP "200"
 #define APPLY_CACHE_SLOTS 8192 /* ~1 KB each: at most ~8 MB whatever the traffic */
 
@@ -41,9 +59,29 @@ struct cache_slot {
     struct status_event ev; /* owned copy; ev.request_id is the key */
 };
 
+struct apply_op;
+
+struct part_q;
+
+/* One batch of a partition (ops owned by the batch until finished or put back). */
+struct batch {
+    struct part_q *q;
+    int busy; /* in flight, or being formed or completed */
+    size_t n;
+    struct apply_op *op[APPLY_BATCH_MAX]; /* NULL: finished meanwhile */
+};
+
+/* The queue of one partition (ops owned by the queue until taken into a batch) and its
+ * batches. */
+struct part_q {
+    struct applier *a;
+    struct apply_op *head, *tail;
+    struct batch b[APPLY_INFLIGHT];
+};
+
 struct applier {
     struct store *s;
-    struct store_script script, confirm_sc;
+    struct store_script script, read_sc, confirm_sc;
     char maxlen[24];
     apply_poll_policy_cb *policy;
     void *policy_arg;
@@ -51,16 +89,32 @@ struct applier {
     apply_refund_failure_cb *on_refund;
     void *on_refund_arg;
     struct cache_slot *cache; /* APPLY_CACHE_SLOTS entries */
+    struct part_q *pq;        /* one per partition, made at the first apply */
+    unsigned npq;
+};
+
+enum op_state {
+    OP_NEW = 0, /* to decide (cache, else read) */
+    OP_READ,    /* its state is being read */
+    OP_WRITE,   /* accepted: the write below is ready */
 };
 
 struct apply_op {
+    struct apply_op *qnext;
     struct applier *a;
     struct status_event obs;
     struct status_event next;
     int track;
     int rounds;
-    int cached; /* decided against the cache: anything but an accept asks Redis */
+    enum op_state state;
     int refund_new; /* the accepted event sets a refundFailReason the last state lacked */
+    /* the write (OP_WRITE): owned */
+    char *rec;
+    size_t reclen;
+    char *old_status;
+    uint64_t expected;
+    char pollbuf[24], tier[2];
+    struct store_search_ents ents;
     apply_done_cb *cb;
     void *arg;
 };
@@ -101,6 +155,7 @@ struct applier *applier_new(struct store *s, int64_t stream_maxlen,
     struct applier *a = xcalloc(1, sizeof(*a));
     a->s = s;
     store_script_init(&a->script, "apply");
+    store_script_init(&a->read_sc, "apply_read");
     store_script_init(&a->confirm_sc, "apply_confirm");
     snprintf(a->maxlen, sizeof(a->maxlen), "%lld", (long long)stream_maxlen);
     applier_set_watch(a, 86400000, 86400000, 7 * 86400000LL);
@@ -124,37 +179,45 @@ void applier_on_refund_failure(struct applier *a, apply_refund_failure_cb *fn, v
     a->on_refund_arg = arg;
 }
 
-void applier_free(struct applier *a)
+static void write_clear(struct apply_op *op)
 {
-    if (a == NULL)
-        return;
-    for (size_t i = 0; i < APPLY_CACHE_SLOTS; i++)
-        if (a->cache[i].used)
-            status_event_cleanup(&a->cache[i].ev);
-    free(a->cache);
-    free(a);
-}
-
-static void on_read(void *arg, const char *err, redisReply *r);
-
-static int read_state(struct apply_op *op)
-{
-    char k_req[KEY_MAX];
-    key_build(k_req, sizeof(k_req), store_tag_of(op->a->s, op->obs.request_id), "req",
-              op->obs.request_id, NULL);
-    return store_cmd(op->a->s, on_read, op, "HGET %s rec", k_req);
+    free(op->rec);
+    op->rec = NULL;
+    free(op->old_status);
+    op->old_status = NULL;
+    store_search_ents_free(&op->ents);
+    memset(&op->ents, 0, sizeof(op->ents));
 }
 
 static void op_finish(struct apply_op *op, const char *err, enum proto_verdict v,
                       const char *sid)
 {
     op->cb(op->arg, err, v, v == PROTO_ACCEPT && err == NULL ? &op->next : NULL, sid);
+    write_clear(op);
     status_event_cleanup(&op->obs);
     status_event_cleanup(&op->next);
     free(op);
 }
 
-static void on_script(void *arg, const char *err, redisReply *r);
+void applier_free(struct applier *a)
+{
+    if (a == NULL)
+        return;
+    /* the store is freed first (core.c): its completions ended every batch, and a queue
+     * left behind is answered like a store that went away */
+    for (unsigned k = 0; k < a->npq; k++)
+        while (a->pq[k].head != NULL) {
+            struct apply_op *op = a->pq[k].head;
+            a->pq[k].head = op->qnext;
+            op_finish(op, store_err_disconnected, PROTO_STALE, NULL);
+        }
+    free(a->pq);
+    for (size_t i = 0; i < APPLY_CACHE_SLOTS; i++)
+        if (a->cache[i].used)
+            status_event_cleanup(&a->cache[i].ev);
+    free(a->cache);
+    free(a);
+}
 
 /* The upstream repeated the stored state of id at now: its "cf" (apply_confirm.lua). */
 static void confirm(struct applier *a, const char *id, int64_t now)
@@ -166,95 +229,58 @@ static void confirm(struct applier *a, const char *id, int64_t now)
     store_eval(a->s, &a->confirm_sc, NULL, NULL, 1, 2, argv, NULL);
 }
 
-/* Decide against last (NULL = unknown) and write if accepted. */
-static void decide_and_write(struct apply_op *op, const struct status_event *last)
+/* Decide op against last (NULL = unknown). from_redis: last is Redis' word (else the cache's).
+ * Returns 1 when op is accepted (state OP_WRITE, the write prepared), 0 when it needs a read
+ * (the cache would not accept), -1 when op was finished (callback called). */
+static int decide(struct apply_op *op, const struct status_event *last, int from_redis)
 {
     struct applier *a = op->a;
     enum proto_verdict v;
     status_event_cleanup(&op->next);
+    write_clear(op);
     int64_t now = wall_ms();
     if (proto_lifecycle_decide(last, &op->obs, now, &v, &op->next) != 0) {
         log_err("lifecycle decision failed", "request=%s", op->obs.request_id);
         op_finish(op, store_err_server, PROTO_STALE, NULL);
-        return;
+        return -1;
     }
-    if (v != PROTO_ACCEPT && op->cached) {
-        op->cached = 0; /* the cache may be behind: only Redis may say "not new" */
-        if (read_state(op) != 0)
-            op_finish(op, store_err_disconnected, PROTO_STALE, NULL);
-        return;
-    }
+    if (v != PROTO_ACCEPT && !from_redis)
+        return 0; /* the cache may be behind: only Redis may say "not new" */
     if (v != PROTO_ACCEPT) {
         if (v == PROTO_DUPLICATE && last != NULL && !(op->obs.flags & PROTO_F_FACTS))
             confirm(a, op->obs.request_id, now); /* decided against Redis: it holds this state */
         op_finish(op, NULL, v, NULL);
-        return;
+        return -1;
     }
     struct status_event *ev = &op->next;
     free(ev->metadata); /* apply.lua adds the request's own (never twice: it must be last) */
     ev->metadata = NULL;
-    size_t reclen;
-    char *rec = proto_event_record(ev, &reclen);
-    if (rec == NULL) {
+    op->rec = proto_event_record(ev, &op->reclen);
+    if (op->rec == NULL) {
         op_finish(op, store_err_server, PROTO_STALE, NULL);
-        return;
+        return -1;
     }
-    const char *id = ev->request_id;
-    const char *old_status = last ? last->status : ev->status;
-    char k_req[KEY_MAX], k_ev[KEY_MAX], k_all[KEY_MAX], k_st[KEY_MAX], k_old[KEY_MAX],
-        k_tl[KEY_MAX], k_poll[KEY_MAX];
-    const char *tag = store_tag_of(a->s, id); /* the request's partition */
-    key_build(k_req, sizeof(k_req), tag, "req", id, NULL);
-    key_build(k_ev, sizeof(k_ev), tag, "events", NULL, NULL);
-    key_build(k_all, sizeof(k_all), tag, "all", NULL, NULL);
-    key_build(k_st, sizeof(k_st), tag, "st", ev->status, NULL);
-    key_build(k_old, sizeof(k_old), tag, "st", old_status, NULL);
-    key_build(k_tl, sizeof(k_tl), tag, "tl", id, NULL);
-    key_build(k_poll, sizeof(k_poll), tag, "poll", NULL, NULL);
-    char expected[24], seq[24], nowbuf[24], pollbuf[24] = "";
-    snprintf(expected, sizeof(expected), "%llu", (unsigned long long)(last ? last->seq : 0));
-    snprintf(seq, sizeof(seq), "%llu", (unsigned long long)ev->seq);
-    snprintf(nowbuf, sizeof(nowbuf), "%lld", (long long)now);
-    char tier[2] = "a";
-    int64_t np = a->policy ? a->policy(a->policy_arg, ev, now, &tier[0]) : now;
-    snprintf(pollbuf, sizeof(pollbuf), "%lld", (long long)(np >= 0 ? np : now));
+    op->old_status = xstrdup(last ? last->status : ev->status);
+    op->expected = last ? last->seq : 0;
+    op->tier[0] = 'a';
+    op->tier[1] = '\0';
+    int64_t np = a->policy ? a->policy(a->policy_arg, ev, now, &op->tier[0]) : now;
+    snprintf(op->pollbuf, sizeof(op->pollbuf), "%lld", (long long)(np >= 0 ? np : now));
     const char *rfr = ev->refund_fail_reason;
     op->refund_new = rfr != NULL && strcmp(rfr, "N/A") != 0 &&
                      (last == NULL || last->refund_fail_reason == NULL ||
                       strcmp(last->refund_fail_reason, rfr) != 0);
     /* the search index entries this record adds (store/search.h): usually none */
-    struct store_search_ents ents = {0};
-    store_search_event_entries(last, ev, &ents);
-    char cap[24];
-    snprintf(cap, sizeof(cap), "%d", STORE_SEARCH_CAP);
-    const char *base[] = {k_req, k_ev, k_all, k_st, k_old, k_tl, k_poll,
-                          expected, seq, rec, ev->status, ev->event_id, id, a->maxlen,
-                          nowbuf, pollbuf, proto_source_name(ev->source), TIMELINE_CAP,
-                          op->track ? "1" : "0", tier, tag, a->wttl, a->settled, a->ftail, cap};
-    size_t argc = ARRAY_LEN(base) + ents.n;
-    const char **argv = xcalloc(argc, sizeof(*argv));
-    size_t *lens = xcalloc(argc, sizeof(*lens));
-    memcpy(argv, base, sizeof(base));
-    for (size_t i = 0; i < ents.n; i++)
-        argv[ARRAY_LEN(base) + i] = ents.v[i];
-    for (size_t i = 0; i < argc; i++)
-        lens[i] = argv[i] == rec ? reclen : strlen(argv[i]);
-    int rc = store_eval(a->s, &a->script, on_script, op, 7, (int)argc, argv, lens);
-    free(argv);
-    free(lens);
-    store_search_ents_free(&ents);
-    free(rec);
-    if (rc != 0)
-        op_finish(op, store_err_disconnected, PROTO_STALE, NULL);
+    store_search_event_entries(last, ev, &op->ents);
+    op->state = OP_WRITE;
+    return 1;
 }
 
-/* Decode a stored record (or nil) and decide. */
-static void decide_from_reply(struct apply_op *op, redisReply *rec)
+/* Decode a stored record (or nil) and decide on it (Redis' word). Returns as decide. */
+static int decide_on_record(struct apply_op *op, const redisReply *rec)
 {
-    if (rec == NULL || rec->type != REDIS_REPLY_STRING) {
-        decide_and_write(op, NULL);
-        return;
-    }
+    if (rec == NULL || rec->type != REDIS_REPLY_STRING)
+        return decide(op, NULL, 1);
     struct status_event last;
     struct proto_err perr;
     status_event_init(&last);
@@ -263,63 +289,336 @@ static void decide_from_reply(struct apply_op *op, redisReply *rec)
                 proto_strerror(perr.code), perr.field);
         status_event_cleanup(&last);
         op_finish(op, store_err_server, PROTO_STALE, NULL);
-        return;
+        return -1;
     }
     cache_put(op->a, &last);
-    decide_and_write(op, &last);
+    int rc = decide(op, &last, 1);
     status_event_cleanup(&last);
+    return rc;
+}
+
+static void pump(struct part_q *q);
+
+/* Every op of the batch answered with err (nothing of theirs is known to be written). */
+static void batch_fail(struct batch *b, const char *err)
+{
+    for (size_t i = 0; i < b->n; i++)
+        if (b->op[i] != NULL)
+            op_finish(b->op[i], err, PROTO_STALE, NULL);
+    b->n = 0;
+}
+
+/* The batch is answered: the next one may go (pump starts it; the callers that run inside
+ * pump just return to it). */
+static void batch_end(struct batch *b)
+{
+    b->n = 0;
+    b->busy = 0;
 }
 
 static void on_script(void *arg, const char *err, redisReply *r)
 {
-    struct apply_op *op = arg;
+    struct batch *b = arg;
+    struct part_q *q = b->q;
+    struct applier *a = q->a;
+    size_t nw = 0;
+    for (size_t i = 0; i < b->n; i++)
+        nw += b->op[i] != NULL;
+    if (err == NULL && (r->type != REDIS_REPLY_ARRAY || r->elements != nw))
+        err = store_err_server;
     if (err != NULL) {
         if (err == store_err_server)
-            log_err("apply script failed", "request=%s err=\"%s\"", op->obs.request_id, r->str);
-        op_finish(op, err, PROTO_STALE, NULL);
+            log_err("apply script failed", "items=%zu err=\"%s\"", nw,
+                    r != NULL && r->type == REDIS_REPLY_ERROR ? r->str : "bad reply");
+        batch_fail(b, err);
+        batch_end(b);
+        pump(q);
         return;
     }
-    if (r->type != REDIS_REPLY_ARRAY || r->elements < 2) {
-        op_finish(op, store_err_server, PROTO_STALE, NULL);
-        return;
-    }
-    if (r->element[0]->integer == 1) {
-        char sid[64];
-        snprintf(sid, sizeof(sid), "%.*s", (int)r->element[1]->len, r->element[1]->str);
-        const redisReply *meta = r->elements > 2 ? r->element[2] : NULL;
-        if (meta != NULL && meta->type == REDIS_REPLY_STRING) {
-            struct proto_err pe;
-            memset(&pe, 0, sizeof(pe));
-            if (proto_metadata_parse(meta->str, meta->len, &op->next.metadata, &pe) != 0)
-                log_err("tracking metadata unreadable", "request=%s err=%s field=%s",
-                        op->obs.request_id, proto_strerror(pe.code), pe.field);
+    struct apply_op *again = NULL, *again_last = NULL; /* conflicted, accepted again */
+    size_t j = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        struct apply_op *op = b->op[i];
+        if (op == NULL)
+            continue;
+        b->op[i] = NULL;
+        const redisReply *e = r->element[j++];
+        if (e->type != REDIS_REPLY_ARRAY || e->elements < 2) {
+            op_finish(op, store_err_server, PROTO_STALE, NULL);
+            continue;
         }
-        cache_put(op->a, &op->next);
-        if (op->refund_new && op->a->on_refund != NULL)
-            op->a->on_refund(op->a->on_refund_arg, op->obs.request_id,
-                            op->next.refund_fail_reason);
-        op_finish(op, NULL, PROTO_ACCEPT, sid);
+        if (e->element[0]->integer == 1) {
+            char sid[64];
+            snprintf(sid, sizeof(sid), "%.*s", (int)e->element[1]->len, e->element[1]->str);
+            const redisReply *meta = e->elements > 2 ? e->element[2] : NULL;
+            if (meta != NULL && meta->type == REDIS_REPLY_STRING) {
+                struct proto_err pe;
+                memset(&pe, 0, sizeof(pe));
+                if (proto_metadata_parse(meta->str, meta->len, &op->next.metadata, &pe) != 0)
+                    log_err("tracking metadata unreadable", "request=%s err=%s field=%s",
+                            op->obs.request_id, proto_strerror(pe.code), pe.field);
+            }
+            cache_put(a, &op->next);
+            if (op->refund_new && a->on_refund != NULL)
+                a->on_refund(a->on_refund_arg, op->obs.request_id, op->next.refund_fail_reason);
+            op_finish(op, NULL, PROTO_ACCEPT, sid);
+            continue;
+        }
+        cache_drop(a, op->obs.request_id);
+        if (++op->rounds >= APPLY_MAX_ROUNDS) {
+            log_err("apply kept conflicting", "request=%s rounds=%d", op->obs.request_id,
+                    op->rounds);
+            op_finish(op, store_err_server, PROTO_STALE, NULL);
+            continue;
+        }
+        if (decide_on_record(op, e->element[1]) == 1) {
+            /* first in the next batch, before later ops of its request */
+            if (again_last != NULL)
+                again_last->qnext = op;
+            else
+                again = op;
+            again_last = op;
+        }
+    }
+    if (again != NULL) {
+        again_last->qnext = q->head;
+        if (q->head == NULL)
+            q->tail = again_last;
+        q->head = again;
+    }
+    batch_end(b);
+    pump(q);
+}
+
+/* Send one apply.lua call for the accepted ops of the batch (or end it if there is none). */
+static void batch_write(struct batch *b)
+{
+    struct applier *a = b->q->a;
+    size_t nw = 0, argc = 3 + 9;
+    for (size_t i = 0; i < b->n; i++)
+        if (b->op[i] != NULL) {
+            nw++;
+            argc += 4 + 11 + b->op[i]->ents.n;
+        }
+    if (nw == 0) {
+        batch_end(b);
         return;
     }
-    cache_drop(op->a, op->obs.request_id);
-    op->cached = 0;
-    if (++op->rounds >= APPLY_MAX_ROUNDS) {
-        log_err("apply kept conflicting", "request=%s rounds=%d", op->obs.request_id,
-                op->rounds);
-        op_finish(op, store_err_server, PROTO_STALE, NULL);
-        return;
+    const char *tag = NULL;
+    for (size_t i = 0; i < b->n; i++)
+        if (b->op[i] != NULL) {
+            tag = store_tag_of(a->s, b->op[i]->obs.request_id); /* the partition's tag */
+            break;
+        }
+    char(*keys)[KEY_MAX] = xmalloc((3 + 4 * nw) * KEY_MAX); /* filled by key_build */
+    char(*nums)[24] = xcalloc(3 * nw + 3, 24);
+    const char **argv = xcalloc(argc, sizeof(*argv));
+    size_t *lens = xcalloc(argc, sizeof(*lens));
+    key_build(keys[0], KEY_MAX, tag, "events", NULL, NULL);
+    key_build(keys[1], KEY_MAX, tag, "all", NULL, NULL);
+    key_build(keys[2], KEY_MAX, tag, "poll", NULL, NULL);
+    size_t nk = 3, nn = 0;
+    char *nowbuf = nums[nn++], *cap = nums[nn++], *count = nums[nn++];
+    snprintf(nowbuf, 24, "%lld", (long long)wall_ms());
+    snprintf(cap, 24, "%d", STORE_SEARCH_CAP);
+    snprintf(count, 24, "%zu", nw);
+    /* argv: the keys, then the batch values, then each item's */
+    size_t ai = 3 + 4 * nw;
+    const char *common[] = {a->maxlen, nowbuf, TIMELINE_CAP, tag, a->wttl, a->settled,
+                            a->ftail, cap, count};
+    for (size_t i = 0; i < ARRAY_LEN(common); i++)
+        argv[ai++] = common[i];
+    for (size_t i = 0; i < b->n; i++) {
+        struct apply_op *op = b->op[i];
+        if (op == NULL)
+            continue;
+        const struct status_event *ev = &op->next;
+        const char *id = ev->request_id;
+        key_build(keys[nk++], KEY_MAX, tag, "req", id, NULL);
+        key_build(keys[nk++], KEY_MAX, tag, "st", ev->status, NULL);
+        key_build(keys[nk++], KEY_MAX, tag, "st", op->old_status, NULL);
+        key_build(keys[nk++], KEY_MAX, tag, "tl", id, NULL);
+        char *c = nums[nn++], *exp = nums[nn++], *seq = nums[nn++];
+        snprintf(c, 24, "%zu", 10 + op->ents.n);
+        snprintf(exp, 24, "%llu", (unsigned long long)op->expected);
+        snprintf(seq, 24, "%llu", (unsigned long long)ev->seq);
+        argv[ai++] = c;
+        argv[ai++] = exp;
+        argv[ai++] = seq;
+        lens[ai] = op->reclen;
+        argv[ai++] = op->rec;
+        argv[ai++] = ev->status;
+        argv[ai++] = ev->event_id;
+        argv[ai++] = id;
+        argv[ai++] = op->pollbuf;
+        argv[ai++] = proto_source_name(ev->source);
+        argv[ai++] = op->track ? "1" : "0";
+        argv[ai++] = op->tier;
+        for (size_t e = 0; e < op->ents.n; e++)
+            argv[ai++] = op->ents.v[e];
     }
-    decide_from_reply(op, r->element[1]);
+    for (size_t i = 0; i < nk; i++)
+        argv[i] = keys[i];
+    for (size_t i = 0; i < argc; i++)
+        if (lens[i] == 0)
+            lens[i] = strlen(argv[i]);
+    int rc = store_eval(a->s, &a->script, on_script, b, (int)nk, (int)argc, argv, lens);
+    free(argv);
+    free(lens);
+    free(keys);
+    free(nums);
+    if (rc != 0) {
+        batch_fail(b, store_err_disconnected);
+        batch_end(b);
+    }
 }
 
 static void on_read(void *arg, const char *err, redisReply *r)
 {
-    struct apply_op *op = arg;
+    struct batch *b = arg;
+    struct part_q *q = b->q;
+    size_t nr = 0;
+    for (size_t i = 0; i < b->n; i++)
+        nr += b->op[i] != NULL && b->op[i]->state == OP_READ;
     if (err != NULL) {
-        op_finish(op, err, PROTO_STALE, NULL);
+        batch_fail(b, err);
+        batch_end(b);
+        pump(q);
         return;
     }
-    decide_from_reply(op, r);
+    /* one read: the HGET's reply itself; several: apply_read.lua's array */
+    if (nr > 1 && (r->type != REDIS_REPLY_ARRAY || r->elements != nr)) {
+        batch_fail(b, store_err_server);
+        batch_end(b);
+        pump(q);
+        return;
+    }
+    size_t j = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        struct apply_op *op = b->op[i];
+        if (op == NULL || op->state != OP_READ)
+            continue;
+        if (decide_on_record(op, nr > 1 ? r->element[j++] : r) != 1)
+            b->op[i] = NULL; /* finished */
+    }
+    batch_write(b);
+    pump(q); /* when batch_write ended the batch at once */
+}
+
+/* Is id the request of an op in one of q's batches (in flight or being formed)? */
+static int batch_has(const struct part_q *q, const char *id)
+{
+    for (size_t k = 0; k < APPLY_INFLIGHT; k++) {
+        const struct batch *b = &q->b[k];
+        if (!b->busy)
+            continue;
+        for (size_t i = 0; i < b->n; i++)
+            if (b->op[i] != NULL && strcmp(b->op[i]->obs.request_id, id) == 0)
+                return 1;
+    }
+    return 0;
+}
+
+/* Form batch b from its queue (at most one op per request and none of a request in flight,
+ * FIFO otherwise), decide what the cache can, read the rest in one command, then write.
+ * b->busy is set by the caller. Returns the count of ops taken (0: b ended, nothing to do). */
+static size_t batch_start(struct batch *b)
+{
+    struct part_q *q = b->q;
+    struct applier *a = q->a;
+    b->n = 0;
+    struct apply_op **pp = &q->head, *prev = NULL;
+    for (size_t scanned = 0; *pp != NULL && b->n < APPLY_BATCH_MAX && scanned < APPLY_SCAN_MAX;
+         scanned++) {
+        struct apply_op *op = *pp;
+        if (batch_has(q, op->obs.request_id)) {
+            prev = op; /* a later observation of a request in a batch: next time */
+            pp = &op->qnext;
+            continue;
+        }
+        *pp = op->qnext;
+        if (q->tail == op)
+            q->tail = prev;
+        op->qnext = NULL;
+        b->op[b->n++] = op;
+    }
+    size_t taken = b->n;
+    if (taken == 0) {
+        batch_end(b);
+        return 0;
+    }
+    size_t nr = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        struct apply_op *op = b->op[i];
+        if (op->state == OP_WRITE)
+            continue; /* decided on the record a conflict returned */
+        const struct status_event *last = cache_get(a, op->obs.request_id);
+        int rc = 0;
+        if (last != NULL) {
+            struct status_event copy; /* the slot may change meanwhile */
+            if (status_event_copy(&copy, last) == 0) {
+                rc = decide(op, &copy, 0);
+                status_event_cleanup(&copy);
+            }
+        }
+        if (rc == -1) {
+            b->op[i] = NULL;
+        } else if (rc == 0) {
+            op->state = OP_READ;
+            nr++;
+        }
+    }
+    if (nr == 0) {
+        batch_write(b);
+        return taken;
+    }
+    int rc;
+    if (nr == 1) {
+        const char *id = NULL;
+        for (size_t i = 0; i < b->n && id == NULL; i++)
+            if (b->op[i] != NULL && b->op[i]->state == OP_READ)
+                id = b->op[i]->obs.request_id;
+        char k_req[KEY_MAX];
+        key_build(k_req, sizeof(k_req), store_tag_of(a->s, id), "req", id, NULL);
+        rc = store_cmd(a->s, on_read, b, "HGET %s rec", k_req);
+    } else {
+        char(*keys)[KEY_MAX] = xmalloc(nr * KEY_MAX);
+        const char **argv = xcalloc(nr, sizeof(*argv));
+        size_t j = 0;
+        for (size_t i = 0; i < b->n; i++)
+            if (b->op[i] != NULL && b->op[i]->state == OP_READ) {
+                const char *id = b->op[i]->obs.request_id;
+                key_build(keys[j], KEY_MAX, store_tag_of(a->s, id), "req", id, NULL);
+                argv[j] = keys[j];
+                j++;
+            }
+        rc = store_eval(a->s, &a->read_sc, on_read, b, (int)nr, (int)nr, argv, NULL);
+        free(argv);
+        free(keys);
+    }
+    if (rc != 0) {
+        batch_fail(b, store_err_disconnected);
+        batch_end(b);
+    }
+    return taken;
+}
+
+/* Start batches of q while one of its slots is free and the queue has an op that may go.
+ * Synchronous completions (the store not ready, nothing to write) loop here rather than
+ * recurse. */
+static void pump(struct part_q *q)
+{
+    while (q->head != NULL) {
+        struct batch *b = NULL;
+        for (size_t k = 0; k < APPLY_INFLIGHT && b == NULL; k++)
+            if (!q->b[k].busy)
+                b = &q->b[k];
+        if (b == NULL)
+            return; /* every slot in flight: their answers pump again */
+        b->busy = 1;
+        if (batch_start(b) == 0)
+            return; /* what is queued waits for a request in flight */
+    }
 }
 
 int applier_apply(struct applier *a, const struct status_event *obs, int track,
@@ -327,6 +626,16 @@ int applier_apply(struct applier *a, const struct status_event *obs, int track,
 {
     if (!store_ready(a->s))
         return -1;
+    if (a->pq == NULL) {
+        unsigned n = store_partitions(a->s);
+        a->npq = n > 0 ? n : 1;
+        a->pq = xcalloc(a->npq, sizeof(*a->pq));
+        for (unsigned k = 0; k < a->npq; k++) {
+            a->pq[k].a = a;
+            for (unsigned i = 0; i < APPLY_INFLIGHT; i++)
+                a->pq[k].b[i].q = &a->pq[k];
+        }
+    }
     struct apply_op *op = xcalloc(1, sizeof(*op));
     op->a = a;
     op->cb = cb;
@@ -337,23 +646,13 @@ int applier_apply(struct applier *a, const struct status_event *obs, int track,
         free(op);
         return -1;
     }
-    const struct status_event *last = cache_get(a, obs->request_id);
-    if (last != NULL) {
-        /* decide_and_write finishes the op itself (cb called) on every path */
-        op->cached = 1;
-        struct status_event copy;
-        if (status_event_copy(&copy, last) == 0) { /* the slot may change meanwhile */
-            decide_and_write(op, &copy);
-            status_event_cleanup(&copy);
-            return 0;
-        }
-        op->cached = 0;
-    }
-    if (read_state(op) != 0) {
-        status_event_cleanup(&op->obs);
-        status_event_cleanup(&op->next);
-        free(op);
-        return -1;
-    }
+    struct part_q *q = &a->pq[key_partition(op->obs.request_id, strlen(op->obs.request_id),
+                                            a->npq)];
+    if (q->tail != NULL)
+        q->tail->qnext = op;
+    else
+        q->head = op;
+    q->tail = op;
+    pump(q); /* from here on cb is called exactly once, whatever happens */
     return 0;
 }

@@ -2,6 +2,8 @@
  * write an accepted event atomically with store/apply.lua (compare-and-set on seq; on a
  * conflict the script returns the current state and the decision is made again).
  * One source of truth for the rules: protocol/lifecycle.c. Redis only enforces the CAS.
+ * Observations of one partition that arrive while its applies are in flight go to Redis
+ * together, in batches (apply.c); per-request order and one callback per observation hold.
  * runs on: core thread. */
 #ifndef STORE_APPLY_H
 #define STORE_APPLY_H
@@ -36,8 +38,8 @@ typedef void apply_done_cb(void *arg, const char *err, enum proto_verdict v,
                            const struct status_event *ev, const char *stream_id);
 
 /* Apply obs (copied: the caller keeps obs). track = 1 starts tracking an untracked request
- * (upstream webhooks of our key). Returns 0 (cb called exactly once) or -1 when the store is
- * not ready (cb not called). */
+ * (upstream webhooks of our key). Returns 0 (cb called exactly once, once obs is in Redis or
+ * failed; possibly before this returns) or -1 when the store is not ready (cb not called). */
 int applier_apply(struct applier *a, const struct status_event *obs, int track,
                   apply_done_cb *cb, void *arg);
 

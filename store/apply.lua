@@ -1,7 +1,16 @@
--- apply.lua - the atomic apply step (compare-and-set on the request's seq).
--- protocol/lifecycle.c decided that the observation is a new event with seq = expected + 1;
+-- apply.lua - the atomic apply step (compare-and-set on the request's seq), for a batch of
+-- observations of one partition (store/apply.c: every key below carries its hash tag).
+-- protocol/lifecycle.c decided that each observation is a new event with seq = expected + 1;
 -- this script writes it only if nobody else wrote an event for the request meanwhile, and
 -- moves the watch of a tracked request to the phase of its new status (watch_lib.lua).
+-- Items are applied in order, each on its own: a conflict answers that item only.
+-- Batch KEYS: 1 events stream, 2 all zset, 3 poll zset (active tier); then 4 per item: req
+--       hash, new status zset, old status zset, timeline list
+-- Batch ARGV: 1 stream maxlen, 2 now ms, 3 timeline cap, 4 key tag "{P}", 5 waiting TTL ms,
+--       6 settled watch ms, 7 failure tail ms, 8 search index cap, 9 item count; then per
+--       item: the count c of its values, then its c values: expected seq, new seq, record,
+--       status, event id, request id, next poll ms, source, track, poll tier, search entries
+-- apply_one sees one item as KEYS/ARGV in the layout of the single-observation script:
 -- KEYS: 1 req hash, 2 events stream, 3 all zset, 4 new status zset, 5 old status zset,
 --       6 timeline list, 7 poll zset (active tier)
 -- ARGV: 1 expected seq (0 = unknown request), 2 new seq, 3 record JSON, 4 status,
@@ -19,11 +28,11 @@
 -- Every observation is the upstream's word, so an applied one also sets the hash's "cf" (when
 -- the upstream last confirmed the stored state, ms: relay/api/compat.c's fresh status reads);
 -- one that repeats the stored state sets it through store/apply_confirm.lua.
--- Returns {1, stream id, metadata or false} when applied, {0, current record or false} on a
--- seq conflict.
-local tag, now = ARGV[14], tonumber(ARGV[8])
-local wcfg = {wttl = tonumber(ARGV[15]), settled = tonumber(ARGV[16]),
-              ftail = tonumber(ARGV[17])}
+-- Returns one result per item: {1, stream id, metadata or false} when applied, {0, current
+-- record or false} on a seq conflict.
+local tag, now = ARGV[4], tonumber(ARGV[2])
+local wcfg = {wttl = tonumber(ARGV[5]), settled = tonumber(ARGV[6]),
+              ftail = tonumber(ARGV[7])}
 -- #include watch_lib.lua
 -- #include search_lib.lua
 -- Metadata stored by an older version (no "mdok"): JSON object text within
@@ -66,6 +75,7 @@ local function meta_ok(m)
     end
   end
 end
+local function apply_one(KEYS, ARGV)
 local id, st = ARGV[6], ARGV[4]
 local o = watch_read(KEYS[1], id)
 if o.seq ~= tonumber(ARGV[1]) then
@@ -129,3 +139,19 @@ if redis.call('RPUSH', KEYS[6], sid) > tonumber(ARGV[11]) then
   redis.call('LTRIM', KEYS[6], -tonumber(ARGV[11]), -1)
 end
 return {1, sid, meta}
+end
+
+local res, k, a = {}, 4, 10
+for i = 1, tonumber(ARGV[9]) do
+  local c = tonumber(ARGV[a])
+  local v = {ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6],
+             ARGV[1], ARGV[2], ARGV[a + 7], ARGV[a + 8], ARGV[3], ARGV[a + 9], ARGV[a + 10],
+             ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]}
+  for j = 11, c do
+    v[#v + 1] = ARGV[a + j]
+  end
+  res[i] = apply_one({KEYS[k], KEYS[1], KEYS[2], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[3]},
+                     v)
+  k, a = k + 4, a + c + 1
+end
+return res
