@@ -265,7 +265,8 @@ test('each event type is created exactly once by two daemons, across a kill -9, 
   }, { msg: 'resumed typed frames' });
   assert.deepEqual(resumed, fk.slice(1));
 
-  // counted by the fan-out that read them (d1, killed, may have read the endpoint.disabled)
+  // counted by the fan-out that read them (d1, killed, may have read the endpoint.disabled and
+  // the watch.ended events written before the kill: those counts died with it)
   const typedCount = {};
   for (const d of [d2, d3]) {
     const t = await (await fetch(`${d.url}/metrics`)).text();
@@ -273,7 +274,7 @@ test('each event type is created exactly once by two daemons, across a kill -9, 
       typedCount[m[1]] = (typedCount[m[1]] ?? 0) + Number(m[2]);
   }
   assert.deepEqual(Object.keys(typedCount).sort(), TYPES.slice(1).sort());
-  assert.ok(typedCount['request.watch.ended'] >= 4 && typedCount['request.stuck'] >= 1, JSON.stringify(typedCount));
+  assert.ok(typedCount['request.watch.ended'] >= 1 && typedCount['request.stuck'] >= 1, JSON.stringify(typedCount));
 
   // enabled again and disabled again: a second endpoint.disabled, the next seq of that endpoint
   const en = await fetch(`${d2.url}/v1/webhooks/${gone.id}`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ enabled: true }) });
