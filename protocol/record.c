@@ -117,6 +117,10 @@ static int rd_record_type(const struct nctx *c, const struct pjson *t, struct st
     if (type == PROTO_EV_STUCK && (rc = rd_ts(c, t, "stuckSince", &ev->type_at)) != 0)
         return rc;
     if (type == PROTO_EV_ENDPOINT_DISABLED) {
+        /* its id is the webhook's; a record that also names a request (refused by the caller)
+         * must not leak the request id read before */
+        free(ev->request_id);
+        ev->request_id = NULL;
         if ((rc = rd_ts(c, t, "at", &ev->type_at)) != 0 ||
             (rc = norm_rd_str(c, t, "webhookId", 1, &s, &p)) != 0 ||
             (rc = norm_check_token(c, "webhookId", s)) != 0 ||

@@ -541,9 +541,12 @@ static void test_facts_followup(void **state)
                                  "\"flags\":[\"facts\"]}}"));
     free(body);
     /* against the follow-up itself (the seq moved on): a duplicate */
-    assert_int_equal(decide(&next, &fu, &st), PROTO_DUPLICATE);
+    struct status_event dup;
+    assert_int_equal(decide(&next, &fu, &dup), PROTO_DUPLICATE);
+    status_event_cleanup(&dup);
     /* a request never seen: nothing to follow */
-    assert_int_equal(decide(NULL, &fu, &st), PROTO_DUPLICATE);
+    assert_int_equal(decide(NULL, &fu, &dup), PROTO_DUPLICATE);
+    status_event_cleanup(&dup);
     /* the next observation does not inherit the flag */
     struct status_event obs, after;
     obs_of(&obs, "\"status\":\"success\",\"updatedAt\":300,\"txHashes\":[\"y\"]", PROTO_SRC_WS);
