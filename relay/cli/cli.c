@@ -52,24 +52,28 @@ static const struct cli_opt tail_opts[] = {
     {NULL, NULL, NULL, 0},
 };
 
+/* The filter options after --status, the same for webhooks add and update. */
+#define WH_FILTER_OPTS                                                                        \
+    {"--request-ids", "ID,...", "filter: only these request ids", 0},                         \
+    {"--origin-chains", "N,...", "filter: only these origin chain ids", 0},                   \
+    {"--destination-chains", "N,...", "filter: only these destination chain ids", 0},         \
+    {"--events", "TYPE,...", "filter: these event types (request.status.updated, "            \
+                             "request.watch.ended, request.stuck, endpoint.disabled; "        \
+                             "without it request.status.updated only)", 0},                   \
+    {"--users", "W,...", "filter: only requests of these wallets (user, sender or "           \
+                         "recipient; 0x addresses in any case)", 0},                          \
+    {"--referrers", "R,...", "filter: only requests with these referrers", 0},                \
+    {"--fail-reasons", "CODE,...", "filter: only these failReason codes (N/A: none)", 0},     \
+    {"--refund-fail-reasons", "CODE,...",                                                     \
+     "filter: only these refundFailReason codes (N/A: none)", 0},                             \
+    {"--flags", "F,...", "filter: events carrying any of these flags (reversal, facts, "      \
+                         "reorg, unconfirmedDeposit, ...)", 0},                               \
+    {"--metadata", "JSON", "filter: a JSON object; every key must equal the request's "       \
+                           "tracking metadata", 0}
+
 static const struct cli_opt wh_add_opts[] = {
     {"--status", "S,...", "filter: only these statuses", 0},
-    {"--request-ids", "ID,...", "filter: only these request ids", 0},
-    {"--origin-chains", "N,...", "filter: only these origin chain ids", 0},
-    {"--destination-chains", "N,...", "filter: only these destination chain ids", 0},
-    {"--events", "TYPE,...", "filter: these event types (request.status.updated, "
-                             "request.watch.ended, request.stuck, endpoint.disabled; without it "
-                             "request.status.updated only)", 0},
-    {"--users", "W,...", "filter: only requests of these wallets (user, sender or recipient; "
-                         "0x addresses in any case)", 0},
-    {"--referrers", "R,...", "filter: only requests with these referrers", 0},
-    {"--fail-reasons", "CODE,...", "filter: only these failReason codes (N/A: none)", 0},
-    {"--refund-fail-reasons", "CODE,...", "filter: only these refundFailReason codes (N/A: none)",
-     0},
-    {"--flags", "F,...", "filter: events carrying any of these flags (reversal, facts, reorg, "
-                         "unconfirmedDeposit, ...)", 0},
-    {"--metadata", "JSON", "filter: a JSON object; every key must equal the request's tracking "
-                           "metadata", 0},
+    WH_FILTER_OPTS,
     {"--header", "NAME:VALUE", "a custom header sent with every delivery (repeatable)", 1},
     {"--scheme", "SCHEME", "signature headers: standard (default), upstream or both", 0},
     {"--ed25519", NULL, "sign with Ed25519 (the answer carries a public key, no secret)", 0},
@@ -86,22 +90,7 @@ static const struct cli_opt wh_update_opts[] = {
     {"--disable", NULL, "disable the endpoint (deliveries stop)", 0},
     {"--status", "S,...", "filter: only these statuses (any filter option replaces the whole "
                           "filter set)", 0},
-    {"--request-ids", "ID,...", "filter: only these request ids", 0},
-    {"--origin-chains", "N,...", "filter: only these origin chain ids", 0},
-    {"--destination-chains", "N,...", "filter: only these destination chain ids", 0},
-    {"--events", "TYPE,...", "filter: these event types (request.status.updated, "
-                             "request.watch.ended, request.stuck, endpoint.disabled; without it "
-                             "request.status.updated only)", 0},
-    {"--users", "W,...", "filter: only requests of these wallets (user, sender or recipient; "
-                         "0x addresses in any case)", 0},
-    {"--referrers", "R,...", "filter: only requests with these referrers", 0},
-    {"--fail-reasons", "CODE,...", "filter: only these failReason codes (N/A: none)", 0},
-    {"--refund-fail-reasons", "CODE,...", "filter: only these refundFailReason codes (N/A: none)",
-     0},
-    {"--flags", "F,...", "filter: events carrying any of these flags (reversal, facts, reorg, "
-                         "unconfirmedDeposit, ...)", 0},
-    {"--metadata", "JSON", "filter: a JSON object; every key must equal the request's tracking "
-                           "metadata", 0},
+    WH_FILTER_OPTS,
     {"--no-filters", NULL, "remove every filter (receive every event)", 0},
     {"--header", "NAME:VALUE", "custom header (repeatable; replaces the whole header set)", 1},
     {"--no-headers", NULL, "remove every custom header", 0},
