@@ -44,6 +44,25 @@ function firstBodies(rx, path, rid) {
   return [...m.values()].sort((a, b) => JSON.parse(a.body).statusrelay.seq - JSON.parse(b.body).statusrelay.seq);
 }
 
+/** A simulator request tracked by d and followed to success: its first-seen facts known
+ * before the status moves on (else both reads may follow one status change, whose one
+ * follow-up then carries only the first), then the settled facts. */
+async function trackToSettled(d, sim) {
+  const r = await sim.control('/requests', { path: ['waiting', 'pending', 'success'], stepMs: 0, autoHashes: true,
+    originChainId: 8453, destinationChainId: 42161 });
+  assert.equal((await d.post('/v1/requests', { requestId: r.id })).status, 201);
+  await until(async () => (await d.get(`/v1/requests/${r.id}`)).body?.request,
+    { msg: 'first-seen facts', timeoutMs: 15000 });
+  for (const step of ['pending', 'success']) {
+    await sim.control(`/requests/${r.id}/advance`, {});
+    await until(async () => (await d.get(`/v1/requests/${r.id}`)).body?.status === step,
+      { msg: `${step}`, timeoutMs: 15000 });
+  }
+  await until(async () => (await d.get(`/v1/requests/${r.id}`)).body?.request?.fees?.actual,
+    { msg: 'settled facts', timeoutMs: 20000 });
+  return r;
+}
+
 for (const parts of [1, 3]) {
   test(`facts reach GET, a signed webhook body and a dashboard frame; one follow-up per status change; replays stay byte-identical (partitions=${parts})`, async () => {
     const sim = await startSim({ apiKey: KEY, seed: 24 });
@@ -189,20 +208,7 @@ test('facts versions: at most 4 kept in the request hash, a hash written before 
     env: { STATUSRELAY_REDIS_PREFIX: prefix },
   });
   try {
-    const r = await sim.control('/requests', { path: ['waiting', 'pending', 'success'], stepMs: 0, autoHashes: true,
-      originChainId: 8453, destinationChainId: 42161 });
-    assert.equal((await d.post('/v1/requests', { requestId: r.id })).status, 201);
-    // the first-seen facts before the status moves on (else both reads may follow one status
-    // change, whose one follow-up then carries only the first)
-    await until(async () => (await d.get(`/v1/requests/${r.id}`)).body?.request,
-      { msg: 'first-seen facts', timeoutMs: 15000 });
-    for (const step of ['pending', 'success']) {
-      await sim.control(`/requests/${r.id}/advance`, {});
-      await until(async () => (await d.get(`/v1/requests/${r.id}`)).body?.status === step,
-        { msg: `${step}`, timeoutMs: 15000 });
-    }
-    await until(async () => (await d.get(`/v1/requests/${r.id}`)).body?.request?.fees?.actual,
-      { msg: 'settled facts', timeoutMs: 20000 });
+    const r = await trackToSettled(d, sim);
     const key = `{${prefix}}:req:${r.id}`;
     const h = await redis.cmd('HGETALL', key);
     const fields = [];
@@ -251,20 +257,7 @@ test('a retry whose body key expired is encoded again with the facts of its seq:
   cleanup.push(() => rx.stop());
   try {
     const wh = (await d.post('/v1/webhooks', { url: rx.url('/late') })).body;
-    const r = await sim.control('/requests', { path: ['waiting', 'pending', 'success'], stepMs: 0, autoHashes: true,
-      originChainId: 8453, destinationChainId: 42161 });
-    assert.equal((await d.post('/v1/requests', { requestId: r.id })).status, 201);
-    // the first-seen facts before the status moves on (else both reads may follow one status
-    // change, whose one follow-up then carries only the first)
-    await until(async () => (await d.get(`/v1/requests/${r.id}`)).body?.request,
-      { msg: 'first-seen facts', timeoutMs: 15000 });
-    for (const step of ['pending', 'success']) {
-      await sim.control(`/requests/${r.id}/advance`, {});
-      await until(async () => (await d.get(`/v1/requests/${r.id}`)).body?.status === step,
-        { msg: `${step}`, timeoutMs: 15000 });
-    }
-    await until(async () => (await d.get(`/v1/requests/${r.id}`)).body?.request?.fees?.actual,
-      { msg: 'settled facts', timeoutMs: 20000 });
+    const r = await trackToSettled(d, sim);
     // every event's body is stored (the first one retries, the others wait behind it), the
     // settled facts' follow-up among them
     let seq = 0, last = '';
