@@ -14,6 +14,9 @@
  *     Transfer-Encoding, Upgrade), Host, Content-Length and Expect (recomputed). The relay's
  *     STATUSRELAY_UPSTREAM_API_KEY is never added; an Authorization header that carries the
  *     relay's admin or read token is dropped (they are the relay's secrets, not the client's).
+ *     X-Forwarded-For, Forwarded and X-Real-IP are dropped and none is added: the relay
+ *     cannot vouch for a client's claim about addresses, and does not hand its clients'
+ *     addresses to the upstream (which sees the relay as its client).
  *   - No admin token needed on these paths: they carry the client's own upstream credentials.
  *   - The answer: the upstream's status, headers minus hop-by-hop (Content-Length is
  *     recomputed, except for HEAD), and body, buffered up to PT_MAX_RESPONSE.
@@ -362,7 +365,8 @@ static void on_upstream(void *arg, const struct httpc_resp *r)
 }
 
 /* The client's header lines for curl into p->lines (minus hop-by-hop, Host, Content-Length,
- * Expect and an Authorization carrying the admin or the read token), then blanks for the headers
+ * Expect, the address claims and an Authorization carrying the admin or the read token), then
+ * blanks for the headers
  * curl would add on its own. -1 when there are more than PT_MAX_HEADERS. */
 static int pt_headers(struct pt *p, struct evkeyvalq *in, const struct admit_rules *rules)
 {
@@ -371,7 +375,9 @@ static int pt_headers(struct pt *p, struct evkeyvalq *in, const struct admit_rul
     TAILQ_FOREACH(kv, in, next) {
         size_t nl = strlen(kv->key);
         if (hop(in, kv->key, nl) || strcasecmp(kv->key, "host") == 0 ||
-            strcasecmp(kv->key, "content-length") == 0 || strcasecmp(kv->key, "expect") == 0)
+            strcasecmp(kv->key, "content-length") == 0 || strcasecmp(kv->key, "expect") == 0 ||
+            strcasecmp(kv->key, "x-forwarded-for") == 0 || strcasecmp(kv->key, "forwarded") == 0 ||
+            strcasecmp(kv->key, "x-real-ip") == 0)
             continue;
         if (strcasecmp(kv->key, "authorization") == 0 && is_relay_token(kv->value, rules))
             continue;

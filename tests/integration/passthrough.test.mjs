@@ -105,6 +105,7 @@ test('a POST is forwarded verbatim with the client\'s headers and answered verba
       'content-type': 'application/json', 'x-api-key': 'client-own-key', 'relay-sdk-version': '7.0.3',
       'x-custom': 'kept', authorization: `Bearer ${TOKEN}`, connection: 'keep-alive, x-drop-me',
       'x-drop-me': 'listed in Connection', 'x-empty': '',
+      'x-forwarded-for': '203.0.113.9', forwarded: 'for=203.0.113.9', 'x-real-ip': '203.0.113.9',
     },
     body,
   });
@@ -129,6 +130,8 @@ test('a POST is forwarded verbatim with the client\'s headers and answered verba
   assert.equal(r.headers['content-length'], String(Buffer.byteLength(body)));
   assert.equal(r.headers.authorization, undefined, 'the relay\'s admin token is not forwarded');
   assert.equal(r.headers['x-drop-me'], undefined, 'hop-by-hop (named by Connection) dropped');
+  for (const h of ['x-forwarded-for', 'forwarded', 'x-real-ip'])
+    assert.equal(r.headers[h], undefined, `the client's ${h} claim is not forwarded`);
   assert.equal(r.headers.host, new URL(rec.url).host, 'Host is the upstream\'s');
   assert.equal(r.headers.accept, undefined, 'no Accept added by us');
   assertNoRelaySecrets(r);
