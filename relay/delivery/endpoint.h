@@ -6,7 +6,8 @@
  * An endpoint is refcounted: the set holds one reference, every delivery attempt in flight
  * or queued another, so a reload or delete never frees an endpoint under an attempt. A reload
  * replaces the values of a surviving endpoint in place (webhook_values_clear + _set), so
- * whatever else hangs on the struct (the dispatcher's AIMD state) stays.
+ * whatever else hangs on the struct (the dispatcher's AIMD state) stays; when its stored hash
+ * did not change (webhook_values_same) the values are kept as they are, not parsed again.
  * runs on: core thread. */
 #ifndef RELAY_DELIVERY_ENDPOINT_H
 #define RELAY_DELIVERY_ENDPOINT_H
