@@ -60,6 +60,11 @@ void webhook_values_clear(struct webhook *wh)
     proto_hmac_free(wh->prev_hmac);
     proto_hmac_free(wh->up_hmac);
     free(wh->disabled_reason);
+    if (wh->stored)
+        OPENSSL_cleanse(wh->stored, wh->stored_len);
+    free(wh->stored);
+    wh->stored = NULL;
+    wh->stored_len = 0;
     wh->url = wh->target = wh->description = wh->filters_json = wh->headers_json = NULL;
     wh->header_lines = NULL;
     wh->secret = wh->prev_secret = wh->disabled_reason = NULL;
@@ -145,6 +150,46 @@ static int seed_of_secret(const char *secret, unsigned char seed[PROTO_ED25519_S
     return 0;
 }
 
+/* kv as one "field\0value\0..." block (pairs with a NULL skipped, as values_set does). */
+static void stored_keep(struct webhook *wh, const char *const *kv, size_t nkv)
+{
+    size_t len = 0;
+    for (size_t i = 0; i < nkv; i++)
+        if (kv[2 * i] && kv[2 * i + 1])
+            len += strlen(kv[2 * i]) + strlen(kv[2 * i + 1]) + 2;
+    char *b = xmalloc(len + 1);
+    size_t o = 0;
+    for (size_t i = 0; i < nkv; i++) {
+        if (kv[2 * i] == NULL || kv[2 * i + 1] == NULL)
+            continue;
+        for (int h = 0; h < 2; h++) {
+            size_t l = strlen(kv[2 * i + h]) + 1;
+            memcpy(b + o, kv[2 * i + h], l);
+            o += l;
+        }
+    }
+    wh->stored = b;
+    wh->stored_len = len;
+}
+
+int webhook_values_same(const struct webhook *wh, const char *const *kv, size_t nkv)
+{
+    if (wh->stored == NULL)
+        return 0;
+    size_t o = 0;
+    for (size_t i = 0; i < nkv; i++) {
+        if (kv[2 * i] == NULL || kv[2 * i + 1] == NULL)
+            continue;
+        for (int h = 0; h < 2; h++) {
+            size_t l = strlen(kv[2 * i + h]) + 1;
+            if (l > wh->stored_len - o || memcmp(wh->stored + o, kv[2 * i + h], l) != 0)
+                return 0;
+            o += l;
+        }
+    }
+    return o == wh->stored_len;
+}
+
 static int64_t field_i64(const char *s)
 {
     return s ? strtoll(s, NULL, 10) : 0;
@@ -193,6 +238,7 @@ void webhook_values_set(struct webhook *wh, const char *const *kv, size_t nkv)
         else if (!strcmp(k, "rateLimit"))
             rate = v;
     }
+    stored_keep(wh, kv, nkv);
     wh->url = xstrdup(url ? url : "");
     struct proto_url pu;
     char canon[PROTO_URL_MAX + 64];

@@ -6,7 +6,8 @@
  * An endpoint is refcounted: the set holds one reference, every delivery attempt in flight
  * or queued another, so a reload or delete never frees an endpoint under an attempt. A reload
  * replaces the values of a surviving endpoint in place (webhook_values_clear + _set), so
- * whatever else hangs on the struct (the dispatcher's AIMD state) stays.
+ * whatever else hangs on the struct (the dispatcher's AIMD state) stays; when its stored hash
+ * did not change (webhook_values_same) the values are kept as they are, not parsed again.
  * runs on: core thread. */
 #ifndef RELAY_DELIVERY_ENDPOINT_H
 #define RELAY_DELIVERY_ENDPOINT_H
@@ -58,6 +59,11 @@ struct webhook {
     int64_t disabled_at;   /* ms; 0 when enabled or never disabled */
     char *disabled_reason; /* "gone", "failing", "api"; NULL when none */
     int deleted;           /* gone from the set; only attempts still hold it (endpoints.c) */
+    /* The stored hash these values were built from ("field\0value\0" per pair, in load
+     * order), so a reload can tell an unchanged endpoint (webhook_values_same) and keep its
+     * parsed values. Owned; holds the secrets: wiped when cleared. NULL without values. */
+    char *stored;
+    size_t stored_len;
     /* The dispatcher's state of this endpoint (AIMD window, local queue), created and used by
      * relay/delivery/dispatch.c only; NULL until it first looks at the endpoint. It lives as
      * long as the endpoint, so it survives reloads. When the last reference goes it holds no
@@ -81,6 +87,10 @@ void webhook_unref(struct webhook *wh);
 void webhook_values_set(struct webhook *wh, const char *const *kv, size_t nkv);
 /* Free the values webhook_values_set filled (secrets wiped). */
 void webhook_values_clear(struct webhook *wh);
+/* 1 when kv (as for webhook_values_set) is byte-identical, pair by pair in the same order,
+ * to what wh's values were set from: values_set is a function of kv alone, so a reload may
+ * then keep wh's values as they are instead of clearing and parsing them again. */
+int webhook_values_same(const struct webhook *wh, const char *const *kv, size_t nkv);
 
 /* What a status event offers the filters (struct proto_filter_subject): the one place that
  * says where each field comes from. The subject points into ev and into x's arrays, so both

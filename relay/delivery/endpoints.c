@@ -1,8 +1,10 @@
 /* endpoints.c - see endpoints.h. runs on: core thread.
  *
  * Ownership: the set (struct webhooks) owns the sorted endpoint array (one reference per
- * endpoint); each reload builds new endpoint values and moves them into the surviving
- * structs. Redis replies are copied out in their callbacks. */
+ * endpoint); each reload sets new values into the surviving structs in place, except for
+ * an endpoint whose stored hash is byte-identical to the one its values were built from
+ * (webhook_values_same): that one keeps its parsed values untouched. Redis replies are
+ * copied out in their callbacks. */
 #include "relay/delivery/endpoints.h"
 #include "protocol/addr.h"
 #include "relay/core.h"
@@ -119,17 +121,22 @@ static void on_load(void *arg, const char *err, const char *msg,
         snprintf(w->version, sizeof(w->version), "%s", res->version);
         size_t n = res->n;
         struct webhook **nv = xcalloc(n + 1, sizeof(*nv));
-        size_t k = 0;
+        size_t k = 0, reused = 0;
         for (size_t i = 0; i < n; i++) {
             const struct dl_endpoint_row *row = &res->v[i];
             struct webhook *wh = webhooks_find(w, row->id);
             if (wh) {
                 webhook_ref(wh);
-                webhook_values_clear(wh);
+                if (webhook_values_same(wh, row->kv, row->nkv))
+                    reused++; /* unchanged: keep its parsed filters, headers, keys */
+                else {
+                    webhook_values_clear(wh);
+                    webhook_values_set(wh, row->kv, row->nkv);
+                }
             } else {
                 wh = webhook_new(row->id);
+                webhook_values_set(wh, row->kv, row->nkv);
             }
-            webhook_values_set(wh, row->kv, row->nkv);
             nv[k++] = wh;
         }
         qsort(nv, k, sizeof(*nv), cmp_id);
@@ -151,6 +158,8 @@ static void on_load(void *arg, const char *err, const char *msg,
         w->n = k;
         free(w->view);
         w->view = NULL;
+        log_debug("webhook endpoints reloaded", "version=%s endpoints=%zu parsed=%zu kept=%zu",
+                  w->version, k, k - reused, reused);
     } else if (err == dl_err_reply) {
         err = store_err_server;
     }

@@ -16,7 +16,7 @@ import { spawnSync } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startRedis, startDaemon } from './lib/stack.mjs';
 import { BIN, until } from './lib/proc.mjs';
-import { startReceiver, ingest, upstreamPayload, patch } from './lib/hooks.mjs';
+import { startReceiver, ingest, upstreamPayload, patch, rid } from './lib/hooks.mjs';
 import { ridsOverPartitions } from './lib/partitions.mjs';
 import { client, sub, subscribed } from './lib/dash_client.mjs';
 
@@ -228,4 +228,53 @@ test('bad filters: 400 naming the key and its limit; dashboard error frames; the
   const upd = cli('webhooks', 'update', JSON.parse(add.stdout).id, '--flags', 'facts', '--json');
   assert.equal(upd.status, 0, `${upd.stderr} ${upd.error} ${upd.signal}`);
   assert.deepEqual(JSON.parse(upd.stdout).filters, { flags: ['facts'] });
+});
+
+// A reload (every POST / PATCH / disable) parses only the endpoints whose stored values changed;
+// the others keep their parsed filters, headers and keys as they are (issue 25 follow-up,
+// BENCHMARKS.md "filter cost"). A PATCH of one endpoint's filters changes its matching at once
+// and leaves every other endpoint's matching as it was.
+test("PATCH of one endpoint's filters changes its matching only; a reload keeps the unchanged endpoints", async () => {
+  const redis = await startRedis();
+  const d = await startDaemon({ redisUrl: redis.url, apiKey: KEY, logLevel: 'debug', args: ['--retry-schedule', '0s,200ms,400ms'] });
+  cleanup.push(() => d.stop(), () => redis.stop());
+  const rx = await startReceiver();
+  cleanup.push(() => rx.stop());
+  const a = await create(d, { url: rx.url('/a'), filters: { referrers: ['shop-A'] } });
+  await create(d, { url: rx.url('/b'), filters: { referrers: ['shop-B'] }, headers: { 'x-tenant': 'b' } });
+  await create(d, { url: rx.url('/all'), rateLimit: 50 });
+  const reloads = () => [...d.proc.log().matchAll(/webhook endpoints reloaded.* endpoints=(\d+) parsed=(\d+) kept=(\d+)/g)]
+    .map((m) => m.slice(1).map(Number));
+  // registering the third endpoint parsed it alone
+  await until(() => reloads().some(([n]) => n === 3), { msg: 'reload after the third registration' });
+  assert.deepEqual(reloads().filter(([n]) => n === 3).at(-1), [3, 1, 2], 'the two unchanged endpoints were kept');
+  let t = Date.now();
+  const send = async (id, referrer) => {
+    const pl = upstreamPayload({ rid: id, status: 'pending', updatedAt: t++ });
+    pl.data.referrer = referrer;
+    assert.equal(await ingest(d, KEY, pl), 200);
+  };
+  const got = (p) => rx.records().filter((x) => x.path === p).map((x) => bodyOf(x).data.requestId);
+  const [R1, R2, R3] = [rid('pf1'), rid('pf2'), rid('pf3')];
+  await send(R1, 'shop-A');
+  await until(() => got('/all').length >= 1 && got('/a').length >= 1, { msg: 'R1 delivered' });
+  // PATCH a's filters: only a is parsed again
+  const before = reloads().length;
+  const p = await patch(d, `/v1/webhooks/${a.id}`, { filters: { referrers: ['shop-B'] } });
+  assert.equal(p.status, 200, JSON.stringify(p.body));
+  await until(() => reloads().length > before, { msg: 'reload after the PATCH' });
+  assert.deepEqual(reloads().at(-1), [3, 1, 2], 'the PATCH parsed the patched endpoint only');
+  await send(R2, 'shop-B');
+  await send(R3, 'shop-A');
+  await until(() => got('/all').length >= 3, { timeoutMs: 20000, msg: 'R2, R3 to the unfiltered endpoint' });
+  await until(() => got('/b').length >= 1 && got('/a').length >= 2, { timeoutMs: 20000, msg: 'R2 to a and b' });
+  await sleep(500); // nothing extra arrives
+  assert.deepEqual(got('/a'), [R1, R2], 'a: shop-A before the PATCH, shop-B after');
+  assert.deepEqual(got('/b'), [R2], 'b keeps its filters');
+  assert.deepEqual(got('/all').sort(), [R1, R2, R3].sort(), 'the unfiltered endpoint gets everything');
+  // b's kept values still hold: its custom header, and the other endpoint's rateLimit in the API
+  const hb = rx.records().find((x) => x.path === '/b');
+  assert.equal(hb.headers['x-tenant'], 'b');
+  assert.equal((await d.get('/v1/webhooks')).body.webhooks.find((w) => w.url === rx.url('/all')).rateLimit, 50);
+  assert.doesNotMatch(d.proc.log(), /Sanitizer|runtime error|filters unreadable/);
 });
