@@ -12,7 +12,8 @@
 --       status, event id, request id, next poll ms, source, track, poll tier, search entries
 -- apply_one sees one item as KEYS/ARGV in the layout of the single-observation script:
 -- KEYS: 1 req hash, 2 events stream, 3 all zset, 4 new status zset, 5 old status zset,
---       6 timeline list, 7 poll zset (active tier)
+--       6 timeline list (written only from a request's second event on: tl_push,
+--       watch_lib.lua), 7 poll zset (active tier)
 -- ARGV: 1 expected seq (0 = unknown request), 2 new seq, 3 record JSON, 4 status,
 --       5 event id, 6 request id, 7 stream maxlen, 8 now ms, 9 next poll ms, 10 source,
 --       11 timeline cap, 12 "1" = start tracking an untracked request, 13 poll tier
@@ -135,9 +136,7 @@ if #ARGV > 18 then
 end
 local sid = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[7], '*',
                        'id', ARGV[5], 'rid', id, 'seq', ARGV[2], 'rec', rec)
-if redis.call('RPUSH', KEYS[6], sid) > tonumber(ARGV[11]) then
-  redis.call('LTRIM', KEYS[6], -tonumber(ARGV[11]), -1)
-end
+tl_push(KEYS[1], KEYS[6], sid, tonumber(ARGV[11]))
 return {1, sid, meta}
 end
 

@@ -933,13 +933,14 @@ int dl_events_page(struct store *s, unsigned part, const char *start, const char
 int dl_events_of_request(struct store *s, const char *request_id, dl_events_cb *cb, void *arg)
 {
     const char *tag = store_tag_of(s, request_id);
-    char ktl[KEY_MAX], kev[KEY_MAX];
+    char ktl[KEY_MAX], kev[KEY_MAX], kreq[KEY_MAX];
     key_build(ktl, sizeof(ktl), tag, "tl", request_id, NULL);
+    key_build(kreq, sizeof(kreq), tag, "req", request_id, NULL);
     key_build(kev, sizeof(kev), tag, "events", NULL, NULL);
-    const char *argv[] = {ktl, kev, "", "", "100000"};
+    const char *argv[] = {ktl, kev, kreq, "", "", "100000"};
     struct call *c = call_new(OP_RANGE, arg);
     c->cb.events = cb;
-    return eval(s, SC_EVENTS_BY_REQUEST, c, 2, 5, argv, NULL);
+    return eval(s, SC_EVENTS_BY_REQUEST, c, 3, 6, argv, NULL);
 }
 
 /* ---- members --------------------------------------------------------------------------- */

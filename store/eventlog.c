@@ -174,15 +174,16 @@ void store_eventlog_of_request(struct store *s, const char *id, const struct sve
         return;
     }
     const char *tag = store_tag_of(s, id);
-    char k_tl[KEY_MAX], k_ev[KEY_MAX], cnt[16], a_ms[24] = "", a_seq[24] = "0";
+    char k_tl[KEY_MAX], k_ev[KEY_MAX], k_req[KEY_MAX], cnt[16], a_ms[24] = "", a_seq[24] = "0";
     key_build(k_tl, sizeof(k_tl), tag, "tl", id, NULL);
+    key_build(k_req, sizeof(k_req), tag, "req", id, NULL);
     key_build(k_ev, sizeof(k_ev), tag, "events", NULL, NULL);
     snprintf(cnt, sizeof(cnt), "%d", limit);
     if (after != NULL) {
         snprintf(a_ms, sizeof(a_ms), "%llu", (unsigned long long)after->ms);
         snprintf(a_seq, sizeof(a_seq), "%llu", (unsigned long long)after->seq);
     }
-    const char *argv[] = {k_tl, k_ev, a_ms, a_seq, cnt};
-    store_gather_eval(g, 0, &by_request_sc, 2, 5, argv, NULL);
+    const char *argv[] = {k_tl, k_ev, k_req, a_ms, a_seq, cnt};
+    store_gather_eval(g, 0, &by_request_sc, 3, 6, argv, NULL);
     store_gather_end(g);
 }

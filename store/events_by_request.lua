@@ -3,8 +3,9 @@
 -- append order; ids whose entry was trimmed from the stream (by count in apply.lua, by age
 -- in wh_gc.lua) are skipped, and the leading ones older than the stream's first entry are
 -- cut from the list (the only write: the index repairs itself as it is read; a timeline of
--- a request whose events are all gone is deleted).
--- KEYS: 1 timeline list {P}:tl:<id>, 2 event stream {P}:events
+-- a request whose events are all gone is deleted). A request with one event has no list: its
+-- stream id is the hash's "tl1" (tl_push, store/watch_lib.lua), dropped the same way.
+-- KEYS: 1 timeline list {P}:tl:<id>, 2 event stream {P}:events, 3 request hash {P}:req:<id>
 -- ARGV: 1 after: ms part of a stream id ("" = from the start), 2 after: sequence part,
 --       3 maximum entries
 -- Returns entries in XRANGE form: {{stream id, {field, value, ...}}, ...}.
@@ -14,7 +15,11 @@ local function split(sid)
   local dash = string.find(sid, '-', 1, true)
   return tonumber(string.sub(sid, 1, dash - 1)), tonumber(string.sub(sid, dash + 1))
 end
-local ids = redis.call('LRANGE', KEYS[1], 0, -1)
+local ids, one = redis.call('LRANGE', KEYS[1], 0, -1), false
+if #ids == 0 then
+  one = redis.call('HGET', KEYS[3], 'tl1')
+  ids = {one or nil}
+end
 local first = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)
 local fms, fsq = math.huge, 0
 if #first > 0 then
@@ -36,6 +41,10 @@ for _, sid in ipairs(ids) do
   end
 end
 if stale > 0 then
-  redis.call('LTRIM', KEYS[1], stale, -1)
+  if one then
+    redis.call('HDEL', KEYS[3], 'tl1')
+  else
+    redis.call('LTRIM', KEYS[1], stale, -1)
+  end
 end
 return out

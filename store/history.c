@@ -180,6 +180,7 @@ struct tl {
     void *arg;
     struct store *s;
     char tag[KEY_TAG_MAX];
+    char req[KEY_MAX]; /* the request's hash: "tl1" of a request with one event */
     size_t n, got;
     struct store_history_item *items; /* sid / rec: heap copies */
 };
@@ -225,15 +226,10 @@ static void on_tl_entry(void *arg, const char *err, redisReply *r)
         tl_finish(t);
 }
 
-static void on_tl_list(void *arg, const char *err, redisReply *r)
+/* Read the n stream ids sids[i] (NULL reads as "0-0": no entry) into t->items. */
+static void tl_read(struct tl *t, redisReply **sids, size_t n)
 {
-    struct tl *t = arg;
-    if (err != NULL || r->type != REDIS_REPLY_ARRAY) {
-        t->cb(t->arg, err != NULL ? err : store_err_server, NULL, 0);
-        free(t);
-        return;
-    }
-    t->n = r->elements;
+    t->n = n;
     if (t->n == 0) {
         tl_finish(t);
         return;
@@ -241,7 +237,7 @@ static void on_tl_list(void *arg, const char *err, redisReply *r)
     t->items = xcalloc(t->n, sizeof(*t->items));
     size_t issued = 0;
     for (size_t i = 0; i < t->n; i++) {
-        const char *sid = r->element[i]->str ? r->element[i]->str : "0-0";
+        const char *sid = sids[i]->str ? sids[i]->str : "0-0";
         struct tl_item *it = xcalloc(1, sizeof(*it));
         it->t = t;
         it->i = i;
@@ -258,6 +254,36 @@ static void on_tl_list(void *arg, const char *err, redisReply *r)
     }
 }
 
+/* A request with one event keeps its stream id in its hash (store/watch_lib.lua tl_push). */
+static void on_tl_one(void *arg, const char *err, redisReply *r)
+{
+    struct tl *t = arg;
+    if (err != NULL) {
+        t->cb(t->arg, err, NULL, 0);
+        free(t);
+        return;
+    }
+    tl_read(t, &r, r->type == REDIS_REPLY_STRING ? 1 : 0);
+}
+
+static void on_tl_list(void *arg, const char *err, redisReply *r)
+{
+    struct tl *t = arg;
+    if (err != NULL || r->type != REDIS_REPLY_ARRAY) {
+        t->cb(t->arg, err != NULL ? err : store_err_server, NULL, 0);
+        free(t);
+        return;
+    }
+    if (r->elements == 0) {
+        if (store_cmd(t->s, on_tl_one, t, "HGET %s tl1", t->req) != 0) {
+            t->cb(t->arg, store_err_disconnected, NULL, 0);
+            free(t);
+        }
+        return;
+    }
+    tl_read(t, r->element, r->elements);
+}
+
 int store_history_timeline(struct store *s, const char *id, int limit,
                            store_history_timeline_cb *cb, void *arg)
 {
@@ -269,6 +295,7 @@ int store_history_timeline(struct store *s, const char *id, int limit,
     t->arg = arg;
     t->s = s;
     snprintf(t->tag, sizeof(t->tag), "%s", store_tag_of(s, id));
+    key_build(t->req, sizeof(t->req), t->tag, "req", id, NULL);
     if (store_cmd(s, on_tl_list, t, "LRANGE %s %s -1", k, lim) != 0) {
         free(t);
         return -1;

@@ -46,7 +46,8 @@ struct store_history_item {
 /* err: NULL with n items in timeline order, or store_err_* (the list could not be read). */
 typedef void store_history_timeline_cb(void *arg, const char *err,
                                        const struct store_history_item *items, size_t n);
-/* The newest `limit` entries of request id's timeline: LRANGE, then one XRANGE per entry. */
+/* The newest `limit` entries of request id's timeline: LRANGE (an empty list: HGET of the
+ * hash's "tl1", the one event of a request that has no list), then one XRANGE per entry. */
 int store_history_timeline(struct store *s, const char *id, int limit,
                            store_history_timeline_cb *cb, void *arg);
 

@@ -3,7 +3,7 @@
 -- A request first seen before the cutoff whose watch has ended (not watched, not held by an
 -- anonymous dashboard watch) and whose last event and last status change are older than the
 -- cutoff loses its record and index entries: {P}:req:<id>, {P}:all, {P}:st:<status>,
--- {P}:tl:<id>, and its search index entries (store/search_lib.lua). Its events stay in the event stream until the stream's own bounds trim them;
+-- {P}:tl:<id> (or the hash's "tl1"), and its search index entries (store/search_lib.lua). Its events stay in the event stream until the stream's own bounds trim them;
 -- its deliveries keep their own bounds. If the request is seen again later it starts a new
 -- record, and so a new generation (protocol/event.h: gen), whose event ids never repeat the
 -- deleted record's: a receiver that remembers webhook-ids does not drop them as duplicates.
@@ -32,7 +32,7 @@ for i = 1, #es, 2 do
   if old then
     -- the last event's time: its stream id's milliseconds (a change of hashes or details
     -- without a status change moves no "chg")
-    local last = redis.call('LINDEX', tl, -1)
+    local last = redis.call('LINDEX', tl, -1) or redis.call('HGET', req, 'tl1')
     if last and tonumber(string.match(last, '^(%d+)')) >= cutoff then
       old = false
     end

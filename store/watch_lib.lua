@@ -150,13 +150,35 @@ local function watch_start(id, o, now, nows, first, tier, anon, fields)
                      at = now, anon = anon}, fields)
 end
 
+-- Append stream id sid to the timeline of the request whose hash is k (store/keys.h). A
+-- request with one event keeps its stream id in the hash's "tl1" and has no list; the second
+-- event creates the list {P}:tl:<id> from both and drops the field (a list of an older
+-- version, even of one entry, just grows). cap: the list's length at most.
+local function tl_push(k, tl, sid, cap)
+  local n = redis.call('RPUSHX', tl, sid)
+  if n > 0 then
+    if n > cap then
+      redis.call('LTRIM', tl, -cap, -1)
+    end
+    return
+  end
+  local one = redis.call('HGET', k, 'tl1')
+  if one then
+    redis.call('RPUSH', tl, one, sid)
+    redis.call('HDEL', k, 'tl1')
+  else
+    redis.call('HSET', k, 'tl1', sid)
+  end
+end
+
 -- A typed event of request id (protocol/event.h "Other event types"): written once, by the
 -- script that decided it, atomically with the change that caused it. The record is the
 -- request's state record with ,"event":{"type","seq","createdAt"<extra>} appended; it takes
 -- the request's next seq (after its last status event, so it never overtakes it) and goes
 -- into the request's hash ("rec", "seq"; "tev" = "<seq>:<length of the state record>" says
 -- the stored record is typed, so the next typed event appends to the state record and not to
--- the typed one) and into the event stream and the request's timeline like a status event.
+-- the typed one) and into the event stream and the request's timeline (tl_push) like a status
+-- event.
 -- k: the request's hash; typ: the type name; extra: the type's fields, JSON text starting
 -- with "," (or ""); maxlen: the stream's MAXLEN (STATUSRELAY_EVENT_RETENTION).
 -- Returns the stream id, or false when the request has no record yet (nothing to say).
@@ -179,10 +201,7 @@ local function watch_event(id, k, typ, extra, maxlen)
   redis.call('HSET', k, 'rec', rec, 'seq', seq, 'tev', string.format('%d:%d', seq, #base))
   local sid = redis.call('XADD', tag .. ':events', 'MAXLEN', '~', maxlen, '*', 'rid', id,
                          'seq', seq, 'type', typ, 'rec', rec)
-  local tl = tag .. ':tl:' .. id
-  if redis.call('RPUSH', tl, sid) > 200 then
-    redis.call('LTRIM', tl, -200, -1)
-  end
+  tl_push(k, tag .. ':tl:' .. id, sid, 200)
   return sid
 end
 
