@@ -15,9 +15,14 @@ local function split(sid)
   local dash = string.find(sid, '-', 1, true)
   return tonumber(string.sub(sid, 1, dash - 1)), tonumber(string.sub(sid, dash + 1))
 end
-local ids, one = redis.call('LRANGE', KEYS[1], 0, -1), false
-if #ids == 0 then
-  one = redis.call('HGET', KEYS[3], 'tl1')
+local ids = redis.call('LRANGE', KEYS[1], 0, -1)
+local one = redis.call('HGET', KEYS[3], 'tl1')
+local both = false
+if one and #ids > 0 then
+  -- both: an older version (no tl1) wrote the second event into a new list; tl1 is the first
+  table.insert(ids, 1, one)
+  one, both = false, true
+elseif #ids == 0 then
   ids = {one or nil}
 end
 local first = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)
@@ -41,10 +46,14 @@ for _, sid in ipairs(ids) do
   end
 end
 if stale > 0 then
-  if one then
+  if one or both then
     redis.call('HDEL', KEYS[3], 'tl1')
-  else
-    redis.call('LTRIM', KEYS[1], stale, -1)
+  end
+  if not one then
+    local n = both and stale - 1 or stale
+    if n > 0 then
+      redis.call('LTRIM', KEYS[1], n, -1)
+    end
   end
 end
 return out

@@ -92,3 +92,18 @@ test('the event retention age drops the one stream id from the hash as it drops 
   assert.deepEqual(await statuses(d, r), ['success']);
   assert.equal(await redis.cmd('EXISTS', `{statusrelay}:tl:${r}`), 0, 'one event again: no list');
 });
+
+test('an older version that wrote the second event into a new list: the first (tl1) is still read', async () => {
+  const { redis, d } = await stack();
+  const r = rid('mixed');
+  const tl = `{statusrelay}:tl:${r}`, req = `{statusrelay}:req:${r}`;
+  await send(d, { rid: r, status: 'pending' });
+  await send(d, { rid: r, status: 'success' });
+  // what an older process leaves behind during a rolling upgrade: it RPUSHed the second
+  // event's id into a new list and never knew about tl1
+  const ids = await redis.cmd('LRANGE', tl, 0, -1);
+  await redis.cmd('DEL', tl);
+  await redis.cmd('HSET', req, 'tl1', ids[0]);
+  await redis.cmd('RPUSH', tl, ids[1]);
+  assert.deepEqual(await statuses(d, r), ['pending', 'success'], 'both events, in order');
+});
