@@ -6,6 +6,7 @@
 -- ARGV: 1 cursor score ("" = from the start), 2 cursor id, 3 entries wanted, 4 highest
 --       score listed ("" = no bound; {P}:act with now - STUCK_AFTER lists stuck requests)
 -- Returns {id, score, id, score, ...}.
+-- #include bytes_lib.lua
 local want = tonumber(ARGV[3])
 local function page()
   if ARGV[1] == '' then
@@ -17,25 +18,14 @@ local function page()
     local r = redis.call('ZRANK', KEYS[1], cid)
     return redis.call('ZRANGE', KEYS[1], r + 1, r + want, 'WITHSCORES')
   end
-  -- The cursor's member is gone: members with the same score sort by bytes (memcmp), which
-  -- Lua's locale-dependent string comparison does not promise, so compare bytes here.
-  local function after(a, b)
-    local n = math.min(#a, #b)
-    for i = 1, n do
-      local x, y = string.byte(a, i), string.byte(b, i)
-      if x ~= y then
-        return x > y
-      end
-    end
-    return #a > #b
-  end
+  -- The cursor's member is gone: members with the same score sort by bytes (bytes_after).
   local out = {}
   local same = redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[1], ARGV[1])
   for _, m in ipairs(same) do
     if #out >= 2 * want then
       return out
     end
-    if after(m, cid) then
+    if bytes_after(m, cid) then
       out[#out + 1] = m
       out[#out + 1] = ARGV[1]
     end

@@ -9,22 +9,12 @@
 --       the start), 11 cursor id, 12 entries wanted
 -- Returns {id, score, id, score, ...}.
 -- #include search_lib.lua
+-- #include bytes_lib.lua
 local tag = ARGV[1]
 local lo, hi = tonumber(ARGV[7]), tonumber(ARGV[8])
 local status, cs, cid, want = ARGV[9], tonumber(ARGV[10]), ARGV[11], tonumber(ARGV[12])
 local stkey = tag .. ':st:' .. status
 
--- a after b in byte order (Lua's comparison follows the locale)
-local function bytes_after(a, b)
-  local n = math.min(#a, #b)
-  for i = 1, n do
-    local x, y = string.byte(a, i), string.byte(b, i)
-    if x ~= y then
-      return x > y
-    end
-  end
-  return #a > #b
-end
 local function keep(id, score)
   if lo and score < lo or hi and score > hi then
     return false
