@@ -16,6 +16,7 @@ import { promisify } from 'node:util';
 import { BIN, until } from './lib/proc.mjs';
 import { startRedis, startDaemon, redisCmd } from './lib/stack.mjs';
 import { startSim } from './lib/sim.mjs';
+import { trackScripted, waitStatus } from './lib/requests.mjs';
 import { startReceiver } from './lib/hooks.mjs';
 import { client, sub, subscribed } from './lib/dash_client.mjs';
 
@@ -61,19 +62,7 @@ async function hook(d, filters, opts = {}) {
   return { rx, id: r.body.id, secret: r.body.secret, filters: r.body.filters };
 }
 
-async function scripted(d, path) {
-  const r = await sim.control('/requests', { path, stepMs: 0, autoHashes: true });
-  const t = await d.post('/v1/requests', { requestId: r.id });
-  assert.ok(t.status === 201 || t.status === 200, t.text);
-  return r.id;
-}
-
-async function waitStatus(d, id, status, timeoutMs = 10000) {
-  return until(async () => {
-    const r = await d.get(`/v1/requests/${id}`);
-    return r.status === 200 && r.body.status === status ? r.body : null;
-  }, { msg: `${id.slice(0, 10)} reaches ${status}`, timeoutMs });
-}
+const scripted = (d, path, extra) => trackScripted(sim, d, path, extra);
 
 async function advanceTo(d, id, status) {
   await sim.control(`/requests/${id}/advance`, {});

@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import { until } from './lib/proc.mjs';
 import { startRedis, startDaemon } from './lib/stack.mjs';
 import { startSim } from './lib/sim.mjs';
+import { trackScripted, waitStatus } from './lib/requests.mjs';
 
 const KEY = 'ingest-test-key';
 let redis, sim;
@@ -37,20 +38,7 @@ async function events(d, id) {
   return r.body.events;
 }
 
-/** Create a hand-advanced request in the simulator and track it in the daemon. */
-async function scripted(d, path) {
-  const r = await sim.control('/requests', { path, stepMs: 0, autoHashes: true });
-  const t = await d.post('/v1/requests', { requestId: r.id });
-  assert.ok(t.status === 201 || t.status === 200, t.text);
-  return r.id;
-}
-
-async function waitStatus(d, id, status, timeoutMs = 10000) {
-  return until(async () => {
-    const r = await d.get(`/v1/requests/${id}`);
-    return r.status === 200 && r.body.status === status ? r.body : null;
-  }, { msg: `${id.slice(0, 10)} reaches ${status}`, timeoutMs });
-}
+const scripted = (d, path, extra) => trackScripted(sim, d, path, extra);
 
 async function subscribed(d, n = 1) {
   await until(async () => {

@@ -11,6 +11,7 @@ import http from 'node:http';
 import { until } from './lib/proc.mjs';
 import { startRedis, startDaemon } from './lib/stack.mjs';
 import { startSim } from './lib/sim.mjs';
+import { trackScripted, waitStatus } from './lib/requests.mjs';
 import { startReceiver } from './lib/hooks.mjs';
 
 const KEY = 'rules-test-key';
@@ -47,21 +48,9 @@ async function daemon({ env = {}, apiUrl = sim.url, wsUrl = sim.wsUrl, apiKey = 
   return d;
 }
 
-async function scripted(d, path, extra = {}) {
-  const r = await sim.control('/requests', { path, stepMs: 0, autoHashes: true, ...extra });
-  const t = await d.post('/v1/requests', { requestId: r.id });
-  assert.ok(t.status === 201 || t.status === 200, t.text);
-  return r.id;
-}
+const scripted = (d, path, extra) => trackScripted(sim, d, path, extra);
 
 const simReq = (id) => sim.control(`/requests/${id}`, null, 'GET');
-
-async function waitStatus(d, id, status, timeoutMs = 10000) {
-  return until(async () => {
-    const r = await d.get(`/v1/requests/${id}`);
-    return r.status === 200 && r.body.status === status ? r.body : null;
-  }, { msg: `${id.slice(0, 10)} reaches ${status}`, timeoutMs });
-}
 
 async function metrics(d) { return (await fetch(d.url + '/metrics')).text(); }
 

@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { until } from './lib/proc.mjs';
 import { startRedis, startDaemon } from './lib/stack.mjs';
 import { startSim } from './lib/sim.mjs';
+import { waitStatus } from './lib/requests.mjs';
 import { startReceiver } from './lib/hooks.mjs';
 
 const KEY = 'ws-loss-key';
@@ -26,13 +27,6 @@ after(async () => {
 
 const simReq = (id) => sim.control(`/requests/${id}`, null, 'GET');
 const metrics = async (d) => (await fetch(d.url + '/metrics')).text();
-
-async function waitStatus(d, id, status, timeoutMs = 10000) {
-  return until(async () => {
-    const r = await d.get(`/v1/requests/${id}`);
-    return r.status === 200 && r.body.status === status ? r.body : null;
-  }, { msg: `${id.slice(0, 10)} reaches ${status}`, timeoutMs });
-}
 
 test('a change 2 s after the upstream websocket drops is delivered within 8 s of the drop', async () => {
   const d = await startDaemon({
