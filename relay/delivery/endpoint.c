@@ -288,15 +288,13 @@ void webhook_values_set(struct webhook *wh, const char *const *kv, size_t nkv)
 
 /* ---- matching -------------------------------------------------------------------------- */
 
-int webhook_matches(const struct webhook *wh, const struct status_event *ev)
+int webhook_matches(const struct webhook *wh, struct event_subject *x)
 {
-    return ev->created_at >= wh->created_at && webhook_matches_filters(wh, ev);
+    return x->ev->created_at >= wh->created_at && webhook_matches_subject(wh, x);
 }
 
-void subject_from_event(const struct status_event *ev, const struct proto_filter *f,
-                        struct event_subject *x)
+void subject_from_event(const struct status_event *ev, struct event_subject *x)
 {
-    memset(x, 0, sizeof(*x));
     size_t nf = 0, nw = 0;
     for (unsigned bit = 1; (bit & PROTO_F_MASK) && nf < SUBJECT_MAX_FLAGS - 1; bit <<= 1)
         if ((ev->flags & bit) && proto_flag_name(bit) != NULL)
@@ -305,13 +303,9 @@ void subject_from_event(const struct status_event *ev, const struct proto_filter
         x->flags[nf++] = "reorg";
     if (ev->deposit != NULL && ev->deposit->depositor != NULL)
         x->wallets[nw++] = ev->deposit->depositor;
-    size_t nfw = 0;
-    if (f->users != NULL && ev->facts != NULL &&
-        proto_facts_wallets(ev->facts, strlen(ev->facts), x->facts_wallets, &nfw, NULL) == 0)
-        for (size_t i = 0; i < nfw && nw < SUBJECT_MAX_WALLETS; i++)
-            x->wallets[nw++] = x->facts_wallets[i];
-    if (f->metadata != NULL && ev->metadata != NULL)
-        x->metadata = json_loads(ev->metadata, 0, NULL); /* unreadable: matches no metadata */
+    x->ev = ev;
+    x->metadata = NULL;
+    x->wallets_read = x->metadata_read = 0;
     x->s = (struct proto_filter_subject){
         .type = proto_event_type_name(ev->type),
         .status = ev->status,
@@ -325,8 +319,27 @@ void subject_from_event(const struct status_event *ev, const struct proto_filter
         .wallets = x->wallets,
         .nwallets = nw,
         .referrer = ev->referrer,
-        .metadata = x->metadata,
+        .metadata = NULL,
     };
+}
+
+/* The parsed fields f asks for and x has not read yet. */
+static void subject_read(struct event_subject *x, const struct proto_filter *f)
+{
+    const struct status_event *ev = x->ev;
+    if (f->users != NULL && !x->wallets_read) {
+        x->wallets_read = 1;
+        size_t nfw = 0;
+        if (ev->facts != NULL && proto_facts_wallets(ev->facts, strlen(ev->facts),
+                                                     x->facts_wallets, &nfw, NULL) == 0)
+            for (size_t i = 0; i < nfw && x->s.nwallets < SUBJECT_MAX_WALLETS; i++)
+                x->wallets[x->s.nwallets++] = x->facts_wallets[i];
+    }
+    if (f->metadata != NULL && !x->metadata_read) {
+        x->metadata_read = 1;
+        if (ev->metadata != NULL) /* unreadable: matches no metadata */
+            x->s.metadata = x->metadata = json_loads(ev->metadata, 0, NULL);
+    }
 }
 
 void subject_cleanup(struct event_subject *x)
@@ -336,14 +349,12 @@ void subject_cleanup(struct event_subject *x)
     x->s.metadata = NULL;
 }
 
-int webhook_matches_filters(const struct webhook *wh, const struct status_event *ev)
+int webhook_matches_subject(const struct webhook *wh, struct event_subject *x)
 {
-    struct event_subject x;
-    subject_from_event(ev, &wh->f, &x);
-    int r = proto_filter_match(&wh->f, &x.s);
-    subject_cleanup(&x);
-    return r;
+    subject_read(x, &wh->f);
+    return proto_filter_match(&wh->f, &x->s);
 }
+
 
 /* ---- validation ------------------------------------------------------------------------ */
 

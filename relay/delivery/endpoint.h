@@ -92,32 +92,35 @@ void webhook_values_clear(struct webhook *wh);
  * then keep wh's values as they are instead of clearing and parsing them again. */
 int webhook_values_same(const struct webhook *wh, const char *const *kv, size_t nkv);
 
-/* What a status event offers the filters (struct proto_filter_subject): the one place that
- * says where each field comes from. The subject points into ev and into x's arrays, so both
- * must outlive x->s. Flags: the statusrelay.flags names of ev plus "reorg" when ev carries
- * reorg details; failReason as the body shows it (proto_fail_reason_out); wallets: what the
- * relay knows of the request (the deposit's depositor). ev->metadata is parsed into
- * x->metadata only when want_metadata (a filter needs it); release with subject_cleanup. */
+/* What an event offers the filters (struct proto_filter_subject): the one place that says
+ * where each field comes from. One subject serves every endpoint an event is matched against:
+ * the fields that need parsing - the tracking metadata and the facts' wallets (user, sender,
+ * recipient) - are read the first time a filter asks for them, once per event. The subject
+ * points into ev and into x, so both must outlive it. Flags: the statusrelay.flags names of
+ * ev plus "reorg" when ev carries reorg details; failReason as the body shows it
+ * (proto_fail_reason_out); wallets: the deposit's depositor and the facts' wallets. Start
+ * with subject_from_event, release with subject_cleanup. */
 #define SUBJECT_MAX_FLAGS 16
 #define SUBJECT_MAX_WALLETS 4
 struct event_subject {
     struct proto_filter_subject s;
+    const struct status_event *ev;
     const char *flags[SUBJECT_MAX_FLAGS];
     const char *wallets[SUBJECT_MAX_WALLETS];
     char facts_wallets[3][PROTO_FACTS_MAX_ADDR + 1]; /* user, sender, recipient of ev->facts */
-    json_t *metadata; /* owned; NULL when not parsed or none */
+    json_t *metadata;    /* owned; NULL when not parsed or none */
+    int wallets_read;    /* the facts' wallets were looked for */
+    int metadata_read;   /* ev->metadata was parsed (or there is none) */
 };
-/* Fill x from ev for f: the metadata object and the facts' wallets are read only when f has
- * a "metadata" / "users" key. */
-void subject_from_event(const struct status_event *ev, const struct proto_filter *f,
-                        struct event_subject *x);
+void subject_from_event(const struct status_event *ev, struct event_subject *x);
 void subject_cleanup(struct event_subject *x);
-
-/* 1 when ev passes wh's filters (proto_filter_match: AND across keys, OR within a list) and
- * was created after the endpoint was registered. Enabled state is not looked at. */
-int webhook_matches(const struct webhook *wh, const struct status_event *ev);
-/* The filters alone (replays also reach endpoints registered after the event). */
-int webhook_matches_filters(const struct webhook *wh, const struct status_event *ev);
+/* 1 when x's event passes wh's filters (proto_filter_match: AND across keys, OR within a
+ * list; reads what they need into x first). Replays use it alone: they also reach endpoints
+ * registered after the event. */
+int webhook_matches_subject(const struct webhook *wh, struct event_subject *x);
+/* The same, and the event was created after the endpoint was registered. Enabled state is
+ * not looked at. */
+int webhook_matches(const struct webhook *wh, struct event_subject *x);
 
 /* ---- validation (REST input) ------------------------------------------------------------
  * Each returns 0, or -1 with a static code ("invalid_request", "forbidden_target") and a

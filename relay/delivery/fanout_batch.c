@@ -283,9 +283,11 @@ void fo_process_batch(struct fanout *fo)
         struct fo_entry *fe = &b->ents[i];
         if (!fe->ok)
             continue;
+        struct event_subject x; /* one per event, for every endpoint */
+        subject_from_event(&fe->ev, &x);
         for (size_t k = 0; k < nwh; k++) {
             struct webhook *wh = webhooks_at(w, k);
-            if (!webhook_matches(wh, &fe->ev))
+            if (!webhook_matches(wh, &x))
                 continue;
             enum fo_state st = !wh->enabled                    ? FO_SKIPPED
                                : dispatch_first_ok(fo->dp, wh) ? FO_OPEN
@@ -293,6 +295,7 @@ void fo_process_batch(struct fanout *fo)
             dl_add(b, i, wh, st);
             ncand += st == FO_OPEN;
         }
+        subject_cleanup(&x);
     }
     send_held(fo, ncand);
 }

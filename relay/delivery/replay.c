@@ -227,10 +227,10 @@ static void on_replay_reloaded(void *arg, const char *err)
 /* Replay: every enabled endpoint whose filters match (replays also reach endpoints
  * registered after the event), or only the one asked for. */
 static int replay_match(const struct replay *rp, const struct webhook *wh,
-                        const struct status_event *ev)
+                        struct event_subject *x)
 {
     return wh->enabled && (!rp->s.webhook_id[0] || strcmp(rp->s.webhook_id, wh->id) == 0) &&
-           webhook_matches_filters(wh, ev);
+           webhook_matches_subject(wh, x);
 }
 
 /* Add ev (stream entry sid) with a pending pair per matching endpoint; an event matching
@@ -241,13 +241,16 @@ static long long page_event(struct replay *rp, struct dl_fanout *a, const char *
     long long nmatch = 0;
     size_t nwh = webhooks_count(rp->w);
     dl_fanout_event(a, sid, ev);
+    struct event_subject x; /* one per event, for every endpoint */
+    subject_from_event(ev, &x);
     for (size_t k = 0; k < nwh; k++) {
         struct webhook *wh = webhooks_at(rp->w, k);
-        if (!replay_match(rp, wh, ev))
+        if (!replay_match(rp, wh, &x))
             continue;
         dl_fanout_pair(a, wh->id, DL_PAIR_PENDING, NULL, 0);
         nmatch++;
     }
+    subject_cleanup(&x);
     if (nmatch == 0) {
         dl_fanout_drop(a); /* nothing for this event */
         return 0;
