@@ -152,10 +152,23 @@ test('Redis memory per tracked request with its facts (measured; facts <= 1 KiB 
       fx += Number(await redis.cmd('HSTRLEN', `{${prefix}}:req:${id}`, 'fx'));
       text += JSON.stringify((await d.get(`/v1/requests/${id}`)).body.request).length;
     }
+    // the same hashes as Redis keeps them with hash-max-listpack-value 2048 (docs/operations.md
+    // "Redis memory"): compact, and the daemon said so once, at connect, under the default 64
+    await redis.cmd('CONFIG', 'SET', 'hash-max-listpack-value', '2048');
+    let tuned = 0;
+    for (const id of ids) {
+      const enc = await redis.cmd('EVAL', "redis.call('RESTORE', KEYS[2], 0, redis.call('DUMP', KEYS[1]), 'REPLACE') " +
+        "local e = redis.call('OBJECT', 'ENCODING', KEYS[2]) local n = redis.call('MEMORY', 'USAGE', KEYS[2], 'SAMPLES', '0') " +
+        "redis.call('DEL', KEYS[2]) return {e, n}", '2', `{${prefix}}:req:${id}`, `{${prefix}}:tmpcopy`);
+      assert.equal(enc[0], 'listpack', 'a request hash fits 2048-byte listpack values');
+      tuned += Number(enc[1]);
+    }
+    assert.ok(tuned < hash, `compact hashes are smaller: ${tuned} vs ${hash}`);
+    assert.match(d.proc.log(), /redis hash-max-listpack-value is low.*value=64/, 'the advice at connect');
     let idx = 0;
     for (const k of ['all', 'st:success']) idx += Number(await redis.cmd('MEMORY', 'USAGE', `{${prefix}}:${k}`, 'SAMPLES', '0'));
     const perReq = Math.round((hash + idx) / N), cost = Math.round((hash - bare) / N);
-    const line = `per settled request: hash ${Math.round(hash / N)} B of which facts ${cost} B ` +
+    const line = `per settled request: hash ${Math.round(hash / N)} B (${Math.round(tuned / N)} B with hash-max-listpack-value 2048) of which facts ${cost} B ` +
       `(field ${Math.round(fx / N)} B for ${Math.round(text / N)} B of facts text), the same hash without ` +
       `facts ${Math.round(bare / N)} B, facts versions ${(vers / N).toFixed(1)}, request indexes ${Math.round(idx / N)} B, total ${perReq} B`;
     t.diagnostic(line);
