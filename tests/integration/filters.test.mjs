@@ -245,9 +245,12 @@ test("PATCH of one endpoint's filters changes its matching only; a reload keeps 
   await create(d, { url: rx.url('/all'), rateLimit: 50 });
   const reloads = () => [...d.proc.log().matchAll(/webhook endpoints reloaded.* endpoints=(\d+) parsed=(\d+) kept=(\d+)/g)]
     .map((m) => m.slice(1).map(Number));
-  // registering the third endpoint parsed it alone
+  // registering the third endpoint parsed it alone (the second and third registrations may
+  // share one reload, [3, 2, 1]; a reload with nothing changed parses nothing, [3, 0, 3])
   await until(() => reloads().some(([n]) => n === 3), { msg: 'reload after the third registration' });
-  assert.deepEqual(reloads().filter(([n]) => n === 3).at(-1), [3, 1, 2], 'the two unchanged endpoints were kept');
+  const three = reloads().filter(([n]) => n === 3);
+  assert.ok(three.some(([, parsed, kept]) => parsed <= 2 && kept >= 1), `the unchanged endpoints were kept: ${JSON.stringify(three)}`);
+  assert.ok(three.every(([, parsed, kept]) => parsed + kept === 3 && parsed <= 2), `never all parsed again: ${JSON.stringify(three)}`);
   let t = Date.now();
   const send = async (id, referrer) => {
     const pl = upstreamPayload({ rid: id, status: 'pending', updatedAt: t++ });
@@ -262,8 +265,10 @@ test("PATCH of one endpoint's filters changes its matching only; a reload keeps 
   const before = reloads().length;
   const p = await patch(d, `/v1/webhooks/${a.id}`, { filters: { referrers: ['shop-B'] } });
   assert.equal(p.status, 200, JSON.stringify(p.body));
-  await until(() => reloads().length > before, { msg: 'reload after the PATCH' });
-  assert.deepEqual(reloads().at(-1), [3, 1, 2], 'the PATCH parsed the patched endpoint only');
+  await until(() => reloads().slice(before).some(([, parsed]) => parsed > 0), { msg: 'reload after the PATCH' });
+  const after = reloads().slice(before);
+  assert.ok(after.some((x) => x.join() === '3,1,2'), `the PATCH parsed the patched endpoint only: ${JSON.stringify(after)}`);
+  assert.ok(after.every(([n, parsed]) => n === 3 && parsed <= 1), `no other endpoint parsed again: ${JSON.stringify(after)}`);
   await send(R2, 'shop-B');
   await send(R3, 'shop-A');
   await until(() => got('/all').length >= 3, { timeoutMs: 20000, msg: 'R2, R3 to the unfiltered endpoint' });
