@@ -148,9 +148,9 @@ static void refuse(struct gate *g, const char *buf, const struct proto_rest_head
 {
     int skip = !h->expect_continue && h->minor >= 1 && !g->last &&
                (h->chunked || h->content_length <= API_BODY_HARD_MAX);
-    const char *extra = too_large ? (skip ? API_GATE_HEADER ": too-large\r\n"
+    const char *extra = too_large ? (skip ? API_GATE_HEADER ": " API_GATE_TOO_LARGE "\r\n"
                                           : "Connection: close\r\n" API_GATE_HEADER
-                                            ": too-large\r\n")
+                                            ": " API_GATE_TOO_LARGE "\r\n")
                                   : (skip ? "" : "Connection: close\r\n");
     rewrite_head(dst, buf, h, extra, 1);
     if (skip && h->chunked) {
@@ -209,8 +209,15 @@ static void take_head(struct gate *g, const char *buf, size_t len, struct evbuff
         gate_close_soon(g, "malformed_head");
         return;
     }
-    if (g->o->on_head != NULL && g->o->on_head(g->o->arg, g->bev, h) != 0) {
+    int said = g->o->on_head != NULL ? g->o->on_head(g->o->arg, g->bev, h) : 0;
+    if (said < 0) {
         gate_close_soon(g, "listener");
+        return;
+    }
+    if (said > 0) { /* answered 503 by evhttp (the marker), its body and the rest dropped */
+        rewrite_head(dst, buf, h, "Connection: close\r\n" API_GATE_HEADER ": " API_GATE_BUSY "\r\n", 1);
+        g->state = G_DROP;
+        evtimer_del(g->timer);
         return;
     }
     g->last = ++g->nreq >= g->o->keepalive_requests;

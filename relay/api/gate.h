@@ -18,7 +18,8 @@ struct gate_opts {
     const struct admit_rules *rules; /* the body cap of each head (admit_decide) */
     int64_t request_timeout_ms;      /* STATUSRELAY_HTTP_REQUEST_TIMEOUT: head and body whole */
     int64_t keepalive_requests;      /* STATUSRELAY_HTTP_KEEPALIVE_REQUESTS per connection */
-    /* Each parsed head, before it is judged: 0 to go on, -1 to close the connection. */
+    /* Each parsed head, before it is judged: 0 to go on, -1 to close the connection, 1 to
+     * answer it 503 server_busy (its body dropped) and close the connection after. */
     int (*on_head)(void *arg, struct bufferevent *bev, const struct proto_rest_head *h);
     void *arg;
 };

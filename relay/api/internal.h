@@ -39,6 +39,8 @@
 
 #define ROUTE_MAX_PARAMS 2
 #define API_GATE_HEADER "X-Statusrelay-Gate" /* gate.c -> on_request; never from a client */
+#define API_GATE_TOO_LARGE "too-large"         /* its values: 413 body_too_large */
+#define API_GATE_BUSY "busy"                   /* 503 server_busy (listen.c: the reserve) */
 
 #define CT_JSON "application/json"
 

@@ -27,7 +27,7 @@
  * latest head: a proxy reusing one upstream connection for several clients), and a head whose
  * client is at its cap closes that connection. A connection accepted into the listener's
  * reserve (its last cap/8 slots) serves only heads naming /v1/ingest/upstream or carrying the
- * admin token, so that the upstream's signed webhooks and operators get in while a crowd
+ * admin token (any other head is answered 503 server_busy with Retry-After: 1, then closed), so that the upstream's signed webhooks and operators get in while a crowd
  * holds the rest (such a connection is also closed when idle for RESERVE_IDLE_MS, so silent
  * clients do not sit in the reserve). Each connection's record (struct lconn, by bufferevent)
  * lives from that step to its close callback.
@@ -473,9 +473,10 @@ static int privileged(const struct api *a, const struct proto_rest_head *h)
     return au != NULL && admit_bearer(a->rules, au->value, au->value_len) == ADMIT_CRED_ADMIN;
 }
 
-/* The gate read head h on bev, before evhttp sees it (gate_opts.on_head): 0 to go on, -1 to
- * close the connection (a connection of the reserve with a head that is neither ingest nor
- * token-bearing, or a trusted proxy forwarding a client at its per-address cap). */
+/* The gate read head h on bev, before evhttp sees it (gate_opts.on_head): 0 to go on, 1 to
+ * answer 503 server_busy and close (a connection of the reserve with a head that is neither
+ * ingest nor token-bearing), -1 to close the connection (a trusted proxy forwarding a client
+ * at its per-address cap). */
 static int on_head(void *arg, struct bufferevent *bev, const struct proto_rest_head *h)
 {
     struct api_listen *l = arg;
@@ -484,8 +485,8 @@ static int on_head(void *arg, struct bufferevent *bev, const struct proto_rest_h
     if (c == NULL)
         return 0;
     if (c->reserved && !privileged(a, h)) {
-        log_debug("REST connection in the reserve closed: not an ingest or token request", "");
-        return -1;
+        log_debug("REST request in the reserve answered 503: not an ingest or token request", "");
+        return 1;
     }
     if (!c->trusted)
         return 0;

@@ -200,7 +200,13 @@ static void on_request(struct evhttp_request *req, void *arg)
     x->anonymous = ad.anonymous;
     x->read_only = ad.cred == ADMIT_CRED_READ;
     add_cors_headers(x, &ad, m);
-    if (evhttp_find_header(in, API_GATE_HEADER) != NULL) {
+    const char *gate = evhttp_find_header(in, API_GATE_HEADER);
+    if (gate != NULL && strcmp(gate, API_GATE_BUSY) == 0) {
+        evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", "1");
+        api_reply_error(x, 503, "server_busy", NULL, /* listen.c: a head in the reserve */
+                        "every connection slot is taken; the last ones are kept for the "
+                        "upstream's webhooks and the admin token: retry shortly");
+    } else if (gate != NULL) {
         api_reply_error(x, 413, "body_too_large", NULL, /* gate.c: declared or chunked */
                         "request bodies are limited to %d bytes (%d without the admin token)",
                         API_BODY_MAX, API_BODY_ANON_MAX);

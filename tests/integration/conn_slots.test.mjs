@@ -160,7 +160,7 @@ test('the reserve: a crowd of addresses fills the REST port, the signed webhook 
     STATUSRELAY_ADMIN_TOKEN: TOKEN } });
   cleanup.push(() => d.stop());
   // 4 addresses x 40 = the whole cap; the last 20 (the reserve, 160/8) are closed: 10 idle
-  // ones after 2 s, 10 sending a plain request at once
+  // ones after 2 s, 10 sending a plain request once answered (503 server_busy)
   const crowds = [];
   for (let i = 0; i < 4; i++)
     crowds.push(await crowd(d.httpPort, 40, { localAddress: `127.0.0.${10 + i}`,
@@ -174,7 +174,11 @@ test('the reserve: a crowd of addresses fills the REST port, the signed webhook 
   const admin = await getFrom(d.httpPort, '/v1/requests?limit=1', '127.0.0.4',
     { headers: { authorization: `Bearer ${TOKEN}` } });
   assert.equal(admin.status, 200, `token holder: ${JSON.stringify(admin)}`);
-  assert.ok(plain.error, `a plain request in the reserve is shed: ${JSON.stringify(plain)}`);
+  // a plain request in the reserve is shed with an answer it can act on, then closed
+  assert.equal(plain.status, 503, `a plain request in the reserve: ${JSON.stringify(plain)}`);
+  assert.equal(JSON.parse(plain.body).error.code ?? JSON.parse(plain.body).error, 'server_busy', plain.body);
+  assert.equal(plain.headers['retry-after'], '1');
+  assert.equal(plain.headers.connection, 'close');
   for (const c of crowds) c.close();
 });
 
