@@ -1,10 +1,14 @@
 #!/usr/bin/env node
 // bench/run.mjs - the driver of `make bench` (started by bench/run.sh, which builds the
 // helpers and sets BIN and HELPERS): the webhooks, dashboards, recovery and state scenarios,
-// the report. Shared parts in bench/lib.mjs, the cluster scenario in bench/cluster.mjs.
-// Node built-ins only.
+// the report. Shared parts in bench/lib.mjs, the cluster scenario in bench/cluster.mjs, the
+// scale-out scenario in bench/scale.mjs. Node built-ins only.
 //
-//   node bench/run.mjs [webhooks|dashboards|recovery|state|cluster|all]
+//   node bench/run.mjs [webhooks|dashboards|recovery|state|cluster|scale|all]
+//
+// `all` is the ALL list below; `scale` (K daemons x M masters x N partitions, issue 26) is
+// opt-in: named on its own (`make bench SCENARIO=scale`, layouts from SCALE_LAYOUTS or
+// SCALE_DAEMONS / SCALE_MASTERS / SCALE_PARTITIONS; bench/scale.mjs).
 //
 // Every process runs on loopback with its own free port and its own temporary directory;
 // every load loop is bounded in count and in time; everything started is stopped at the end
@@ -37,8 +41,11 @@ import {
   ceilings, waitDelivered, incomplete, sustainedRun, backlogRun, latencyRun, filtersOf,
 } from './lib.mjs';
 import { cluster } from './cluster.mjs';
+import { scale } from './scale.mjs';
 
+// what `all` runs; the opt-in scenarios (not in `all`) are named on their own
 const ALL = ['webhooks', 'dashboards', 'recovery', 'state', 'cluster'];
+const OPT_IN = ['scale'];
 
 async function webhooks() {
   const out = {};
@@ -762,7 +769,7 @@ function markdown(res) {
 async function main() {
   const arg = process.argv[2] ?? 'all';
   const scenarios = arg === 'all' ? ALL : arg.split(',');
-  for (const s of scenarios) if (!ALL.includes(s)) { console.error(`bench: unknown scenario "${s}" (${ALL.join(', ')}, all)`); process.exit(2); }
+  for (const s of scenarios) if (!ALL.includes(s) && !OPT_IN.includes(s)) { console.error(`bench: unknown scenario "${s}" (${[...ALL, ...OPT_IN].join(', ')}, all)`); process.exit(2); }
   const started = new Date();
   const stamp = started.toISOString().replace(/[:.]/g, '-').replace(/-\d{3}Z$/, 'Z');
   results.startedAt = started.toISOString();
@@ -781,6 +788,7 @@ async function main() {
       if (s === 'recovery') results.scenarios.recovery = await recovery(steady ?? previousSteady());
       if (s === 'state') results.scenarios.state = { ...(process.env.BENCH_STATE_FEED_ONLY ? {} : await state()), feed: await stateFeed() };
       if (s === 'cluster') results.scenarios.cluster = await cluster(results.scenarios.webhooks?.ceilings);
+      if (s === 'scale') results.scenarios.scale = await scale();
     } catch (e) {
       log(`${s}: FAILED: ${e.stack ?? e}`);
       results.scenarios[s] = { error: String(e.message ?? e) };

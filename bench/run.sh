@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # bench/run.sh [SCENARIO] - `make bench`: builds the helpers, then runs bench/run.mjs.
-# SCENARIO: webhooks | dashboards | recovery | state | cluster | all (default). The Makefile passes
+# SCENARIO: webhooks | dashboards | recovery | state | cluster | all (default) | scale. `scale`
+# (bench/scale.mjs: K daemons x M Redis masters x N partitions, one endpoint) is opt-in, not in
+# `all`; its layouts come from the environment, which `make bench VAR=...` passes through:
+# SCALE_LAYOUTS=KxMxN,... (default 1x1x1,2x1x2,2x2x2) or SCALE_DAEMONS / SCALE_MASTERS /
+# SCALE_PARTITIONS (one layout, 2 each by default), SCALE_EVENTS per daemon (30000),
+# SCALE_SECONDS (30). The Makefile passes
 # B (build dir) and BIN (daemon binary) through the environment; the defaults match `make`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
