@@ -70,6 +70,9 @@ struct metrics {
     int64_t tracked_polled;             /* active watches on safety polls (the poll set) */
     int64_t requests_by_status[METRICS_STATUSES];
     uint64_t api_responses[METRICS_API_CLASSES]; /* REST answers by class: 1xx..5xx */
+    uint64_t api_forwarded_malformed; /* requests of a trusted proxy with an unreadable
+                                       * X-Forwarded-For/Forwarded (its own address used) */
+    uint64_t api_reserve_busy;        /* heads on a reserve connection answered 503 */
     /* watch gauges refreshed from Redis every 5 s by relay/ingest/watch.c (-1 until the first read) */
     int64_t poll_urgent, watch_settled;    /* poll tiers: urgent (+ tracked_polled = active
                                               watches), settled (settled watches) */

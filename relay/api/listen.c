@@ -383,6 +383,7 @@ static void resolve(struct api_listen *l, const struct lconn *c, const char *xff
     *out = c->peer;
     if (r != PROTO_FWD_BAD || quiet)
         return;
+    l->a->c->metrics.api_forwarded_malformed++;
     int64_t now = mono_ms();
     if (l->bad_last_ms != 0 && now - l->bad_last_ms < 10000) {
         l->bad_quiet++;
@@ -486,6 +487,7 @@ static int on_head(void *arg, struct bufferevent *bev, const struct proto_rest_h
         return 0;
     if (c->reserved && !privileged(a, h)) {
         log_debug("REST request in the reserve answered 503: not an ingest or token request", "");
+        a->c->metrics.api_reserve_busy++;
         return 1;
     }
     if (!c->trusted)

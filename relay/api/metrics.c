@@ -278,6 +278,14 @@ static void render_ingest_api(const struct metrics *m, struct evbuffer *out)
     for (int i = 0; i < METRICS_API_CLASSES; i++)
         evbuffer_add_printf(out, "statusrelay_http_responses_total{class=\"%s\"} %" PRIu64 "\n",
                             api_classes[i], m->api_responses[i]);
+    counter(out, "http_forwarded_malformed_total",
+            "REST requests from a trusted proxy whose X-Forwarded-For/Forwarded could not be "
+            "read (the proxy's own address was used).",
+            m->api_forwarded_malformed);
+    counter(out, "http_reserve_busy_total",
+            "REST requests on a connection of the reserve that were neither the upstream's "
+            "webhook nor carried the admin token (answered 503 server_busy).",
+            m->api_reserve_busy);
 }
 
 static void render_store(struct core *c, struct evbuffer *out)

@@ -179,6 +179,9 @@ test('the reserve: a crowd of addresses fills the REST port, the signed webhook 
   assert.equal(JSON.parse(plain.body).error.code ?? JSON.parse(plain.body).error, 'server_busy', plain.body);
   assert.equal(plain.headers['retry-after'], '1');
   assert.equal(plain.headers.connection, 'close');
+  const metrics = await getFrom(d.httpPort, '/metrics', '127.0.0.5', { headers: { authorization: `Bearer ${TOKEN}` } });
+  const busy = /^statusrelay_http_reserve_busy_total (\d+)$/m.exec(metrics.body ?? '');
+  assert.ok(busy && Number(busy[1]) >= 1, `counted: ${busy?.[0] ?? JSON.stringify(metrics).slice(0, 300)}`);
   for (const c of crowds) c.close();
 });
 

@@ -283,6 +283,9 @@ test('a malformed forwarded header from the trusted proxy falls back to its addr
   const lines = d.proc.log().split('\n').filter((l) => /malformed forwarded header/.test(l));
   assert.equal(lines.length, 1, lines.join('\n'));
   assert.match(lines[0], /proxy=127\.0\.0\.1/);
+  // every one is counted, logged or not
+  const m = /^statusrelay_http_forwarded_malformed_total (\d+)$/m.exec(await (await fetch(`${d.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text());
+  assert.ok(m && Number(m[1]) >= 4, `counted: ${m?.[0]}`);
 });
 
 test('a bad STATUSRELAY_TRUSTED_PROXIES entry stops start-up with one line naming it', () => {
