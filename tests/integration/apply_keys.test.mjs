@@ -6,13 +6,15 @@
 // creation-time index {P}:ct is written once per request instead of on every event. What an
 // older version left (no "cx", not in {P}:ct) is completed by the next event. Real
 // redis-server and daemon; the commands are read from MONITOR (the lines the apply script's
-// call issues, counted: never timed).
+// call issues, counted: never timed). The fan-out of an event to several endpoints checks the
+// held pairs (store/wh_held.lua) and the existing delivery records (store/wh_fanout.lua) with
+// one EXISTS each for the whole batch instead of one command per delivery.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { startRedis, startDaemon } from './lib/stack.mjs';
 import { until } from './lib/proc.mjs';
-import { ingest, upstreamPayload, rid } from './lib/hooks.mjs';
+import { ingest, upstreamPayload, rid, startReceiver } from './lib/hooks.mjs';
 
 const KEY = 'apply-keys-test-key';
 const P = '{statusrelay}';
@@ -114,4 +116,29 @@ test('a hash an older version wrote (no cx, not in ct) gets both with its next e
   assert.ok(found.some((x) => x.requestId === r), 'found by its creation time');
   assert.deepEqual((await d.get(`/v1/events?requestId=${r}`)).body.events.map((e) => e.status),
     ['waiting', 'pending']);
+});
+
+test('a live fan-out checks held pairs and delivery records with one EXISTS per batch', async () => {
+  const { redis, d } = await stack();
+  const rx = await startReceiver();
+  cleanup.push(() => rx.stop());
+  for (let i = 0; i < 3; i++)
+    assert.equal((await d.post('/v1/webhooks', { url: rx.url(`/h${i}`) })).status, 201);
+  const mon = await monitor(redis.port);
+  const r = rid('fan');
+  await send(d, { rid: r, status: 'pending' });
+  await until(() => rx.records().length >= 3, { msg: 'three deliveries' });
+  // the fan-out's record (wh_fanout.lua) follows the attempts: wait for its XACK
+  await until(() => mon.lines().some((l) => / "XACK" /.test(l)), { msg: 'the fan-out committed' });
+  const lines = mon.lines();
+  mon.stop();
+  const lua = (re) => lines.filter((l) => / \[\d+ lua\] /.test(l) && re.test(l));
+  const held = lua(new RegExp(`"EXISTS" "\\${P}:order:`));
+  assert.equal(held.length, 1, `one EXISTS for the held pairs: ${held.join('\n')}`);
+  assert.equal((held[0].match(/:order:/g) || []).length, 3, 'naming the three pairs');
+  assert.equal(lua(new RegExp(`"HGET" "\\${P}:dl:`)).length, 0, 'no HGET per delivery record');
+  assert.equal(lua(new RegExp(`"EXISTS" "\\${P}:dl:`)).length, 1, 'one EXISTS for the records');
+  // and every delivery arrived once
+  await new Promise((res) => setTimeout(res, 300));
+  assert.deepEqual(rx.records().map((x) => x.path).sort(), ['/h0', '/h1', '/h2']);
 });
