@@ -78,14 +78,14 @@ local function meta_ok(m)
 end
 local function apply_one(KEYS, ARGV)
 local id, st = ARGV[6], ARGV[4]
-local o = watch_read(KEYS[1], id)
+-- one read of the hash: the watch (watch_read) and meta, mdok, ix, tl1
+local o = watch_read(KEYS[1], id, {'meta', 'mdok', 'ix', 'tl1', 'cx'})
 if o.seq ~= tonumber(ARGV[1]) then
   return {0, redis.call('HGET', KEYS[1], 'rec') or false}
 end
 local rec = ARGV[3]
-local md = redis.call('HMGET', KEYS[1], 'meta', 'mdok')
-local meta = md[1]
-if meta and (md[2] == '1' or meta_ok(meta)) then
+local meta = o.x[1]
+if meta and (o.x[2] == '1' or meta_ok(meta)) then
   rec = string.sub(rec, 1, -2) .. ',"metadata":' .. meta .. '}'
 else
   meta = false
@@ -117,26 +117,56 @@ end
 if trk == '1' or o.anon then -- tracked, or watched anonymously (store/anon_lib.lua)
   local phase, u = watch_phase(st, wb)
   watch_move(id, o, {phase = phase, wu = u, st = st, chg = chg, first = first,
-                     tier = ARGV[13], at = ARGV[9], anon = trk ~= '1'}, fields)
+                     tier = ARGV[13], at = ARGV[9], anon = trk ~= '1', lean = true}, fields)
+end
+-- search (store/search.h): every request by creation time (first seen until its facts say),
+-- and what the record adds to the indexes (the request's own "ix" goes into the HSET below)
+-- "cx" = "1": the id is in {P}:ct (written with it; req_gc.lua drops both), so a later event
+-- skips the ZADD. A hash without it (first event, or written by an older version) adds it.
+local added = 0
+if o.x[5] ~= '1' then
+  added = redis.call('ZADD', tag .. ':ct', 'NX', first, id)
+  fields[#fields + 1] = 'cx'
+  fields[#fields + 1] = '1'
+end
+if #ARGV > 18 then
+  local ents = {}
+  for i = 19, #ARGV do
+    ents[#ents + 1] = ARGV[i]
+  end
+  local score = added == 1 and first or search_score(tag, id)
+  local _, ix = search_add(tag, id, score, ents, tonumber(ARGV[18]), o.x[3] or '')
+  if ix then
+    fields[#fields + 1] = 'ix'
+    fields[#fields + 1] = ix
+  end
+end
+local sid = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[7], '*',
+                       'id', ARGV[5], 'rid', id, 'seq', ARGV[2], 'rec', rec)
+-- the timeline (tl_push, watch_lib.lua), its reads folded into the one above: a request's
+-- first event (no event yet, so no list: every event raises seq) keeps its stream id in
+-- "tl1", written with the other fields
+local tl1 = o.x[4]
+if o.seq == 0 and not tl1 then
+  fields[#fields + 1] = 'tl1'
+  fields[#fields + 1] = sid
+else
+  local n, cap = redis.call('RPUSHX', KEYS[6], sid), tonumber(ARGV[11])
+  if n > cap then
+    redis.call('LTRIM', KEYS[6], -cap, -1)
+  elseif n == 0 and tl1 then
+    redis.call('RPUSH', KEYS[6], tl1, sid)
+    redis.call('HDEL', KEYS[1], 'tl1')
+  elseif n == 0 then
+    fields[#fields + 1] = 'tl1'
+    fields[#fields + 1] = sid
+  end
 end
 redis.call('HSET', KEYS[1], unpack(fields))
 if KEYS[5] ~= KEYS[4] then
   redis.call('ZREM', KEYS[5], id)
 end
 redis.call('ZADD', KEYS[4], first, id)
--- search (store/search.h): every request by creation time (first seen until its facts say),
--- and what the record adds to the indexes
-redis.call('ZADD', tag .. ':ct', 'NX', first, id)
-if #ARGV > 18 then
-  local ents = {}
-  for i = 19, #ARGV do
-    ents[#ents + 1] = ARGV[i]
-  end
-  search_add(tag, id, search_score(tag, id), ents, tonumber(ARGV[18]))
-end
-local sid = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[7], '*',
-                       'id', ARGV[5], 'rid', id, 'seq', ARGV[2], 'rec', rec)
-tl_push(KEYS[1], KEYS[6], sid, tonumber(ARGV[11]))
 return {1, sid, meta}
 end
 

@@ -70,10 +70,12 @@ local function search_ids(tag, e)
 end
 
 -- Add id to the index entries ents ({"tx:0xab..", "w:0x..", ...}) at score; cap per entry.
--- Returns the number of entries new to the request.
-local function search_add(tag, id, score, ents, cap)
+-- Returns the number of entries new to the request. held: optional, the request's "ix" as
+-- the caller read it ("" when absent); then the request's new "ix" (or nil: unchanged) is
+-- returned second, for the caller to write with its own HSET, instead of written here.
+local function search_add(tag, id, score, ents, cap, held)
   local h, req = tag .. ':ix', tag .. ':req:' .. id
-  local mine = redis.call('HGET', req, 'ix') or ''
+  local mine = held or redis.call('HGET', req, 'ix') or ''
   -- have: the request's fields; an entry it has under the entry itself (written before the
   -- digest) keeps that field
   local have, old = {}, {}
@@ -115,6 +117,9 @@ local function search_add(tag, id, score, ents, cap)
       mine = mine .. e .. '\n'
       added = added + 1
     end
+  end
+  if held then
+    return added, added > 0 and mine or nil
   end
   if added > 0 then
     redis.call('HSET', req, 'ix', mine)

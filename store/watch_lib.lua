@@ -78,6 +78,8 @@ end
 --   n.chg   ms of the last status change (act score), n.first first-seen ms (unset score)
 --   n.tier / n.at  poll tier and due ms chosen by the caller for a watched request
 --   n.anon  true: the request is watched anonymously (its poll tier is "n" whatever n.tier)
+--   n.lean  true: of watch, wu and pt only those that differ from the stored ones are
+--           appended (the caller's fields are never empty: apply.lua)
 local function watch_move(id, o, n, fields)
   local was, is = watched(o.phase), watched(n.phase)
   if is and not was then
@@ -123,12 +125,20 @@ local function watch_move(id, o, n, fields)
     redis.call('ZREM', tag .. ':act', id)
     redis.call('ZREM', tag .. ':unset', id)
   end
-  fields[#fields + 1] = 'watch'
-  fields[#fields + 1] = n.phase
-  fields[#fields + 1] = 'wu'
-  fields[#fields + 1] = wu
-  fields[#fields + 1] = 'pt'
-  fields[#fields + 1] = pt
+  -- n.lean: only the fields that change (o.h: as stored), else all three
+  local sh = n.lean and o.h or {}
+  if sh[1] ~= n.phase then
+    fields[#fields + 1] = 'watch'
+    fields[#fields + 1] = n.phase
+  end
+  if sh[2] ~= wu then
+    fields[#fields + 1] = 'wu'
+    fields[#fields + 1] = wu
+  end
+  if sh[3] ~= pt then
+    fields[#fields + 1] = 'pt'
+    fields[#fields + 1] = pt
+  end
   return fields
 end
 
@@ -216,19 +226,35 @@ local function watch_end_reason(st)
 end
 
 -- The watch of request id as stored: {phase, wu, pt, st, wb, chg, first, trk, seq, anon,
--- legacy} (anon: true when watched anonymously and not tracked through the API). A
+-- legacy, h} (anon: true when watched anonymously and not tracked through the API). A
 -- request written before watches existed has no phase: it counts as ended (so that the next
 -- move adds it to every index), with its poll tier found in the old poll set; legacy is
--- true when it was polled there (tracked and not final in the old model).
-local function watch_read(key, id)
-  local h = redis.call('HMGET', key, 'watch', 'wu', 'pt', 'status', 'wb', 'chg', 'first', 'trk',
-                       'seq', 'anon')
+-- true when it was polled there (tracked and not final in the old model: only a hash with
+-- trk = "1" was ever in that set, so no other request costs the ZSCORE). more: optional
+-- names of further hash fields read in the same HMGET, their values in o.x (same order).
+-- o.h: the stored watch, wu and pt as they are (nil when absent), so that watch_move
+-- may write only those that change (n.lean).
+local function watch_read(key, id, more)
+  local h
+  if more then
+    h = redis.call('HMGET', key, 'watch', 'wu', 'pt', 'status', 'wb', 'chg', 'first', 'trk',
+                   'seq', 'anon', unpack(more))
+  else
+    h = redis.call('HMGET', key, 'watch', 'wu', 'pt', 'status', 'wb', 'chg', 'first', 'trk',
+                   'seq', 'anon')
+  end
   local o = {phase = h[1], wu = h[2], pt = h[3], st = h[4] or '', wb = tonumber(h[5]),
              chg = tonumber(h[6]), first = h[7], trk = h[8], seq = tonumber(h[9] or '0'),
-             anon = h[10] == '1' and h[8] ~= '1'}
+             anon = h[10] == '1' and h[8] ~= '1', h = {h[1], h[2], h[3]}}
+  if more then
+    o.x = {}
+    for i = 1, #more do
+      o.x[i] = h[10 + i]
+    end
+  end
   if not o.phase then
     o.phase = 'ended'
-    if redis.call('ZSCORE', tiers.a, id) then
+    if h[8] == '1' and redis.call('ZSCORE', tiers.a, id) then
       o.pt, o.legacy = 'a', true
     end
   end

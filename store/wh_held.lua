@@ -20,9 +20,24 @@ if ARGV[2] ~= '*' then -- "*": several partitions, the caller read the version i
     return {-1, ver}
   end
 end
-local flags = {}
+-- one EXISTS for every pair first (chunks of 1000 keys): when no order set exists (the common
+-- case: nothing of these requests unfinished) every pair is free, without a call per pair
+local ks = {}
 for i = 3, #ARGV, 2 do
-  flags[#flags + 1] = redis.call('EXISTS', tag .. ':order:' .. ARGV[i] .. ':' .. ARGV[i + 1]) == 1
-    and '1' or '0'
+  ks[#ks + 1] = tag .. ':order:' .. ARGV[i] .. ':' .. ARGV[i + 1]
+end
+local any = false
+for s = 1, #ks, 1000 do
+  if redis.call('EXISTS', unpack(ks, s, math.min(s + 999, #ks))) > 0 then
+    any = true
+    break
+  end
+end
+if not any then
+  return {1, string.rep('0', #ks)}
+end
+local flags = {}
+for i = 1, #ks do
+  flags[i] = redis.call('EXISTS', ks[i]) == 1 and '1' or '0'
 end
 return {1, table.concat(flags)}
