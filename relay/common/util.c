@@ -55,6 +55,28 @@ char *xstrndup(const char *s, size_t n)
     return p;
 }
 
+static size_t put_cut(char *dst, size_t at, size_t room, const char *s, size_t len)
+{
+    if (len > room - at)
+        len = room - at;
+    memcpy(dst + at, s, len);
+    return at + len;
+}
+
+size_t str_copy2(char *dst, size_t n, const char *a, char sep, const char *b)
+{
+    if (n == 0)
+        return 0;
+    size_t room = n - 1, at = put_cut(dst, 0, room, a, strlen(a));
+    if (b != NULL) {
+        if (sep != '\0')
+            at = put_cut(dst, at, room, &sep, 1);
+        at = put_cut(dst, at, room, b, strlen(b));
+    }
+    dst[at] = '\0';
+    return at;
+}
+
 char *xasprintf(const char *fmt, ...)
 {
     va_list ap;
