@@ -138,6 +138,8 @@ static struct xfer *xfer_get(struct httpc *h)
 static void xfer_destroy(struct xfer *x)
 {
     curl_easy_cleanup(x->easy);
+    curl_url_cleanup(x->url_h);
+    free(x->url_text);
     free(x->hnode);
     free(x->htext);
     free(x->buf);
@@ -642,6 +644,30 @@ static int xfer_prepare(struct xfer *x, const struct httpc_req *req, httpc_done_
     return 0;
 }
 
+/* The URL: x's parsed copy of it (reused while requests go to the same URL, parsed with the
+ * flags curl itself would use), or curl's own parse when ours fails (so that curl reports
+ * the error, as before). Returns 0, or -1 when curl refuses (out of memory). */
+static int xfer_set_url(struct xfer *x, const char *url)
+{
+    CURL *e = x->easy;
+    if (x->url_text == NULL || strcmp(x->url_text, url) != 0) {
+        free(x->url_text);
+        x->url_text = NULL;
+        if (x->url_h == NULL)
+            x->url_h = curl_url();
+        if (x->url_h == NULL ||
+            curl_url_set(x->url_h, CURLUPART_URL, url,
+                         CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK ||
+            (x->url_text = strdup(url)) == NULL) {
+            curl_url_cleanup(x->url_h);
+            x->url_h = NULL;
+            curl_easy_setopt(e, CURLOPT_CURLU, NULL);
+            return curl_easy_setopt(e, CURLOPT_URL, url) == CURLE_OK ? 0 : -1;
+        }
+    }
+    return curl_easy_setopt(e, CURLOPT_CURLU, x->url_h) == CURLE_OK ? 0 : -1;
+}
+
 /* The options every transfer gets: URL, protocols, timeouts, our callbacks, size limit, TLS,
  * the address check and header lines. Returns 0, or -1 when curl refuses the URL. */
 static int xfer_set_options(struct httpc *h, struct xfer *x, const struct httpc_req *req,
@@ -650,7 +676,7 @@ static int xfer_set_options(struct httpc *h, struct xfer *x, const struct httpc_
     CURL *e = x->easy;
     int64_t connect_ms = req->connect_timeout_ms > 0 ? req->connect_timeout_ms : DEFAULT_CONNECT_MS;
     curl_easy_setopt(e, CURLOPT_PRIVATE, x);
-    if (curl_easy_setopt(e, CURLOPT_URL, req->url) != CURLE_OK)
+    if (xfer_set_url(x, req->url) != 0)
         return -1;
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 #if LIBCURL_VERSION_NUM >= 0x075500
@@ -697,7 +723,7 @@ static int xfer_set_varying(struct xfer *x, const struct httpc_req *req, int is_
 {
     CURL *e = x->easy;
     int64_t connect_ms = req->connect_timeout_ms > 0 ? req->connect_timeout_ms : DEFAULT_CONNECT_MS;
-    if (curl_easy_setopt(e, CURLOPT_URL, req->url) != CURLE_OK)
+    if (xfer_set_url(x, req->url) != 0)
         return -1;
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)connect_ms);
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)total_ms);

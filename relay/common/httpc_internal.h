@@ -55,6 +55,10 @@ struct xfer {
      * curl_easy_reset and ~20 options per request were ~6,000 instructions) */
     int configured;
     unsigned shape;
+    /* the last URL parsed (CURLOPT_CURLU): a request to the same URL skips curl's parse of
+     * it (~5,000 instructions); NULL when curl parses (CURLOPT_URL) */
+    CURLU *url_h;
+    char *url_text;
     char shape_method[METHOD_MAX + 1];
     int head_done; /* the blank line ending the current head was seen */
     size_t keep;      /* max_response */
