@@ -98,7 +98,7 @@ void api_h_ingest(struct ctx *x)
                         (long long)(ahead / 1000), (long long)(c->cfg->max_clock_skew_ms / 1000));
         return;
     }
-    /* takes a copy; the callback may run before ingest_submit returns */
-    ingest_submit(c->ingest, &ev, 1, on_ingested, x);
+    /* takes ev's members (ev is left empty); the callback may run before it returns */
+    ingest_submit_take(c->ingest, &ev, 1, on_ingested, x);
     status_event_cleanup(&ev);
 }

@@ -137,8 +137,11 @@ static struct xfer *xfer_get(struct httpc *h)
 
 static void xfer_destroy(struct xfer *x)
 {
-    curl_slist_free_all(x->hdrs);
     curl_easy_cleanup(x->easy);
+    curl_url_cleanup(x->url_h);
+    free(x->url_text);
+    free(x->hnode);
+    free(x->htext);
     free(x->buf);
     free(x->hbuf);
     free(x);
@@ -147,8 +150,7 @@ static void xfer_destroy(struct xfer *x)
 /* Back to the pool (or freed): the transfer is on no list and not in the multi. */
 static void xfer_put(struct httpc *h, struct xfer *x)
 {
-    curl_slist_free_all(x->hdrs);
-    x->hdrs = NULL;
+    x->hdrs = NULL; /* its nodes and text stay with x for the next request */
     x->cb = NULL;
     x->cb_arg = NULL;
     x->state = X_IDLE;
@@ -161,12 +163,18 @@ static void xfer_put(struct httpc *h, struct xfer *x)
         x->buf = NULL;
         x->cap = 0;
     }
+    if (x->htext_cap > BUF_POOL_MAX) {
+        free(x->htext);
+        x->htext = NULL;
+        x->htext_cap = 0;
+    }
     if (x->hcap > BUF_POOL_MAX) {
         free(x->hbuf);
         x->hbuf = NULL;
         x->hcap = 0;
     }
-    curl_easy_reset(x->easy); /* drops every option; the multi keeps connections and DNS */
+    /* the options stay for the next request of the same shape (httpc_request); the multi
+     * keeps connections and DNS either way */
     x->next = h->idle;
     h->idle = x;
     h->n_idle++;
@@ -580,7 +588,7 @@ static const char *req_method(const struct httpc_req *req)
 }
 
 /* Reset a pooled transfer's per-request state for req and copy its header lines into
- * x->hdrs. Returns 0, or -1 when curl cannot allocate the header list. */
+ * x->hdrs (nodes and text owned by x, reused). Returns 0, or -1 out of memory. */
 static int xfer_prepare(struct xfer *x, const struct httpc_req *req, httpc_done_cb *cb,
                         void *arg)
 {
@@ -604,15 +612,60 @@ static int xfer_prepare(struct xfer *x, const struct httpc_req *req, httpc_done_
     x->hlen = 0;
     x->head_done = 0;
     x->keep_headers = req->keep_headers != 0;
-    if (req->headers != NULL) {
-        for (const char *const *hp = req->headers; *hp != NULL; hp++) {
-            struct curl_slist *l = curl_slist_append(x->hdrs, *hp);
-            if (l == NULL)
+    x->hdrs = NULL;
+    if (req->headers != NULL && req->headers[0] != NULL) {
+        size_t n = 0, text = 0;
+        for (const char *const *hp = req->headers; *hp != NULL; hp++, n++)
+            text += strlen(*hp) + 1;
+        if (n > x->hnode_cap) {
+            struct curl_slist *nodes = realloc(x->hnode, n * sizeof(*nodes));
+            if (nodes == NULL)
                 return -1;
-            x->hdrs = l;
+            x->hnode = nodes;
+            x->hnode_cap = n;
         }
+        if (text > x->htext_cap) {
+            char *t = realloc(x->htext, text);
+            if (t == NULL)
+                return -1;
+            x->htext = t;
+            x->htext_cap = text;
+        }
+        char *t = x->htext;
+        for (size_t i = 0; i < n; i++) {
+            size_t len = strlen(req->headers[i]) + 1;
+            memcpy(t, req->headers[i], len);
+            x->hnode[i].data = t;
+            x->hnode[i].next = i + 1 < n ? &x->hnode[i + 1] : NULL;
+            t += len;
+        }
+        x->hdrs = &x->hnode[0];
     }
     return 0;
+}
+
+/* The URL: x's parsed copy of it (reused while requests go to the same URL, parsed with the
+ * flags curl itself would use), or curl's own parse when ours fails (so that curl reports
+ * the error, as before). Returns 0, or -1 when curl refuses (out of memory). */
+static int xfer_set_url(struct xfer *x, const char *url)
+{
+    CURL *e = x->easy;
+    if (x->url_text == NULL || strcmp(x->url_text, url) != 0) {
+        free(x->url_text);
+        x->url_text = NULL;
+        if (x->url_h == NULL)
+            x->url_h = curl_url();
+        if (x->url_h == NULL ||
+            curl_url_set(x->url_h, CURLUPART_URL, url,
+                         CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK ||
+            (x->url_text = strdup(url)) == NULL) {
+            curl_url_cleanup(x->url_h);
+            x->url_h = NULL;
+            curl_easy_setopt(e, CURLOPT_CURLU, NULL);
+            return curl_easy_setopt(e, CURLOPT_URL, url) == CURLE_OK ? 0 : -1;
+        }
+    }
+    return curl_easy_setopt(e, CURLOPT_CURLU, x->url_h) == CURLE_OK ? 0 : -1;
 }
 
 /* The options every transfer gets: URL, protocols, timeouts, our callbacks, size limit, TLS,
@@ -623,7 +676,7 @@ static int xfer_set_options(struct httpc *h, struct xfer *x, const struct httpc_
     CURL *e = x->easy;
     int64_t connect_ms = req->connect_timeout_ms > 0 ? req->connect_timeout_ms : DEFAULT_CONNECT_MS;
     curl_easy_setopt(e, CURLOPT_PRIVATE, x);
-    if (curl_easy_setopt(e, CURLOPT_URL, req->url) != CURLE_OK)
+    if (xfer_set_url(x, req->url) != 0)
         return -1;
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 #if LIBCURL_VERSION_NUM >= 0x075500
@@ -663,6 +716,35 @@ static int xfer_set_options(struct httpc *h, struct xfer *x, const struct httpc_
     return 0;
 }
 
+/* The options that differ between two requests of the same shape (see struct xfer's shape):
+ * the rest are still on the handle from the last one. Returns 0, or -1 when curl refuses. */
+static int xfer_set_varying(struct xfer *x, const struct httpc_req *req, int is_head,
+                            int64_t total_ms, int has_body)
+{
+    CURL *e = x->easy;
+    int64_t connect_ms = req->connect_timeout_ms > 0 ? req->connect_timeout_ms : DEFAULT_CONNECT_MS;
+    if (xfer_set_url(x, req->url) != 0)
+        return -1;
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)connect_ms);
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)total_ms);
+    if (!is_head)
+        curl_easy_setopt(e, CURLOPT_MAXFILESIZE_LARGE,
+                         (curl_off_t)(x->limit > (uint64_t)INT64_MAX ? INT64_MAX : x->limit));
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->hdrs); /* NULL: none */
+    if (has_body) {
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, req->body != NULL ? req->body : "");
+    }
+    return 0;
+}
+
+/* A request's shape: what decides the options beyond xfer_set_varying's. */
+static unsigned req_shape(const struct httpc_req *req)
+{
+    return (req->tls_insecure ? 1u : 0u) | (strncasecmp(req->url, "https:", 6) == 0 ? 2u : 0u) |
+           (req->addr_check != NULL ? 4u : 0u) | (req->body != NULL ? 8u : 0u);
+}
+
 /* The method and the body: HEAD has none, POST/PUT/PATCH always one (empty when req has
  * none), other methods one when req has one. */
 static void xfer_set_method(CURL *e, const struct httpc_req *req, const char *method)
@@ -696,10 +778,28 @@ int httpc_request(struct httpc *h, const struct httpc_req *req, httpc_done_cb *c
         return -1;
     }
     int64_t total_ms = req->total_timeout_ms > 0 ? req->total_timeout_ms : DEFAULT_TOTAL_MS;
-    if (xfer_prepare(x, req, cb, arg) != 0 ||
-        xfer_set_options(h, x, req, strcmp(method, "HEAD") == 0, total_ms) != 0)
+    int is_head = strcmp(method, "HEAD") == 0;
+    unsigned shape = req_shape(req);
+    int same = x->configured && x->shape == shape && strcmp(x->shape_method, method) == 0;
+    if (x->configured && !same) {
+        curl_easy_reset(x->easy); /* drops every option; the multi keeps connections, DNS */
+        x->configured = 0;
+    }
+    if (xfer_prepare(x, req, cb, arg) != 0)
         goto fail;
-    xfer_set_method(x->easy, req, method);
+    if (same) {
+        int has_body = req->body != NULL || strcmp(method, "POST") == 0 ||
+                       strcmp(method, "PUT") == 0 || strcmp(method, "PATCH") == 0;
+        if (xfer_set_varying(x, req, is_head, total_ms, has_body) != 0)
+            goto fail;
+    } else {
+        if (xfer_set_options(h, x, req, is_head, total_ms) != 0)
+            goto fail;
+        xfer_set_method(x->easy, req, method);
+        x->configured = 1;
+        x->shape = shape;
+        memcpy(x->shape_method, method, strlen(method) + 1); /* method_ok: <= METHOD_MAX */
+    }
 
     x->start_ms = mono_ms();
     x->state = X_RUNNING;
@@ -716,6 +816,8 @@ int httpc_request(struct httpc *h, const struct httpc_req *req, httpc_done_cb *c
     h->st.in_flight++;
     return 0;
 fail:
+    curl_easy_reset(x->easy); /* whatever was set: the next request starts from scratch */
+    x->configured = 0;
     xfer_put(h, x);
     return -1;
 }

@@ -21,8 +21,8 @@
  * the event loop (never from inside httpc_request nor from inside a curl callback). It may
  * free the caller's objects, start new requests, and even call httpc_free.
  *
- * Cost: one pooled easy handle and one pooled body buffer per request in flight (no
- * allocation per request in steady state), plus a curl_slist when headers are given; curl
+ * Cost: one pooled easy handle, body buffer and header list (nodes and text) per request in
+ * flight (no allocation of ours per request in steady state); curl
  * itself holds ~20 KB per transfer in flight. No logging on the request path. Create the
  * event_base with EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST: curl unwatches and rewatches a
  * keep-alive socket between two requests, and the changelist folds those epoll_ctl calls

@@ -32,7 +32,14 @@ struct xfer {
     CURL *easy;
     struct event deadline;
     enum xfer_state state;
-    struct curl_slist *hdrs;
+    struct curl_slist *hdrs; /* NULL or &hnode[0]: this request's header lines */
+    /* the header list without an allocation per line (issue 26: curl_slist_append was two
+     * mallocs per line, ~12 per webhook attempt): nodes and text pooled with the transfer,
+     * grown when a request has more; curl only reads a CURLOPT_HTTPHEADER list */
+    struct curl_slist *hnode;
+    size_t hnode_cap;
+    char *htext;
+    size_t htext_cap;
     httpc_done_cb *cb;
     void *cb_arg;
     httpc_addr_check_cb *addr_check;
@@ -42,6 +49,17 @@ struct xfer {
     char *hbuf; /* keep_headers: header fields of the current head; pooled */
     size_t hlen, hcap;
     int keep_headers;
+    /* the options on easy are those of the last request; a request of the same shape (method,
+     * body or none, https, tls_insecure, addr_check or none) only sets what differs per request
+     * (URL, timeouts, limits, headers, body), another one resets the handle first (issue 26:
+     * curl_easy_reset and ~20 options per request were ~6,000 instructions) */
+    int configured;
+    unsigned shape;
+    /* the last URL parsed (CURLOPT_CURLU): a request to the same URL skips curl's parse of
+     * it (~5,000 instructions); NULL when curl parses (CURLOPT_URL) */
+    CURLU *url_h;
+    char *url_text;
+    char shape_method[METHOD_MAX + 1];
     int head_done; /* the blank line ending the current head was seen */
     size_t keep;      /* max_response */
     uint64_t limit;   /* max_response + max_drain: more is too_large */

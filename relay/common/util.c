@@ -26,9 +26,23 @@ void *xmalloc(size_t n)
     return p;
 }
 
+/* Small zeroed blocks come from malloc + memset: glibc's calloc never takes from the
+ * per-thread cache (tcache) that malloc uses, and the daemon's per-event objects are small
+ * (issue 26). Larger ones stay with calloc (fresh pages need no memset). */
+#define XCALLOC_SMALL 1024
+
 void *xcalloc(size_t n, size_t m)
 {
-    void *p = calloc(n ? n : 1, m ? m : 1);
+    n = n ? n : 1;
+    m = m ? m : 1;
+    if (n <= XCALLOC_SMALL && m <= XCALLOC_SMALL && n * m <= XCALLOC_SMALL) {
+        void *p = malloc(n * m);
+        if (p == NULL)
+            oom(n * m);
+        __asm__("" : "+r"(p)); /* or the compiler folds malloc + memset back into calloc */
+        return memset(p, 0, n * m);
+    }
+    void *p = calloc(n, m);
     if (p == NULL)
         oom(n * m);
     return p;
@@ -53,6 +67,28 @@ char *xstrndup(const char *s, size_t n)
     memcpy(p, s, n);
     p[n] = '\0';
     return p;
+}
+
+static size_t put_cut(char *dst, size_t at, size_t room, const char *s, size_t len)
+{
+    if (len > room - at)
+        len = room - at;
+    memcpy(dst + at, s, len);
+    return at + len;
+}
+
+size_t str_copy2(char *dst, size_t n, const char *a, char sep, const char *b)
+{
+    if (n == 0)
+        return 0;
+    size_t room = n - 1, at = put_cut(dst, 0, room, a, strlen(a));
+    if (b != NULL) {
+        if (sep != '\0')
+            at = put_cut(dst, at, room, &sep, 1);
+        at = put_cut(dst, at, room, b, strlen(b));
+    }
+    dst[at] = '\0';
+    return at;
 }
 
 char *xasprintf(const char *fmt, ...)

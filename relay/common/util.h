@@ -38,6 +38,12 @@ void format_duration_ms(int64_t ms, char *buf, size_t n);
  * proto_stream_id_parse; a malformed id counts as what it read before the fault, else 0-0). */
 int stream_id_cmp(const char *a, const char *b);
 
+/* Copy into dst of size n (> 0): a, then sep and b when b is not NULL (sep '\0': none),
+ * cut to n - 1 bytes and NUL-terminated, as snprintf(dst, n, "%s%c%s", ...) would, at a
+ * fraction of its cost (issue 26: the delivery hot path). Returns the length written. */
+size_t str_copy2(char *dst, size_t n, const char *a, char sep, const char *b);
+#define str_copy(dst, n, a) str_copy2((dst), (n), (a), '\0', NULL)
+
 /* Percent-encode everything but RFC 3986 unreserved characters. Caller free()s. */
 char *url_escape(const char *s);
 

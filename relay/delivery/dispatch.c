@@ -570,8 +570,8 @@ static void on_claim(void *arg, const char *err, const char *msg,
         a->claimed_ms = now;
         a->part = d->claim_part;
         a->did = xstrdup(e->did);
-        snprintf(a->whid, sizeof(a->whid), "%s", e->whid);
-        snprintf(a->ev, sizeof(a->ev), "%s", e->event_id);
+        str_copy(a->whid, sizeof(a->whid), e->whid);
+        str_copy(a->ev, sizeof(a->ev), e->event_id);
         a->att = e->attempt;
         a->replay = e->replay;
         a->kind = e->kind == DL_CLAIM_SAME ? DL_CLAIM_BODY : e->kind;
@@ -798,7 +798,7 @@ static struct dispatch_attempt *first_new(struct dispatch *d, struct webhook *wh
     a->d = d;
     webhook_ref(wh);
     a->wh = wh;
-    snprintf(a->whid, sizeof(a->whid), "%s", wh->id);
+    str_copy(a->whid, sizeof(a->whid), wh->id);
     a->did = xstrdup(did);
     a->att = 1;
     a->part = part;
@@ -813,7 +813,7 @@ struct dispatch_attempt *dispatch_first(struct dispatch *d, struct webhook *wh, 
     if (d->closing)
         return NULL;
     struct dispatch_attempt *a = first_new(d, wh, did, part);
-    snprintf(a->ev, sizeof(a->ev), "%s", event_id);
+    str_copy(a->ev, sizeof(a->ev), event_id);
     a->b = b;
     b->refs++;
     a->claimed_ms = mono_ms();
@@ -892,7 +892,7 @@ int dispatch_test(struct dispatch *d, struct webhook *wh, dispatch_test_cb *cb, 
     a->d = d;
     size_t blen = 0;
     char *body = proto_event_webhook_body(&ev, &blen);
-    snprintf(a->ev, sizeof(a->ev), "%s", ev.event_id);
+    str_copy(a->ev, sizeof(a->ev), ev.event_id);
     status_event_cleanup(&ev);
     if (body == NULL) {
         free(a);
@@ -902,7 +902,7 @@ int dispatch_test(struct dispatch *d, struct webhook *wh, dispatch_test_cb *cb, 
     free(body);
     webhook_ref(wh);
     a->wh = wh;
-    snprintf(a->whid, sizeof(a->whid), "%s", wh->id);
+    str_copy(a->whid, sizeof(a->whid), wh->id);
     a->att = 1;
     a->test_cb = cb;
     a->test_arg = arg;

@@ -397,7 +397,7 @@ static void on_ingest_event(void *arg, enum proto_verdict v, const struct status
     if (fo->leader && ev != NULL && stream_id != NULL && fo->npre < FANOUT_PRE_MAX &&
         strlen(stream_id) < sizeof(fo->pre_head->sid)) {
         struct fo_pre *p = xcalloc(1, sizeof(*p));
-        snprintf(p->sid, sizeof(p->sid), "%s", stream_id);
+        str_copy(p->sid, sizeof(p->sid), stream_id);
         if (status_event_copy(&p->ev, ev) == 0) {
             if (fo->pre_tail)
                 fo->pre_tail->next = p;

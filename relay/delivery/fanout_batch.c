@@ -25,7 +25,7 @@
 
 static void pair_key(char *out, size_t size, const struct fo_dl *dl)
 {
-    snprintf(out, size, "%s\x1f%s", dl->wh->id, dl->b->ents[dl->ev].ev.request_id);
+    str_copy2(out, size, dl->wh->id, '\x1f', dl->b->ents[dl->ev].ev.request_id);
 }
 
 static struct fo_dl *pair_get(struct fanout *fo, const struct fo_dl *dl)
@@ -142,7 +142,7 @@ static void send_first(struct fanout *fo, struct fo_dl *dl)
         free(body);
     }
     char did[PROTO_EVENT_ID_MAX + WH_ID_MAX + 2];
-    snprintf(did, sizeof(did), "%s.%s", fe->ev.event_id, dl->wh->id);
+    str_copy2(did, sizeof(did), fe->ev.event_id, '.', dl->wh->id);
     fo_dl_set(dl, FO_OPEN);
     dl->h = dispatch_first(fo->dp, dl->wh, did, fe->ev.event_id, fe->body, fo->part,
                            on_first, dl);
@@ -520,7 +520,7 @@ static void on_commit(void *arg, const char *err, const char *msg,
             dl->h = NULL;
         } else if (dl->late) {
             char did[PROTO_EVENT_ID_MAX + WH_ID_MAX + 2];
-            snprintf(did, sizeof(did), "%s.%s", b->ents[dl->ev].ev.event_id, dl->wh->id);
+            str_copy2(did, sizeof(did), b->ents[dl->ev].ev.event_id, '.', dl->wh->id);
             dispatch_report(fo->dp, dl->wh, did, fo->part, fo_state_outcome(dl->st), dl->json,
                             dl->num);
             dl->late = 0;

@@ -186,30 +186,59 @@ int ingest_refuse_future(struct ingest *in, const struct status_event *obs, int6
     return 1;
 }
 
-void ingest_submit(struct ingest *in, const struct status_event *obs, int track,
-                   ingest_done_cb *cb, void *arg)
+/* obs copied into a new item, or taken's members moved there (taken != NULL, obs == taken:
+ * it is left empty); NULL when the copy ran out of memory or the clock refused it (cb told,
+ * taken emptied). */
+static struct obs_item *item_new(struct ingest *in, const struct status_event *obs,
+                                 struct status_event *taken, int track, ingest_done_cb *cb,
+                                 void *arg)
 {
     if (ingest_refuse_future(in, obs, NULL)) {
+        status_event_cleanup(taken); /* NULL-safe */
         if (cb)
             cb(arg, NULL, PROTO_STALE, NULL); /* nothing written: like a stale observation */
-        return;
+        return NULL;
     }
     struct obs_item *it = xcalloc(1, sizeof(*it));
     it->in = in;
     it->track = track;
     it->cb = cb;
     it->arg = arg;
-    if (status_event_copy(&it->ev, obs) != 0) {
+    if (taken != NULL) {
+        it->ev = *taken; /* a struct of owned pointers: moved, not copied */
+        status_event_init(taken);
+    } else if (status_event_copy(&it->ev, obs) != 0) {
         free(it);
         if (cb)
             cb(arg, "nomem", PROTO_STALE, NULL);
-        return;
+        return NULL;
     }
-    if (cb == NULL && in->head != NULL) {
+    return it;
+}
+
+static void submit_new(struct ingest *in, struct obs_item *it)
+{
+    if (it->cb == NULL && in->head != NULL) {
         enqueue(in, it); /* keep arrival order behind the backlog */
         return;
     }
     submit_item(it);
+}
+
+void ingest_submit(struct ingest *in, const struct status_event *obs, int track,
+                   ingest_done_cb *cb, void *arg)
+{
+    struct obs_item *it = item_new(in, obs, NULL, track, cb, arg);
+    if (it != NULL)
+        submit_new(in, it);
+}
+
+void ingest_submit_take(struct ingest *in, struct status_event *obs, int track,
+                        ingest_done_cb *cb, void *arg)
+{
+    struct obs_item *it = item_new(in, obs, obs, track, cb, arg);
+    if (it != NULL)
+        submit_new(in, it);
 }
 
 void ingest_rejected(struct ingest *in, enum proto_source src)

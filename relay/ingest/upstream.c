@@ -280,7 +280,7 @@ static void on_applied(void *arg, const char *err, enum proto_verdict v,
     if (err == store_err_disconnected) { /* Redis went away: ingest's queue retries it */
         struct status_event ev;
         if (read_frame(u, sl->m, &ev) == 0)
-            ingest_submit(u->c->ingest, &ev, 0, NULL, NULL);
+            ingest_submit_take(u->c->ingest, &ev, 0, NULL, NULL);
         status_event_cleanup(&ev);
     } else if (err != NULL) {
         log_err("observation not applied", "source=ws err=%s", err);
@@ -305,7 +305,7 @@ static void submit_frame(struct upstream *u, struct xmsg *m)
     }
     if (!store_ready(u->c->store) || u->c->metrics.ingest_pending > 0) {
         /* Redis down, or ingest's queue still holds older observations: behind them */
-        ingest_submit(u->c->ingest, &ev, 0, NULL, NULL);
+        ingest_submit_take(u->c->ingest, &ev, 0, NULL, NULL);
         status_event_cleanup(&ev);
         xmsg_free(m);
         return;
@@ -314,7 +314,7 @@ static void submit_frame(struct upstream *u, struct xmsg *m)
     u->free_slots = sl->next_free;
     sl->m = m;
     u->applying++;
-    ingest_submit(u->c->ingest, &ev, 0, on_applied, sl);
+    ingest_submit_take(u->c->ingest, &ev, 0, on_applied, sl);
     status_event_cleanup(&ev);
 }
 
