@@ -39,7 +39,6 @@ void *xcalloc(size_t n, size_t m)
         void *p = malloc(n * m);
         if (p == NULL)
             oom(n * m);
-        __asm__("" : "+r"(p)); /* or the compiler folds malloc + memset back into calloc */
         return memset(p, 0, n * m);
     }
     void *p = calloc(n, m);
