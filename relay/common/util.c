@@ -26,22 +26,9 @@ void *xmalloc(size_t n)
     return p;
 }
 
-/* Small zeroed blocks come from malloc + memset: glibc's calloc never takes from the
- * per-thread cache (tcache) that malloc uses, and the daemon's per-event objects are small
- * (issue 26). Larger ones stay with calloc (fresh pages need no memset). */
-#define XCALLOC_SMALL 1024
-
 void *xcalloc(size_t n, size_t m)
 {
-    n = n ? n : 1;
-    m = m ? m : 1;
-    if (n <= XCALLOC_SMALL && m <= XCALLOC_SMALL && n * m <= XCALLOC_SMALL) {
-        void *p = malloc(n * m);
-        if (p == NULL)
-            oom(n * m);
-        return memset(p, 0, n * m);
-    }
-    void *p = calloc(n, m);
+    void *p = calloc(n ? n : 1, m ? m : 1);
     if (p == NULL)
         oom(n * m);
     return p;
