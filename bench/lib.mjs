@@ -262,7 +262,7 @@ export function parseMetrics(text) {
 }
 
 /** wrap: a command line the daemon runs under (e.g. valgrind and its flags), none by default. */
-export async function startDaemon(name, redis, { env = {}, httpPort, wsPort, wrap = [] } = {}) {
+export async function startDaemon(name, redis, { env = {}, httpPort, wsPort, wrap = [], bin = BIN } = {}) {
   httpPort = httpPort ?? await freePort();
   wsPort = wsPort ?? await freePort();
   const e = {
@@ -280,7 +280,7 @@ export async function startDaemon(name, redis, { env = {}, httpPort, wsPort, wra
     STATUSRELAY_LOG_LEVEL: 'warn',
     ...env,
   };
-  const p = wrap.length > 0 ? startProc(name, wrap[0], [...wrap.slice(1), BIN, 'serve'], { env: e }) : startProc(name, BIN, ['serve'], { env: e });
+  const p = wrap.length > 0 ? startProc(name, wrap[0], [...wrap.slice(1), bin, 'serve'], { env: e }) : startProc(name, bin, ['serve'], { env: e });
   const url = `http://127.0.0.1:${httpPort}`;
   const t0 = now();
   for (;;) {
@@ -303,11 +303,12 @@ export async function startDaemon(name, redis, { env = {}, httpPort, wsPort, wra
   };
 }
 
-/** `statusrelay sim` if this build has it (null otherwise); extraArgs: more sim flags. */
-export async function startSim(name = 'sim', extraArgs = []) {
-  try { execFileSync(BIN, ['sim', '--help'], { stdio: 'ignore' }); } catch { return null; }
+/** `statusrelay sim` if this build has it (null otherwise); extraArgs: more sim flags; bin:
+ * the binary (BIN). */
+export async function startSim(name = 'sim', extraArgs = [], bin = BIN) {
+  try { execFileSync(bin, ['sim', '--help'], { stdio: 'ignore' }); } catch { return null; }
   const portFile = path.join(RUN_DIR, `${name}.port`);
-  const p = startProc(name, BIN, ['sim', '--listen', '127.0.0.1:0', '--port-file', portFile, '--api-key', API_KEY, '--step', '1s', '--seed', '7', '--log-level', 'warn', ...extraArgs]);
+  const p = startProc(name, bin, ['sim', '--listen', '127.0.0.1:0', '--port-file', portFile, '--api-key', API_KEY, '--step', '1s', '--seed', '7', '--log-level', 'warn', ...extraArgs]);
   if (!(await until(() => fs.existsSync(portFile) && fs.readFileSync(portFile, 'utf8').trim() !== '', 10000, 50))) throw new Error(`${name}: no port file; log ${p.logPath}`);
   const port = Number(fs.readFileSync(portFile, 'utf8').trim());
   await waitPort(port);

@@ -4,11 +4,12 @@
 // the report. Shared parts in bench/lib.mjs, the cluster scenario in bench/cluster.mjs, the
 // scale-out scenario in bench/scale.mjs. Node built-ins only.
 //
-//   node bench/run.mjs [webhooks|dashboards|recovery|state|cluster|scale|all]
+//   node bench/run.mjs [webhooks|dashboards|recovery|state|cluster|scale|cost|all]
 //
 // `all` is the ALL list below; `scale` (K daemons x M masters x N partitions, issue 26) is
 // opt-in: named on its own (`make bench SCENARIO=scale`, layouts from SCALE_LAYOUTS or
-// SCALE_DAEMONS / SCALE_MASTERS / SCALE_PARTITIONS; bench/scale.mjs).
+// SCALE_DAEMONS / SCALE_MASTERS / SCALE_PARTITIONS; bench/scale.mjs); so is `cost` (CPU per
+// event and per delivery, optionally against COST_BEFORE_BIN; bench/cost.mjs).
 //
 // Every process runs on loopback with its own free port and its own temporary directory;
 // every load loop is bounded in count and in time; everything started is stopped at the end
@@ -42,10 +43,11 @@ import {
 } from './lib.mjs';
 import { cluster } from './cluster.mjs';
 import { scale } from './scale.mjs';
+import { cost } from './cost.mjs';
 
 // what `all` runs; the opt-in scenarios (not in `all`) are named on their own
 const ALL = ['webhooks', 'dashboards', 'recovery', 'state', 'cluster'];
-const OPT_IN = ['scale'];
+const OPT_IN = ['scale', 'cost'];
 
 async function webhooks() {
   const out = {};
@@ -789,6 +791,7 @@ async function main() {
       if (s === 'state') results.scenarios.state = { ...(process.env.BENCH_STATE_FEED_ONLY ? {} : await state()), feed: await stateFeed() };
       if (s === 'cluster') results.scenarios.cluster = await cluster(results.scenarios.webhooks?.ceilings);
       if (s === 'scale') results.scenarios.scale = await scale();
+      if (s === 'cost') results.scenarios.cost = await cost();
     } catch (e) {
       log(`${s}: FAILED: ${e.stack ?? e}`);
       results.scenarios[s] = { error: String(e.message ?? e) };

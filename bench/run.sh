@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # bench/run.sh [SCENARIO] - `make bench`: builds the helpers, then runs bench/run.mjs.
-# SCENARIO: webhooks | dashboards | recovery | state | cluster | all (default) | scale. `scale`
+# SCENARIO: webhooks | dashboards | recovery | state | cluster | all (default) | scale | cost.
+# `cost` (bench/cost.mjs: daemon and Redis CPU per event and per delivery; COST_BEFORE_BIN=<an
+# older binary> adds a before column, COST_ROUNDS=2) is opt-in too. `scale`
 # (bench/scale.mjs: K daemons x M Redis masters x N partitions, one endpoint) is opt-in, not in
 # `all`; its layouts come from the environment, which `make bench VAR=...` passes through:
 # SCALE_LAYOUTS=KxMxN,... (default 1x1x1,2x1x2,2x2x2) or SCALE_DAEMONS / SCALE_MASTERS /
