@@ -13,8 +13,12 @@
 // Probes (one at a time, during the ~5,000 events/s load): WSP_PERF=sim|daemon records
 // /tmp/wsp-perf.<name>.data (WSP_PERF_DWARF=1: DWARF call graphs); WSP_STRACE=sim|daemon
 // writes /tmp/wsp-strace.<name>.txt (strace -c over 4 s, or WSP_STRACE_ARGS); WSP_METRICS=1
-// logs the daemon's queue gauges every second. The reader of `sim` mode needs tests/node_modules
-// (make npm-deps).
+// logs the daemon's queue gauges every second; WSP_SCRIPTS=1 breaks the Redis time of the ~1,000
+// events/s step down per script and command (SLOWLOG with a 0 µs threshold, which itself costs
+// Redis CPU: that step's CPU figures are then inflated). The reader of `sim` mode needs
+// tests/node_modules (make npm-deps).
+import { execFileSync } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
@@ -38,6 +42,48 @@ const perfOf = (name, pid) => {
   if (process.env.WSP_PERF !== name) return async () => {};
   const p = startProc(`perf-${name}`, 'perf', ['record', ...(process.env.WSP_PERF_DWARF ? ['--call-graph', 'dwarf,16384', '-F', '400'] : ['-g']), '-o', `/tmp/wsp-perf.${name}.data`, '-p', String(pid)]);
   return async () => { await p.stop('SIGINT', 10000); };
+};
+// sha1 -> script name of every store/*.lua as the daemon sends it (relay/common/embed.pl:
+// a line "-- #include NAME" is replaced by the file NAME, one level)
+const scriptNames = () => {
+  const dir = path.join(ROOT, 'store'), names = {};
+  for (const f of fs.readdirSync(dir).filter((x) => x.endsWith('.lua'))) {
+    const d = fs.readFileSync(path.join(dir, f), 'latin1')
+      .replace(/^-- #include (\S+)\n/gm, (_, n) => fs.readFileSync(path.join(dir, n), 'latin1'));
+    names[crypto.createHash('sha1').update(Buffer.from(d, 'latin1')).digest('hex')] = f.replace(/\.lua$/, '');
+  }
+  return names;
+};
+// WSP_SCRIPTS: Redis time per script (EVALSHA, its commands included) and per plain command
+// (commands run by scripts included: they are also in their script's time), per accepted
+// event and per tracked request, from SLOWLOG entries (id, time, µs, argv, ...)
+const slowlogStart = async (redis) => {
+  await redis.cmd('CONFIG', 'SET', 'slowlog-max-len', '1000000');
+  await redis.cmd('SLOWLOG', 'RESET');
+  await redis.cmd('CONFIG', 'SET', 'slowlog-log-slower-than', '0');
+};
+const slowlogStop = async (redis, events, requests) => {
+  await redis.cmd('CONFIG', 'SET', 'slowlog-log-slower-than', '10000');
+  // redis-cli's plain output (one line per value; too large for resp.mjs's reader): an entry
+  // starts with its id (one less than the previous one), time and µs
+  const L = execFileSync('redis-cli', ['-p', String(redis.port), 'SLOWLOG', 'GET', '1000000'],
+    { maxBuffer: 1 << 30, encoding: 'latin1' }).split('\n');
+  await redis.cmd('SLOWLOG', 'RESET');
+  const names = scriptNames(), by = {}, num = /^\d+$/;
+  for (let i = 0, next = null; i + 4 < L.length; i++) {
+    if (!num.test(L[i]) || (next !== null && Number(L[i]) !== next) || !num.test(L[i + 1]) ||
+        !num.test(L[i + 2]) || Number(L[i + 1]) < 1e9) continue;
+    next = Number(L[i]) - 1;
+    let k = L[i + 3].toLowerCase();
+    if (k === 'evalsha') k = `script:${names[L[i + 4]] ?? L[i + 4].slice(0, 8)}`;
+    const b = (by[k] ??= { calls: 0, us: 0 });
+    b.calls++; b.us += Number(L[i + 2]);
+    i += 3;
+  }
+  return Object.entries(by).sort((x, y) => y[1].us - x[1].us).slice(0, 20).map(([k, b]) => ({
+    what: k, callsPerEvent: r1((b.calls / Math.max(1, events)) * 100) / 100, usPerEvent: r1(b.us / Math.max(1, events)),
+    usPerRequest: r1(b.us / Math.max(1, requests)), usPerCall: r1(b.us / b.calls),
+  }));
 };
 const perUs = (cpuS, n) => (cpuS != null && n > 0 ? r1((cpuS * 1e6) / n) : null);
 
@@ -91,6 +137,8 @@ async function relay() {
     log(`ws path: ${reqRate} new requests/s (~${eventsPerS} events/s) for ${secs} s`);
     const acc0 = acceptedEvents(await d.metrics());
     const s0 = await sim.stats();
+    const scripts = process.env.WSP_SCRIPTS && eventsPerS <= 2000;
+    if (scripts) await slowlogStart(redis);
     const cs0 = await redis.info('commandstats');
     const tr = simTracker(sim, d);
     const m = cpuMeter(pids);
@@ -115,6 +163,7 @@ async function relay() {
     await sleep(500);
     const acc = acceptedEvents(await d.metrics()) - acc0;
     const st = await waitDelivered(rx, acc, 120000);
+    const perScript = scripts ? await slowlogStop(redis, acc, tracked) : undefined;
     const evFrames = s1.ws.eventFrames - s0.ws.eventFrames;
     // Redis commands per accepted event and their CPU (INFO commandstats), busiest first
     const cs1 = await redis.info('commandstats');
@@ -127,7 +176,7 @@ async function relay() {
     const perS = [];
     tl.counts.forEach((c, i) => { const k = Math.floor((i * tl.bucketMs) / 1000); perS[k] = (perS[k] ?? 0) + c; });
     return {
-      redisCmds, simStats: s1, deliveredPerSecond: perS.map((x) => x ?? 0), acceptedPerSecond: accPerS,
+      redisCmds, perScript, simStats: s1, deliveredPerSecond: perS.map((x) => x ?? 0), acceptedPerSecond: accPerS,
       requestsPerS: reqRate, tracked, eventFrames: evFrames, acceptedEvents: acc, delivered: st.unique, duplicates: st.duplicates,
       eventsPerRequest: acc / Math.max(1, reqRate * secs), e2e: st.e2e, relay: st.relay, cpu,
       usPerEvent: Object.fromEntries(['daemon', 'redis', 'sim', 'receiver'].map((k) => [k, perUs(cpu[k].cpuS, acc)])),
