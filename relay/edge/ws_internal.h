@@ -18,7 +18,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define WRITE_BURST 16       /* frames per WRITEABLE callback */
+#define WRITE_BURST 64       /* frames per WRITEABLE callback, written in one send */
+#define WRITE_BATCH_BYTES 65536 /* bytes per WRITEABLE callback (a bigger frame goes alone);
+                                 * also the protocol's tx_packet_size: lws sends up to this
+                                 * much in one send() (its default is rx_buffer_size, 4 KiB) */
 #define CTL_BURST 100        /* client control frames (pings, pongs): burst, then CTL_RATE/s */
 #define CTL_RATE 20          /* (a client pings every few seconds at most; we ping every 20 s) */
 #define CLOSE_GRACE_SECS 5   /* a closing session that cannot flush is dropped after this */
@@ -97,7 +100,7 @@ struct log_limit {
 struct counters {
     _Atomic uint64_t sessions, opened, closed, msgs_in, frames_out, dropped, unrouted,
         slow_closed, http_requests, events_in, deliveries, conflated, conflations, dead_peers,
-        pings, route_ns, queued, queued_bytes, id_subs, broad_subs;
+        pings, route_ns, queued, queued_bytes, id_subs, broad_subs, frame_writes;
 };
 
 struct ws_server {
@@ -114,6 +117,8 @@ struct ws_server {
     struct lws_context *ctx;
     lws_sorted_usec_list_t sul_sweep;
     struct xbuf *chains;         /* GET /chains.json (DASH_OP_CHAINS), NULL until the first */
+    unsigned char *wbuf;         /* ws_outbox_write's batch: frames framed back to back */
+    size_t wbuf_cap;
     int shutting_down;
     char *cors_origins;          /* plain HTTP: allowed origins (cors.h), NULL: none */
     int host_check;              /* refuse requests whose Host does not name us */
@@ -154,7 +159,8 @@ void ws_outbox_drop(struct ws_server *s, struct session *x);
  * (reason: the close frame's text). */
 void ws_session_close(struct ws_server *s, struct session *x, int code, const char *reason,
                       int drop);
-/* SERVER_WRITEABLE: write up to WRITE_BURST frames; lws's return value. */
+/* SERVER_WRITEABLE: write up to WRITE_BURST frames (WRITE_BATCH_BYTES) in one send; lws's
+ * return value. */
 int ws_outbox_write(struct ws_server *s, struct session *x);
 
 /* ws_http.c */

@@ -194,7 +194,120 @@ void ws_outbox_push(struct ws_server *s, struct session *x, struct onode *n)
         if (x->close_code != 0)
             return;
     }
-    lws_callback_on_writable(x->wsi);
+    /* one request per non-empty outbox: a callback that leaves frames queued asks again */
+    if (x->out_count == 1)
+        lws_callback_on_writable(x->wsi);
+}
+
+/* The conflation notice's text into out (n bytes at most); its length. */
+static size_t notice_text(struct session *x, unsigned char *out, size_t n)
+{
+    int w = snprintf((char *)out, n,
+                     "{\"type\":\"conflated\",\"data\":{\"dropped\":%llu,\"message\":"
+                     "\"you fell behind: older states of some requests were skipped; "
+                     "resume from your last streamId for every step\"}}",
+                     (unsigned long long)x->dropped_pending);
+    x->dropped_pending = 0;
+    x->notice_queued = 0;
+    return w < 0 ? 0 : (size_t)w < n ? (size_t)w : n - 1;
+}
+
+/* A server text frame's header (FIN, unmasked) for len payload bytes into h; its length. */
+static size_t frame_header(unsigned char *h, size_t len)
+{
+    h[0] = 0x81;
+    if (len < 126) {
+        h[1] = (unsigned char)len;
+        return 2;
+    }
+    if (len < 65536) {
+        h[1] = 126;
+        h[2] = (unsigned char)(len >> 8);
+        h[3] = (unsigned char)len;
+        return 4;
+    }
+    h[1] = 127;
+    for (int i = 0; i < 8; i++)
+        h[2 + i] = (unsigned char)((uint64_t)len >> (56 - 8 * i));
+    return 10;
+}
+
+/* The frames at the head of x's outbox that go out in one send: at most WRITE_BURST, and
+ * WRITE_BATCH_BYTES of payload and headers unless the first alone is bigger. */
+static size_t batch_count(const struct session *x, size_t *bytes)
+{
+    size_t k = 0, b = 0;
+    for (const struct onode *n = x->out_head; n != NULL && k < WRITE_BURST; n = n->next) {
+        size_t nb = node_bytes(n) + 10;
+        if (k > 0 && b + nb > WRITE_BATCH_BYTES)
+            break;
+        b += nb;
+        k++;
+    }
+    *bytes = b;
+    return k;
+}
+
+/* Write the k frames at the head of x's outbox (k >= 1), freeing their nodes: one frame
+ * in place (lws writes the header into the frame's headroom), several framed back to back
+ * in s->wbuf and written as raw bytes - one send() for the lot. Server frames carry no
+ * mask and the dashboard vhost has no extension, so the frames are header + payload; lws
+ * keeps what the socket did not take (lws_issue_raw) and writes it before anything else.
+ * 0, or -1 when the write failed. */
+static int write_batch(struct ws_server *s, struct session *x, size_t k, size_t bytes)
+{
+    size_t len = 0;
+    int w;
+    if (k == 1 && (x->out_head->ev != NULL || x->out_head->m != NULL)) {
+        struct onode *n = x->out_head;
+        x->out_head = n->next;
+        if (x->out_head == NULL)
+            x->out_tail = NULL;
+        unqueue(s, x, n);
+        /* a shared frame's headroom is rewritten by each write: fine, one thread writes */
+        unsigned char *p = n->ev ? n->ev->m->shared->data : n->m->data;
+        len = n->ev ? n->ev->m->shared->len : n->m->len;
+        w = lws_write(x->wsi, p, len, LWS_WRITE_TEXT);
+        node_free(n);
+    } else {
+        if (s->wbuf_cap < LWS_PRE + bytes) {
+            free(s->wbuf);
+            s->wbuf_cap = LWS_PRE + bytes;
+            s->wbuf = xmalloc(s->wbuf_cap);
+        }
+        unsigned char *p = s->wbuf + LWS_PRE;
+        for (size_t i = 0; i < k; i++) {
+            struct onode *n = x->out_head;
+            x->out_head = n->next;
+            if (x->out_head == NULL)
+                x->out_tail = NULL;
+            unqueue(s, x, n);
+            if (n->ev || n->m) {
+                const unsigned char *d = n->ev ? n->ev->m->shared->data : n->m->data;
+                size_t dl = n->ev ? n->ev->m->shared->len : n->m->len;
+                len += frame_header(p + len, dl);
+                memcpy(p + len, d, dl);
+                len += dl;
+            } else { /* the conflation notice, formatted now (node_bytes: 256 at most) */
+                unsigned char nb[256];
+                size_t dl = notice_text(x, nb, sizeof(nb));
+                len += frame_header(p + len, dl);
+                memcpy(p + len, nb, dl);
+                len += dl;
+            }
+            node_free(n);
+        }
+        w = lws_write(x->wsi, p, len, LWS_WRITE_RAW);
+    }
+    if (w < (int)len)
+        return -1;
+    /* what the socket did not take, lws keeps (this one write: the next callback comes
+     * once it is flushed); it counts against the byte limit until flushed */
+    x->held = lws_partial_buffered(x->wsi) ? len : 0;
+    x->progress_ms = mono_ms();
+    add(&s->st.frames_out, k);
+    count(&s->st.frame_writes);
+    return 0;
 }
 
 int ws_outbox_write(struct ws_server *s, struct session *x)
@@ -209,50 +322,21 @@ int ws_outbox_write(struct ws_server *s, struct session *x)
         if (lws_write(x->wsi, pb + LWS_PRE, 4, LWS_WRITE_PING) < 0)
             return -1;
         count(&s->st.pings);
-        if (lws_send_pipe_choked(x->wsi)) {
+        if (lws_partial_buffered(x->wsi)) {
             lws_callback_on_writable(x->wsi);
             return 0;
         }
     }
-    for (int k = 0; x->out_head != NULL; k++) {
-        if (k == WRITE_BURST || (k > 0 && lws_send_pipe_choked(x->wsi))) {
+    /* One send per callback: the frames that fit (batch_count), then, with more queued, the
+     * next callback (no lws_send_pipe_choked: that is a poll() per call). */
+    if (x->out_head != NULL) {
+        size_t bytes, k = batch_count(x, &bytes);
+        if (write_batch(s, x, k, bytes) != 0)
+            return -1;
+        if (x->out_head != NULL) {
             lws_callback_on_writable(x->wsi);
             return 0;
         }
-        struct onode *n = x->out_head;
-        x->out_head = n->next;
-        if (x->out_head == NULL)
-            x->out_tail = NULL;
-        unqueue(s, x, n);
-        /* a shared frame's headroom is rewritten by each write: fine, one thread writes */
-        unsigned char nb[LWS_PRE + 256], *p;
-        size_t len;
-        if (n->ev) {
-            p = n->ev->m->shared->data;
-            len = n->ev->m->shared->len;
-        } else if (n->m) {
-            p = n->m->data;
-            len = n->m->len;
-        } else {
-            int w = snprintf((char *)nb + LWS_PRE, sizeof(nb) - LWS_PRE,
-                             "{\"type\":\"conflated\",\"data\":{\"dropped\":%llu,\"message\":"
-                             "\"you fell behind: older states of some requests were skipped; "
-                             "resume from your last streamId for every step\"}}",
-                             (unsigned long long)x->dropped_pending);
-            p = nb + LWS_PRE;
-            len = (size_t)w;
-            x->dropped_pending = 0;
-            x->notice_queued = 0;
-        }
-        int w = lws_write(x->wsi, p, len, LWS_WRITE_TEXT);
-        node_free(n);
-        if (w < (int)len)
-            return -1;
-        /* what the socket did not take, lws keeps (at most this one frame: the loop stops
-         * while the pipe is choked); it counts against the byte limit until flushed */
-        x->held = lws_partial_buffered(x->wsi) ? len : 0;
-        x->progress_ms = mono_ms();
-        count(&s->st.frames_out);
     }
     if (x->close_code != 0 && !x->close_sent) {
         /* Lingering close: send the close frame ourselves and keep reading (and dropping)

@@ -532,6 +532,7 @@ void ws_server_free(struct ws_server *s)
     /* sessions live in lws per-session memory: lws_context_destroy closed and freed them
      * (CLOSED cleared their filters and outboxes) */
     xbuf_unref(s->chains);
+    free(s->wbuf);
     free(s->tab);
     free(s->itab);
     free(s->cors_origins);
@@ -568,6 +569,7 @@ void ws_server_protocol(struct ws_server *s, struct lws_protocols *out)
     out->callback = callback;
     out->per_session_data_size = sizeof(struct session);
     out->rx_buffer_size = 4096;
+    out->tx_packet_size = WRITE_BATCH_BYTES; /* a batch of frames in one send (ws_outbox.c) */
     out->user = s;
 }
 
@@ -662,6 +664,7 @@ void ws_server_stats_read(const struct ws_server *s, struct ws_server_stats *out
     out->closed = atomic_load(&c->closed);
     out->msgs_in = atomic_load(&c->msgs_in);
     out->frames_out = atomic_load(&c->frames_out);
+    out->frame_writes = atomic_load(&c->frame_writes);
     out->dropped = atomic_load(&c->dropped);
     out->unrouted = atomic_load(&c->unrouted);
     out->slow_closed = atomic_load(&c->slow_closed);
