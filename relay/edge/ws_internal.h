@@ -37,9 +37,8 @@ struct wev {
 };
 
 /* One queued frame of one session: an event (ev), an own frame (m), or - both NULL - the
- * conflation notice, formatted when written. */
-struct onode {
-    struct onode *next;
+ * conflation notice, formatted when written. Held by value in the session's ring. */
+struct oslot {
     struct wev *ev;
     struct xmsg *m;
 };
@@ -61,7 +60,8 @@ struct session {
     struct lws *wsi;
     uint64_t id;                 /* 0: plain HTTP connection, not in the hash */
     struct session *hnext;
-    struct onode *out_head, *out_tail;
+    struct oslot *q;             /* the outbox: a ring of q_cap slots (a power of two, 0 */
+    size_t q_cap, q_head;        /* until the first frame), out_count of them from q_head */
     size_t out_count;
     size_t out_bytes;            /* payload bytes of the outbox */
     size_t held;                 /* the last frame written, while lws still holds part of it */
@@ -151,8 +151,9 @@ static inline uint32_t hash_str(const char *s)
 
 /* ws_outbox.c */
 void ws_wev_unref(struct wev *ev);
-/* Queue n for x (taken); overflows conflate, then close (1013). */
-void ws_outbox_push(struct ws_server *s, struct session *x, struct onode *n);
+/* Queue a frame for x: a reference to ev (taken) or m (taken); overflows conflate, then close
+ * (1013). */
+void ws_outbox_push(struct ws_server *s, struct session *x, struct wev *ev, struct xmsg *m);
 /* Free every queued node of x. */
 void ws_outbox_drop(struct ws_server *s, struct session *x);
 /* Close x with code once its outbox is flushed, or at once dropping it when drop is set

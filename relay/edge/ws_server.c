@@ -211,11 +211,9 @@ static void deliver(struct ws_server *s, struct session *x, struct wev **ev, str
         (*ev)->refs = 1; /* ours until routing is done */
         (*ev)->m = m;
     }
-    struct onode *n = xcalloc(1, sizeof(*n));
-    n->ev = *ev;
     (*ev)->refs++;
     count(&s->st.deliveries);
-    ws_outbox_push(s, x, n);
+    ws_outbox_push(s, x, *ev, NULL);
 }
 
 static void route_event(struct ws_server *s, struct xmsg *m)
@@ -495,7 +493,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     case LWS_CALLBACK_SERVER_WRITEABLE:
         if (x->id == 0)
             return 0;
-        if (x->out_head == NULL && !x->ping_due && x->close_code == 0 && x->held == 0)
+        if (x->out_count == 0 && !x->ping_due && x->close_code == 0 && x->held == 0)
             control_rate_ok(s, x); /* lws just answered a ping: see control_rate_ok */
         return ws_outbox_write(s, x);
     case LWS_CALLBACK_CLOSED:
@@ -615,9 +613,7 @@ void ws_server_on_msg(struct ws_server *s, struct xmsg *m)
         x = find(s, m->session);
         if (x == NULL || x->close_code != 0)
             break;
-        struct onode *n = xcalloc(1, sizeof(*n));
-        n->m = m;
-        ws_outbox_push(s, x, n);
+        ws_outbox_push(s, x, NULL, m);
         return;
     case XMSG_DASH_EVENT:
         if (m->shared == NULL)
