@@ -1,5 +1,5 @@
 /* ws_internal.h - private to relay/edge/ws_server*.c and ws_http.c: the dashboard server's
- * state (struct ws_server, struct session and the outbox nodes) and the functions the three
+ * state (struct ws_server, struct session and the outbox slots) and the functions the three
  * files share. ws_server.c: sessions, filters, routing, liveness, the lws callback;
  * ws_outbox.c: per-session send queues, conflation, backpressure, writing frames;
  * ws_http.c: plain HTTP on the same port (page, /chains.json) and the Host rule.
@@ -64,7 +64,7 @@ struct session {
     size_t q_cap, q_head;        /* until the first frame), out_count of them from q_head */
     size_t out_count;
     size_t out_bytes;            /* payload bytes of the outbox */
-    size_t held;                 /* the last frame written, while lws still holds part of it */
+    size_t held;                 /* the last write's bytes, while lws still holds part of it */
     unsigned char *rx;           /* message being reassembled */
     size_t rx_len;
     int close_code;              /* != 0: close once the outbox is flushed */
@@ -154,7 +154,7 @@ void ws_wev_unref(struct wev *ev);
 /* Queue a frame for x: a reference to ev (taken) or m (taken); overflows conflate, then close
  * (1013). */
 void ws_outbox_push(struct ws_server *s, struct session *x, struct wev *ev, struct xmsg *m);
-/* Free every queued node of x. */
+/* Release every queued frame of x and free its ring. */
 void ws_outbox_drop(struct ws_server *s, struct session *x);
 /* Close x with code once its outbox is flushed, or at once dropping it when drop is set
  * (reason: the close frame's text). */

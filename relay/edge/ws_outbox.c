@@ -274,7 +274,7 @@ static size_t batch_count(struct session *x, size_t *bytes)
     return k;
 }
 
-/* Write the k frames at the head of x's outbox (k >= 1), freeing their nodes: one frame
+/* Write the k frames at the head of x's outbox (k >= 1), releasing their slots: one frame
  * in place (lws writes the header into the frame's headroom), several framed back to back
  * in s->wbuf and written as raw bytes - one send() for the lot. Server frames carry no
  * mask and the dashboard vhost has no extension, so the frames are header + payload; lws

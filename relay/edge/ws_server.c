@@ -6,8 +6,8 @@
  * only, so a message for a session that is gone is simply dropped.
  *
  * Ownership: an XMSG_DASH_EVENT becomes a struct wev (plain refcount: only this thread sees
- * it) referenced by one outbox node per recipient; the last node written or dropped frees
- * the message and so its xbuf. XMSG_DASH_SEND messages are owned by their one node.
+ * it) referenced by one outbox slot per recipient; the last slot written or dropped frees
+ * the message and so its xbuf. XMSG_DASH_SEND messages are owned by their one slot.
  * The outbox is ws_outbox.c's, plain HTTP and the Host rule ws_http.c's (ws_internal.h). */
 #include "relay/edge/ws_internal.h"
 #include "relay/edge/dash_filter.h"
