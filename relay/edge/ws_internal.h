@@ -53,6 +53,7 @@ struct isub {
 
 struct bfilter {
     uint64_t no;
+    int all;                     /* f matches what the empty filter matches (dash_broad_is_all) */
     struct proto_filter f;
 };
 

@@ -165,6 +165,7 @@ static void broad_add(struct ws_server *s, struct session *x, uint64_t no, const
     }
     x->broad = xrealloc(x->broad, (x->nbroad + 1) * sizeof(*x->broad));
     x->broad[x->nbroad].no = no;
+    x->broad[x->nbroad].all = dash_broad_is_all(&f);
     x->broad[x->nbroad].f = f;
     if (x->nbroad++ == 0)
         broad_link(s, x);
@@ -231,12 +232,22 @@ static void route_event(struct ws_server *s, struct xmsg *m)
                     m->shared ? m->shared->len : m->len, m->status, m->key, m->origin_chain_id,
                     m->destination_chain_id);
     dash_frame_type(&fr, m->ev_type);
+    /* "everything" filters (the common dashboard) all answer as the empty one: once per event */
+    struct proto_filter none;
+    memset(&none, 0, sizeof(none));
+    int all = -1;
     for (struct session *x = s->broad_head; x != NULL; x = x->bnext)
-        for (size_t i = 0; i < x->nbroad; i++)
-            if (dash_broad_match(&x->broad[i].f, &fr)) {
+        for (size_t i = 0; i < x->nbroad; i++) {
+            int ok;
+            if (x->broad[i].all)
+                ok = all >= 0 ? all : (all = dash_broad_match(&none, &fr));
+            else
+                ok = dash_broad_match(&x->broad[i].f, &fr);
+            if (ok) {
                 deliver(s, x, &ev, m);
                 break;
             }
+        }
     dash_frame_cleanup(&fr);
     if (ev == NULL) {
         count(&s->st.unrouted);
