@@ -38,7 +38,7 @@ static json_t *stats_json(struct hub *h)
     uint64_t failed = m->wh_attempts > m->wh_delivered ? m->wh_attempts - m->wh_delivered : 0;
     return json_pack(
         "{s:s,s:{s:I,s:s,s:{s:f,s:I},s:{s:I,s:I,s:I,s:I,s:I,s:I},s:{s:s,s:I,s:I,s:I},"
-        "s:{s:I,s:o},s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I},s:{s:I,s:I}}}",
+        "s:{s:I,s:o},s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I},s:{s:I,s:I}}}",
         "type", "stats", "data", "at", (json_int_t)wall_ms(), "instance", c->instance_id,
         "events", "perSecond", rate, "total", (json_int_t)h->events_seen, "deliveries", "ok",
         (json_int_t)m->wh_delivered, "failed", (json_int_t)failed, "retries",
@@ -54,7 +54,8 @@ static json_t *stats_json(struct hub *h)
         "conflated", (json_int_t)ws.dash.conflated, "slowClosed",
         (json_int_t)ws.dash.slow_closed, "deadPeers", (json_int_t)ws.dash.dead_peers,
         "eventsIn", (json_int_t)ws.dash.events_in, "routeNs", (json_int_t)ws.dash.route_ns,
-        "framesOut", (json_int_t)ws.dash.frames_out, "watch", "stuckAfterMs",
+        "framesOut", (json_int_t)ws.dash.frames_out, "frameWrites",
+        (json_int_t)ws.dash.frame_writes, "watch", "stuckAfterMs",
         (json_int_t)c->cfg->stuck_after_ms, "stuck",
         (json_int_t)(m->requests_stuck >= 0 ? m->requests_stuck : 0));
 }

@@ -1,5 +1,5 @@
 /* ws_internal.h - private to relay/edge/ws_server*.c and ws_http.c: the dashboard server's
- * state (struct ws_server, struct session and the outbox nodes) and the functions the three
+ * state (struct ws_server, struct session and the outbox slots) and the functions the three
  * files share. ws_server.c: sessions, filters, routing, liveness, the lws callback;
  * ws_outbox.c: per-session send queues, conflation, backpressure, writing frames;
  * ws_http.c: plain HTTP on the same port (page, /chains.json) and the Host rule.
@@ -18,7 +18,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define WRITE_BURST 16       /* frames per WRITEABLE callback */
+#define WRITE_BURST 64       /* frames per WRITEABLE callback, written in one send */
+#define WRITE_BATCH_BYTES 65536 /* bytes per WRITEABLE callback (a bigger frame goes alone);
+                                 * also the protocol's tx_packet_size: lws sends up to this
+                                 * much in one send() (its default is rx_buffer_size, 4 KiB) */
 #define CTL_BURST 100        /* client control frames (pings, pongs): burst, then CTL_RATE/s */
 #define CTL_RATE 20          /* (a client pings every few seconds at most; we ping every 20 s) */
 #define CLOSE_GRACE_SECS 5   /* a closing session that cannot flush is dropped after this */
@@ -34,9 +37,8 @@ struct wev {
 };
 
 /* One queued frame of one session: an event (ev), an own frame (m), or - both NULL - the
- * conflation notice, formatted when written. */
-struct onode {
-    struct onode *next;
+ * conflation notice, formatted when written. Held by value in the session's ring. */
+struct oslot {
     struct wev *ev;
     struct xmsg *m;
 };
@@ -51,6 +53,7 @@ struct isub {
 
 struct bfilter {
     uint64_t no;
+    int all;                     /* f matches what the empty filter matches (dash_broad_is_all) */
     struct proto_filter f;
 };
 
@@ -58,10 +61,11 @@ struct session {
     struct lws *wsi;
     uint64_t id;                 /* 0: plain HTTP connection, not in the hash */
     struct session *hnext;
-    struct onode *out_head, *out_tail;
+    struct oslot *q;             /* the outbox: a ring of q_cap slots (a power of two, 0 */
+    size_t q_cap, q_head;        /* until the first frame), out_count of them from q_head */
     size_t out_count;
     size_t out_bytes;            /* payload bytes of the outbox */
-    size_t held;                 /* the last frame written, while lws still holds part of it */
+    size_t held;                 /* the last write's bytes, while lws still holds part of it */
     unsigned char *rx;           /* message being reassembled */
     size_t rx_len;
     int close_code;              /* != 0: close once the outbox is flushed */
@@ -97,7 +101,7 @@ struct log_limit {
 struct counters {
     _Atomic uint64_t sessions, opened, closed, msgs_in, frames_out, dropped, unrouted,
         slow_closed, http_requests, events_in, deliveries, conflated, conflations, dead_peers,
-        pings, route_ns, queued, queued_bytes, id_subs, broad_subs;
+        pings, route_ns, queued, queued_bytes, id_subs, broad_subs, frame_writes;
 };
 
 struct ws_server {
@@ -114,6 +118,8 @@ struct ws_server {
     struct lws_context *ctx;
     lws_sorted_usec_list_t sul_sweep;
     struct xbuf *chains;         /* GET /chains.json (DASH_OP_CHAINS), NULL until the first */
+    unsigned char *wbuf;         /* ws_outbox_write's batch: frames framed back to back */
+    size_t wbuf_cap;
     int shutting_down;
     char *cors_origins;          /* plain HTTP: allowed origins (cors.h), NULL: none */
     int host_check;              /* refuse requests whose Host does not name us */
@@ -146,15 +152,17 @@ static inline uint32_t hash_str(const char *s)
 
 /* ws_outbox.c */
 void ws_wev_unref(struct wev *ev);
-/* Queue n for x (taken); overflows conflate, then close (1013). */
-void ws_outbox_push(struct ws_server *s, struct session *x, struct onode *n);
-/* Free every queued node of x. */
+/* Queue a frame for x: a reference to ev (taken) or m (taken); overflows conflate, then close
+ * (1013). */
+void ws_outbox_push(struct ws_server *s, struct session *x, struct wev *ev, struct xmsg *m);
+/* Release every queued frame of x and free its ring. */
 void ws_outbox_drop(struct ws_server *s, struct session *x);
 /* Close x with code once its outbox is flushed, or at once dropping it when drop is set
  * (reason: the close frame's text). */
 void ws_session_close(struct ws_server *s, struct session *x, int code, const char *reason,
                       int drop);
-/* SERVER_WRITEABLE: write up to WRITE_BURST frames; lws's return value. */
+/* SERVER_WRITEABLE: write up to WRITE_BURST frames (WRITE_BATCH_BYTES) in one send; lws's
+ * return value. */
 int ws_outbox_write(struct ws_server *s, struct session *x);
 
 /* ws_http.c */

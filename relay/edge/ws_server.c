@@ -6,8 +6,8 @@
  * only, so a message for a session that is gone is simply dropped.
  *
  * Ownership: an XMSG_DASH_EVENT becomes a struct wev (plain refcount: only this thread sees
- * it) referenced by one outbox node per recipient; the last node written or dropped frees
- * the message and so its xbuf. XMSG_DASH_SEND messages are owned by their one node.
+ * it) referenced by one outbox slot per recipient; the last slot written or dropped frees
+ * the message and so its xbuf. XMSG_DASH_SEND messages are owned by their one slot.
  * The outbox is ws_outbox.c's, plain HTTP and the Host rule ws_http.c's (ws_internal.h). */
 #include "relay/edge/ws_internal.h"
 #include "relay/edge/dash_filter.h"
@@ -165,6 +165,7 @@ static void broad_add(struct ws_server *s, struct session *x, uint64_t no, const
     }
     x->broad = xrealloc(x->broad, (x->nbroad + 1) * sizeof(*x->broad));
     x->broad[x->nbroad].no = no;
+    x->broad[x->nbroad].all = dash_broad_is_all(&f);
     x->broad[x->nbroad].f = f;
     if (x->nbroad++ == 0)
         broad_link(s, x);
@@ -211,11 +212,9 @@ static void deliver(struct ws_server *s, struct session *x, struct wev **ev, str
         (*ev)->refs = 1; /* ours until routing is done */
         (*ev)->m = m;
     }
-    struct onode *n = xcalloc(1, sizeof(*n));
-    n->ev = *ev;
     (*ev)->refs++;
     count(&s->st.deliveries);
-    ws_outbox_push(s, x, n);
+    ws_outbox_push(s, x, *ev, NULL);
 }
 
 static void route_event(struct ws_server *s, struct xmsg *m)
@@ -233,12 +232,22 @@ static void route_event(struct ws_server *s, struct xmsg *m)
                     m->shared ? m->shared->len : m->len, m->status, m->key, m->origin_chain_id,
                     m->destination_chain_id);
     dash_frame_type(&fr, m->ev_type);
+    /* "everything" filters (the common dashboard) all answer as the empty one: once per event */
+    struct proto_filter none;
+    memset(&none, 0, sizeof(none));
+    int all = -1;
     for (struct session *x = s->broad_head; x != NULL; x = x->bnext)
-        for (size_t i = 0; i < x->nbroad; i++)
-            if (dash_broad_match(&x->broad[i].f, &fr)) {
+        for (size_t i = 0; i < x->nbroad; i++) {
+            int ok;
+            if (x->broad[i].all)
+                ok = all >= 0 ? all : (all = dash_broad_match(&none, &fr));
+            else
+                ok = dash_broad_match(&x->broad[i].f, &fr);
+            if (ok) {
                 deliver(s, x, &ev, m);
                 break;
             }
+        }
     dash_frame_cleanup(&fr);
     if (ev == NULL) {
         count(&s->st.unrouted);
@@ -495,7 +504,7 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     case LWS_CALLBACK_SERVER_WRITEABLE:
         if (x->id == 0)
             return 0;
-        if (x->out_head == NULL && !x->ping_due && x->close_code == 0 && x->held == 0)
+        if (x->out_count == 0 && !x->ping_due && x->close_code == 0 && x->held == 0)
             control_rate_ok(s, x); /* lws just answered a ping: see control_rate_ok */
         return ws_outbox_write(s, x);
     case LWS_CALLBACK_CLOSED:
@@ -532,6 +541,7 @@ void ws_server_free(struct ws_server *s)
     /* sessions live in lws per-session memory: lws_context_destroy closed and freed them
      * (CLOSED cleared their filters and outboxes) */
     xbuf_unref(s->chains);
+    free(s->wbuf);
     free(s->tab);
     free(s->itab);
     free(s->cors_origins);
@@ -568,6 +578,7 @@ void ws_server_protocol(struct ws_server *s, struct lws_protocols *out)
     out->callback = callback;
     out->per_session_data_size = sizeof(struct session);
     out->rx_buffer_size = 4096;
+    out->tx_packet_size = WRITE_BATCH_BYTES; /* a batch of frames in one send (ws_outbox.c) */
     out->user = s;
 }
 
@@ -613,9 +624,7 @@ void ws_server_on_msg(struct ws_server *s, struct xmsg *m)
         x = find(s, m->session);
         if (x == NULL || x->close_code != 0)
             break;
-        struct onode *n = xcalloc(1, sizeof(*n));
-        n->m = m;
-        ws_outbox_push(s, x, n);
+        ws_outbox_push(s, x, NULL, m);
         return;
     case XMSG_DASH_EVENT:
         if (m->shared == NULL)
@@ -662,6 +671,7 @@ void ws_server_stats_read(const struct ws_server *s, struct ws_server_stats *out
     out->closed = atomic_load(&c->closed);
     out->msgs_in = atomic_load(&c->msgs_in);
     out->frames_out = atomic_load(&c->frames_out);
+    out->frame_writes = atomic_load(&c->frame_writes);
     out->dropped = atomic_load(&c->dropped);
     out->unrouted = atomic_load(&c->unrouted);
     out->slow_closed = atomic_load(&c->slow_closed);

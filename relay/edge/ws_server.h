@@ -70,6 +70,7 @@ struct ws_server_stats {
     uint64_t opened, closed;
     uint64_t msgs_in;        /* XMSG_DASH_MSG pushed */
     uint64_t frames_out;     /* frames written (all kinds) */
+    uint64_t frame_writes;   /* writes of those frames: one per batch (ws_outbox.c) */
     uint64_t dropped;        /* XMSG_DASH_SEND/CLOSE/ACCEPT_SUB for unknown/closing sessions */
     uint64_t unrouted;       /* XMSG_DASH_EVENT that matched no session */
     uint64_t slow_closed;    /* sessions closed with 1013 */
