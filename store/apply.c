@@ -192,6 +192,8 @@ static void write_clear(struct apply_op *op)
 static void op_finish(struct apply_op *op, const char *err, enum proto_verdict v,
                       const char *sid)
 {
+    /* op->next is the op's: the callback may take its members (apply.h); what is left
+     * (everything, or an emptied struct) is freed here */
     op->cb(op->arg, err, v, v == PROTO_ACCEPT && err == NULL ? &op->next : NULL, sid);
     write_clear(op);
     status_event_cleanup(&op->obs);

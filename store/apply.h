@@ -32,10 +32,13 @@ typedef void apply_refund_failure_cb(void *arg, const char *request_id, const ch
 void applier_on_refund_failure(struct applier *a, apply_refund_failure_cb *fn, void *arg);
 
 /* Result: err is NULL or a store error (store_err_disconnected: nothing was written, retry
- * later). On PROTO_ACCEPT, ev is the written event (borrowed for the callback) and
- * stream_id its event-stream entry id. */
+ * later). On PROTO_ACCEPT, ev is the written event and stream_id its event-stream entry id.
+ * ev is owned by the applier (its apply op), which frees it when the callback returns: the
+ * callback may take ev's members over instead of copying them (a struct of owned pointers:
+ * move it, then status_event_init(ev)), so the applier then frees an empty event. This is
+ * how relay/ingest hands the event to the fan-out without a deep copy (issue 26). */
 typedef void apply_done_cb(void *arg, const char *err, enum proto_verdict v,
-                           const struct status_event *ev, const char *stream_id);
+                           struct status_event *ev, const char *stream_id);
 
 /* Apply obs (copied: the caller keeps obs). track = 1 starts tracking an untracked request
  * (upstream webhooks of our key). Returns 0 (cb called exactly once, once obs is in Redis or

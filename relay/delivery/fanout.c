@@ -385,29 +385,30 @@ static void fanout_kick(struct fanout *fo)
     event_active(fo->kick_ev, EV_TIMEOUT, 0);
 }
 
-static void on_ingest_event(void *arg, enum proto_verdict v, const struct status_event *ev,
-                            const char *stream_id)
+/* An event this process applied (ingest's taker, called after every borrowing listener):
+ * its members are moved into a fo_pre node (owned by the queue, then by the batch entry
+ * pre_take moves it into), not copied; the applier frees the emptied struct. */
+static void on_ingest_event(void *arg, struct status_event *ev, const char *stream_id)
 {
     struct fanout *fo = arg;
-    if (v != PROTO_ACCEPT || fo->closing)
-        return;
-    if (ev != NULL && key_partition(ev->request_id, strlen(ev->request_id),
-                                    store_partitions(fo->c->store)) != fo->part)
+    if (fo->closing || ev->request_id == NULL)
+        return; /* closing, or taken by the fan-out of its partition already */
+    if (key_partition(ev->request_id, strlen(ev->request_id),
+                      store_partitions(fo->c->store)) != fo->part)
         return; /* another partition's event (never with one partition) */
-    if (fo->leader && ev != NULL && stream_id != NULL && fo->npre < FANOUT_PRE_MAX &&
+    if (fo->leader && stream_id != NULL && fo->npre < FANOUT_PRE_MAX &&
         strlen(stream_id) < sizeof(fo->pre_head->sid)) {
-        struct fo_pre *p = xcalloc(1, sizeof(*p));
+        struct fo_pre *p = xmalloc(sizeof(*p));
+        p->next = NULL;
         str_copy(p->sid, sizeof(p->sid), stream_id);
-        if (status_event_copy(&p->ev, ev) == 0) {
-            if (fo->pre_tail)
-                fo->pre_tail->next = p;
-            else
-                fo->pre_head = p;
-            fo->pre_tail = p;
-            fo->npre++;
-        } else {
-            free(p); /* out of memory: the fan-out decodes the record instead */
-        }
+        p->ev = *ev; /* moved: the applier's struct is left empty */
+        status_event_init(ev);
+        if (fo->pre_tail)
+            fo->pre_tail->next = p;
+        else
+            fo->pre_head = p;
+        fo->pre_tail = p;
+        fo->npre++;
     }
     fanout_kick(fo);
 }
@@ -444,7 +445,7 @@ struct fanout *fanout_new(struct core *c, struct webhooks *w, struct dispatch *d
     event_add(fo->poll_ev, &pt);
     event_active(fo->lease_ev, EV_TIMEOUT, 0); /* try for the lease at once */
     if (c->ingest)
-        ingest_on_event(c->ingest, on_ingest_event, fo);
+        ingest_on_event_take(c->ingest, on_ingest_event, fo);
     store_on_state(c->store, on_store_state, fo);
     return fo;
 }
