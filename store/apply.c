@@ -189,16 +189,22 @@ static void write_clear(struct apply_op *op)
     memset(&op->ents, 0, sizeof(op->ents));
 }
 
-static void op_finish(struct apply_op *op, const char *err, enum proto_verdict v,
-                      const char *sid)
+static void op_finish_facts(struct apply_op *op, const char *err, enum proto_verdict v,
+                            const char *sid, int facts)
 {
     /* op->next is the op's: the callback may take its members (apply.h); what is left
      * (everything, or an emptied struct) is freed here */
-    op->cb(op->arg, err, v, v == PROTO_ACCEPT && err == NULL ? &op->next : NULL, sid);
+    op->cb(op->arg, err, v, v == PROTO_ACCEPT && err == NULL ? &op->next : NULL, sid, facts);
     write_clear(op);
     status_event_cleanup(&op->obs);
     status_event_cleanup(&op->next);
     free(op);
+}
+
+static void op_finish(struct apply_op *op, const char *err, enum proto_verdict v,
+                      const char *sid)
+{
+    op_finish_facts(op, err, v, sid, -1);
 }
 
 void applier_free(struct applier *a)
@@ -363,7 +369,10 @@ static void on_script(void *arg, const char *err, redisReply *r)
             cache_put(a, &op->next);
             if (op->refund_new && a->on_refund != NULL)
                 a->on_refund(a->on_refund_arg, op->obs.request_id, op->next.refund_fail_reason);
-            op_finish(op, NULL, PROTO_ACCEPT, sid);
+            /* apply.lua's 4th: whether the hash held facts as the event was written */
+            const redisReply *fx = e->elements > 3 ? e->element[3] : NULL;
+            int facts = fx != NULL && fx->type == REDIS_REPLY_INTEGER ? fx->integer != 0 : -1;
+            op_finish_facts(op, NULL, PROTO_ACCEPT, sid, facts);
             continue;
         }
         cache_drop(a, op->obs.request_id);

@@ -30,6 +30,8 @@ struct dispatch_attempt;
 struct fo_entry {
     char sid[48];
     int ok; /* decoded */
+    int no_facts; /* the applier said its request had no facts when it was written: it
+                     carries none, so no facts_at read for it (store/apply.h) */
     struct status_event ev;
     struct dispatch_body *body; /* the webhook body, made once for all first attempts */
 };
@@ -99,6 +101,7 @@ struct fo_batch {
 struct fo_pre {
     struct fo_pre *next;
     char sid[48];
+    int facts; /* the applier's word: 0 the event carries no facts, else maybe (apply.h) */
     struct status_event ev;
 };
 

@@ -76,7 +76,7 @@ static enum metrics_outcome outcome_of(enum proto_verdict v)
 }
 
 static void on_applied(void *arg, const char *err, enum proto_verdict v,
-                       struct status_event *ev, const char *stream_id)
+                       struct status_event *ev, const char *stream_id, int facts)
 {
     struct obs_item *it = arg;
     struct ingest *in = it->in;
@@ -103,7 +103,7 @@ static void on_applied(void *arg, const char *err, enum proto_verdict v,
     if (v == PROTO_ACCEPT && ev != NULL)
         for (struct listener *l = in->listeners; l; l = l->next)
             if (l->take != NULL)
-                l->take(l->arg, ev, stream_id);
+                l->take(l->arg, ev, stream_id, facts);
     item_free(it);
 }
 
