@@ -43,9 +43,11 @@ void applier_on_refund_failure(struct applier *a, apply_refund_failure_cb *fn, v
 typedef void apply_done_cb(void *arg, const char *err, enum proto_verdict v,
                            struct status_event *ev, const char *stream_id, int facts);
 
-/* Apply obs (copied: the caller keeps obs). track = 1 starts tracking an untracked request
- * (upstream webhooks of our key). Returns 0 (cb called exactly once, once obs is in Redis or
- * failed; possibly before this returns) or -1 when the store is not ready (cb not called). */
+/* Apply obs: borrowed, not copied - the caller keeps it alive and unchanged until cb is
+ * called (cb may free it; the applier does not touch obs after cb). track = 1 starts
+ * tracking an untracked request (upstream webhooks of our key). Returns 0 (cb called exactly
+ * once, once obs is in Redis or failed; possibly before this returns) or -1 when the store
+ * is not ready (cb not called, obs not kept). */
 int applier_apply(struct applier *a, const struct status_event *obs, int track,
                   apply_done_cb *cb, void *arg);
 

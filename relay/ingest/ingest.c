@@ -1,8 +1,9 @@
 /* ingest.c - see ingest.h. runs on: core thread.
  *
  * Ownership: every observation is copied into a struct obs_item owned by this module until
- * its apply completes; queued items (Redis down) are owned by the pending FIFO. The written
- * event is the applier's: listeners borrow it, then a taker (the fan-out) may move it out. */
+ * its apply completes (the applier borrows its ev until then, store/apply.h: no copy);
+ * queued items (Redis down) are owned by the pending FIFO. The written event is the
+ * applier's: listeners borrow it, then a taker (the fan-out) may move it out. */
 #include "relay/ingest/ingest.h"
 #include "relay/core.h"
 #include "relay/common/log.h"
