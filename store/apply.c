@@ -563,14 +563,10 @@ static size_t batch_start(struct batch *b)
         if (op->state == OP_WRITE)
             continue; /* decided on the record a conflict returned */
         const struct status_event *last = cache_get(a, op->obs->request_id);
-        int rc = 0;
-        if (last != NULL) {
-            struct status_event copy; /* the slot may change meanwhile */
-            if (status_event_copy(&copy, last) == 0) {
-                rc = decide(op, &copy, 0);
-                status_event_cleanup(&copy);
-            }
-        }
+        /* decided on the slot itself, not a copy: decide reads last before any callback it
+         * may call (op_finish on a failure, after which it returns at once) and the poll
+         * policy is pure, so nothing changes the slot while it is read */
+        int rc = last != NULL ? decide(op, last, 0) : 0;
         if (rc == -1) {
             b->op[i] = NULL;
         } else if (rc == 0) {
