@@ -102,7 +102,7 @@ enum op_state {
 struct apply_op {
     struct apply_op *qnext;
     struct applier *a;
-    struct status_event obs;
+    const struct status_event *obs; /* the caller's, borrowed until cb (apply.h) */
     struct status_event next;
     int track;
     int rounds;
@@ -189,14 +189,21 @@ static void write_clear(struct apply_op *op)
     memset(&op->ents, 0, sizeof(op->ents));
 }
 
+static void op_finish_facts(struct apply_op *op, const char *err, enum proto_verdict v,
+                            const char *sid, int facts)
+{
+    /* op->next is the op's: the callback may take its members (apply.h); what is left
+     * (everything, or an emptied struct) is freed here */
+    op->cb(op->arg, err, v, v == PROTO_ACCEPT && err == NULL ? &op->next : NULL, sid, facts);
+    write_clear(op);
+    status_event_cleanup(&op->next);
+    free(op);
+}
+
 static void op_finish(struct apply_op *op, const char *err, enum proto_verdict v,
                       const char *sid)
 {
-    op->cb(op->arg, err, v, v == PROTO_ACCEPT && err == NULL ? &op->next : NULL, sid);
-    write_clear(op);
-    status_event_cleanup(&op->obs);
-    status_event_cleanup(&op->next);
-    free(op);
+    op_finish_facts(op, err, v, sid, -1);
 }
 
 void applier_free(struct applier *a)
@@ -239,16 +246,16 @@ static int decide(struct apply_op *op, const struct status_event *last, int from
     status_event_cleanup(&op->next);
     write_clear(op);
     int64_t now = wall_ms();
-    if (proto_lifecycle_decide(last, &op->obs, now, &v, &op->next) != 0) {
-        log_err("lifecycle decision failed", "request=%s", op->obs.request_id);
+    if (proto_lifecycle_decide(last, op->obs, now, &v, &op->next) != 0) {
+        log_err("lifecycle decision failed", "request=%s", op->obs->request_id);
         op_finish(op, store_err_server, PROTO_STALE, NULL);
         return -1;
     }
     if (v != PROTO_ACCEPT && !from_redis)
         return 0; /* the cache may be behind: only Redis may say "not new" */
     if (v != PROTO_ACCEPT) {
-        if (v == PROTO_DUPLICATE && last != NULL && !(op->obs.flags & PROTO_F_FACTS))
-            confirm(a, op->obs.request_id, now); /* decided against Redis: it holds this state */
+        if (v == PROTO_DUPLICATE && last != NULL && !(op->obs->flags & PROTO_F_FACTS))
+            confirm(a, op->obs->request_id, now); /* decided against Redis: it holds this state */
         op_finish(op, NULL, v, NULL);
         return -1;
     }
@@ -285,7 +292,7 @@ static int decide_on_record(struct apply_op *op, const redisReply *rec)
     struct proto_err perr;
     status_event_init(&last);
     if (proto_event_from_record(rec->str, rec->len, &last, &perr) != 0) {
-        log_err("stored state unreadable", "request=%s err=%s field=%s", op->obs.request_id,
+        log_err("stored state unreadable", "request=%s err=%s field=%s", op->obs->request_id,
                 proto_strerror(perr.code), perr.field);
         status_event_cleanup(&last);
         op_finish(op, store_err_server, PROTO_STALE, NULL);
@@ -356,17 +363,20 @@ static void on_script(void *arg, const char *err, redisReply *r)
                 memset(&pe, 0, sizeof(pe));
                 if (proto_metadata_parse(meta->str, meta->len, &op->next.metadata, &pe) != 0)
                     log_err("tracking metadata unreadable", "request=%s err=%s field=%s",
-                            op->obs.request_id, proto_strerror(pe.code), pe.field);
+                            op->obs->request_id, proto_strerror(pe.code), pe.field);
             }
             cache_put(a, &op->next);
             if (op->refund_new && a->on_refund != NULL)
-                a->on_refund(a->on_refund_arg, op->obs.request_id, op->next.refund_fail_reason);
-            op_finish(op, NULL, PROTO_ACCEPT, sid);
+                a->on_refund(a->on_refund_arg, op->obs->request_id, op->next.refund_fail_reason);
+            /* apply.lua's 4th: whether the hash held facts as the event was written */
+            const redisReply *fx = e->elements > 3 ? e->element[3] : NULL;
+            int facts = fx != NULL && fx->type == REDIS_REPLY_INTEGER ? fx->integer != 0 : -1;
+            op_finish_facts(op, NULL, PROTO_ACCEPT, sid, facts);
             continue;
         }
-        cache_drop(a, op->obs.request_id);
+        cache_drop(a, op->obs->request_id);
         if (++op->rounds >= APPLY_MAX_ROUNDS) {
-            log_err("apply kept conflicting", "request=%s rounds=%d", op->obs.request_id,
+            log_err("apply kept conflicting", "request=%s rounds=%d", op->obs->request_id,
                     op->rounds);
             op_finish(op, store_err_server, PROTO_STALE, NULL);
             continue;
@@ -407,7 +417,7 @@ static void batch_write(struct batch *b)
     const char *tag = NULL;
     for (size_t i = 0; i < b->n; i++)
         if (b->op[i] != NULL) {
-            tag = store_tag_of(a->s, b->op[i]->obs.request_id); /* the partition's tag */
+            tag = store_tag_of(a->s, b->op[i]->obs->request_id); /* the partition's tag */
             break;
         }
     char(*keys)[KEY_MAX] = xmalloc((3 + 4 * nw) * KEY_MAX); /* filled by key_build */
@@ -513,7 +523,7 @@ static int batch_has(const struct part_q *q, const char *id)
         if (!b->busy)
             continue;
         for (size_t i = 0; i < b->n; i++)
-            if (b->op[i] != NULL && strcmp(b->op[i]->obs.request_id, id) == 0)
+            if (b->op[i] != NULL && strcmp(b->op[i]->obs->request_id, id) == 0)
                 return 1;
     }
     return 0;
@@ -531,7 +541,7 @@ static size_t batch_start(struct batch *b)
     for (size_t scanned = 0; *pp != NULL && b->n < APPLY_BATCH_MAX && scanned < APPLY_SCAN_MAX;
          scanned++) {
         struct apply_op *op = *pp;
-        if (batch_has(q, op->obs.request_id)) {
+        if (batch_has(q, op->obs->request_id)) {
             prev = op; /* a later observation of a request in a batch: next time */
             pp = &op->qnext;
             continue;
@@ -552,15 +562,11 @@ static size_t batch_start(struct batch *b)
         struct apply_op *op = b->op[i];
         if (op->state == OP_WRITE)
             continue; /* decided on the record a conflict returned */
-        const struct status_event *last = cache_get(a, op->obs.request_id);
-        int rc = 0;
-        if (last != NULL) {
-            struct status_event copy; /* the slot may change meanwhile */
-            if (status_event_copy(&copy, last) == 0) {
-                rc = decide(op, &copy, 0);
-                status_event_cleanup(&copy);
-            }
-        }
+        const struct status_event *last = cache_get(a, op->obs->request_id);
+        /* decided on the slot itself, not a copy: decide reads last before any callback it
+         * may call (op_finish on a failure, after which it returns at once) and the poll
+         * policy is pure, so nothing changes the slot while it is read */
+        int rc = last != NULL ? decide(op, last, 0) : 0;
         if (rc == -1) {
             b->op[i] = NULL;
         } else if (rc == 0) {
@@ -577,7 +583,7 @@ static size_t batch_start(struct batch *b)
         const char *id = NULL;
         for (size_t i = 0; i < b->n && id == NULL; i++)
             if (b->op[i] != NULL && b->op[i]->state == OP_READ)
-                id = b->op[i]->obs.request_id;
+                id = b->op[i]->obs->request_id;
         char k_req[KEY_MAX];
         key_build(k_req, sizeof(k_req), store_tag_of(a->s, id), "req", id, NULL);
         rc = store_cmd(a->s, on_read, b, "HGET %s rec", k_req);
@@ -587,7 +593,7 @@ static size_t batch_start(struct batch *b)
         size_t j = 0;
         for (size_t i = 0; i < b->n; i++)
             if (b->op[i] != NULL && b->op[i]->state == OP_READ) {
-                const char *id = b->op[i]->obs.request_id;
+                const char *id = b->op[i]->obs->request_id;
                 key_build(keys[j], KEY_MAX, store_tag_of(a->s, id), "req", id, NULL);
                 argv[j] = keys[j];
                 j++;
@@ -642,11 +648,8 @@ int applier_apply(struct applier *a, const struct status_event *obs, int track,
     op->arg = arg;
     op->track = track;
     status_event_init(&op->next);
-    if (status_event_copy(&op->obs, obs) != 0) {
-        free(op);
-        return -1;
-    }
-    struct part_q *q = &a->pq[key_partition(op->obs.request_id, strlen(op->obs.request_id),
+    op->obs = obs; /* borrowed, not copied: the caller keeps it until cb (issue 26) */
+    struct part_q *q = &a->pq[key_partition(op->obs->request_id, strlen(op->obs->request_id),
                                             a->npq)];
     if (q->tail != NULL)
         q->tail->qnext = op;

@@ -32,14 +32,22 @@ typedef void apply_refund_failure_cb(void *arg, const char *request_id, const ch
 void applier_on_refund_failure(struct applier *a, apply_refund_failure_cb *fn, void *arg);
 
 /* Result: err is NULL or a store error (store_err_disconnected: nothing was written, retry
- * later). On PROTO_ACCEPT, ev is the written event (borrowed for the callback) and
- * stream_id its event-stream entry id. */
+ * later). On PROTO_ACCEPT, ev is the written event and stream_id its event-stream entry id.
+ * ev is owned by the applier (its apply op), which frees it when the callback returns: the
+ * callback may take ev's members over instead of copying them (a struct of owned pointers:
+ * move it, then status_event_init(ev)), so the applier then frees an empty event. This is
+ * how relay/ingest hands the event to the fan-out without a deep copy (issue 26).
+ * facts (with ev): 0 when the request had no facts as the event was written, so the event
+ * never carries any (a later facts version starts at a later seq: store/facts.h) and nobody
+ * needs to ask store_facts_at for it; 1 when it had some; -1 not known. */
 typedef void apply_done_cb(void *arg, const char *err, enum proto_verdict v,
-                           const struct status_event *ev, const char *stream_id);
+                           struct status_event *ev, const char *stream_id, int facts);
 
-/* Apply obs (copied: the caller keeps obs). track = 1 starts tracking an untracked request
- * (upstream webhooks of our key). Returns 0 (cb called exactly once, once obs is in Redis or
- * failed; possibly before this returns) or -1 when the store is not ready (cb not called). */
+/* Apply obs: borrowed, not copied - the caller keeps it alive and unchanged until cb is
+ * called (cb may free it; the applier does not touch obs after cb). track = 1 starts
+ * tracking an untracked request (upstream webhooks of our key). Returns 0 (cb called exactly
+ * once, once obs is in Redis or failed; possibly before this returns) or -1 when the store
+ * is not ready (cb not called, obs not kept). */
 int applier_apply(struct applier *a, const struct status_event *obs, int track,
                   apply_done_cb *cb, void *arg);
 

@@ -29,8 +29,10 @@
 -- Every observation is the upstream's word, so an applied one also sets the hash's "cf" (when
 -- the upstream last confirmed the stored state, ms: relay/api/compat.c's fresh status reads);
 -- one that repeats the stored state sets it through store/apply_confirm.lua.
--- Returns one result per item: {1, stream id, metadata or false} when applied, {0, current
--- record or false} on a seq conflict.
+-- Returns one result per item: {1, stream id, metadata or false, facts} when applied (facts:
+-- 1 when the hash holds request facts (fx) as the event is written, else 0 - then the event
+-- can never carry any: a later facts version is of seq > this one, store/facts_put.lua, so
+-- the fan-out skips its facts_at read), {0, current record or false} on a seq conflict.
 local tag, now = ARGV[4], tonumber(ARGV[2])
 local wcfg = {wttl = tonumber(ARGV[5]), settled = tonumber(ARGV[6]),
               ftail = tonumber(ARGV[7])}
@@ -78,8 +80,8 @@ local function meta_ok(m)
 end
 local function apply_one(KEYS, ARGV)
 local id, st = ARGV[6], ARGV[4]
--- one read of the hash: the watch (watch_read) and meta, mdok, ix, tl1
-local o = watch_read(KEYS[1], id, {'meta', 'mdok', 'ix', 'tl1', 'cx'})
+-- one read of the hash: the watch (watch_read) and meta, mdok, ix, tl1, cx, fx
+local o = watch_read(KEYS[1], id, {'meta', 'mdok', 'ix', 'tl1', 'cx', 'fx'})
 if o.seq ~= tonumber(ARGV[1]) then
   return {0, redis.call('HGET', KEYS[1], 'rec') or false}
 end
@@ -167,7 +169,7 @@ if KEYS[5] ~= KEYS[4] then
   redis.call('ZREM', KEYS[5], id)
 end
 redis.call('ZADD', KEYS[4], first, id)
-return {1, sid, meta}
+return {1, sid, meta, o.x[6] and 1 or 0}
 end
 
 local res, k, a = {}, 4, 10

@@ -69,11 +69,20 @@ static void grow(struct idmap *m)
     free(old);
 }
 
+uint32_t idmap_hash(const struct idmap *m, const char *id)
+{
+    return hash_str(m, id);
+}
+
 int idmap_put(struct idmap *m, const char *id, uint32_t value)
+{
+    return idmap_put_h(m, id, hash_str(m, id), value);
+}
+
+int idmap_put_h(struct idmap *m, const char *id, uint32_t h, uint32_t value)
 {
     if ((m->n + 1) * 4 > m->cap * 3)
         grow(m);
-    uint32_t h = hash_str(m, id);
     size_t i = find(m, id, h);
     if (m->slots[i].key) {
         m->slots[i].value = value;
@@ -88,7 +97,12 @@ int idmap_put(struct idmap *m, const char *id, uint32_t value)
 
 int idmap_get(const struct idmap *m, const char *id, uint32_t *value)
 {
-    size_t i = find(m, id, hash_str(m, id));
+    return idmap_get_h(m, id, hash_str(m, id), value);
+}
+
+int idmap_get_h(const struct idmap *m, const char *id, uint32_t h, uint32_t *value)
+{
+    size_t i = find(m, id, h);
     if (m->slots[i].key == NULL)
         return 0;
     if (value)
@@ -98,7 +112,12 @@ int idmap_get(const struct idmap *m, const char *id, uint32_t *value)
 
 int idmap_del(struct idmap *m, const char *id)
 {
-    size_t mask = m->cap - 1, i = find(m, id, hash_str(m, id));
+    return idmap_del_h(m, id, hash_str(m, id));
+}
+
+int idmap_del_h(struct idmap *m, const char *id, uint32_t h)
+{
+    size_t mask = m->cap - 1, i = find(m, id, h);
     if (m->slots[i].key == NULL)
         return 0;
     free(m->slots[i].key);

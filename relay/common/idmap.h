@@ -20,6 +20,12 @@ int idmap_get(const struct idmap *m, const char *id, uint32_t *value);
 /* Returns 1 when it was present. */
 int idmap_del(struct idmap *m, const char *id);
 size_t idmap_count(const struct idmap *m);
+/* The same with the id's hash computed once by the caller (idmap_hash of this map): for a
+ * key looked up, inserted and deleted several times. */
+uint32_t idmap_hash(const struct idmap *m, const char *id);
+int idmap_put_h(struct idmap *m, const char *id, uint32_t h, uint32_t value);
+int idmap_get_h(const struct idmap *m, const char *id, uint32_t h, uint32_t *value);
+int idmap_del_h(struct idmap *m, const char *id, uint32_t h);
 /* Visit every entry; fn may update the value through the pointer, not insert or delete. */
 void idmap_each(struct idmap *m, void (*fn)(void *arg, const char *id, uint32_t *value),
                 void *arg);

@@ -65,15 +65,17 @@ static void pre_clear(struct fanout *fo)
         pre_drop_head(fo);
 }
 
-/* Move the pre-decoded event of stream entry sid into ev (1), or 0 when there is none:
- * older queued entries were read elsewhere (a takeover, a re-read) and are dropped. */
-static int pre_take(struct fanout *fo, const char *sid, struct status_event *ev)
+/* Move the pre-decoded event of stream entry sid into ev (1, *facts: the applier's word on
+ * its facts), or 0 when there is none: older queued entries were read elsewhere (a
+ * takeover, a re-read) and are dropped. */
+static int pre_take(struct fanout *fo, const char *sid, struct status_event *ev, int *facts)
 {
     while (fo->pre_head && stream_id_cmp(fo->pre_head->sid, sid) < 0)
         pre_drop_head(fo);
     if (fo->pre_head == NULL || stream_id_cmp(fo->pre_head->sid, sid) != 0)
         return 0;
     *ev = fo->pre_head->ev; /* moved: the node gives up its strings */
+    *facts = fo->pre_head->facts;
     status_event_init(&fo->pre_head->ev);
     pre_drop_head(fo);
     return 1;
@@ -226,6 +228,12 @@ static void on_claim(void *arg, const char *err, const char *msg, const char *ne
     fo_step(fo);
 }
 
+/* An entry whose facts are read (store_facts_at): decoded, and not known to carry none. */
+static int needs_facts(const struct fo_entry *fe)
+{
+    return fe->ok && fe->ev.request_id != NULL && !fe->no_facts;
+}
+
 /* The facts of the batch's events (texts in the order on_read asked: its decoded entries):
  * attached, then the batch is matched. Without them (Redis error) no body may be made: the
  * batch is dropped and read again from our pending entries, so a body never lacks facts its
@@ -247,7 +255,7 @@ static void on_facts(void *arg, const char *err, char **texts, size_t n)
     }
     size_t m = 0;
     for (size_t i = 0; i < b->n && m < n; i++)
-        if (b->ents[i].ok && b->ents[i].ev.request_id != NULL) {
+        if (needs_facts(&b->ents[i])) {
             free(b->ents[i].ev.facts);
             b->ents[i].ev.facts = texts[m]; /* taken */
             texts[m++] = NULL;
@@ -287,8 +295,15 @@ static void on_read(void *arg, const char *err, const char *msg, struct store_ev
         snprintf(fe->sid, sizeof(fe->sid), "%.*s", (int)e.sid_len, e.sid);
         status_event_init(&fe->ev);
         struct proto_err pe = {0};
-        if (pre_take(fo, fe->sid, &fe->ev))
+        int facts = -1;
+        if (pre_take(fo, fe->sid, &fe->ev, &facts)) {
             fe->ok = 1;
+            if (facts == 0) { /* what facts_at would say: none (store/apply.h) */
+                fe->no_facts = 1;
+                free(fe->ev.facts);
+                fe->ev.facts = NULL;
+            }
+        }
         else if (e.rec != NULL && store_event_decode(&e, &fe->ev, &pe) == 0) {
             fe->ok = 1;
             if (fe->ev.type != PROTO_EV_STATUS) /* only records carry the other types */
@@ -305,10 +320,16 @@ static void on_read(void *arg, const char *err, const char *msg, struct store_ev
     uint64_t *seqs = xcalloc(b->n ? b->n : 1, sizeof(*seqs));
     size_t m = 0;
     for (size_t i = 0; i < b->n; i++)
-        if (b->ents[i].ok && b->ents[i].ev.request_id != NULL) {
+        if (needs_facts(&b->ents[i])) {
             ids[m] = b->ents[i].ev.request_id;
             seqs[m++] = b->ents[i].ev.seq;
         }
+    if (m == 0) { /* none can carry facts (events this process applied): no round trip */
+        free(ids);
+        free(seqs);
+        fo_process_batch(fo);
+        return;
+    }
     fo->pending++;
     int rc = store_facts_at(fo->c->store, ids, seqs, m, on_facts, fo);
     free(ids);
@@ -385,29 +406,32 @@ static void fanout_kick(struct fanout *fo)
     event_active(fo->kick_ev, EV_TIMEOUT, 0);
 }
 
-static void on_ingest_event(void *arg, enum proto_verdict v, const struct status_event *ev,
-                            const char *stream_id)
+/* An event this process applied (ingest's taker, called after every borrowing listener):
+ * its members are moved into a fo_pre node (owned by the queue, then by the batch entry
+ * pre_take moves it into), not copied; the applier frees the emptied struct. */
+static void on_ingest_event(void *arg, struct status_event *ev, const char *stream_id,
+                            int facts)
 {
     struct fanout *fo = arg;
-    if (v != PROTO_ACCEPT || fo->closing)
-        return;
-    if (ev != NULL && key_partition(ev->request_id, strlen(ev->request_id),
-                                    store_partitions(fo->c->store)) != fo->part)
+    if (fo->closing || ev->request_id == NULL)
+        return; /* closing, or taken by the fan-out of its partition already */
+    if (key_partition(ev->request_id, strlen(ev->request_id),
+                      store_partitions(fo->c->store)) != fo->part)
         return; /* another partition's event (never with one partition) */
-    if (fo->leader && ev != NULL && stream_id != NULL && fo->npre < FANOUT_PRE_MAX &&
+    if (fo->leader && stream_id != NULL && fo->npre < FANOUT_PRE_MAX &&
         strlen(stream_id) < sizeof(fo->pre_head->sid)) {
-        struct fo_pre *p = xcalloc(1, sizeof(*p));
+        struct fo_pre *p = xmalloc(sizeof(*p));
+        p->next = NULL;
         str_copy(p->sid, sizeof(p->sid), stream_id);
-        if (status_event_copy(&p->ev, ev) == 0) {
-            if (fo->pre_tail)
-                fo->pre_tail->next = p;
-            else
-                fo->pre_head = p;
-            fo->pre_tail = p;
-            fo->npre++;
-        } else {
-            free(p); /* out of memory: the fan-out decodes the record instead */
-        }
+        p->facts = facts;
+        p->ev = *ev; /* moved: the applier's struct is left empty */
+        status_event_init(ev);
+        if (fo->pre_tail)
+            fo->pre_tail->next = p;
+        else
+            fo->pre_head = p;
+        fo->pre_tail = p;
+        fo->npre++;
     }
     fanout_kick(fo);
 }
@@ -444,7 +468,7 @@ struct fanout *fanout_new(struct core *c, struct webhooks *w, struct dispatch *d
     event_add(fo->poll_ev, &pt);
     event_active(fo->lease_ev, EV_TIMEOUT, 0); /* try for the lease at once */
     if (c->ingest)
-        ingest_on_event(c->ingest, on_ingest_event, fo);
+        ingest_on_event_take(c->ingest, on_ingest_event, fo);
     store_on_state(c->store, on_store_state, fo);
     return fo;
 }

@@ -28,20 +28,37 @@ static void pair_key(char *out, size_t size, const struct fo_dl *dl)
     str_copy2(out, size, dl->wh->id, '\x1f', dl->b->ents[dl->ev].ev.request_id);
 }
 
-static struct fo_dl *pair_get(struct fanout *fo, const struct fo_dl *dl)
+/* The newest open pair of dl's (endpoint, request), or NULL. The key's hash is made here,
+ * once per pair, and kept in dl->hash for pair_put and pair_drop (issue 26: it was hashed
+ * three or four times per event). */
+static struct fo_dl *pair_get(struct fanout *fo, struct fo_dl *dl)
 {
     char k[WH_ID_MAX + 160];
     uint32_t v;
     pair_key(k, sizeof(k), dl);
-    return idmap_get(fo->pairs, k, &v) ? fo->slots[v] : NULL;
+    dl->hash = idmap_hash(fo->pairs, k);
+    return idmap_get_h(fo->pairs, k, dl->hash, &v) ? fo->slots[v] : NULL;
 }
 
-static void pair_put(struct fanout *fo, struct fo_dl *dl)
+/* dl becomes the newest open pair of its key. pred: what pair_get returned for dl (its
+ * slot is taken over without a map operation), or have_hash 0 when pair_get was not
+ * called for dl. */
+static void pair_put(struct fanout *fo, struct fo_dl *dl, struct fo_dl *pred, int have_hash)
 {
+    uint32_t v;
+    if (pred != NULL && pred->slot != 0) {
+        v = pred->slot - 1; /* the map holds this slot for the key already */
+        pred->slot = 0;
+        fo->slots[v] = dl;
+        dl->slot = v + 1;
+        dl->hash = pred->hash;
+        return;
+    }
     char k[WH_ID_MAX + 160];
     pair_key(k, sizeof(k), dl);
-    uint32_t v;
-    if (idmap_get(fo->pairs, k, &v)) {
+    if (!have_hash)
+        dl->hash = idmap_hash(fo->pairs, k);
+    if (idmap_get_h(fo->pairs, k, dl->hash, &v)) {
         fo->slots[v]->slot = 0; /* dl is the newest open pair now */
     } else if (fo->nfree > 0) {
         v = fo->free_slots[--fo->nfree];
@@ -55,7 +72,7 @@ static void pair_put(struct fanout *fo, struct fo_dl *dl)
     }
     fo->slots[v] = dl;
     dl->slot = v + 1;
-    idmap_put(fo->pairs, k, v);
+    idmap_put_h(fo->pairs, k, dl->hash, v);
 }
 
 static void pair_drop(struct fanout *fo, struct fo_dl *dl)
@@ -64,7 +81,7 @@ static void pair_drop(struct fanout *fo, struct fo_dl *dl)
         return;
     char k[WH_ID_MAX + 160];
     pair_key(k, sizeof(k), dl);
-    idmap_del(fo->pairs, k);
+    idmap_del_h(fo->pairs, k, dl->hash);
     fo->free_slots[fo->nfree++] = dl->slot - 1;
     dl->slot = 0;
 }
@@ -366,16 +383,16 @@ static void on_held(void *arg, const char *err, const char *msg, const struct dl
         case FO_ADMIT_CHAIN:
             fo_dl_set(dl, FO_CHAINED); /* waits for its predecessor's outcome */
             pred->succ = dl;
-            pair_put(fo, dl);
+            pair_put(fo, dl, pred, 1);
             break;
         case FO_ADMIT_BEHIND: /* it failed or is recorded pending: behind it */
             fo_dl_set(dl, FO_PENDING);
             b->open--;
             fo->nopen--;
-            pair_put(fo, dl);
+            pair_put(fo, dl, pred, 1);
             break;
         default: /* FO_ADMIT_SEND */
-            pair_put(fo, dl);
+            pair_put(fo, dl, pred, 1);
             send_first(fo, dl);
             break;
         }
@@ -383,7 +400,7 @@ static void on_held(void *arg, const char *err, const char *msg, const struct dl
     /* pending pairs are open pairs too: a later event of the request waits behind them */
     for (size_t i = 0; i < b->ndl; i++)
         if (b->dls[i]->st == FO_PENDING && b->dls[i]->slot == 0)
-            pair_put(fo, b->dls[i]);
+            pair_put(fo, b->dls[i], NULL, 0);
     fo->c->metrics.wh_fanout_events += b->n;
     fo_idle(fo);
     commit_soon(fo);

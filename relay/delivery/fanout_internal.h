@@ -30,6 +30,8 @@ struct dispatch_attempt;
 struct fo_entry {
     char sid[48];
     int ok; /* decoded */
+    int no_facts; /* the applier said its request had no facts when it was written: it
+                     carries none, so no facts_at read for it (store/apply.h) */
     struct status_event ev;
     struct dispatch_body *body; /* the webhook body, made once for all first attempts */
 };
@@ -75,6 +77,7 @@ struct fo_dl {
     int64_t num;                /* next attempt ms (retry) or lease end (in flight) */
     struct fo_dl *succ;         /* chained successor (CHAINED), not owned */
     uint32_t slot;              /* in the open-pair map: slot + 1, 0 when not */
+    uint32_t hash;              /* of its pair key in fo->pairs (idmap_hash), made once */
 };
 
 struct fo_batch {
@@ -90,12 +93,15 @@ struct fo_batch {
 };
 
 /* An event this process accepted, decoded, waiting for the fan-out to read its stream
- * entry: the read then skips decoding the record again. Listeners run in the order of the
+ * entry: the read then skips decoding the record again. ev is the applier's written event
+ * itself, moved here (ingest_on_event_take), not a copy: the node owns it until pre_take
+ * moves it into the batch entry (or it is dropped). Listeners run in the order of the
  * apply replies, which is the order of the XADDs, so the queue is in stream order; entries
  * of other processes simply find no match here and are decoded. */
 struct fo_pre {
     struct fo_pre *next;
     char sid[48];
+    int facts; /* the applier's word: 0 the event carries no facts, else maybe (apply.h) */
     struct status_event ev;
 };
 

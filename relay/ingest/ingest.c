@@ -1,7 +1,9 @@
 /* ingest.c - see ingest.h. runs on: core thread.
  *
  * Ownership: every observation is copied into a struct obs_item owned by this module until
- * its apply completes; queued items (Redis down) are owned by the pending FIFO. */
+ * its apply completes (the applier borrows its ev until then, store/apply.h: no copy);
+ * queued items (Redis down) are owned by the pending FIFO. The written event is the
+ * applier's: listeners borrow it, then a taker (the fan-out) may move it out. */
 #include "relay/ingest/ingest.h"
 #include "relay/core.h"
 #include "relay/common/log.h"
@@ -17,6 +19,7 @@
 
 struct listener {
     ingest_event_cb *fn;
+    ingest_take_cb *take; /* a taker (ingest_on_event_take): fn is NULL */
     void *arg;
     struct listener *next;
 };
@@ -74,7 +77,7 @@ static enum metrics_outcome outcome_of(enum proto_verdict v)
 }
 
 static void on_applied(void *arg, const char *err, enum proto_verdict v,
-                       const struct status_event *ev, const char *stream_id)
+                       struct status_event *ev, const char *stream_id, int facts)
 {
     struct obs_item *it = arg;
     struct ingest *in = it->in;
@@ -93,9 +96,15 @@ static void on_applied(void *arg, const char *err, enum proto_verdict v,
     in->c->metrics.events[it->ev.source][outcome_of(v)]++;
     if (v == PROTO_ACCEPT)
         for (struct listener *l = in->listeners; l; l = l->next)
-            l->fn(l->arg, v, ev, stream_id);
+            if (l->fn != NULL)
+                l->fn(l->arg, v, ev, stream_id);
     if (it->cb)
         it->cb(it->arg, NULL, v, ev);
+    /* last, the takers: ev (the applier's) may be moved out by one of them */
+    if (v == PROTO_ACCEPT && ev != NULL)
+        for (struct listener *l = in->listeners; l; l = l->next)
+            if (l->take != NULL)
+                l->take(l->arg, ev, stream_id, facts);
     item_free(it);
 }
 
@@ -247,13 +256,25 @@ void ingest_rejected(struct ingest *in, enum proto_source src)
     in->c->metrics.events_rejected[src][MR_MALFORMED]++;
 }
 
-void ingest_on_event(struct ingest *in, ingest_event_cb *fn, void *arg)
+static void listener_add(struct ingest *in, ingest_event_cb *fn, ingest_take_cb *take,
+                         void *arg)
 {
     struct listener *l = xcalloc(1, sizeof(*l));
     l->fn = fn;
+    l->take = take;
     l->arg = arg;
     struct listener **pp = &in->listeners;
     while (*pp)
         pp = &(*pp)->next;
     *pp = l;
+}
+
+void ingest_on_event(struct ingest *in, ingest_event_cb *fn, void *arg)
+{
+    listener_add(in, fn, NULL, arg);
+}
+
+void ingest_on_event_take(struct ingest *in, ingest_take_cb *fn, void *arg)
+{
+    listener_add(in, NULL, fn, arg);
 }

@@ -46,5 +46,16 @@ int ingest_refuse_future(struct ingest *in, const struct status_event *obs, int6
 typedef void ingest_event_cb(void *arg, enum proto_verdict v, const struct status_event *ev,
                              const char *stream_id);
 void ingest_on_event(struct ingest *in, ingest_event_cb *fn, void *arg);
+/* A listener that may take the accepted event over: called for every accepted event after
+ * every ingest_on_event listener and the submitter's callback (they only borrow it), in
+ * registration order. It may move ev's members into a struct of its own (then
+ * status_event_init(ev)): the applier frees what is left once they return, so a taker gets
+ * the written event without a deep copy. A later taker then sees ev->request_id == NULL
+ * (taken: nothing for it). facts: the applier's word on whether the event can carry request
+ * facts (store/apply.h: 0 never, 1 maybe, -1 not known). Used by the fan-out's pre-decoded
+ * events (issue 26). */
+typedef void ingest_take_cb(void *arg, struct status_event *ev, const char *stream_id,
+                            int facts);
+void ingest_on_event_take(struct ingest *in, ingest_take_cb *fn, void *arg);
 
 #endif

@@ -185,6 +185,37 @@ static void test_seeded_order(void **state)
     idmap_free(b);
 }
 
+/* The _h calls with a hash made once (the fan-out's open pairs, issue 26) find, update and
+ * delete the same entries as the plain calls, through growth and backward-shift deletes. */
+static void test_hashed_once(void **state)
+{
+    struct idmap *m = idmap_new();
+    char id[80];
+    uint32_t v = 0;
+    for (unsigned i = 0; i < 2000; i++) {
+        id_of(id, sizeof(id), i);
+        uint32_t h = idmap_hash(m, id);
+        assert_int_equal(idmap_get_h(m, id, h, NULL), 0);
+        assert_int_equal(idmap_put_h(m, id, h, i), 1);
+        assert_int_equal(idmap_put_h(m, id, h, i + 1), 0); /* update */
+        assert_int_equal(idmap_get(m, id, &v), 1);
+        assert_int_equal(v, i + 1);
+    }
+    for (unsigned i = 0; i < 2000; i += 2) {
+        id_of(id, sizeof(id), i);
+        assert_int_equal(idmap_del_h(m, id, idmap_hash(m, id)), 1);
+        assert_int_equal(idmap_del_h(m, id, idmap_hash(m, id)), 0);
+    }
+    assert_int_equal(idmap_count(m), 1000);
+    for (unsigned i = 0; i < 2000; i++) {
+        id_of(id, sizeof(id), i);
+        assert_int_equal(idmap_get_h(m, id, idmap_hash(m, id), &v), i % 2);
+        if (i % 2)
+            assert_int_equal(v, i + 1);
+    }
+    idmap_free(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -194,6 +225,7 @@ int main(void)
         cmocka_unit_test(test_long_ids),
         cmocka_unit_test(test_siphash_vectors),
         cmocka_unit_test(test_seeded_order),
+        cmocka_unit_test(test_hashed_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
