@@ -225,7 +225,8 @@ test('the live page in headless Chromium: chain names and icons from the list, e
     assert.match(links[0].href, /^https:\/\/etherscan\.io\/tx\/0x[0-9a-f]{64}$/);
     assert.equal(links.at(-1).chain, 42161);
     assert.match(links.at(-1).href, /^https:\/\/arbiscan\.io\/tx\//);
-    // the timeline's events link their hashes too
+    // the timeline's events link their hashes too (the list may fill after the summary)
+    await page.waitForFunction(() => document.querySelectorAll('#tl-list a.tx').length >= 2, null, { timeout: 15000 }).catch(() => {});
     const tlLinks = await page.$$eval('#tl-list a.tx', (as) => as.map((a) => a.getAttribute('href')));
     assert.ok(tlLinks.length >= 2 && tlLinks.every((h) => links.some((l) => l.href === h)), JSON.stringify(tlLinks));
 

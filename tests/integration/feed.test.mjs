@@ -170,7 +170,7 @@ test('kill -9 of the feed holder: the other process continues from the cursor, n
     // the survivor moves the deployment's cursor past the changes made after the kill
     const changed = Math.max(...await Promise.all(ids.map(async (id) => (await simReq(id)).updatedAt)));
     await until(async () => Number(await redis.cmd('HGET', '{feedkill}:feedc', 'at')) >= changed,
-      { msg: `the cursor passes ${changed}`, timeoutMs: 15000 });
+      { msg: `the cursor passes ${changed}`, timeoutMs: 30000 });
     assert.ok(holds(b), 'the survivor holds the feed');
     for (const id of ids) await sim.control(`/requests/${id}/advance`, {});
     await allAt(b, ids, 'submitted', 15000);
