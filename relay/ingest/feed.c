@@ -30,6 +30,7 @@
 #include <string.h>
 
 #define TICK_MS 200
+#define FEED_RESTORE_MAX 500 /* watch entries read per tick while the feed is down */
 #define PAGE_LIMIT 50
 #define FEED_OVERLAP_MS 5000            /* a sweep starts this far before the cursor */
 #define PAGE_MAX_RESPONSE (4 * 1024 * 1024)
@@ -276,6 +277,10 @@ static void apply_page(struct run *r, const unsigned char *seen)
             continue;
         }
         r->pending++;
+        /* of the key: a request already stored (first seen through polls, so that its item
+         * may change nothing and come back without an event) is marked now; a new one when
+         * its apply answers (on_applied) */
+        feed_mark(r->f->c->store, r->evs[i].request_id);
         /* the item's facts first (the event its status makes carries them), then the apply */
         facts_submit_cb(r->f->c, &r->evs[i], 1, r->fx[i], r->fx[i] != NULL ? r->fx_len[i] : 0,
                         on_applied, r);
@@ -478,6 +483,9 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         run_free(f->sweep);
         f->sweep = NULL;
     }
+    if (f->scope != NULL && !f->healthy)
+        /* the feed-covered requests get their poll tiers back, a bounded pass per tick */
+        feed_restore(c->store, wall_ms(), FEED_RESTORE_MAX);
     if (f->on && f->held && f->sweep == NULL && now >= f->sweep_next)
         start_sweep(f);
     if (f->sweep != NULL)
