@@ -182,16 +182,19 @@ int feed_mark(struct store *s, const char *id)
     return store_eval(s, script(SC_MARK), NULL, NULL, 1, 3, argv, NULL);
 }
 
-int feed_restore(struct store *s, int64_t now_ms, int max)
+int feed_restore(struct store *s, int64_t now_ms, int max, int64_t due_active_ms,
+                 int64_t due_settled_ms)
 {
     if (store_partitions(s) != 1)
         return 0; /* feed-covered requests keep their tiers (store/watch_lib.lua) */
-    char k1[KEY_MAX], k2[KEY_MAX], k3[KEY_MAX], ms[SCRIPT_NUM_MAX], n[SCRIPT_NUM_MAX];
+    char k1[KEY_MAX], k2[KEY_MAX], k3[KEY_MAX], ms[SCRIPT_NUM_MAX], n[SCRIPT_NUM_MAX],
+        da[SCRIPT_NUM_MAX], ds[SCRIPT_NUM_MAX];
     dkey(s, k1, "feedok", NULL);
     dkey(s, k2, "watch", NULL);
     dkey(s, k3, "feedr", NULL);
-    const char *argv[] = {k1, k2, k3, script_num(ms, now_ms), script_num(n, max), store_tag(s)};
-    return store_eval(s, script(SC_RESTORE), NULL, NULL, 3, 6, argv, NULL);
+    const char *argv[] = {k1, k2, k3, script_num(ms, now_ms), script_num(n, max), store_tag(s),
+                          script_num(da, due_active_ms), script_num(ds, due_settled_ms)};
+    return store_eval(s, script(SC_RESTORE), NULL, NULL, 3, 8, argv, NULL);
 }
 
 /* ---- backfill progress ---------------------------------------------------------------------- */

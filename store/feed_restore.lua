@@ -6,7 +6,10 @@
 -- a request whose watch version moves later is met again (harmless: it has a tier then).
 -- While the feed is healthy the cursor is dropped (the next outage starts a new pass).
 -- KEYS: 1 {P}:feedok, 2 {P}:watch, 3 cursor {P}:feedr
--- ARGV: 1 now ms, 2 at most this many watch entries read, 3 key tag "{P}"
+-- ARGV: 1 now ms, 2 at most this many watch entries read, 3 key tag "{P}", 4 due ms of an
+--       active request (tier "a"), 5 due ms of a settled one (tier "s"); relay/ingest/feed.c
+--       chooses them (now when the feed was healthy before in that process, as every tier is
+--       made due then; else the tier's own period: a process that just started)
 -- Returns how many requests got a tier back.
 if redis.call('EXISTS', KEYS[1]) == 1 then
   redis.call('DEL', KEYS[3])
@@ -26,7 +29,7 @@ for i = 1, #r, 2 do
   if h[3] == '1' and (h[2] == false or h[2] == '') and (h[1] == 'active' or h[1] == 'settled')
      and (h[4] ~= '1' or h[5] == '1') then
     local t = h[1] == 'settled' and 's' or 'a'
-    redis.call('ZADD', tiers[t], ARGV[1], id)
+    redis.call('ZADD', tiers[t], t == 's' and ARGV[5] or ARGV[4], id)
     redis.call('HSET', k, 'pt', t)
     n = n + 1
   end

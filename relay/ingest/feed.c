@@ -76,6 +76,7 @@ struct feed {
     int leasing;
     int64_t lease_next; /* mono ms */
     int held, healthy;
+    int was_healthy; /* the feed was healthy once in this process (feed_restore's due) */
     int64_t cursor_ms;  /* -1 = none yet */
     int64_t sweep_next; /* mono ms */
     /* where the next sweep resumes: the query and continuation of the previous sweep's last
@@ -218,6 +219,7 @@ static void on_commit(void *arg, const char *err, int ok)
     if (r->top_ms > f->cursor_ms)
         f->cursor_ms = r->top_ms;
     f->healthy = 1;
+    f->was_healthy = 1;
     f->c->metrics.feed_healthy = 1;
     page_next(r);
 }
@@ -448,6 +450,8 @@ static void on_lease(void *arg, const char *err, int held, int healthy, int64_t 
         f->resume_cont = NULL;
     }
     f->held = held;
+    if (healthy)
+        f->was_healthy = 1;
     if (f->healthy && !healthy) {
         /* polls the feed made unnecessary are due again: the budget decides the order */
         log_warn("changes feed not healthy: polling every watched request again",
@@ -483,9 +487,19 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         run_free(f->sweep);
         f->sweep = NULL;
     }
-    if (f->scope != NULL && !f->healthy)
-        /* the feed-covered requests get their poll tiers back, a bounded pass per tick */
-        feed_restore(c->store, wall_ms(), FEED_RESTORE_MAX);
+    if (f->scope != NULL) {
+        /* while {P}:feedok is absent (the script looks: the lease look learns it up to
+         * lease/3 later) the feed-covered requests get their poll tiers back, a bounded pass
+         * per tick: due now after the feed was healthy in this process (on_lease makes every
+         * tier due then), else (a process that just started, the feed maybe about to be
+         * read) at the tier's own period */
+        int64_t w = wall_ms(), a = w, st = w;
+        if (!f->was_healthy) {
+            a += c->upstream != NULL ? c->cfg->poll_safety_interval_ms : c->cfg->poll_interval_ms;
+            st += c->cfg->settled_poll_interval_ms;
+        }
+        feed_restore(c->store, w, FEED_RESTORE_MAX, a, st);
+    }
     if (f->on && f->held && f->sweep == NULL && now >= f->sweep_next)
         start_sweep(f);
     if (f->sweep != NULL)
