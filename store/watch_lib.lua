@@ -38,9 +38,10 @@ local tiers = {u = tag .. ':pollu', a = tag .. ':poll', s = tag .. ':polls', n =
 -- Feed-covered requests (req field fk = "1", store/feed_mark.lua, not watched anonymously) have
 -- no poll-tier member while the changes feed is healthy ({P}:feedok exists; with several
 -- partitions no partition tag holds it, so they keep their tiers): pt = "", the feed reports
--- their changes. When {P}:feedok expires, store/feed_restore.lua puts them back into their
--- tiers; poll_take_due (poll_lib.lua), poll_set.lua and feed_mark.lua take them out again once
--- it is back. feed_ok() reads the key once per script call.
+-- their changes (an event moves nothing: watch_move keeps pt = ""). When {P}:feedok expires,
+-- store/feed_restore.lua puts them back into their tiers; poll_take_due (poll_lib.lua),
+-- poll_set.lua and feed_mark.lua take them out again once it is back. feed_ok() reads the key
+-- once per script call.
 local feed_ok_v
 local function feed_ok()
   if feed_ok_v == nil then
@@ -112,8 +113,11 @@ local function watch_move(id, o, n, fields)
   local pt = is and n.tier or ''
   if pt ~= '' and n.anon then
     pt = 'n'
-  elseif pt ~= '' and o.fk == '1' and feed_ok() then
-    pt = '' -- feed-covered while the feed is healthy: no tier member
+  elseif pt ~= '' and o.fk == '1' and ((was and (o.pt or '') == '') or feed_ok()) then
+    -- feed-covered while the feed is healthy: no tier member. One that has none stays so
+    -- without looking at the feed's health (no command): while the feed is down
+    -- feed_restore.lua's pass gives it its tier (it gives every such one a tier)
+    pt = ''
   end
   if (o.pt or '') ~= '' and o.pt ~= pt then
     redis.call('ZREM', tiers[o.pt], id)

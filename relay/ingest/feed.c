@@ -30,6 +30,7 @@
 #include <string.h>
 
 #define TICK_MS 200
+#define FEED_MARKED_SLOTS 4096 /* 32 KB */
 #define FEED_RESTORE_MAX 500 /* watch entries read per tick while the feed is down */
 #define PAGE_LIMIT 50
 #define FEED_OVERLAP_MS 5000            /* a sweep starts this far before the cursor */
@@ -37,6 +38,12 @@
 #define BACKFILL_TTL_MS (24 * 3600 * 1000LL) /* progress kept after its last write */
 #define BACKFILL_MAX_FAILURES 5         /* consecutive failed pages before a backfill gives up */
 #define RETRY_MS 1000
+
+struct run;
+struct item_ctx { /* an apply's answer names its item: r->evs[i] */
+    struct run *r;
+    size_t i;
+};
 
 struct run {
     struct feed *f;
@@ -59,6 +66,7 @@ struct run {
     size_t *fx_len;
     size_t nev, cap;
     struct feed_item *items;  /* ids borrowed from evs */
+    struct item_ctx *ictx;    /* owned: the applies' callback args, one per item */
     size_t pending;           /* applies not answered yet */
     int page_err;
     int64_t top_ms;
@@ -86,6 +94,11 @@ struct feed {
     int64_t resume_since;
     struct run *sweep;
     struct run *backfills;
+    /* ids this process marked (store/feed_mark.lua) for items that made no event, by a 64-bit
+     * hash in a direct-mapped table: such an item comes back with every change the websocket
+     * saw first, and is marked once, not per change (a collision only costs a mark call; a
+     * hash shared by two ids leaves one unmarked: polled as before the mark) */
+    uint64_t marked[FEED_MARKED_SLOTS];
 };
 
 int feed_healthy(const struct feed *f)
@@ -107,9 +120,11 @@ static void page_reset(struct run *r)
     r->fx = NULL;
     r->fx_len = NULL;
     free(r->items);
+    free(r->ictx);
     free(r->next_cont);
     r->evs = NULL;
     r->items = NULL;
+    r->ictx = NULL;
     r->next_cont = NULL;
     r->nev = r->cap = r->pending = 0;
     r->page_err = 0;
@@ -252,17 +267,38 @@ static void page_applied(struct run *r)
         page_failed(r, "store");
 }
 
+/* feed_mark for id unless this process marked it already (f->marked). */
+static void mark_once(struct feed *f, const char *id)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)id; *p != '\0'; p++)
+        h = (h ^ *p) * 1099511628211ULL;
+    h |= 1; /* 0 = an empty slot */
+    uint64_t *slot = &f->marked[h % FEED_MARKED_SLOTS];
+    if (*slot == h)
+        return;
+    if (feed_mark(f->c->store, id) == 0)
+        *slot = h;
+}
+
 static void on_applied(void *arg, const char *err, enum proto_verdict v,
                        const struct status_event *ev)
 {
-    struct run *r = arg;
+    struct item_ctx *x = arg;
+    struct run *r = x->r;
     if (err != NULL) {
         r->page_err = 1;
-    } else if (ev != NULL) {
-        if (v == PROTO_ACCEPT)
-            r->applied++;
-        r->f->c->metrics.feed_items[v == PROTO_ACCEPT ? 0 : 1]++;
-        feed_mark(r->f->c->store, ev->request_id); /* of the key: the feed sees it */
+    } else {
+        if (ev != NULL) {
+            if (v == PROTO_ACCEPT)
+                r->applied++;
+            r->f->c->metrics.feed_items[v == PROTO_ACCEPT ? 0 : 1]++;
+        }
+        /* of the key: the feed sees it. An applied item was marked by the apply itself
+         * (store/apply.lua, source "requests"); one that made no event (it repeats what
+         * polls or the websocket stored first) is marked here (store/feed_mark.lua) */
+        if (ev == NULL || v != PROTO_ACCEPT)
+            mark_once(r->f, r->evs[x->i].request_id);
     }
     if (--r->pending == 0)
         page_applied(r);
@@ -271,6 +307,8 @@ static void on_applied(void *arg, const char *err, enum proto_verdict v,
 /* Apply the page's items but those seen[i] (NULL: all). */
 static void apply_page(struct run *r, const unsigned char *seen)
 {
+    free(r->ictx);
+    r->ictx = xcalloc(r->nev + 1, sizeof(*r->ictx));
     r->pending = 1; /* held while submitting: a synchronous answer cannot end the page */
     for (size_t i = 0; i < r->nev; i++) {
         if (seen != NULL && seen[i]) {
@@ -279,13 +317,11 @@ static void apply_page(struct run *r, const unsigned char *seen)
             continue;
         }
         r->pending++;
-        /* of the key: a request already stored (first seen through polls, so that its item
-         * may change nothing and come back without an event) is marked now; a new one when
-         * its apply answers (on_applied) */
-        feed_mark(r->f->c->store, r->evs[i].request_id);
         /* the item's facts first (the event its status makes carries them), then the apply */
+        r->ictx[i].r = r;
+        r->ictx[i].i = i;
         facts_submit_cb(r->f->c, &r->evs[i], 1, r->fx[i], r->fx[i] != NULL ? r->fx_len[i] : 0,
-                        on_applied, r);
+                        on_applied, &r->ictx[i]);
     }
     if (--r->pending == 0)
         page_applied(r);

@@ -70,14 +70,15 @@ test('a feed-covered request has no poll tier while the feed is healthy, is poll
     const p0 = [];
     for (const id of ids) p0.push((await simReq(id)).statusPolls);
     // (b) the feed goes down: within 2 feed intervals it is unhealthy, the requests get their
-    // tier back and are polled (the poll interval is 1 s; a generous bound)
+    // tier back and are polled: 2 feed intervals, a tick, the poller's back-off after the
+    // upstream's errors on the pages (a generous bound)
     await sim.control('/faults', { httpErrorRate: 1, httpErrorStatus: 503, httpErrorPath: '/requests/v3' });
     const down = Date.now();
     await until(async () => {
       for (let i = 0; i < ids.length; i++)
         if ((await simReq(ids[i])).statusPolls <= p0[i]) return false;
       return true;
-    }, { msg: 'every feed-covered request polled while the feed is down', timeoutMs: 15000, stepMs: 200 });
+    }, { msg: 'every feed-covered request polled while the feed is down', timeoutMs: 30000, stepMs: 200 });
     console.log(`# feed down: every covered request polled within ${Date.now() - down} ms`);
     assert.equal(await redis.cmd('EXISTS', `${P}:feedok`), 0);
     // (c) the feed is back: they leave the tier again and are no longer polled
