@@ -1,9 +1,11 @@
 -- feed_restore.lua - while the changes feed is not healthy ({P}:feedok absent), put the watched
 -- requests it covers (fk = "1", pt = "": watch_lib.lua "Feed-covered requests") back into their
--- poll tiers, due now: a bounded pass over the watch index per call (relay/ingest/feed.c, each
--- tick), resumed from the watch version kept in {P}:feedr. Requests applied while the key is
--- absent get their tier from watch_move itself, so one pass per outage covers every request;
--- a request whose watch version moves later is met again (harmless: it has a tier then).
+-- poll tiers: a bounded pass over the watch index per call (relay/ingest/feed.c, each tick),
+-- resumed from the watch version kept in {P}:feedr. A watch that starts while the key is
+-- absent gets its tier from watch_move itself (a new watch version, above the cursor anyway),
+-- and an event of a covered request leaves it without one until the pass reaches it, so one
+-- pass per outage covers every request; a request whose watch version moves later is met
+-- again (harmless: it has a tier then).
 -- While the feed is healthy the cursor is dropped (the next outage starts a new pass).
 -- KEYS: 1 {P}:feedok, 2 {P}:watch, 3 cursor {P}:feedr
 -- ARGV: 1 now ms, 2 at most this many watch entries read, 3 key tag "{P}", 4 due ms of an
