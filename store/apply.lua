@@ -114,13 +114,6 @@ if o.st ~= st or not wb then
   fields[#fields + 1] = 'wb'
   fields[#fields + 1] = ARGV[8]
 end
-if ARGV[10] == 'requests' and o.fk ~= '1' and not o.anon then
-  -- read from the changes feed: marked here (store/feed_mark.lua marks the items that make no
-  -- event), so that watch_move leaves it out of the poll tiers while the feed is healthy
-  o.fk = '1'
-  fields[#fields + 1] = 'fk'
-  fields[#fields + 1] = '1'
-end
 if trk == '1' or o.anon then -- tracked, or watched anonymously (store/anon_lib.lua)
   local phase, u = watch_phase(st, wb)
   watch_move(id, o, {phase = phase, wu = u, st = st, chg = chg, first = first,

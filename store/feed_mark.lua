@@ -1,9 +1,10 @@
 -- feed_mark.lua - a request the changes feed returned is "of the key" (req field fk = "1"):
 -- while the feed is healthy the poll claims skip it (store/poll_claim.lua, poll_take.lua), and
 -- a watched one (not anonymously) leaves its poll tier at once when the feed is healthy
--- ({P}:feedok): pt = "" (watch_lib.lua "Feed-covered requests"). An item the feed applied is
--- marked by store/apply.lua itself (source "requests"); this script marks the others (items
--- that made no event: the request's state came first through polls or the websocket).
+-- ({P}:feedok): pt = "" (watch_lib.lua "Feed-covered requests"). relay/ingest/feed.c marks
+-- every item it applied and, once per id and process, those that made no event (the state
+-- came first through polls or the websocket). A request marked already and in no tier costs
+-- the HMGET only.
 -- KEYS: 1 req hash. ARGV: 1 the request's key tag "{P}", 2 request id (both absent from an
 -- older caller: only the mark). Returns 1 when marked, 0 when the request is not stored.
 local h = redis.call('HMGET', KEYS[1], 'seq', 'fk', 'pt', 'anon', 'trk')

@@ -294,10 +294,13 @@ static void on_applied(void *arg, const char *err, enum proto_verdict v,
                 r->applied++;
             r->f->c->metrics.feed_items[v == PROTO_ACCEPT ? 0 : 1]++;
         }
-        /* of the key: the feed sees it. An applied item was marked by the apply itself
-         * (store/apply.lua, source "requests"); one that made no event (it repeats what
-         * polls or the websocket stored first) is marked here (store/feed_mark.lua) */
-        if (ev == NULL || v != PROTO_ACCEPT)
+        /* of the key: the feed sees it (store/feed_mark.lua: nothing written when marked
+         * already). Also an item that made no event (it repeats what polls or the websocket
+         * stored first, as every change of a request the websocket follows): such a request
+         * was never marked before; once per id and process */
+        if (ev != NULL && v == PROTO_ACCEPT)
+            feed_mark(r->f->c->store, ev->request_id);
+        else
             mark_once(r->f, r->evs[x->i].request_id);
     }
     if (--r->pending == 0)
