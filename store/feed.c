@@ -14,9 +14,9 @@
 
 const char feed_err_reply[] = "unexpected reply";
 
-enum sc_id { SC_LEASE = 0, SC_SEEN, SC_COMMIT, SC_MARK, SC_RELEASE, SC_N };
+enum sc_id { SC_LEASE = 0, SC_SEEN, SC_COMMIT, SC_MARK, SC_RELEASE, SC_RESTORE, SC_N };
 static const char *const sc_names[SC_N] = {"feed_lease", "feed_seen", "feed_commit", "feed_mark",
-                                           "leader_release"};
+                                           "leader_release", "feed_restore"};
 static struct store_script scripts[SC_N]; /* script_table.h */
 
 static const struct store_script *script(enum sc_id id)
@@ -176,9 +176,25 @@ int feed_commit(struct store *s, const struct feed_commit *q, feed_commit_cb *cb
 int feed_mark(struct store *s, const char *id)
 {
     char k[KEY_MAX];
-    key_build(k, sizeof(k), store_tag_of(s, id), "req", id, NULL);
-    const char *argv[] = {k};
-    return store_eval(s, script(SC_MARK), NULL, NULL, 1, 1, argv, NULL);
+    const char *tag = store_tag_of(s, id);
+    key_build(k, sizeof(k), tag, "req", id, NULL);
+    const char *argv[] = {k, tag, id};
+    return store_eval(s, script(SC_MARK), NULL, NULL, 1, 3, argv, NULL);
+}
+
+int feed_restore(struct store *s, int64_t now_ms, int max, int64_t due_active_ms,
+                 int64_t due_settled_ms)
+{
+    if (store_partitions(s) != 1)
+        return 0; /* feed-covered requests keep their tiers (store/watch_lib.lua) */
+    char k1[KEY_MAX], k2[KEY_MAX], k3[KEY_MAX], ms[SCRIPT_NUM_MAX], n[SCRIPT_NUM_MAX],
+        da[SCRIPT_NUM_MAX], ds[SCRIPT_NUM_MAX];
+    dkey(s, k1, "feedok", NULL);
+    dkey(s, k2, "watch", NULL);
+    dkey(s, k3, "feedr", NULL);
+    const char *argv[] = {k1, k2, k3, script_num(ms, now_ms), script_num(n, max), store_tag(s),
+                          script_num(da, due_active_ms), script_num(ds, due_settled_ms)};
+    return store_eval(s, script(SC_RESTORE), NULL, NULL, 3, 8, argv, NULL);
 }
 
 /* ---- backfill progress ---------------------------------------------------------------------- */

@@ -48,8 +48,15 @@ struct feed_commit {
     size_t n;
 };
 int feed_commit(struct store *s, const struct feed_commit *q, feed_commit_cb *cb, void *arg);
-/* Mark request id as one the feed sees (no answer). */
+/* Mark request id as one the feed sees (no answer); a watched one leaves its poll tier while
+ * the feed is healthy (store/feed_mark.lua). */
 int feed_mark(struct store *s, const char *id);
+/* While the feed is not healthy ({P}:feedok absent), give the watched feed-covered requests
+ * of up to max watch entries their poll tier back, due at due_active_ms (tier a) or
+ * due_settled_ms (tier s) (store/feed_restore.lua; no answer). One partition only: with
+ * several, feed-covered requests keep their tiers. */
+int feed_restore(struct store *s, int64_t now_ms, int max, int64_t due_active_ms,
+                 int64_t due_settled_ms);
 
 /* ---- backfill progress: {P}:bf:<id>, a hash kept ttl_ms after its last write -------------- */
 

@@ -21,4 +21,7 @@ for i = 5, #ARGV, 2 do
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. ARGV[3])
 redis.call('SET', KEYS[4], ARGV[1], 'PX', ARGV[4])
+-- healthy again: the next outage's restore pass (feed_restore.lua) starts from the beginning
+-- of the watch index; its cursor is {P}:feedr, the health key's name with "ok" -> "r"
+redis.call('DEL', string.sub(KEYS[4], 1, -3) .. 'r')
 return 1

@@ -69,6 +69,8 @@
  *   {P}:feeds                    zset    feed items applied within the overlap behind the
  *                                        cursor: "<id>:<updatedAt ms>", score = updatedAt
  *   {P}:feedok                   string  the feed is healthy (PX 2 intervals, set per page)
+ *   {P}:feedr                    string  while the feed is not healthy: the watch version
+ *                                        feed_restore.lua's pass reached (DEL per page)
  *   {P}:bf:<id>                  hash    a backfill's progress: since, until, created,
  *                                        pages, items, applied, done, error (PX 24 h)
  *   {P}:config                   hash    the deployment record: partitions (the count N a

@@ -4,10 +4,12 @@
 -- KEYS: 1 req hash. ARGV: 1 id, 2 tier ("u" urgent, "a" active, "s" settled, "" = keep the
 --       request's tier), 3 due ms, 4 key tag "{P}"
 -- An anonymous watch (store/anon_lib.lua) stays in its tier "n" whatever the tier asked.
+-- A request the changes feed sees (fk = "1") while the feed is healthy ({P}:feedok) gets no
+-- schedule: it leaves its tier (pt = "", watch_lib.lua "Feed-covered requests").
 -- Returns 1 when scheduled, 0 when the request is not watched.
 local tag = ARGV[4]
 local tiers = {u = tag .. ':pollu', a = tag .. ':poll', s = tag .. ':polls', n = tag .. ':polln'}
-local h = redis.call('HMGET', KEYS[1], 'watch', 'pt', 'anon', 'trk')
+local h = redis.call('HMGET', KEYS[1], 'watch', 'pt', 'anon', 'trk', 'fk')
 local phase, pt = h[1], h[2]
 if not phase then
   -- written before watches existed (watch_migrate.lua converts these at start-up): polled
@@ -22,6 +24,12 @@ if t == '' then
 end
 if h[3] == '1' and h[4] ~= '1' then
   t = 'n'
+elseif h[5] == '1' and redis.call('EXISTS', tag .. ':feedok') == 1 then
+  if pt and pt ~= '' then
+    redis.call('ZREM', tiers[pt], ARGV[1])
+    redis.call('HSET', KEYS[1], 'pt', '')
+  end
+  return 1
 end
 if pt and pt ~= '' and pt ~= t then
   redis.call('ZREM', tiers[pt], ARGV[1])

@@ -35,6 +35,21 @@
 local UNWATCH_CAP = 100000
 local tiers = {u = tag .. ':pollu', a = tag .. ':poll', s = tag .. ':polls', n = tag .. ':polln'}
 
+-- Feed-covered requests (req field fk = "1", store/feed_mark.lua, not watched anonymously) have
+-- no poll-tier member while the changes feed is healthy ({P}:feedok exists; with several
+-- partitions no partition tag holds it, so they keep their tiers): pt = "", the feed reports
+-- their changes (an event moves nothing: watch_move keeps pt = ""). When {P}:feedok expires,
+-- store/feed_restore.lua puts them back into their tiers; poll_take_due (poll_lib.lua),
+-- poll_set.lua and feed_mark.lua take them out again once it is back. feed_ok() reads the key
+-- once per script call.
+local feed_ok_v
+local function feed_ok()
+  if feed_ok_v == nil then
+    feed_ok_v = redis.call('EXISTS', tag .. ':feedok') == 1
+  end
+  return feed_ok_v
+end
+
 -- The phase of a request in status st ("" = none yet) whose window started at wb.
 -- Returns phase, until (ms, or false for no end).
 local function watch_phase(st, wb)
@@ -98,6 +113,11 @@ local function watch_move(id, o, n, fields)
   local pt = is and n.tier or ''
   if pt ~= '' and n.anon then
     pt = 'n'
+  elseif pt ~= '' and o.fk == '1' and ((was and (o.pt or '') == '') or feed_ok()) then
+    -- feed-covered while the feed is healthy: no tier member. One that has none stays so
+    -- without looking at the feed's health (no command): while the feed is down
+    -- feed_restore.lua's pass gives it its tier (it gives every such one a tier)
+    pt = ''
   end
   if (o.pt or '') ~= '' and o.pt ~= pt then
     redis.call('ZREM', tiers[o.pt], id)
@@ -233,23 +253,26 @@ end
 -- trk = "1" was ever in that set, so no other request costs the ZSCORE). more: optional
 -- names of further hash fields read in the same HMGET, their values in o.x (same order).
 -- o.h: the stored watch, wu and pt as they are (nil when absent), so that watch_move
--- may write only those that change (n.lean).
+-- may write only those that change (n.lean). o.fk: the feed mark (read after more).
 local function watch_read(key, id, more)
   local h
   if more then
     h = redis.call('HMGET', key, 'watch', 'wu', 'pt', 'status', 'wb', 'chg', 'first', 'trk',
-                   'seq', 'anon', unpack(more))
+                   'seq', 'anon', 'fk', unpack(more))
   else
     h = redis.call('HMGET', key, 'watch', 'wu', 'pt', 'status', 'wb', 'chg', 'first', 'trk',
-                   'seq', 'anon')
+                   'seq', 'anon', 'fk')
   end
   local o = {phase = h[1], wu = h[2], pt = h[3], st = h[4] or '', wb = tonumber(h[5]),
              chg = tonumber(h[6]), first = h[7], trk = h[8], seq = tonumber(h[9] or '0'),
              anon = h[10] == '1' and h[8] ~= '1', h = {h[1], h[2], h[3]}}
+  if not o.anon then
+    o.fk = h[11]
+  end
   if more then
     o.x = {}
     for i = 1, #more do
-      o.x[i] = h[10 + i]
+      o.x[i] = h[11 + i]
     end
   end
   if not o.phase then

@@ -30,12 +30,20 @@
 #include <string.h>
 
 #define TICK_MS 200
+#define FEED_MARKED_SLOTS 4096 /* 32 KB */
+#define FEED_RESTORE_MAX 500 /* watch entries read per tick while the feed is down */
 #define PAGE_LIMIT 50
 #define FEED_OVERLAP_MS 5000            /* a sweep starts this far before the cursor */
 #define PAGE_MAX_RESPONSE (4 * 1024 * 1024)
 #define BACKFILL_TTL_MS (24 * 3600 * 1000LL) /* progress kept after its last write */
 #define BACKFILL_MAX_FAILURES 5         /* consecutive failed pages before a backfill gives up */
 #define RETRY_MS 1000
+
+struct run;
+struct item_ctx { /* an apply's answer names its item: r->evs[i] */
+    struct run *r;
+    size_t i;
+};
 
 struct run {
     struct feed *f;
@@ -58,6 +66,7 @@ struct run {
     size_t *fx_len;
     size_t nev, cap;
     struct feed_item *items;  /* ids borrowed from evs */
+    struct item_ctx *ictx;    /* owned: the applies' callback args, one per item */
     size_t pending;           /* applies not answered yet */
     int page_err;
     int64_t top_ms;
@@ -75,6 +84,7 @@ struct feed {
     int leasing;
     int64_t lease_next; /* mono ms */
     int held, healthy;
+    int was_healthy; /* the feed was healthy once in this process (feed_restore's due) */
     int64_t cursor_ms;  /* -1 = none yet */
     int64_t sweep_next; /* mono ms */
     /* where the next sweep resumes: the query and continuation of the previous sweep's last
@@ -84,6 +94,11 @@ struct feed {
     int64_t resume_since;
     struct run *sweep;
     struct run *backfills;
+    /* ids this process marked (store/feed_mark.lua) for items that made no event, by a 64-bit
+     * hash in a direct-mapped table: such an item comes back with every change the websocket
+     * saw first, and is marked once, not per change (a collision only costs a mark call; a
+     * hash shared by two ids leaves one unmarked: polled as before the mark) */
+    uint64_t marked[FEED_MARKED_SLOTS];
 };
 
 int feed_healthy(const struct feed *f)
@@ -105,9 +120,11 @@ static void page_reset(struct run *r)
     r->fx = NULL;
     r->fx_len = NULL;
     free(r->items);
+    free(r->ictx);
     free(r->next_cont);
     r->evs = NULL;
     r->items = NULL;
+    r->ictx = NULL;
     r->next_cont = NULL;
     r->nev = r->cap = r->pending = 0;
     r->page_err = 0;
@@ -217,6 +234,7 @@ static void on_commit(void *arg, const char *err, int ok)
     if (r->top_ms > f->cursor_ms)
         f->cursor_ms = r->top_ms;
     f->healthy = 1;
+    f->was_healthy = 1;
     f->c->metrics.feed_healthy = 1;
     page_next(r);
 }
@@ -249,17 +267,41 @@ static void page_applied(struct run *r)
         page_failed(r, "store");
 }
 
+/* feed_mark for id unless this process marked it already (f->marked). */
+static void mark_once(struct feed *f, const char *id)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)id; *p != '\0'; p++)
+        h = (h ^ *p) * 1099511628211ULL;
+    h |= 1; /* 0 = an empty slot */
+    uint64_t *slot = &f->marked[h % FEED_MARKED_SLOTS];
+    if (*slot == h)
+        return;
+    if (feed_mark(f->c->store, id) == 0)
+        *slot = h;
+}
+
 static void on_applied(void *arg, const char *err, enum proto_verdict v,
                        const struct status_event *ev)
 {
-    struct run *r = arg;
+    struct item_ctx *x = arg;
+    struct run *r = x->r;
     if (err != NULL) {
         r->page_err = 1;
-    } else if (ev != NULL) {
-        if (v == PROTO_ACCEPT)
-            r->applied++;
-        r->f->c->metrics.feed_items[v == PROTO_ACCEPT ? 0 : 1]++;
-        feed_mark(r->f->c->store, ev->request_id); /* of the key: the feed sees it */
+    } else {
+        if (ev != NULL) {
+            if (v == PROTO_ACCEPT)
+                r->applied++;
+            r->f->c->metrics.feed_items[v == PROTO_ACCEPT ? 0 : 1]++;
+        }
+        /* of the key: the feed sees it (store/feed_mark.lua: nothing written when marked
+         * already). Also an item that made no event (it repeats what polls or the websocket
+         * stored first, as every change of a request the websocket follows): such a request
+         * was never marked before; once per id and process */
+        if (ev != NULL && v == PROTO_ACCEPT)
+            feed_mark(r->f->c->store, ev->request_id);
+        else
+            mark_once(r->f, r->evs[x->i].request_id);
     }
     if (--r->pending == 0)
         page_applied(r);
@@ -268,6 +310,8 @@ static void on_applied(void *arg, const char *err, enum proto_verdict v,
 /* Apply the page's items but those seen[i] (NULL: all). */
 static void apply_page(struct run *r, const unsigned char *seen)
 {
+    free(r->ictx);
+    r->ictx = xcalloc(r->nev + 1, sizeof(*r->ictx));
     r->pending = 1; /* held while submitting: a synchronous answer cannot end the page */
     for (size_t i = 0; i < r->nev; i++) {
         if (seen != NULL && seen[i]) {
@@ -277,8 +321,10 @@ static void apply_page(struct run *r, const unsigned char *seen)
         }
         r->pending++;
         /* the item's facts first (the event its status makes carries them), then the apply */
+        r->ictx[i].r = r;
+        r->ictx[i].i = i;
         facts_submit_cb(r->f->c, &r->evs[i], 1, r->fx[i], r->fx[i] != NULL ? r->fx_len[i] : 0,
-                        on_applied, r);
+                        on_applied, &r->ictx[i]);
     }
     if (--r->pending == 0)
         page_applied(r);
@@ -443,6 +489,8 @@ static void on_lease(void *arg, const char *err, int held, int healthy, int64_t 
         f->resume_cont = NULL;
     }
     f->held = held;
+    if (healthy)
+        f->was_healthy = 1;
     if (f->healthy && !healthy) {
         /* polls the feed made unnecessary are due again: the budget decides the order */
         log_warn("changes feed not healthy: polling every watched request again",
@@ -477,6 +525,19 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     if (f->sweep != NULL && f->sweep->finished && !f->sweep->busy) {
         run_free(f->sweep);
         f->sweep = NULL;
+    }
+    if (f->scope != NULL) {
+        /* while {P}:feedok is absent (the script looks: the lease look learns it up to
+         * lease/3 later) the feed-covered requests get their poll tiers back, a bounded pass
+         * per tick: due now after the feed was healthy in this process (on_lease makes every
+         * tier due then), else (a process that just started, the feed maybe about to be
+         * read) at the tier's own period */
+        int64_t w = wall_ms(), a = w, st = w;
+        if (!f->was_healthy) {
+            a += c->upstream != NULL ? c->cfg->poll_safety_interval_ms : c->cfg->poll_interval_ms;
+            st += c->cfg->settled_poll_interval_ms;
+        }
+        feed_restore(c->store, w, FEED_RESTORE_MAX, a, st);
     }
     if (f->on && f->held && f->sweep == NULL && now >= f->sweep_next)
         start_sweep(f);
