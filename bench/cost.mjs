@@ -111,7 +111,7 @@ async function measure(bin, tag, round) {
   out.delivery100 = { daemon: per100(hundred.daemonS, out.event.daemon), redis: per100(hundred.redisS, out.event.redis), n: hundred.deliveries };
   const ws = await wsRun(bin, tag);
   if (ws) out.ws = { daemon: perUs(ws.daemonS, ws.events), redis: perUs(ws.redisS, ws.events), n: ws.events, p99: ws.p99 };
-  log(`cost ${tag} round ${round + 1}: ${JSON.stringify(out)}`);
+  log(`cost ${tag}: ${JSON.stringify(out)}`);
   return out;
 }
 
@@ -130,7 +130,9 @@ export async function cost() {
   log(`cost: ${rounds} round(s) of ${bins.map(([k, b]) => `${k} ${b}`).join(' and ')}`);
   const runs = { before: [], after: [] };
   const t0 = now();
-  for (let r = 0; r < rounds; r++) for (const [k, b] of bins) runs[k].push(await measure(b, k, r));
+  // every process of a round has names of its own (a log or port file of an earlier round is
+  // never read as this one's)
+  for (let r = 0; r < rounds; r++) for (const [k, b] of bins) runs[k].push(await measure(b, `${k}${r + 1}`, r));
   // the lowest of the rounds (noise on a shared box only adds CPU)
   const best = (list, key, who) => {
     const v = list.map((x) => x[key]?.[who]).filter((x) => x != null && Number.isFinite(x));
