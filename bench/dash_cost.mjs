@@ -12,7 +12,7 @@
 import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { API_KEY, CLK_TCK, HELPERS, ROOT, RUN_DIR, STREAM_TOKEN, freePort, log, now, pub, r2, sleep, startDaemon, startProc, startRedis, stopAll, until, waitPort } from './lib.mjs';
+import { API_KEY, CLK_TCK, HELPERS, ROOT, RUN_DIR, STREAM_TOKEN, freePort, log, now, pub, r2, sleep, startDaemon, startProc, startRedis, stopAll, until, waitPort, startNchan, settleProgress } from './lib.mjs';
 
 const CLIENTS = Number(process.env.CLIENTS ?? 1000);
 const EVENTS = Number(process.env.EVENTS ?? 600);
@@ -40,18 +40,6 @@ function threadTicks(pid) {
   return { all, per };
 }
 
-/** nginx+nchan as bench/run.mjs starts it; pid: its worker. */
-async function startNchan() {
-  const port = await freePort();
-  const dir = fs.mkdtempSync(path.join(RUN_DIR, 'nginx-'));
-  const conf = fs.readFileSync(path.join(ROOT, 'bench/nginx-nchan.conf'), 'utf8').replaceAll('__PORT__', String(port)).replaceAll('__DIR__', dir);
-  fs.writeFileSync(path.join(dir, 'nginx.conf'), conf);
-  const p = startProc('nginx', 'nginx', ['-p', dir, '-c', path.join(dir, 'nginx.conf'), '-e', path.join(dir, 'nginx-error.log')]);
-  await waitPort(port);
-  let worker = null;
-  await until(() => { try { worker = Number(fs.readFileSync(`/proc/${p.pid}/task/${p.pid}/children`, 'utf8').trim().split(/\s+/)[0]) || null; } catch { worker = null; } return worker != null; }, 5000, 50);
-  return { port, proc: p, pid: worker ?? p.pid };
-}
 
 async function main() {
   let redis = null, d;
@@ -89,14 +77,7 @@ async function main() {
     ...(NCHAN ? ['--mode', 'nchan', '--channel-url', `http://127.0.0.1:${d.port}/pub/${chan}`] : ['--sign-key', API_KEY]), '--prefix', 'dcp', '--count', String(EVENTS), '--rate', String(RATE),
     '--concurrency', '32', '--seconds', '90', '--active', String(EVENTS), '--statuses', 'waiting', '--first', '0'], 120000);
   const want = p.ok * ready.subscribed;
-  const deadline = now() + 90000;
-  let lastN = -1, lastChange = now();
-  while (now() < deadline) {
-    const cur = progress();
-    if (cur >= want) break;
-    if (cur !== lastN) { lastN = cur; lastChange = now(); } else if (now() - lastChange > 2000) break;
-    await sleep(100);
-  }
+  await settleProgress(progress, want, 90000);
   const t1 = threadTicks(d.pid);
   let ir = null;
   if (CALLGRIND) {

@@ -544,3 +544,31 @@ export async function latencyRun({ d, rx, pids }, rate, L, prefix, name = `pub-l
   const st = await waitDelivered(rx, p.results.accepted, 60000);
   return { rate, offeredBy: 'bench_pub', achievedRate: r1(p.rate), behind: p.behind, events: L, ingest: p, delivered: st.unique, complete: st.complete, expected: st.expected, e2e: st.e2e, relay: st.relay, duplicates: st.duplicates, sigOk: st.sigOk, sigBad: st.sigBad, cpu };
 }
+
+/** nginx + nchan (bench/nginx-nchan.conf) on a free port, in a directory of the run: { port,
+ * proc, pid: its worker (what serves the clients), master }. */
+export async function startNchan() {
+  const port = await freePort();
+  const dir = fs.mkdtempSync(path.join(RUN_DIR, 'nginx-'));
+  const conf = fs.readFileSync(path.join(ROOT, 'bench/nginx-nchan.conf'), 'utf8').replaceAll('__PORT__', String(port)).replaceAll('__DIR__', dir);
+  fs.writeFileSync(path.join(dir, 'nginx.conf'), conf);
+  const p = startProc('nginx', 'nginx', ['-p', dir, '-c', path.join(dir, 'nginx.conf'), '-e', path.join(dir, 'nginx-error.log')]);
+  await waitPort(port);
+  // the worker is the master's child
+  let worker = null;
+  await until(() => { try { worker = Number(fs.readFileSync(`/proc/${p.pid}/task/${p.pid}/children`, 'utf8').trim().split(/\s+/)[0]) || null; } catch { worker = null; } return worker != null; }, 5000, 50);
+  return { port, proc: p, pid: worker ?? p.pid, master: p.pid };
+}
+
+/** Wait until progress() (a count read from a load tool's output) reaches want, or stops
+ * moving for 2 s, or timeoutMs passes: a bounded wait for messages still arriving. */
+export async function settleProgress(progress, want, timeoutMs) {
+  const deadline = now() + timeoutMs;
+  let lastN = -1, lastChange = now();
+  while (now() < deadline) {
+    const cur = progress();
+    if (cur >= want) break;
+    if (cur !== lastN) { lastN = cur; lastChange = now(); } else if (now() - lastChange > 2000) break;
+    await sleep(100);
+  }
+}

@@ -40,6 +40,7 @@ import {
   freePort, waitPort, procMem, cpuMeter, startRedis, redisCpuPer, http, startReceiver,
   startDaemon, startSim, simTracker, acceptedEvents, pub, until, results, row,
   ceilings, waitDelivered, incomplete, sustainedRun, backlogRun, latencyRun, filtersOf,
+  startNchan, settleProgress,
 } from './lib.mjs';
 import { cluster } from './cluster.mjs';
 import { scale } from './scale.mjs';
@@ -253,19 +254,6 @@ async function relayWsSupport(d) {
   return r;
 }
 
-async function startNchan() {
-  const port = await freePort();
-  const dir = fs.mkdtempSync(path.join(RUN_DIR, 'nginx-'));
-  const conf = fs.readFileSync(path.join(ROOT, 'bench/nginx-nchan.conf'), 'utf8').replaceAll('__PORT__', String(port)).replaceAll('__DIR__', dir);
-  fs.writeFileSync(path.join(dir, 'nginx.conf'), conf);
-  const p = startProc('nginx', 'nginx', ['-p', dir, '-c', path.join(dir, 'nginx.conf'), '-e', path.join(dir, 'nginx-error.log')]);
-  await waitPort(port);
-  // the worker is the master's child
-  let worker = null;
-  await until(() => { try { worker = Number(fs.readFileSync(`/proc/${p.pid}/task/${p.pid}/children`, 'utf8').trim().split(/\s+/)[0]) || null; } catch { worker = null; } return worker != null; }, 5000, 50);
-  return { port, proc: p, pid: worker ?? p.pid, master: p.pid };
-}
-
 async function fanoutRun({ label, target, serverPid, clients, mode, events, rate, latRate, latEvents, wsUrl, pubUrl, pubArgs, statuses, active }) {
   const wsArgs = ['--clients', String(clients), '--setup-seconds', '60', '--seconds', '150', wsUrl];
   const prefix = `d${label.replace(/\W/g, '')}`.slice(0, 14);
@@ -281,14 +269,7 @@ async function fanoutRun({ label, target, serverPid, clients, mode, events, rate
   const progress = () => { const l = [...w.lines].reverse().find((x) => x.includes('"progress"')); return l ? JSON.parse(l).messages : 0; };
   // wait for the messages to arrive: all expected, or none for 2 s (bounded)
   const settle = async (want) => {
-    const deadline = now() + 60000;
-    let lastN = -1, lastChange = now();
-    while (now() < deadline) {
-      const cur = progress();
-      if (cur >= want) break;
-      if (cur !== lastN) { lastN = cur; lastChange = now(); } else if (now() - lastChange > 2000) break;
-      await sleep(100);
-    }
+    await settleProgress(progress, want, 60000);
     await sleep(600);
   };
   const summary = async () => {

@@ -11,9 +11,9 @@
 // one EXISTS each for the whole batch instead of one command per delivery.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import { startRedis, startDaemon } from './lib/stack.mjs';
 import { until } from './lib/proc.mjs';
+import { monitor as redisMonitor } from './lib/resp.mjs';
 import { ingest, upstreamPayload, rid, startReceiver } from './lib/hooks.mjs';
 
 const KEY = 'apply-keys-test-key';
@@ -26,17 +26,6 @@ async function stack() {
   const d = await startDaemon({ redisUrl: redis.url, apiKey: KEY });
   cleanup.push(() => d.stop(), () => redis.stop());
   return { redis, d };
-}
-
-/** MONITOR on its own connection: lines() gives what it saw so far, stop() ends it. */
-async function monitor(port) {
-  const s = net.connect(port, '127.0.0.1');
-  let buf = '';
-  s.on('data', (b) => { buf += b.toString('latin1'); });
-  s.write('MONITOR\r\n');
-  await until(() => buf.startsWith('+OK'), { msg: 'MONITOR on' });
-  cleanup.push(() => s.destroy());
-  return { lines: () => buf.split('\r\n').slice(1), stop: () => s.destroy() };
 }
 
 /** The commands of each apply.lua call that wrote request id: the lines the script issued
@@ -66,7 +55,7 @@ const send = async (d, p) => assert.equal(await ingest(d, KEY, upstreamPayload(p
 
 test('an event reads the request hash once and writes it once; the ct index is written once', async () => {
   const { redis, d } = await stack();
-  const mon = await monitor(redis.port);
+  const mon = await redisMonitor(redis.port, (f) => cleanup.push(f));
   const r = rid('keys');
   const t = Date.now();
   const steps = ['waiting', 'pending', 'submitted', 'success'];
@@ -124,7 +113,7 @@ test('a live fan-out checks held pairs and delivery records with one EXISTS per 
   cleanup.push(() => rx.stop());
   for (let i = 0; i < 3; i++)
     assert.equal((await d.post('/v1/webhooks', { url: rx.url(`/h${i}`) })).status, 201);
-  const mon = await monitor(redis.port);
+  const mon = await redisMonitor(redis.port, (f) => cleanup.push(f));
   const r = rid('fan');
   await send(d, { rid: r, status: 'pending' });
   await until(() => rx.records().length >= 3, { msg: 'three deliveries' });

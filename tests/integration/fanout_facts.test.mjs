@@ -7,26 +7,15 @@
 // fxo"), counted, never timed.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import { startRedis, startDaemon } from './lib/stack.mjs';
 import { until } from './lib/proc.mjs';
+import { monitor as redisMonitor } from './lib/resp.mjs';
 import { ingest, upstreamPayload, rid, startReceiver } from './lib/hooks.mjs';
 
 const KEY = 'fanout-facts-test-key';
 const P = '{statusrelay}';
 const cleanup = [];
 after(async () => { for (const f of cleanup.reverse()) { try { await f(); } catch {} } });
-
-/** MONITOR on its own connection: lines() gives what it saw so far. */
-async function monitor(port) {
-  const s = net.connect(port, '127.0.0.1');
-  let buf = '';
-  s.on('data', (b) => { buf += b.toString('latin1'); });
-  s.write('MONITOR\r\n');
-  await until(() => buf.startsWith('+OK'), { msg: 'MONITOR on' });
-  cleanup.push(() => s.destroy());
-  return { lines: () => buf.split('\r\n').slice(1), stop: () => s.destroy() };
-}
 
 const send = async (d, p) => assert.equal(await ingest(d, KEY, upstreamPayload(p)), 200);
 /** facts_at.lua's read of request id's hash, from MONITOR's lines. */
@@ -41,7 +30,7 @@ test('no facts read for events of requests without facts; an event with facts st
   cleanup.push(() => rx.stop());
   assert.equal((await d.post('/v1/webhooks', { url: rx.url('/h') })).status, 201);
   const bodies = () => rx.records().map((x) => JSON.parse(x.body));
-  const mon = await monitor(redis.port);
+  const mon = await redisMonitor(redis.port, (f) => cleanup.push(f));
 
   // a request without facts: three events, each delivered, none read for facts
   const a = rid('nofx');

@@ -55,3 +55,17 @@ function parseResp(b, i) {
     default: throw new Error('bad RESP');
   }
 }
+
+/** MONITOR on its own connection to the Redis at port: lines() gives what it has seen so
+ * far (one command per line), stop() ends it; onCleanup(fn) (optional) is told how to end it
+ * when a test fails first. */
+export async function monitor(port, onCleanup) {
+  const { until } = await import('./proc.mjs');
+  const s = net.connect(port, '127.0.0.1');
+  let buf = '';
+  s.on('data', (b) => { buf += b.toString('latin1'); });
+  s.write('MONITOR\r\n');
+  await until(() => buf.startsWith('+OK'), { msg: 'MONITOR on' });
+  onCleanup?.(() => s.destroy());
+  return { lines: () => buf.split('\r\n').slice(1), stop: () => s.destroy() };
+}
