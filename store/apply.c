@@ -408,7 +408,7 @@ static void batch_write(struct batch *b)
     for (size_t i = 0; i < b->n; i++)
         if (b->op[i] != NULL) {
             nw++;
-            argc += 4 + 11 + b->op[i]->ents.n;
+            argc += 4 + 12 + b->op[i]->ents.n;
         }
     if (nw == 0) {
         batch_end(b);
@@ -421,7 +421,7 @@ static void batch_write(struct batch *b)
             break;
         }
     char(*keys)[KEY_MAX] = xmalloc((3 + 4 * nw) * KEY_MAX); /* filled by key_build */
-    char(*nums)[24] = xcalloc(3 * nw + 3, 24);
+    char(*nums)[24] = xcalloc(4 * nw + 3, 24);
     const char **argv = xcalloc(argc, sizeof(*argv));
     size_t *lens = xcalloc(argc, sizeof(*lens));
     key_build(keys[0], KEY_MAX, tag, "events", NULL, NULL);
@@ -448,8 +448,9 @@ static void batch_write(struct batch *b)
         key_build(keys[nk++], KEY_MAX, tag, "st", ev->status, NULL);
         key_build(keys[nk++], KEY_MAX, tag, "st", op->old_status, NULL);
         key_build(keys[nk++], KEY_MAX, tag, "tl", id, NULL);
-        char *c = nums[nn++], *exp = nums[nn++], *seq = nums[nn++];
-        snprintf(c, 24, "%zu", 10 + op->ents.n);
+        char *c = nums[nn++], *exp = nums[nn++], *seq = nums[nn++], *at = nums[nn++];
+        snprintf(c, 24, "%zu", 11 + op->ents.n);
+        snprintf(at, 24, "%lld", (long long)ev->created_at);
         snprintf(exp, 24, "%llu", (unsigned long long)op->expected);
         snprintf(seq, 24, "%llu", (unsigned long long)ev->seq);
         argv[ai++] = c;
@@ -464,6 +465,7 @@ static void batch_write(struct batch *b)
         argv[ai++] = proto_source_name(ev->source);
         argv[ai++] = op->track ? "1" : "0";
         argv[ai++] = op->tier;
+        argv[ai++] = at; /* the event's createdAt: a status change's time (chg) */
         for (size_t e = 0; e < op->ents.n; e++)
             argv[ai++] = op->ents.v[e];
     }

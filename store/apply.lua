@@ -9,7 +9,9 @@
 -- Batch ARGV: 1 stream maxlen, 2 now ms, 3 timeline cap, 4 key tag "{P}", 5 waiting TTL ms,
 --       6 settled watch ms, 7 failure tail ms, 8 search index cap, 9 item count; then per
 --       item: the count c of its values, then its c values: expected seq, new seq, record,
---       status, event id, request id, next poll ms, source, track, poll tier, search entries
+--       status, event id, request id, next poll ms, source, track, poll tier, the event's
+--       createdAt (ms: the time of a status change, "chg", so that request.stuck's stuckSince
+--       is the status event's own timestamp), search entries
 -- apply_one sees one item as KEYS/ARGV in the layout of the single-observation script:
 -- KEYS: 1 req hash, 2 events stream, 3 all zset, 4 new status zset, 5 old status zset,
 --       6 timeline list (written only from a request's second event on: tl_push,
@@ -78,7 +80,7 @@ local function meta_ok(m)
     end
   end
 end
-local function apply_one(KEYS, ARGV)
+local function apply_one(KEYS, ARGV, created)
 local id, st = ARGV[6], ARGV[4]
 -- one read of the hash: the watch (watch_read) and meta, mdok, ix, tl1, cx, fx
 local o = watch_read(KEYS[1], id, {'meta', 'mdok', 'ix', 'tl1', 'cx', 'fx'})
@@ -107,7 +109,7 @@ if not trk and ARGV[12] == '1' then
 end
 local chg, wb = o.chg, o.wb
 if o.st ~= st or not chg then
-  chg = now
+  chg = (created and created > 0) and created or now
   fields[#fields + 1] = 'chg'
   fields[#fields + 1] = ARGV[8]
 end
@@ -178,11 +180,11 @@ for i = 1, tonumber(ARGV[9]) do
   local v = {ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5], ARGV[a + 6],
              ARGV[1], ARGV[2], ARGV[a + 7], ARGV[a + 8], ARGV[3], ARGV[a + 9], ARGV[a + 10],
              ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]}
-  for j = 11, c do
+  for j = 12, c do
     v[#v + 1] = ARGV[a + j]
   end
   res[i] = apply_one({KEYS[k], KEYS[1], KEYS[2], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[3]},
-                     v)
+                     v, tonumber(ARGV[a + 11]))
   k, a = k + 4, a + c + 1
 end
 return res
