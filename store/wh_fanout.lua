@@ -46,6 +46,7 @@ local disabled = {}
 local healthy = {}
 
 -- #include wh_lib.lua
+-- #include keys_lib.lua
 
 local capped = {}
 local count = 0
@@ -80,12 +81,7 @@ do
     end
     j = j + 4 * n
   end
-  for s = 1, #ks, 1000 do
-    if redis.call('EXISTS', unpack(ks, s, math.min(s + 999, #ks))) > 0 then
-      norec = false
-      break
-    end
-  end
+  norec = not any_exists(ks)
 end
 local seen = {}
 local i = 10

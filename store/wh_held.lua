@@ -10,6 +10,7 @@
 -- pair, "1" held, "0" free.
 -- ARGV[1] is the partition's tag, or "<partition tag> <deployment tag> <endpoint view>" in a
 -- deployment with several partitions (docs/partitions.md; the view: wh_lib.lua)
+-- #include keys_lib.lua
 local tag, dtag, vs = string.match(ARGV[1], '^(%S+) (%S+) ?(.*)$')
 if not tag then
   tag, dtag, vs = ARGV[1], ARGV[1], ''
@@ -26,14 +27,7 @@ local ks = {}
 for i = 3, #ARGV, 2 do
   ks[#ks + 1] = tag .. ':order:' .. ARGV[i] .. ':' .. ARGV[i + 1]
 end
-local any = false
-for s = 1, #ks, 1000 do
-  if redis.call('EXISTS', unpack(ks, s, math.min(s + 999, #ks))) > 0 then
-    any = true
-    break
-  end
-end
-if not any then
+if not any_exists(ks) then
   return {1, string.rep('0', #ks)}
 end
 local flags = {}
