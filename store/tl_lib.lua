@@ -72,6 +72,25 @@ local function tl_enc(ids)
   return #f <= TL_FIELD_MAX and f
 end
 
+-- f (a "tl" field) with stream id sid appended (sid comes after every id of f: the newest of
+-- the stream), or false when it would be longer than TL_FIELD_MAX (or f is not one of ours).
+-- Only the ms parts of f are read: the common write costs no decode of the ids.
+local function tl_append(f, sid)
+  local last = 0
+  for d in string.gmatch(f, '(%w+)[^,]*') do
+    last = last + tonumber(d, 36)
+  end
+  local ms, sq = tl_split(sid)
+  if ms < last then
+    return false
+  end
+  local e = f .. ',' .. tl_b36(ms - last)
+  if sq ~= 0 then
+    e = e .. '-' .. tl_b36(sq)
+  end
+  return #e <= TL_FIELD_MAX and e
+end
+
 -- a sorts before b (stream ids)
 local function tl_before(a, b)
   local am, aq = tl_split(a)

@@ -208,6 +208,14 @@ local function tl_push(k, tl, sid, cap, f, one, first, fields)
   end
   -- the field, or the "tl1" of an older version without a list (a list an older process
   -- adds next to the field during an upgrade is merged by every reader)
+  if f and not one then
+    local e = tl_append(f, sid)
+    if e then
+      fields[#fields + 1] = 'tl'
+      fields[#fields + 1] = e
+      return
+    end
+  end
   local ids = tl_merge(f, one, nil)
   ids[#ids + 1] = sid
   if one then
