@@ -240,32 +240,40 @@ static int tl_parse_sid(const char *s, size_t len, struct tl_sid *v)
     return 0;
 }
 
-static int tl_digit36(char c)
+static int tl_hexdigit(char c)
 {
     if (c >= '0' && c <= '9')
         return c - '0';
-    if (c >= 'a' && c <= 'z')
+    if (c >= 'a' && c <= 'f')
         return c - 'a' + 10;
     return -1;
 }
 
-/* The stream ids of a hash's "tl" field (store/tl_lib.lua: base 36, "," between ids, the
- * first ms absolute and each later one the difference to the one before, "-<seq>" when the
- * seq is not 0), each passed to add in order; a malformed entry ends them. Returns how many. */
+/* The stream ids of a hash's "tl" field (store/tl_lib.lua: the first id as it is, "ms-seq" in
+ * decimal, then "," and each later id as the hexadecimal difference of its ms to the first
+ * id's, "-<seq>" in hexadecimal when the seq is not 0), each passed to add in order; a
+ * malformed entry ends them. Returns how many. */
 static size_t tl_decode(const char *f, size_t len, void (*add)(void *arg, struct tl_sid v),
                         void *arg)
 {
-    uint64_t ms = 0;
-    size_t i = 0, n = 0;
+    const char *comma = memchr(f, ',', len);
+    size_t i = comma != NULL ? (size_t)(comma - f) : len, n = 0;
+    struct tl_sid v, first;
+    if (tl_parse_sid(f, i, &first) != 0)
+        return 0;
+    add(arg, first);
+    n++;
     while (i < len) {
+        if (f[i++] != ',')
+            return n;
         uint64_t x[2] = {0, 0};
         for (int part = 0; part < 2; part++) {
             size_t from = i;
             int d;
-            for (; i < len && (d = tl_digit36(f[i])) >= 0; i++) {
-                if (x[part] > (UINT64_MAX - (uint64_t)d) / 36)
+            for (; i < len && (d = tl_hexdigit(f[i])) >= 0; i++) {
+                if (x[part] > (UINT64_MAX - (uint64_t)d) / 16)
                     return n;
-                x[part] = x[part] * 36 + (uint64_t)d;
+                x[part] = x[part] * 16 + (uint64_t)d;
             }
             if (i == from)
                 return n; /* malformed: the ids before it */
@@ -273,12 +281,13 @@ static size_t tl_decode(const char *f, size_t len, void (*add)(void *arg, struct
                 break;
             i++;
         }
-        if (i < len && f[i++] != ',')
+        if (i < len && f[i] != ',')
             return n;
-        if (x[0] > UINT64_MAX - ms)
+        if (x[0] > UINT64_MAX - first.ms)
             return n;
-        ms += x[0];
-        add(arg, (struct tl_sid){ms, x[1]});
+        v.ms = first.ms + x[0];
+        v.seq = x[1];
+        add(arg, v);
         n++;
     }
     return n;

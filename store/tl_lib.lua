@@ -4,35 +4,23 @@
 -- which apply.lua and the watch scripts include; events_by_request.lua, req_gc.lua); it needs
 -- nothing defined before it. store/history.c decodes the field the same way (tl_decode).
 --
--- The field: the ids in order, separated by ","; each is "<ms>" or "<ms>-<seq>" (seq left
--- out when 0), both in base 36 (digits, then a-z), the first one's ms absolute and every
--- later one's ms the difference to the one before it. A stream id 1764197395123-0 is
--- "miglku5v"; a second event 40 s later adds ",uv4", one a day after that ",1ffuo0", a
--- fourth in the same ms ",0-1". The field stays at most TL_FIELD_MAX (64) bytes, so that it
--- never pushes a hash out of its listpack encoding where hash-max-listpack-value >= 64
--- (docs/operations.md "Redis memory"): 9 events a day apart, 15 seconds apart. The event
--- after that moves the ids into the list {P}:tl:<id> (tl_push,
--- watch_lib.lua), as every event did before: a request has its field or its list.
+-- The field: the ids in order, separated by ","; the first as the stream id itself
+-- ("<ms>-<seq>", decimal: a request's first event writes it as it comes, as 0d1e783 wrote
+-- "tl1"), every later one as "<d>" or "<d>-<seq>" in hexadecimal (lower case), d its ms less
+-- the first id's ms, seq left out when 0. Stream id 1764197395123-0, then one 40 s later,
+-- one a day after the first and one more in that ms: "1764197395123-0,9c40,5265c00,5265c00-1".
+-- The field stays at most TL_FIELD_MAX (64) bytes, so that it never pushes a hash out of its
+-- listpack encoding where hash-max-listpack-value >= 64 (docs/operations.md "Redis memory"):
+-- 6 events a day apart fit, 9 forty seconds apart, 11 four seconds apart, 22 at most. The event after that moves the ids
+-- into the list {P}:tl:<id> (tl_push, watch_lib.lua), as every event did before: a request
+-- has its field or its list. Appending reads the first id only, and encoding and decoding use
+-- only string.format, string.match and tonumber (C in Lua): the write path stays cheap
+-- (BENCHMARKS.md "Timeline in the request hash").
 -- Older layouts stay readable (tl_merge): the field "tl1" (0d1e783: the one stream id of a
--- request with one event, decimal) and a list written by any older version; during a rolling
+-- request with one event) and a list written by any older version; during a rolling
 -- upgrade an older process may add "tl1" or a list next to a "tl" field (it does not know
 -- it), so a reader takes the ids of all three, in stream order.
 local TL_FIELD_MAX = 64
-local TL_DIGITS = '0123456789abcdefghijklmnopqrstuvwxyz'
-
--- n (an integer >= 0) in base 36
-local function tl_b36(n)
-  if n == 0 then
-    return '0'
-  end
-  local s = ''
-  while n > 0 do
-    local d = n % 36
-    s = string.sub(TL_DIGITS, d + 1, d + 1) .. s
-    n = (n - d) / 36
-  end
-  return s
-end
 
 -- a stream id "ms-seq" as two numbers (nil for text that is not one)
 local function tl_split(sid)
@@ -40,17 +28,28 @@ local function tl_split(sid)
   return tonumber(ms), tonumber(sq)
 end
 
+-- f (a "tl" field) with stream id sid appended (sid comes after every id of f: the newest of
+-- the stream), or false when it would be longer than TL_FIELD_MAX (or f is not one of ours).
+local function tl_append(f, sid)
+  local first = tonumber(string.match(f, '^(%d+)%-'))
+  local ms, sq = tl_split(sid)
+  if not first or ms < first then
+    return false
+  end
+  local e = sq ~= 0 and string.format('%s,%x-%x', f, ms - first, sq) or
+            string.format('%s,%x', f, ms - first)
+  return #e <= TL_FIELD_MAX and e
+end
+
 -- The stream ids ("ms-seq") a "tl" field holds, in order; a malformed entry ends the list.
 local function tl_ids(f)
-  local out, ms = {}, 0
-  for e in string.gmatch(f, '[^,]+') do
-    local d, q = string.match(e, '^(%w+)%-?(%w*)$')
-    local dn = d and tonumber(d, 36)
-    if not dn then
-      break
-    end
-    ms = ms + dn
-    out[#out + 1] = string.format('%d-%d', ms, q == '' and 0 or (tonumber(q, 36) or 0))
+  local first = string.match(f, '^%d+%-%d+')
+  if not first then
+    return {}
+  end
+  local out, ms = {first}, tl_split(first)
+  for d, q in string.gmatch(string.sub(f, #first + 1), ',(%x+)%-?(%x*)') do
+    out[#out + 1] = string.format('%d-%d', ms + tonumber(d, 16), q == '' and 0 or tonumber(q, 16))
   end
   return out
 end
@@ -58,37 +57,14 @@ end
 -- The "tl" field of the stream ids ids (in stream order), or false when it would be longer
 -- than TL_FIELD_MAX.
 local function tl_enc(ids)
-  local parts, prev = {}, 0
-  for i, sid in ipairs(ids) do
-    local ms, sq = tl_split(sid)
-    local e = tl_b36(ms - prev)
-    if sq ~= 0 then
-      e = e .. '-' .. tl_b36(sq)
+  local f = ids[1]
+  for i = 2, #ids do
+    f = tl_append(f, ids[i])
+    if not f then
+      return false
     end
-    parts[i] = e
-    prev = ms
   end
-  local f = table.concat(parts, ',')
-  return #f <= TL_FIELD_MAX and f
-end
-
--- f (a "tl" field) with stream id sid appended (sid comes after every id of f: the newest of
--- the stream), or false when it would be longer than TL_FIELD_MAX (or f is not one of ours).
--- Only the ms parts of f are read: the common write costs no decode of the ids.
-local function tl_append(f, sid)
-  local last = 0
-  for d in string.gmatch(f, '(%w+)[^,]*') do
-    last = last + tonumber(d, 36)
-  end
-  local ms, sq = tl_split(sid)
-  if ms < last then
-    return false
-  end
-  local e = f .. ',' .. tl_b36(ms - last)
-  if sq ~= 0 then
-    e = e .. '-' .. tl_b36(sq)
-  end
-  return #e <= TL_FIELD_MAX and e
+  return f
 end
 
 -- a sorts before b (stream ids)

@@ -202,7 +202,7 @@ local function tl_push(k, tl, sid, cap, f, one, first, fields)
     end
     if not one then
       fields[#fields + 1] = 'tl'
-      fields[#fields + 1] = tl_enc({sid})
+      fields[#fields + 1] = sid -- tl_enc({sid})
       return
     end
   end

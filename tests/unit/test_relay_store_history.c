@@ -1,6 +1,6 @@
 /* test_relay_store_history.c - unit tests for store/history.c's timeline ids (issue 24): the
- * hash's "tl" field decoded as store/tl_lib.lua encodes it (base 36, deltas, "-<seq>" when
- * not 0; a malformed entry ends the ids, an overflow too), decimal stream ids of the list and
+ * hash's "tl" field decoded as store/tl_lib.lua encodes it (the first id in decimal, then
+ * hexadecimal differences to the first, "-<seq>" when not 0; a malformed entry ends the ids, an overflow too), decimal stream ids of the list and
  * of an older version's "tl1" (strict), and the ids of several places merged into stream order
  * without repeats while those of one place stay as read. No Redis: replies are built by hand;
  * the reads are never sent. runs on: the test process. */
@@ -33,24 +33,30 @@ static size_t dec(const char *f)
 static void test_decode(void **state)
 {
     (void)state;
-    /* tl_lib.lua's own example: 1764197395123-0, 40 s later, a day after that, the same ms */
-    assert_int_equal(dec("miglku5v,uv4,1ffuo0,0-1"), 4);
+    /* tl_lib.lua's own example: 1764197395123-0, 40 s later, a day after the first, the same
+     * ms */
+    assert_int_equal(dec("1764197395123-0,9c40,5265c00,5265c00-1"), 4);
     assert_true(got[0].ms == 1764197395123ULL && got[0].seq == 0);
     assert_true(got[1].ms == 1764197435123ULL && got[1].seq == 0);
-    assert_true(got[2].ms == 1764283835123ULL && got[2].seq == 0);
-    assert_true(got[3].ms == 1764283835123ULL && got[3].seq == 1);
-    assert_int_equal(dec("a-z"), 1);
-    assert_true(got[0].ms == 10 && got[0].seq == 35);
+    assert_true(got[2].ms == 1764283795123ULL && got[2].seq == 0);
+    assert_true(got[3].ms == 1764283795123ULL && got[3].seq == 1);
+    assert_int_equal(dec("10-3,a-ff,b"), 3);
+    assert_true(got[1].ms == 20 && got[1].seq == 255);
+    assert_true(got[2].ms == 21 && got[2].seq == 0); /* from the first id, not the one before */
+    assert_int_equal(dec("7-0"), 1);               /* one event: the stream id itself */
     assert_int_equal(dec(""), 0);
     assert_int_equal(dec(","), 0);
-    assert_int_equal(dec("A"), 0);            /* upper case is not ours */
-    assert_int_equal(dec("5,-1,7"), 1);       /* a malformed entry ends them */
-    assert_int_equal(dec("5,6-,7"), 1);
-    assert_int_equal(dec("5,6 7"), 1);
-    assert_int_equal(dec("5,"), 1);
-    assert_int_equal(dec("zzzzzzzzzzzzzzz"), 0); /* over 64 bits */
-    assert_int_equal(dec("1y2p0ij32e8e8,1y2p0ij32e8e8"), 1); /* 2^63 twice: the sum too */
-    assert_int_equal(dec("3w5e11264sgsf"), 1);                /* 2^64 - 1 */
+    assert_int_equal(dec("a"), 0);                 /* the first id is decimal */
+    assert_int_equal(dec("5-0,A"), 1);             /* upper case is not ours */
+    assert_int_equal(dec("5-0,-1,7"), 1);          /* a malformed entry ends them */
+    assert_int_equal(dec("5-0,6-,7"), 1);
+    assert_int_equal(dec("5-0,6 7"), 1);
+    assert_int_equal(dec("5-0,"), 1);
+    assert_int_equal(dec("5-0,g"), 1);
+    assert_int_equal(dec("5-0,10000000000000000"), 1); /* over 64 bits */
+    assert_int_equal(dec("5-0,ffffffffffffffff"), 1);  /* the sum too */
+    assert_int_equal(dec("0-0,ffffffffffffffff,1"), 3);
+    assert_true(got[1].ms == UINT64_MAX && got[2].ms == 1);
 }
 
 static void test_parse_sid(void **state)
@@ -82,7 +88,7 @@ static void test_merge(void **state)
     struct rpool p = {0};
     /* one place: kept as read */
     struct tl *t = tl_new();
-    on_tl_fields(t, NULL, rp_arr(&p, 2, rp_str(&p, "a,1,2"), rp_nil(&p)));
+    on_tl_fields(t, NULL, rp_arr(&p, 2, rp_str(&p, "10-0,1,3"), rp_nil(&p)));
     on_tl_list(t, NULL, rp_arr(&p, 0));
     tl_merge_ids(t);
     assert_int_equal(t->places, 1);
@@ -94,7 +100,7 @@ static void test_merge(void **state)
     /* three places (an upgrade: the field, an older process's tl1 and list): stream order,
      * one of each id */
     t = tl_new();
-    on_tl_fields(t, NULL, rp_arr(&p, 2, rp_str(&p, "a,1"), rp_str(&p, "12-0")));
+    on_tl_fields(t, NULL, rp_arr(&p, 2, rp_str(&p, "10-0,1"), rp_str(&p, "12-0")));
     on_tl_list(t, NULL, rp_arr(&p, 3, rp_str(&p, "12-0"), rp_str(&p, "13-0"), rp_str(&p, "bad")));
     tl_merge_ids(t);
     assert_int_equal(t->places, 3);
