@@ -44,12 +44,13 @@ const perfOf = (name, pid) => {
   return async () => { await p.stop('SIGINT', 10000); };
 };
 // sha1 -> script name of every store/*.lua as the daemon sends it (relay/common/embed.pl:
-// a line "-- #include NAME" is replaced by the file NAME, one level)
+// a line "-- #include NAME" is replaced by the file NAME, nested up to 4 levels)
 const scriptNames = () => {
   const dir = path.join(ROOT, 'store'), names = {};
   for (const f of fs.readdirSync(dir).filter((x) => x.endsWith('.lua'))) {
-    const d = fs.readFileSync(path.join(dir, f), 'latin1')
-      .replace(/^-- #include (\S+)\n/gm, (_, n) => fs.readFileSync(path.join(dir, n), 'latin1'));
+    let d = fs.readFileSync(path.join(dir, f), 'latin1');
+    for (let i = 0; i < 4; i++)
+      d = d.replace(/^-- #include (\S+)\n/gm, (_, n) => fs.readFileSync(path.join(dir, n), 'latin1'));
     names[crypto.createHash('sha1').update(Buffer.from(d, 'latin1')).digest('hex')] = f.replace(/\.lua$/, '');
   }
   return names;

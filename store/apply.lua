@@ -14,8 +14,8 @@
 --       is the status event's own timestamp), search entries
 -- apply_one sees one item as KEYS/ARGV in the layout of the single-observation script:
 -- KEYS: 1 req hash, 2 events stream, 3 all zset, 4 new status zset, 5 old status zset,
---       6 timeline list (written only from a request's second event on: tl_push,
---       watch_lib.lua), 7 poll zset (active tier)
+--       6 timeline list (written only once a request's stream ids outgrow the hash's "tl"
+--       field: tl_push, watch_lib.lua; store/tl_lib.lua), 7 poll zset (active tier)
 -- ARGV: 1 expected seq (0 = unknown request), 2 new seq, 3 record JSON, 4 status,
 --       5 event id, 6 request id, 7 stream maxlen, 8 now ms, 9 next poll ms, 10 source,
 --       11 timeline cap, 12 "1" = start tracking an untracked request, 13 poll tier
@@ -82,8 +82,8 @@ local function meta_ok(m)
 end
 local function apply_one(KEYS, ARGV, created)
 local id, st = ARGV[6], ARGV[4]
--- one read of the hash: the watch (watch_read) and meta, mdok, ix, tl1, cx, fx
-local o = watch_read(KEYS[1], id, {'meta', 'mdok', 'ix', 'tl1', 'cx', 'fx'})
+-- one read of the hash: the watch (watch_read) and meta, mdok, ix, tl1, cx, fx, tl
+local o = watch_read(KEYS[1], id, {'meta', 'mdok', 'ix', 'tl1', 'cx', 'fx', 'tl'})
 if o.seq ~= tonumber(ARGV[1]) then
   return {0, redis.call('HGET', KEYS[1], 'rec') or false}
 end
@@ -147,25 +147,10 @@ if #ARGV > 18 then
 end
 local sid = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[7], '*',
                        'id', ARGV[5], 'rid', id, 'seq', ARGV[2], 'rec', rec)
--- the timeline (tl_push, watch_lib.lua), its reads folded into the one above: a request's
--- first event (no event yet, so no list: every event raises seq) keeps its stream id in
--- "tl1", written with the other fields
-local tl1 = o.x[4]
-if o.seq == 0 and not tl1 then
-  fields[#fields + 1] = 'tl1'
-  fields[#fields + 1] = sid
-else
-  local n, cap = redis.call('RPUSHX', KEYS[6], sid), tonumber(ARGV[11])
-  if n > cap then
-    redis.call('LTRIM', KEYS[6], -cap, -1)
-  elseif n == 0 and tl1 then
-    redis.call('RPUSH', KEYS[6], tl1, sid)
-    redis.call('HDEL', KEYS[1], 'tl1')
-  elseif n == 0 then
-    fields[#fields + 1] = 'tl1'
-    fields[#fields + 1] = sid
-  end
-end
+-- the timeline (tl_push, watch_lib.lua), its reads folded into the one above: while the
+-- request's stream ids fit its hash's "tl" field they go into the HSET below (a request's
+-- first event: no event yet, so no list, every event raises seq)
+tl_push(KEYS[1], KEYS[6], sid, tonumber(ARGV[11]), o.x[7], o.x[4], o.seq == 0, fields)
 redis.call('HSET', KEYS[1], unpack(fields))
 if KEYS[5] ~= KEYS[4] then
   redis.call('ZREM', KEYS[5], id)

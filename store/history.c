@@ -8,6 +8,7 @@
 #include "store/keys.h"
 #include "store/command.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,12 +176,21 @@ int store_history_newest(struct store *s, const char *const *statuses, size_t ns
 
 /* ---- a request's timeline ---------------------------------------------------------------- */
 
+struct tl_sid {
+    uint64_t ms, seq;
+};
+
 struct tl {
     store_history_timeline_cb *cb;
     void *arg;
     struct store *s;
     char tag[KEY_TAG_MAX];
-    char req[KEY_MAX]; /* the request's hash: "tl1" of a request with one event */
+    int limit;
+    unsigned pending;  /* answers of the two reads still to come */
+    const char *err;   /* the first read that failed, NULL: none */
+    struct tl_sid *ids; /* the ids of the hash's fields and of the list, merged */
+    size_t nids, capids;
+    unsigned places;   /* how many of field, tl1, list held ids (more than one: merge) */
     size_t n, got;
     struct store_history_item *items; /* sid / rec: heap copies */
 };
@@ -198,6 +208,99 @@ static char *copy_n(const char *s, size_t n)
     return c;
 }
 
+static void tl_add(struct tl *t, struct tl_sid v)
+{
+    if (t->nids == t->capids) {
+        t->capids = t->capids ? 2 * t->capids : 16;
+        t->ids = xrealloc(t->ids, t->capids * sizeof(*t->ids));
+    }
+    t->ids[t->nids++] = v;
+}
+
+/* A decimal stream id "ms-seq" of len bytes into *v; 0 when it is one, -1 when not. */
+static int tl_parse_sid(const char *s, size_t len, struct tl_sid *v)
+{
+    uint64_t x[2] = {0, 0};
+    size_t i = 0;
+    for (int part = 0; part < 2; part++) {
+        size_t from = i;
+        for (; i < len && s[i] >= '0' && s[i] <= '9'; i++) {
+            uint64_t d = (uint64_t)(s[i] - '0');
+            if (x[part] > (UINT64_MAX - d) / 10)
+                return -1;
+            x[part] = x[part] * 10 + d;
+        }
+        if (i == from || (part == 0 && (i == len || s[i++] != '-')))
+            return -1;
+    }
+    if (i != len)
+        return -1;
+    v->ms = x[0];
+    v->seq = x[1];
+    return 0;
+}
+
+static int tl_hexdigit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return -1;
+}
+
+/* The stream ids of a hash's "tl" field (store/tl_lib.lua: the first id as it is, "ms-seq" in
+ * decimal, then "," and each later id as the hexadecimal difference of its ms to the first
+ * id's, "-<seq>" in hexadecimal when the seq is not 0), each passed to add in order; a
+ * malformed entry ends them. Returns how many. */
+static size_t tl_decode(const char *f, size_t len, void (*add)(void *arg, struct tl_sid v),
+                        void *arg)
+{
+    const char *comma = memchr(f, ',', len);
+    size_t i = comma != NULL ? (size_t)(comma - f) : len, n = 0;
+    struct tl_sid v, first;
+    if (tl_parse_sid(f, i, &first) != 0)
+        return 0;
+    add(arg, first);
+    n++;
+    while (i < len) {
+        if (f[i++] != ',')
+            return n;
+        uint64_t x[2] = {0, 0};
+        for (int part = 0; part < 2; part++) {
+            size_t from = i;
+            int d;
+            for (; i < len && (d = tl_hexdigit(f[i])) >= 0; i++) {
+                if (x[part] > (UINT64_MAX - (uint64_t)d) / 16)
+                    return n;
+                x[part] = x[part] * 16 + (uint64_t)d;
+            }
+            if (i == from)
+                return n; /* malformed: the ids before it */
+            if (part == 1 || i == len || f[i] != '-')
+                break;
+            i++;
+        }
+        if (i < len && f[i] != ',')
+            return n;
+        if (x[0] > UINT64_MAX - first.ms)
+            return n;
+        v.ms = first.ms + x[0];
+        v.seq = x[1];
+        add(arg, v);
+        n++;
+    }
+    return n;
+}
+
+static int tl_sid_cmp(const void *a, const void *b)
+{
+    const struct tl_sid *x = a, *y = b;
+    if (x->ms != y->ms)
+        return x->ms < y->ms ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
 static void tl_finish(struct tl *t)
 {
     t->cb(t->arg, NULL, t->items, t->n);
@@ -206,6 +309,7 @@ static void tl_finish(struct tl *t)
         free((char *)t->items[i].rec);
     }
     free(t->items);
+    free(t->ids);
     free(t);
 }
 
@@ -226,10 +330,32 @@ static void on_tl_entry(void *arg, const char *err, redisReply *r)
         tl_finish(t);
 }
 
-/* Read the n stream ids sids[i] (NULL reads as "0-0": no entry) into t->items. */
-static void tl_read(struct tl *t, redisReply **sids, size_t n)
+/* The ids of more than one place (an older version's layout, or one an older process added
+ * during an upgrade) into stream order without repeats; one place is in order already. */
+static void tl_merge_ids(struct tl *t)
 {
-    t->n = n;
+    if (t->places < 2 || t->nids < 2)
+        return;
+    qsort(t->ids, t->nids, sizeof(*t->ids), tl_sid_cmp);
+    size_t w = 1;
+    for (size_t i = 1; i < t->nids; i++)
+        if (tl_sid_cmp(&t->ids[i], &t->ids[w - 1]) != 0)
+            t->ids[w++] = t->ids[i];
+    t->nids = w;
+}
+
+/* Both reads are in: merge the ids, keep the newest limit and read each entry. */
+static void tl_read(struct tl *t)
+{
+    if (t->err != NULL) {
+        t->cb(t->arg, t->err, NULL, 0);
+        free(t->ids);
+        free(t);
+        return;
+    }
+    tl_merge_ids(t);
+    size_t from = t->nids > (size_t)t->limit ? t->nids - (size_t)t->limit : 0;
+    t->n = t->nids - from;
     if (t->n == 0) {
         tl_finish(t);
         return;
@@ -237,7 +363,9 @@ static void tl_read(struct tl *t, redisReply **sids, size_t n)
     t->items = xcalloc(t->n, sizeof(*t->items));
     size_t issued = 0;
     for (size_t i = 0; i < t->n; i++) {
-        const char *sid = sids[i]->str ? sids[i]->str : "0-0";
+        char sid[48];
+        snprintf(sid, sizeof(sid), "%llu-%llu", (unsigned long long)t->ids[from + i].ms,
+                 (unsigned long long)t->ids[from + i].seq);
         struct tl_item *it = xcalloc(1, sizeof(*it));
         it->t = t;
         it->i = i;
@@ -254,51 +382,73 @@ static void tl_read(struct tl *t, redisReply **sids, size_t n)
     }
 }
 
-/* A request with one event keeps its stream id in its hash (store/watch_lib.lua tl_push). */
-static void on_tl_one(void *arg, const char *err, redisReply *r)
+static void tl_add_cb(void *arg, struct tl_sid v)
+{
+    tl_add(arg, v);
+}
+
+/* HMGET of the hash's "tl" (store/tl_lib.lua) and "tl1" (an older version's one id). */
+static void on_tl_fields(void *arg, const char *err, redisReply *r)
 {
     struct tl *t = arg;
-    if (err != NULL) {
-        t->cb(t->arg, err, NULL, 0);
-        free(t);
-        return;
+    if (err != NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+        if (t->err == NULL)
+            t->err = err != NULL ? err : store_err_server;
+    } else {
+        const redisReply *f = r->element[0], *one = r->element[1];
+        struct tl_sid v;
+        if (f->type == REDIS_REPLY_STRING && tl_decode(f->str, f->len, tl_add_cb, t) > 0)
+            t->places++;
+        if (one->type == REDIS_REPLY_STRING && tl_parse_sid(one->str, one->len, &v) == 0) {
+            tl_add(t, v);
+            t->places++;
+        }
     }
-    tl_read(t, &r, r->type == REDIS_REPLY_STRING ? 1 : 0);
+    if (--t->pending == 0)
+        tl_read(t);
 }
 
 static void on_tl_list(void *arg, const char *err, redisReply *r)
 {
     struct tl *t = arg;
     if (err != NULL || r->type != REDIS_REPLY_ARRAY) {
-        t->cb(t->arg, err != NULL ? err : store_err_server, NULL, 0);
-        free(t);
-        return;
+        if (t->err == NULL)
+            t->err = err != NULL ? err : store_err_server;
+    } else {
+        size_t had = t->nids;
+        struct tl_sid v;
+        for (size_t i = 0; i < r->elements; i++)
+            if (r->element[i]->type == REDIS_REPLY_STRING &&
+                tl_parse_sid(r->element[i]->str, r->element[i]->len, &v) == 0)
+                tl_add(t, v);
+        if (t->nids > had)
+            t->places++;
     }
-    if (r->elements == 0) {
-        if (store_cmd(t->s, on_tl_one, t, "HGET %s tl1", t->req) != 0) {
-            t->cb(t->arg, store_err_disconnected, NULL, 0);
-            free(t);
-        }
-        return;
-    }
-    tl_read(t, r->element, r->elements);
+    if (--t->pending == 0)
+        tl_read(t);
 }
 
 int store_history_timeline(struct store *s, const char *id, int limit,
                            store_history_timeline_cb *cb, void *arg)
 {
-    char k[KEY_MAX], lim[16];
-    key_build(k, sizeof(k), store_tag_of(s, id), "tl", id, NULL);
+    char k[KEY_MAX], req[KEY_MAX], lim[16];
     snprintf(lim, sizeof(lim), "-%d", limit);
     struct tl *t = xcalloc(1, sizeof(*t));
     t->cb = cb;
     t->arg = arg;
     t->s = s;
+    t->limit = limit;
     snprintf(t->tag, sizeof(t->tag), "%s", store_tag_of(s, id));
-    key_build(t->req, sizeof(t->req), t->tag, "req", id, NULL);
-    if (store_cmd(s, on_tl_list, t, "LRANGE %s %s -1", k, lim) != 0) {
+    key_build(k, sizeof(k), t->tag, "tl", id, NULL);
+    key_build(req, sizeof(req), t->tag, "req", id, NULL);
+    t->pending = 2;
+    if (store_cmd(s, on_tl_fields, t, "HMGET %s tl tl1", req) != 0) {
         free(t);
         return -1;
+    }
+    if (store_cmd(s, on_tl_list, t, "LRANGE %s %s -1", k, lim) != 0) {
+        t->err = store_err_disconnected; /* answered once the first read is back */
+        t->pending--;
     }
     return 0;
 }

@@ -1,7 +1,7 @@
 /* history.h - the past of requests as the dashboards read it: a request's last-known record
  * ({P:p<k>}:req:<id> rec / trk), the newest requests of status sets ({P:p<k>}:st:<status>, or
- * :all) across partitions, and a request's timeline ({P:p<k>}:tl:<id>, each stream id read
- * back from its partition's event stream). Typed: the caller never sees a redisReply; what a
+ * :all) across partitions, and a request's timeline (the hash's "tl" field or
+ * {P:p<k>}:tl:<id>, each stream id read back from its partition's event stream). Typed: the caller never sees a redisReply; what a
  * callback gets is borrowed for the call.
  * Each call returns 0 (cb is called exactly once) or -1 when nothing could be sent (the store
  * is not ready; cb is not called).
@@ -46,8 +46,10 @@ struct store_history_item {
 /* err: NULL with n items in timeline order, or store_err_* (the list could not be read). */
 typedef void store_history_timeline_cb(void *arg, const char *err,
                                        const struct store_history_item *items, size_t n);
-/* The newest `limit` entries of request id's timeline: LRANGE (an empty list: HGET of the
- * hash's "tl1", the one event of a request that has no list), then one XRANGE per entry. */
+/* The newest `limit` entries of request id's timeline: HMGET of the hash's "tl" (the stream
+ * ids of a request with few events, store/tl_lib.lua) and "tl1" (an older version's one id)
+ * and LRANGE of its list, sent together (ids in more than one of them, written by an older
+ * version, are merged in stream order), then one XRANGE per entry. */
 int store_history_timeline(struct store *s, const char *id, int limit,
                            store_history_timeline_cb *cb, void *arg);
 

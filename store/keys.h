@@ -23,8 +23,9 @@
  *                                        fx (the request facts, compressed: store/facts.h;
  *                                        written by store/facts_put.lua only), fk ("1": the
  *                                        changes feed returned it, store/feed_mark.lua),
- *                                        tl1 (the stream id of its only event, until the
- *                                        second creates {P}:tl:<id>: watch_lib.lua tl_push)
+ *                                        tl (the stream ids of its events while they fit
+ *                                        64 bytes, then {P}:tl:<id>: store/tl_lib.lua,
+ *                                        watch_lib.lua tl_push; tl1: an older version's one id)
  *   {P}:all                      zset    every known request id, score = first seen (ms)
  *   {P}:st:<status>              zset    request ids by current status, score = first seen
  *   {P}:pollu / :poll / :polls   zset    the poll schedule of watched requests by due time
@@ -45,8 +46,8 @@
  *                                        change (ms): stuck requests are the old ones
  *   {P}:unset                    zset    the same ids by first seen (oldest unsettled)
  *   {P}:events                   stream  the event log: id, rid, seq, rec (read: store/events.h)
- *   {P}:tl:<id>                  list    stream ids of a request's events (timeline), from
- *                                        its second event on (the first: the hash's tl1)
+ *   {P}:tl:<id>                  list    stream ids of a request's events (timeline), once
+ *                                        they outgrow the hash's tl field (at most 200)
  *   {P}:ix                       hash    search index (store/search_lib.lua): "<kind>:<value>"
  *                                        (kind w, tx, ref, dep) -> the ids of its requests,
  *                                        space-separated (<= 16), or "*"; the request's own

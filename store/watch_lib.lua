@@ -180,24 +180,64 @@ local function watch_start(id, o, now, nows, first, tier, anon, fields)
                      at = now, anon = anon}, fields)
 end
 
--- Append stream id sid to the timeline of the request whose hash is k (store/keys.h). A
--- request with one event keeps its stream id in the hash's "tl1" and has no list; the second
--- event creates the list {P}:tl:<id> from both and drops the field (a list of an older
--- version, even of one entry, just grows). cap: the list's length at most.
-local function tl_push(k, tl, sid, cap)
-  local n = redis.call('RPUSHX', tl, sid)
-  if n > 0 then
-    if n > cap then
-      redis.call('LTRIM', tl, -cap, -1)
+-- #include tl_lib.lua
+-- Append stream id sid (the newest of the partition's stream) to the timeline of the request
+-- whose hash is k (store/keys.h; the layout: store/tl_lib.lua). f, one: the hash's "tl" and
+-- "tl1" as read (nil when absent); first: true when the request has had no event yet (so no
+-- list either). While the ids fit the "tl" field, the field to write goes into fields (the
+-- caller's one HSET): no command of its own. The event that no longer fits moves them all into
+-- the list tl and drops the field; a request with a list (and no field) just grows it, as
+-- does a list of an older version. cap: the list's length at most.
+local function tl_push(k, tl, sid, cap, f, one, first, fields)
+  if not f then
+    -- no field: a list (of an older version: next to a "tl1" of an older one still) grows
+    if not first then
+      local n = redis.call('RPUSHX', tl, sid)
+      if n > 0 then
+        if n > cap then
+          redis.call('LTRIM', tl, -cap, -1)
+        end
+        return
+      end
     end
+    if not one then
+      fields[#fields + 1] = 'tl'
+      fields[#fields + 1] = sid -- tl_enc({sid})
+      return
+    end
+  end
+  -- the field, or the "tl1" of an older version without a list (a list an older process
+  -- adds next to the field during an upgrade is merged by every reader)
+  if f and not one then
+    local e = tl_append(f, sid)
+    if e then
+      fields[#fields + 1] = 'tl'
+      fields[#fields + 1] = e
+      return
+    end
+  end
+  local ids = tl_merge(f, one, nil)
+  ids[#ids + 1] = sid
+  if one then
+    redis.call('HDEL', k, 'tl1')
+  end
+  local e = tl_enc(ids)
+  if e then
+    fields[#fields + 1] = 'tl'
+    fields[#fields + 1] = e
     return
   end
-  local one = redis.call('HGET', k, 'tl1')
-  if one then
-    redis.call('RPUSH', tl, one, sid)
-    redis.call('HDEL', k, 'tl1')
-  else
-    redis.call('HSET', k, 'tl1', sid)
+  local n = redis.call('RPUSH', tl, unpack(ids))
+  if n > #ids then
+    -- a list was there already (an older process's): one list, in stream order
+    local all = tl_sort(redis.call('LRANGE', tl, 0, -1))
+    redis.call('DEL', tl)
+    redis.call('RPUSH', tl, unpack(all, math.max(1, #all - cap + 1)))
+  elseif n > cap then
+    redis.call('LTRIM', tl, -cap, -1)
+  end
+  if f then
+    redis.call('HDEL', k, 'tl')
   end
 end
 
@@ -213,7 +253,7 @@ end
 -- with "," (or ""); maxlen: the stream's MAXLEN (STATUSRELAY_EVENT_RETENTION).
 -- Returns the stream id, or false when the request has no record yet (nothing to say).
 local function watch_event(id, k, typ, extra, maxlen)
-  local h = redis.call('HMGET', k, 'rec', 'seq', 'tev')
+  local h = redis.call('HMGET', k, 'rec', 'seq', 'tev', 'tl', 'tl1')
   if not h[1] then
     return false
   end
@@ -228,10 +268,11 @@ local function watch_event(id, k, typ, extra, maxlen)
   local rec = string.sub(base, 1, -2) .. ',"event":{"type":"' .. typ .. '","seq":' ..
               string.format('%d', seq) .. ',"createdAt":' .. string.format('%d', now) ..
               extra .. '}}'
-  redis.call('HSET', k, 'rec', rec, 'seq', seq, 'tev', string.format('%d:%d', seq, #base))
   local sid = redis.call('XADD', tag .. ':events', 'MAXLEN', '~', maxlen, '*', 'rid', id,
                          'seq', seq, 'type', typ, 'rec', rec)
-  tl_push(k, tag .. ':tl:' .. id, sid, 200)
+  local fields = {'rec', rec, 'seq', seq, 'tev', string.format('%d:%d', seq, #base)}
+  tl_push(k, tag .. ':tl:' .. id, sid, 200, h[4], h[5], false, fields)
+  redis.call('HSET', k, unpack(fields))
   return sid
 end
 

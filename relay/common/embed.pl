@@ -9,13 +9,17 @@ my $i = 0;
 for my $f (@ARGV) {
     open(my $fh, '<:raw', $f) or die "$f: $!";
     local $/; my $d = <$fh>; close $fh;
-    # a Lua line "-- #include NAME" is replaced by the file NAME next to it (one level)
+    # a Lua line "-- #include NAME" is replaced by the file NAME next to it; an included
+    # file may include another (store/watch_lib.lua: tl_lib.lua), at most 4 levels
     if ($f =~ /\.lua$/) {
         (my $dir = $f) =~ s{[^/]*$}{};
-        $d =~ s{^-- #include (\S+)\n}{
-            open(my $ih, '<:raw', "$dir$1") or die "$f: include $1: $!";
-            local $/; my $t = <$ih>; close $ih; $t
-        }gme;
+        for my $level (1 .. 4) {
+            $d =~ s{^-- #include (\S+)\n}{
+                open(my $ih, '<:raw', "$dir$1") or die "$f: include $1: $!";
+                local $/; my $t = <$ih>; close $ih; $t
+            }gme or last;
+        }
+        die "$f: includes nested deeper than 4 levels\n" if $d =~ /^-- #include /m;
     }
     my @b = map { ord } split //, $d;
     print "static const unsigned char e$i\[] = {";
