@@ -119,6 +119,75 @@ static struct xfer *xlist_pop(struct xlist *l)
     return x;
 }
 
+/* ---- the URL cache -------------------------------------------------------------------
+ * Endpoints' URLs parsed once (curl_url_set: ~6,000 instructions) for every pooled transfer:
+ * with 100 endpoints the transfer taken from the pool has mostly last gone to another one.
+ * An entry lives while a transfer holds it; unheld ones stay while there are at most
+ * URLC_KEEP entries. */
+
+#define URLC_KEEP 1024
+
+static uint32_t key_hash(const char *k);
+
+/* x's hold on its URL ends (NULL is fine). */
+static void urlc_release(struct httpc *h, struct urlc *u)
+{
+    if (u == NULL || --u->refs > 0 || h->uc_n <= URLC_KEEP)
+        return;
+    for (struct urlc **pp = &h->uc_tab[u->hash & (h->uc_cap - 1)]; *pp; pp = &(*pp)->next)
+        if (*pp == u) {
+            *pp = u->next;
+            break;
+        }
+    h->uc_n--;
+    curl_url_cleanup(u->h);
+    free(u);
+}
+
+/* url parsed (as curl itself would: guessed scheme, any scheme), one hold taken; NULL when
+ * curl refuses it (curl then parses it itself and reports the error). */
+static struct urlc *urlc_get(struct httpc *h, const char *url)
+{
+    uint32_t hv = key_hash(url);
+    if (h->uc_tab != NULL)
+        for (struct urlc *u = h->uc_tab[hv & (h->uc_cap - 1)]; u; u = u->next)
+            if (u->hash == hv && strcmp(u->text, url) == 0) {
+                u->refs++;
+                return u;
+            }
+    CURLU *cu = curl_url();
+    if (cu == NULL)
+        return NULL;
+    if (curl_url_set(cu, CURLUPART_URL, url, CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME) !=
+        CURLUE_OK) {
+        curl_url_cleanup(cu);
+        return NULL;
+    }
+    if (h->uc_n >= h->uc_cap) { /* grow (and start) the table: load factor <= 1 */
+        size_t cap = h->uc_cap ? h->uc_cap * 2 : 64;
+        struct urlc **tab = xcalloc(cap, sizeof(*tab));
+        for (size_t i = 0; i < h->uc_cap; i++)
+            for (struct urlc *u = h->uc_tab[i], *n; u; u = n) {
+                n = u->next;
+                u->next = tab[u->hash & (cap - 1)];
+                tab[u->hash & (cap - 1)] = u;
+            }
+        free(h->uc_tab);
+        h->uc_tab = tab;
+        h->uc_cap = cap;
+    }
+    size_t len = strlen(url);
+    struct urlc *u = xmalloc(sizeof(*u) + len + 1);
+    memcpy(u->text, url, len + 1);
+    u->h = cu;
+    u->refs = 1;
+    u->hash = hv;
+    u->next = h->uc_tab[hv & (h->uc_cap - 1)];
+    h->uc_tab[hv & (h->uc_cap - 1)] = u;
+    h->uc_n++;
+    return u;
+}
+
 /* ---- transfers ------------------------------------------------------------------------ */
 
 static void on_deadline(evutil_socket_t fd, short what, void *arg);
@@ -145,8 +214,7 @@ static struct xfer *xfer_get(struct httpc *h)
 static void xfer_destroy(struct xfer *x)
 {
     curl_easy_cleanup(x->easy);
-    curl_url_cleanup(x->url_h);
-    free(x->url_text);
+    urlc_release(x->h, x->uc);
     free(x->hnode);
     free(x->htext);
     free(x->buf);
@@ -782,6 +850,13 @@ static void destroy(struct httpc *h)
         h->free_socks = se->next;
         free(se);
     }
+    for (size_t i = 0; i < h->uc_cap; i++) /* every transfer is gone: unheld URLs */
+        for (struct urlc *u = h->uc_tab[i], *n; u; u = n) {
+            n = u->next;
+            curl_url_cleanup(u->h);
+            free(u);
+        }
+    free(h->uc_tab);
     for (size_t i = 0; i < h->hq_cap; i++) /* every transfer is done: only empty hosts */
         for (struct hostq *q = h->hq_tab[i], *n; q; q = n) {
             n = q->hnext;
@@ -900,28 +975,29 @@ static int xfer_prepare(struct xfer *x, const struct httpc_req *req, httpc_done_
     return 0;
 }
 
-/* The URL: x's parsed copy of it (reused while requests go to the same URL, parsed with the
- * flags curl itself would use), or curl's own parse when ours fails (so that curl reports
- * the error, as before). Returns 0, or -1 when curl refuses (out of memory). */
+/* The URL: its parsed copy from h's URL cache (parsed once, with the flags curl itself would
+ * use), or curl's own parse when ours fails (so that curl reports the error, as before).
+ * Returns 0, or -1 when curl refuses (out of memory). */
 static int xfer_set_url(struct xfer *x, const char *url)
 {
     CURL *e = x->easy;
-    if (x->url_text == NULL || strcmp(x->url_text, url) != 0) {
-        free(x->url_text);
-        x->url_text = NULL;
-        if (x->url_h == NULL)
-            x->url_h = curl_url();
-        if (x->url_h == NULL ||
-            curl_url_set(x->url_h, CURLUPART_URL, url,
-                         CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK ||
-            (x->url_text = strdup(url)) == NULL) {
-            curl_url_cleanup(x->url_h);
-            x->url_h = NULL;
+    if (x->uc == NULL || strcmp(x->uc->text, url) != 0) {
+        struct urlc *u = urlc_get(x->h, url);
+        if (u == NULL) {
             curl_easy_setopt(e, CURLOPT_CURLU, NULL);
+            urlc_release(x->h, x->uc); /* not set on the handle any more */
+            x->uc = NULL;
             return curl_easy_setopt(e, CURLOPT_URL, url) == CURLE_OK ? 0 : -1;
         }
+        if (curl_easy_setopt(e, CURLOPT_CURLU, u->h) != CURLE_OK) {
+            urlc_release(x->h, u);
+            return -1;
+        }
+        urlc_release(x->h, x->uc); /* the handle holds the new one now */
+        x->uc = u;
+        return 0;
     }
-    return curl_easy_setopt(e, CURLOPT_CURLU, x->url_h) == CURLE_OK ? 0 : -1;
+    return curl_easy_setopt(e, CURLOPT_CURLU, x->uc->h) == CURLE_OK ? 0 : -1;
 }
 
 /* The options every transfer gets: URL, protocols, timeouts, our callbacks, size limit, TLS,

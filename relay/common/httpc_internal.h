@@ -63,10 +63,10 @@ struct xfer {
      * curl_easy_reset and ~20 options per request were ~6,000 instructions) */
     int configured;
     unsigned shape;
-    /* the last URL parsed (CURLOPT_CURLU): a request to the same URL skips curl's parse of
-     * it (~5,000 instructions); NULL when curl parses (CURLOPT_URL) */
-    CURLU *url_h;
-    char *url_text;
+    /* the URL set (CURLOPT_CURLU), parsed once per URL for every transfer (h's URL cache):
+     * a request skips curl's parse of it (~6,000 instructions), also when the pooled
+     * transfer last went to another endpoint; NULL when curl parses (CURLOPT_URL) */
+    struct urlc *uc;
     char shape_method[METHOD_MAX + 1];
     int head_done; /* the blank line ending the current head was seen */
     size_t keep;      /* max_response */
@@ -85,6 +85,16 @@ struct xfer {
 
 struct xlist {
     struct xfer *head, *tail;
+};
+
+/* A parsed URL of h's URL cache (httpc.c), shared by the transfers that set it (refs): curl
+ * only reads a CURLOPT_CURLU handle (it copies it when a transfer starts). */
+struct urlc {
+    struct urlc *next; /* bucket chain of h->uc_tab */
+    CURLU *h;
+    unsigned refs;
+    uint32_t hash;
+    char text[];
 };
 
 /* One host:port of the per-host slots (httpc.c): its transfers in curl and those waiting. */
@@ -124,6 +134,8 @@ struct httpc {
     struct hostq *ready_head, *ready_tail;
     unsigned long max_host, max_total, counted;
     uint64_t in_curl; /* transfers in the multi (for st.peak_curl) */
+    struct urlc **uc_tab; /* the URL cache: every URL a transfer holds, and up to URLC_KEEP */
+    size_t uc_cap, uc_n;
     int closing;      /* httpc_free began: no new requests */
     int dispatching;  /* callbacks are being called: a nested httpc_free defers the free */
     int free_pending;
