@@ -8,10 +8,12 @@
  * own deadline event, because curl 7.88 does not time out a transfer still waiting for a
  * connection slot (max_total_conns / max_host_conns).
  *
- * A transfer (struct xfer) is IDLE (in the pool), RUNNING (in the multi, on h->running),
+ * A transfer (struct xfer) is IDLE (in the pool), WAITING (for a connection slot of its
+ * host, on its hostq's wait list), RUNNING (in the multi, on h->running),
  * DONE (removed from the multi, on h->done, result known) or CALLING (its callback runs; on
- * no list). The transitions: httpc_request (IDLE -> RUNNING), xfer_finish (RUNNING -> DONE:
- * curl finished it, its deadline fired, or shutdown), complete (DONE -> CALLING -> IDLE via
+ * no list). The transitions: httpc_request (IDLE -> RUNNING, or IDLE -> WAITING -> RUNNING
+ * by pump_waiting when a slot frees), xfer_finish (WAITING or RUNNING -> DONE: curl finished
+ * it, its deadline fired, or shutdown), complete (DONE -> CALLING -> IDLE via
  * xfer_put). httpc_free moves RUNNING transfers to DONE with "shutdown" and completes them
  * all; called from inside a callback it leaves the final free to dispatch().
  *
@@ -21,6 +23,11 @@
  * in httpc_probe). curl 7.88 looks up a reusable connection linearly among the connections
  * to that host, so thousands of parallel requests to one host get slow: cap per-host
  * concurrency (max_host_conns, or the caller's own per-endpoint limit) in the hundreds.
+ * curl 7.88 also keeps a transfer that finds no connection slot on a pending list that every
+ * curl_multi_remove_handle walks, and such a transfer looks for a connection again each time
+ * one frees: with 100 endpoints on one host (1,600 transfers over 64 connections) libcurl
+ * was 43% of the daemon's CPU. So curl gets only what it can start at once; the rest waits
+ * here ("per-host slots" below; state WAITING), with the same deadline.
  * The curl callbacks that fill a transfer are in httpc_cb.c (httpc_internal.h).
  * runs on: core thread only. */
 #include "relay/common/httpc.h"
@@ -112,6 +119,75 @@ static struct xfer *xlist_pop(struct xlist *l)
     return x;
 }
 
+/* ---- the URL cache -------------------------------------------------------------------
+ * Endpoints' URLs parsed once (curl_url_set: ~6,000 instructions) for every pooled transfer:
+ * with 100 endpoints the transfer taken from the pool has mostly last gone to another one.
+ * An entry lives while a transfer holds it; unheld ones stay while there are at most
+ * URLC_KEEP entries. */
+
+#define URLC_KEEP 1024
+
+static uint32_t key_hash(const char *k);
+
+/* x's hold on its URL ends (NULL is fine). */
+static void urlc_release(struct httpc *h, struct urlc *u)
+{
+    if (u == NULL || --u->refs > 0 || h->uc_n <= URLC_KEEP)
+        return;
+    for (struct urlc **pp = &h->uc_tab[u->hash & (h->uc_cap - 1)]; *pp; pp = &(*pp)->next)
+        if (*pp == u) {
+            *pp = u->next;
+            break;
+        }
+    h->uc_n--;
+    curl_url_cleanup(u->h);
+    free(u);
+}
+
+/* url parsed (as curl itself would: guessed scheme, any scheme), one hold taken; NULL when
+ * curl refuses it (curl then parses it itself and reports the error). */
+static struct urlc *urlc_get(struct httpc *h, const char *url)
+{
+    uint32_t hv = key_hash(url);
+    if (h->uc_tab != NULL)
+        for (struct urlc *u = h->uc_tab[hv & (h->uc_cap - 1)]; u; u = u->next)
+            if (u->hash == hv && strcmp(u->text, url) == 0) {
+                u->refs++;
+                return u;
+            }
+    CURLU *cu = curl_url();
+    if (cu == NULL)
+        return NULL;
+    if (curl_url_set(cu, CURLUPART_URL, url, CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME) !=
+        CURLUE_OK) {
+        curl_url_cleanup(cu);
+        return NULL;
+    }
+    if (h->uc_n >= h->uc_cap) { /* grow (and start) the table: load factor <= 1 */
+        size_t cap = h->uc_cap ? h->uc_cap * 2 : 64;
+        struct urlc **tab = xcalloc(cap, sizeof(*tab));
+        for (size_t i = 0; i < h->uc_cap; i++)
+            for (struct urlc *u = h->uc_tab[i], *n; u; u = n) {
+                n = u->next;
+                u->next = tab[u->hash & (cap - 1)];
+                tab[u->hash & (cap - 1)] = u;
+            }
+        free(h->uc_tab);
+        h->uc_tab = tab;
+        h->uc_cap = cap;
+    }
+    size_t len = strlen(url);
+    struct urlc *u = xmalloc(sizeof(*u) + len + 1);
+    memcpy(u->text, url, len + 1);
+    u->h = cu;
+    u->refs = 1;
+    u->hash = hv;
+    u->next = h->uc_tab[hv & (h->uc_cap - 1)];
+    h->uc_tab[hv & (h->uc_cap - 1)] = u;
+    h->uc_n++;
+    return u;
+}
+
 /* ---- transfers ------------------------------------------------------------------------ */
 
 static void on_deadline(evutil_socket_t fd, short what, void *arg);
@@ -138,8 +214,7 @@ static struct xfer *xfer_get(struct httpc *h)
 static void xfer_destroy(struct xfer *x)
 {
     curl_easy_cleanup(x->easy);
-    curl_url_cleanup(x->url_h);
-    free(x->url_text);
+    urlc_release(x->h, x->uc);
     free(x->hnode);
     free(x->htext);
     free(x->buf);
@@ -150,6 +225,7 @@ static void xfer_destroy(struct xfer *x)
 /* Back to the pool (or freed): the transfer is on no list and not in the multi. */
 static void xfer_put(struct httpc *h, struct xfer *x)
 {
+    evtimer_del(&x->deadline); /* armed again only by pump_waiting's failure path */
     x->hdrs = NULL; /* its nodes and text stay with x for the next request */
     x->cb = NULL;
     x->cb_arg = NULL;
@@ -180,12 +256,243 @@ static void xfer_put(struct httpc *h, struct xfer *x)
     h->n_idle++;
 }
 
-/* RUNNING -> DONE: out of the multi, onto the done list. err (ours) may be NULL. */
+/* ---- per-host slots --------------------------------------------------------------------
+ * With max_host_conns or max_total_conns set, a transfer enters curl only when its host
+ * (scheme's default port filled in, host in lower case: curl's own grouping of connections)
+ * has fewer than max_host_conns transfers in curl and all hosts together fewer than
+ * max_total_conns; otherwise it waits on its host's FIFO, deadline running, and hosts with
+ * waiters take turns (the ready FIFO) as slots free. HTTP/1.1 uses one connection per
+ * transfer, so curl then always finds a connection it may use or open. A host whose answers
+ * came over HTTP/2 (mux) is not held: curl multiplexes its transfers. Hosts are forgotten
+ * when nothing of theirs is running or waiting. */
+
+#define HOST_KEY_MAX 300
+
+/* "host:port" of url (lower case; the scheme's port when none is given) into out; 0 when
+ * url is not an http(s) URL with a host (such a request is not held here). */
+static size_t host_key(const char *url, char *out, size_t size)
+{
+    const char *p = strstr(url, "://");
+    if (p == NULL)
+        return 0;
+    size_t slen = (size_t)(p - url);
+    const char *dport;
+    if (slen == 4 && strncasecmp(url, "http", 4) == 0)
+        dport = "80";
+    else if (slen == 5 && strncasecmp(url, "https", 5) == 0)
+        dport = "443";
+    else
+        return 0;
+    const char *a = p + 3;
+    size_t alen = strcspn(a, "/?#");
+    for (size_t i = alen; i > 0; i--) /* user:password@ */
+        if (a[i - 1] == '@') {
+            a += i;
+            alen -= i;
+            break;
+        }
+    size_t hlen = alen;
+    const char *port = NULL;
+    size_t plen = 0;
+    if (alen > 0 && a[0] == '[') { /* [v6]:port */
+        const char *rb = memchr(a, ']', alen);
+        if (rb == NULL)
+            return 0;
+        hlen = (size_t)(rb - a) + 1;
+    } else {
+        const char *c = memchr(a, ':', alen);
+        if (c != NULL)
+            hlen = (size_t)(c - a);
+    }
+    if (hlen < alen && a[hlen] == ':') {
+        port = a + hlen + 1;
+        plen = alen - hlen - 1;
+    }
+    if (plen == 0) {
+        port = dport;
+        plen = strlen(dport);
+    }
+    if (hlen == 0 || hlen + plen + 2 > size)
+        return 0;
+    for (size_t i = 0; i < hlen; i++)
+        out[i] = (char)((a[i] >= 'A' && a[i] <= 'Z') ? a[i] + 32 : a[i]);
+    out[hlen] = ':';
+    memcpy(out + hlen + 1, port, plen);
+    out[hlen + 1 + plen] = '\0';
+    return hlen + 1 + plen;
+}
+
+static uint32_t key_hash(const char *k)
+{
+    uint32_t v = 2166136261u; /* FNV-1a: keys are operators' endpoint hosts */
+    for (; *k; k++)
+        v = (v ^ (unsigned char)*k) * 16777619u;
+    return v;
+}
+
+/* The slots of url's host, created on first use; NULL when url has no host key. */
+static struct hostq *hq_get(struct httpc *h, const char *url)
+{
+    char key[HOST_KEY_MAX];
+    size_t klen = host_key(url, key, sizeof(key));
+    if (klen == 0)
+        return NULL;
+    uint32_t hv = key_hash(key);
+    if (h->hq_tab != NULL)
+        for (struct hostq *q = h->hq_tab[hv & (h->hq_cap - 1)]; q; q = q->hnext)
+            if (q->hash == hv && strcmp(q->key, key) == 0)
+                return q;
+    if (h->hq_n >= h->hq_cap) { /* grow (and start) the table: load factor <= 1 */
+        size_t cap = h->hq_cap ? h->hq_cap * 2 : 64;
+        struct hostq **tab = xcalloc(cap, sizeof(*tab));
+        for (size_t i = 0; i < h->hq_cap; i++)
+            for (struct hostq *q = h->hq_tab[i], *n; q; q = n) {
+                n = q->hnext;
+                q->hnext = tab[q->hash & (cap - 1)];
+                tab[q->hash & (cap - 1)] = q;
+            }
+        free(h->hq_tab);
+        h->hq_tab = tab;
+        h->hq_cap = cap;
+    }
+    struct hostq *q = xcalloc(1, sizeof(*q) + klen + 1);
+    memcpy(q->key, key, klen + 1);
+    q->hash = hv;
+    q->hnext = h->hq_tab[hv & (h->hq_cap - 1)];
+    h->hq_tab[hv & (h->hq_cap - 1)] = q;
+    h->hq_n++;
+    return q;
+}
+
+/* Forget q when nothing of it runs or waits (and it is not on the ready FIFO). */
+static void hq_maybe_free(struct httpc *h, struct hostq *q)
+{
+    if (q->running > 0 || q->wait.head != NULL || q->in_ready)
+        return;
+    for (struct hostq **pp = &h->hq_tab[q->hash & (h->hq_cap - 1)]; *pp; pp = &(*pp)->hnext)
+        if (*pp == q) {
+            *pp = q->hnext;
+            break;
+        }
+    h->hq_n--;
+    free(q);
+}
+
+static int host_room(const struct httpc *h, const struct hostq *q)
+{
+    return q->mux || h->max_host == 0 || q->running < h->max_host;
+}
+
+static int total_room(const struct httpc *h)
+{
+    return h->max_total == 0 || h->counted < h->max_total;
+}
+
+static void ready_push(struct httpc *h, struct hostq *q)
+{
+    if (q->in_ready)
+        return;
+    q->in_ready = 1;
+    q->rnext = NULL;
+    if (h->ready_tail != NULL)
+        h->ready_tail->rnext = q;
+    else
+        h->ready_head = q;
+    h->ready_tail = q;
+}
+
+/* Into the multi: WAITING or new -> RUNNING. -1 when curl refuses it (x is on no list). */
+static int xfer_add(struct httpc *h, struct xfer *x)
+{
+    x->state = X_RUNNING;
+    xlist_push(&h->running, x);
+    CURLMcode mc = curl_multi_add_handle(h->multi, x->easy);
+    if (mc != CURLM_OK) {
+        xlist_unlink(&h->running, x);
+        log_warn("curl_multi_add_handle failed", "err=\"%s\"", curl_multi_strerror(mc));
+        return -1;
+    }
+    x->added = 1;
+    if (++h->in_curl > h->st.peak_curl)
+        h->st.peak_curl = h->in_curl;
+    if (x->hq != NULL) {
+        x->hq->running++;
+        x->counted = !x->hq->mux;
+        h->counted += (unsigned long)x->counted;
+    }
+    return 0;
+}
+
+/* x left curl: its slot is free (and its host learns whether it multiplexes). */
+static void slot_release(struct httpc *h, struct xfer *x)
+{
+    struct hostq *q = x->hq;
+    if (q == NULL)
+        return;
+    if (!q->mux && (x->shape & 2u)) { /* https: HTTP/2 negotiated? */
+        long v = 0;
+        curl_easy_getinfo(x->easy, CURLINFO_HTTP_VERSION, &v);
+        q->mux = v == CURL_HTTP_VERSION_2_0 || v == CURL_HTTP_VERSION_3;
+    }
+    q->running--;
+    h->counted -= (unsigned long)x->counted;
+    x->counted = 0;
+    x->hq = NULL;
+    if (q->wait.head != NULL && host_room(h, q))
+        ready_push(h, q);
+    hq_maybe_free(h, q);
+}
+
+static void xfer_finish(struct httpc *h, struct xfer *x, CURLcode result, const char *err);
+
+/* Start waiting transfers while there is room, one host after the other. */
+static void pump_waiting(struct httpc *h)
+{
+    while (!h->closing && h->ready_head != NULL && total_room(h)) {
+        struct hostq *q = h->ready_head;
+        h->ready_head = q->rnext;
+        if (h->ready_head == NULL)
+            h->ready_tail = NULL;
+        q->in_ready = 0;
+        q->rnext = NULL;
+        struct xfer *x = NULL;
+        if (q->wait.head != NULL && host_room(h, q)) {
+            x = xlist_pop(&q->wait);
+            if (xfer_add(h, x) != 0) {
+                /* not an attempt (nothing sent); called back from its deadline event */
+                x->hq = NULL;
+                x->state = X_RUNNING; /* finished as a curl failure */
+                xlist_push(&h->running, x);
+                xfer_finish(h, x, CURLE_OUT_OF_MEMORY, NULL);
+                struct timeval now = {0, 0};
+                evtimer_add(&x->deadline, &now);
+            }
+            if (q->wait.head != NULL && host_room(h, q))
+                ready_push(h, q);
+        }
+        hq_maybe_free(h, q);
+    }
+}
+
+/* WAITING or RUNNING -> DONE: out of the multi (or its host's wait list), onto the done list.
+ * err (ours) may be NULL. */
 static void xfer_finish(struct httpc *h, struct xfer *x, CURLcode result, const char *err)
 {
-    curl_multi_remove_handle(h->multi, x->easy);
+    if (x->state == X_WAITING) {
+        struct hostq *q = x->hq;
+        xlist_unlink(&q->wait, x);
+        x->hq = NULL;
+        hq_maybe_free(h, q);
+    } else {
+        curl_multi_remove_handle(h->multi, x->easy);
+        xlist_unlink(&h->running, x);
+        if (x->added) {
+            x->added = 0;
+            h->in_curl--;
+        }
+        slot_release(h, x);
+    }
     evtimer_del(&x->deadline);
-    xlist_unlink(&h->running, x);
     x->result = result;
     if (err != NULL && x->err == NULL)
         x->err = err;
@@ -365,6 +672,7 @@ static void collect(struct httpc *h)
         if (x != NULL && x->state == X_RUNNING)
             xfer_finish(h, x, rc, NULL);
     }
+    pump_waiting(h); /* slots freed: waiting transfers go into curl */
 }
 
 /* After a curl action: collect and call back. Does not touch h after (it may be freed). */
@@ -379,8 +687,9 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
     struct xfer *x = arg;
     struct httpc *h = x->h;
     collect(h); /* curl may have finished it in this same loop pass: its result wins */
-    if (x->state == X_RUNNING)
+    if (x->state == X_RUNNING || x->state == X_WAITING)
         xfer_finish(h, x, CURLE_OK, httpc_err_timeout);
+    pump_waiting(h);
     dispatch(h);
 }
 
@@ -510,6 +819,9 @@ struct httpc *httpc_new(struct event_base *base, const struct httpc_opts *opts)
     }
     if (opts != NULL && opts->max_host_conns > 0)
         curl_multi_setopt(h->multi, CURLMOPT_MAX_HOST_CONNECTIONS, opts->max_host_conns);
+    /* the same limits held here first ("per-host slots"): curl's stay as a safety net */
+    h->max_host = opts != NULL && opts->max_host_conns > 0 ? (unsigned long)opts->max_host_conns : 0;
+    h->max_total = opts != NULL && opts->max_total_conns > 0 ? (unsigned long)opts->max_total_conns : 0;
     return h;
 }
 
@@ -538,6 +850,19 @@ static void destroy(struct httpc *h)
         h->free_socks = se->next;
         free(se);
     }
+    for (size_t i = 0; i < h->uc_cap; i++) /* every transfer is gone: unheld URLs */
+        for (struct urlc *u = h->uc_tab[i], *n; u; u = n) {
+            n = u->next;
+            curl_url_cleanup(u->h);
+            free(u);
+        }
+    free(h->uc_tab);
+    for (size_t i = 0; i < h->hq_cap; i++) /* every transfer is done: only empty hosts */
+        for (struct hostq *q = h->hq_tab[i], *n; q; q = n) {
+            n = q->hnext;
+            free(q);
+        }
+    free(h->hq_tab);
     free(h->user_agent);
     free(h);
 }
@@ -548,6 +873,12 @@ void httpc_free(struct httpc *h)
     if (h == NULL || h->closing)
         return; /* a second call from a callback that the first one is running */
     h->closing = 1;
+    for (size_t i = 0; i < h->hq_cap; i++) /* the waiting ones; hosts stay until destroy */
+        for (struct hostq *q = h->hq_tab[i]; q != NULL; q = q->hnext) {
+            q->in_ready = 1; /* pinned: hq_maybe_free leaves it */
+            while (q->wait.head != NULL)
+                xfer_finish(h, q->wait.head, CURLE_OK, httpc_err_shutdown);
+        }
     while ((x = h->running.head) != NULL)
         xfer_finish(h, x, CURLE_OK, httpc_err_shutdown);
     if (h->dispatching) {
@@ -644,28 +975,29 @@ static int xfer_prepare(struct xfer *x, const struct httpc_req *req, httpc_done_
     return 0;
 }
 
-/* The URL: x's parsed copy of it (reused while requests go to the same URL, parsed with the
- * flags curl itself would use), or curl's own parse when ours fails (so that curl reports
- * the error, as before). Returns 0, or -1 when curl refuses (out of memory). */
+/* The URL: its parsed copy from h's URL cache (parsed once, with the flags curl itself would
+ * use), or curl's own parse when ours fails (so that curl reports the error, as before).
+ * Returns 0, or -1 when curl refuses (out of memory). */
 static int xfer_set_url(struct xfer *x, const char *url)
 {
     CURL *e = x->easy;
-    if (x->url_text == NULL || strcmp(x->url_text, url) != 0) {
-        free(x->url_text);
-        x->url_text = NULL;
-        if (x->url_h == NULL)
-            x->url_h = curl_url();
-        if (x->url_h == NULL ||
-            curl_url_set(x->url_h, CURLUPART_URL, url,
-                         CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK ||
-            (x->url_text = strdup(url)) == NULL) {
-            curl_url_cleanup(x->url_h);
-            x->url_h = NULL;
+    if (x->uc == NULL || strcmp(x->uc->text, url) != 0) {
+        struct urlc *u = urlc_get(x->h, url);
+        if (u == NULL) {
             curl_easy_setopt(e, CURLOPT_CURLU, NULL);
+            urlc_release(x->h, x->uc); /* not set on the handle any more */
+            x->uc = NULL;
             return curl_easy_setopt(e, CURLOPT_URL, url) == CURLE_OK ? 0 : -1;
         }
+        if (curl_easy_setopt(e, CURLOPT_CURLU, u->h) != CURLE_OK) {
+            urlc_release(x->h, u);
+            return -1;
+        }
+        urlc_release(x->h, x->uc); /* the handle holds the new one now */
+        x->uc = u;
+        return 0;
     }
-    return curl_easy_setopt(e, CURLOPT_CURLU, x->url_h) == CURLE_OK ? 0 : -1;
+    return curl_easy_setopt(e, CURLOPT_CURLU, x->uc->h) == CURLE_OK ? 0 : -1;
 }
 
 /* The options every transfer gets: URL, protocols, timeouts, our callbacks, size limit, TLS,
@@ -802,18 +1134,29 @@ int httpc_request(struct httpc *h, const struct httpc_req *req, httpc_done_cb *c
     }
 
     x->start_ms = mono_ms();
-    x->state = X_RUNNING;
-    xlist_push(&h->running, x);
-    CURLMcode mc = curl_multi_add_handle(h->multi, x->easy);
-    if (mc != CURLM_OK) {
-        xlist_unlink(&h->running, x);
-        log_warn("curl_multi_add_handle failed", "err=\"%s\"", curl_multi_strerror(mc));
+    x->hq = h->max_host || h->max_total ? hq_get(h, req->url) : NULL;
+    if (x->hq != NULL && (x->hq->wait.head != NULL || !host_room(h, x->hq) ||
+                          (!x->hq->mux && (!total_room(h) || h->ready_head != NULL)))) {
+        /* no slot now (or others wait before it): waits here, its deadline running */
+        x->state = X_WAITING;
+        xlist_push(&x->hq->wait, x);
+        h->st.waited++;
+        if (host_room(h, x->hq))
+            ready_push(h, x->hq);
+    } else if (xfer_add(h, x) != 0) {
+        if (x->hq != NULL) {
+            struct hostq *q = x->hq;
+            x->hq = NULL;
+            hq_maybe_free(h, q);
+        }
         goto fail;
     }
     struct timeval tv = { (time_t)(total_ms / 1000), (suseconds_t)((total_ms % 1000) * 1000) };
     evtimer_add(&x->deadline, &tv);
     h->st.started++;
     h->st.in_flight++;
+    if (x->state == X_WAITING)
+        pump_waiting(h); /* room may be free already (others' turn came first) */
     return 0;
 fail:
     curl_easy_reset(x->easy); /* whatever was set: the next request starts from scratch */

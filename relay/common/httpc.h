@@ -173,6 +173,9 @@ struct httpc_stats {
     uint64_t outcomes[HTTPC_OUTCOME_COUNT];  /* completed, by outcome */
     uint64_t connects;    /* new connections opened (far below completed: keep-alive works) */
     uint64_t bytes_in;    /* response body bytes read (kept or drained) */
+    uint64_t waited;      /* requests that waited in httpc for a connection slot */
+    uint64_t peak_curl;   /* most transfers in curl at once (<= max_total_conns, per host
+                             <= max_host_conns, except hosts answering over HTTP/2) */
 };
 /* Copy the counters (for /metrics). */
 void httpc_stats(const struct httpc *h, struct httpc_stats *out);

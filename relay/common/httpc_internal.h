@@ -24,11 +24,19 @@
  * 7.88) so that an oversized head is ours to name, not curl's "out of memory". */
 #define HEAD_MAX (96 * 1024)
 
-enum xfer_state { X_IDLE = 0, X_RUNNING, X_DONE, X_CALLING };
+/* X_WAITING: prepared, waiting in httpc for a connection slot of its host (not in curl yet;
+ * httpc.c "per-host slots") */
+enum xfer_state { X_IDLE = 0, X_WAITING, X_RUNNING, X_DONE, X_CALLING };
+
+struct hostq;
 
 struct xfer {
-    struct xfer *next, *prev; /* h->running or h->done (both), h->idle (next only) */
+    struct xfer *next, *prev; /* h->running, h->done or its hostq's wait (both), h->idle
+                                 (next only) */
     struct httpc *h;
+    struct hostq *hq; /* its host's slots while WAITING or RUNNING; NULL: not limited here */
+    int counted;      /* RUNNING on one of h's counted slots (h->counted) */
+    int added;        /* in the multi (h->in_curl) */
     CURL *easy;
     struct event deadline;
     enum xfer_state state;
@@ -55,10 +63,10 @@ struct xfer {
      * curl_easy_reset and ~20 options per request were ~6,000 instructions) */
     int configured;
     unsigned shape;
-    /* the last URL parsed (CURLOPT_CURLU): a request to the same URL skips curl's parse of
-     * it (~5,000 instructions); NULL when curl parses (CURLOPT_URL) */
-    CURLU *url_h;
-    char *url_text;
+    /* the URL set (CURLOPT_CURLU), parsed once per URL for every transfer (h's URL cache):
+     * a request skips curl's parse of it (~6,000 instructions), also when the pooled
+     * transfer last went to another endpoint; NULL when curl parses (CURLOPT_URL) */
+    struct urlc *uc;
     char shape_method[METHOD_MAX + 1];
     int head_done; /* the blank line ending the current head was seen */
     size_t keep;      /* max_response */
@@ -79,6 +87,28 @@ struct xlist {
     struct xfer *head, *tail;
 };
 
+/* A parsed URL of h's URL cache (httpc.c), shared by the transfers that set it (refs): curl
+ * only reads a CURLOPT_CURLU handle (it copies it when a transfer starts). */
+struct urlc {
+    struct urlc *next; /* bucket chain of h->uc_tab */
+    CURLU *h;
+    unsigned refs;
+    uint32_t hash;
+    char text[];
+};
+
+/* One host:port of the per-host slots (httpc.c): its transfers in curl and those waiting. */
+struct hostq {
+    struct hostq *hnext; /* bucket chain of h->hq_tab */
+    struct hostq *rnext; /* h's ready FIFO: hosts with waiters and room of their own */
+    struct xlist wait;   /* transfers waiting for a slot, oldest first */
+    unsigned running;    /* its transfers in curl */
+    int in_ready;
+    int mux;             /* its answers came over HTTP/2: curl multiplexes, no host limit */
+    uint32_t hash;
+    char key[];          /* "host:port", host in lower case */
+};
+
 struct sockev {
     struct event ev;
     struct sockev *next, *prev; /* h->socks (both), h->free_socks (next only) */
@@ -97,6 +127,15 @@ struct httpc {
     unsigned n_free_socks;
     char *user_agent;
     struct httpc_stats st;
+    /* per-host slots (httpc.c): hosts by key, the ready FIFO, the limits (0: none) and the
+     * transfers in curl on counted slots */
+    struct hostq **hq_tab;
+    size_t hq_cap, hq_n;
+    struct hostq *ready_head, *ready_tail;
+    unsigned long max_host, max_total, counted;
+    uint64_t in_curl; /* transfers in the multi (for st.peak_curl) */
+    struct urlc **uc_tab; /* the URL cache: every URL a transfer holds, and up to URLC_KEEP */
+    size_t uc_cap, uc_n;
     int closing;      /* httpc_free began: no new requests */
     int dispatching;  /* callbacks are being called: a nested httpc_free defers the free */
     int free_pending;

@@ -24,7 +24,8 @@
  *   {"i","url","status","err","bodyLen","latencyMs","retryAfterMs","truncated","httpVersion"}
  * (plus "detail" on a transport error, "body" with --print-body), then a summary line
  * {"summary":true,"count","ok","errors":{"timeout":n,...},"elapsedMs","rps","p50Ms","p99Ms",
- * "maxMs","connects","failedStart"}. Exit status 0 when every request completed (or was
+ * "maxMs","connects","failedStart","waited","peakInCurl"} (waited: requests that waited in httpc
+ * for a connection slot; peakInCurl: most transfers in curl at once). Exit status 0 when every request completed (or was
  * ended by --abort-after-ms / --free-after), 2 on a usage error, 1 when httpc_request
  * refused a request. The base uses EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST (see httpc.c).
  * runs on: its own thread (single-threaded tool). */
@@ -319,10 +320,10 @@ int main(int argc, char **argv)
         first = 0;
     }
     printf("},\"elapsedMs\":%lld,\"rps\":%.0f,\"p50Ms\":%lld,\"p99Ms\":%lld,\"maxMs\":%lld,"
-           "\"connects\":%llu,\"failedStart\":%ld}\n",
+           "\"connects\":%llu,\"failedStart\":%ld,\"waited\":%llu,\"peakInCurl\":%llu}\n",
            (long long)elapsed, elapsed > 0 ? (double)p.done * 1000.0 / (double)elapsed : 0.0,
            (long long)p50, (long long)p99, (long long)max, (unsigned long long)st.connects,
-           p.failed_start);
+           p.failed_start, (unsigned long long)st.waited, (unsigned long long)st.peak_curl);
     fflush(stdout);
     free(p.lat);
     free(p.err_of);
