@@ -5,7 +5,8 @@
 --       between wins (the record stays as they left it);
 --   "r" (typed events wait, "rzev"): only while rec is still the value read: it becomes the
 --       plain record (the same bytes as before it was deflated) and the waiting events are
---       written in order (watch_event, each with the time it was decided); the id stays in
+--       written in order (watch_event, each with the time it was decided; one that what
+--       happened since made stale is dropped, below); the id stays in
 --       {P}:rzq for rec_scan.lua. A value that changed meanwhile is read again by the next step.
 -- KEYS: 1 {P}:rzq. ARGV: 1 key tag "{P}", 2 now ms, 3 event stream MAXLEN; then 5 per item:
 --       op ("c" | "r"), id, seq read ("c"), the value read, the value to write.
@@ -25,7 +26,7 @@ for i = 4, #ARGV - 4, 5 do
       nc = nc + 1
     end
   else
-    local h = redis.call('HMGET', k, 'rec', 'rzev')
+    local h = redis.call('HMGET', k, 'rec', 'rzev', 'watch')
     if h[1] == old and string.byte(new) == 123 then
       if new ~= old then
         redis.call('HSET', k, 'rec', new)
@@ -33,7 +34,15 @@ for i = 4, #ARGV - 4, 5 do
       redis.call('HDEL', k, 'rzev')
       for ev in string.gmatch(h[2] or '', '[^\n]+') do
         local at, typ, extra = string.match(ev, '^(%d+)|([^|]+)|(.*)$')
-        if at then
+        -- what happened since makes one stale: a watch.ended of a watch that started again
+        -- (a new status event), a stuck of a status that changed or is no longer active
+        -- (stuckSince is its score in {P}:act, watch_stuck.lua)
+        local stale = typ == 'request.watch.ended' and (h[3] == 'active' or h[3] == 'settled')
+        if typ == 'request.stuck' then
+          local sc = redis.call('ZSCORE', tag .. ':act', id)
+          stale = not sc or tonumber(sc) ~= tonumber(string.match(extra, '(%d+)$') or '')
+        end
+        if at and not stale then
           now = tonumber(at)
           watch_event(id, k, typ, extra, ARGV[3])
         end

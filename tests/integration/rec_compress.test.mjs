@@ -224,7 +224,7 @@ test('the pass\'s compare-and-set loses to an apply, a new seq or a watch starte
   const k = `${tag}:req:x`;
   const rec = '{"requestId":"x","status":"success","seq":3}';
   const reset = async () => {
-    await redis.cmd('DEL', k, `${tag}:rzq`);
+    await redis.cmd('DEL', k, `${tag}:rzq`, `${tag}:act`);
     await redis.cmd('HSET', k, 'rec', rec, 'seq', '3', 'watch', 'ended', 'status', 'success');
   };
   const run = (...items) => redis.cmd('EVAL', put, 1, `${tag}:rzq`, tag, Date.now(), 1000, ...items.flat());
@@ -256,6 +256,7 @@ test('the pass\'s compare-and-set loses to an apply, a new seq or a watch starte
   await reset();
   await redis.cmd('HSET', k, 'rec', 'rOLD', 'rzev', '7|request.stuck|,"stuckSince":1');
   await redis.cmd('ZADD', `${tag}:rzq`, 1, 'x');
+  await redis.cmd('ZADD', `${tag}:act`, 1, 'x'); // still stuck since 1
   assert.deepEqual(await run(['r', 'x', '', 'rOTHER', rec]), [0, 0]);
   assert.equal(await redis.cmd('HGET', k, 'rec'), 'rOLD');
   assert.deepEqual(await run(['r', 'x', '', 'rOLD', rec]), [0, 1]);
@@ -266,6 +267,16 @@ test('the pass\'s compare-and-set loses to an apply, a new seq or a watch starte
   assert.equal(await redis.cmd('HGET', k, 'tev'), `4:${rec.length}`);
   assert.equal(await redis.cmd('HEXISTS', k, 'rzev'), 0);
   assert.equal(await redis.cmd('ZCARD', `${tag}:rzq`), 1); // rec_scan.lua's to deflate again
+  // events made stale meanwhile are dropped: a watch.ended of a watch that started again, a
+  // stuck of a status that changed ({P}:act scores the change), in order with a valid one
+  await reset();
+  await redis.cmd('HSET', k, 'rec', 'rOLD', 'watch', 'active', 'status', 'pending',
+    'rzev', '7|request.watch.ended|,"reason":"final"\n8|request.stuck|,"stuckSince":5\n9|request.stuck|,"stuckSince":6');
+  await redis.cmd('ZADD', `${tag}:act`, 6, 'x');
+  assert.deepEqual(await run(['r', 'x', '', 'rOLD', rec]), [0, 1]);
+  const one = JSON.parse(await redis.cmd('HGET', k, 'rec'));
+  assert.deepEqual(one.event, { type: 'request.stuck', seq: 4, createdAt: 9, stuckSince: 6 });
+  assert.equal(await redis.cmd('HGET', k, 'seq'), '4');
 });
 
 const scripted = (d, p) => trackScripted(sim, d, p);
