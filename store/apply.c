@@ -294,14 +294,13 @@ static int decide_on_record(struct apply_op *op, const redisReply *rec)
     status_event_init(&last);
     char *plain = NULL; /* a deflated record, inflated (store/rec.h) */
     size_t plen = 0;
-    int bad = store_rec_decode(rec->str, rec->len, &plain, &plen) != 0;
-    if (!bad)
-        bad = proto_event_from_record(plain != NULL ? plain : rec->str, plen, &last, &perr) != 0;
+    int inflated = store_rec_decode(rec->str, rec->len, &plain, &plen) == 0;
+    int bad = !inflated ||
+              proto_event_from_record(plain != NULL ? plain : rec->str, plen, &last, &perr) != 0;
     free(plain);
     if (bad) {
         log_err("stored state unreadable", "request=%s err=%s field=%s", op->obs->request_id,
-                perr.field[0] ? proto_strerror(perr.code) : "deflated",
-                perr.field[0] ? perr.field : "rec");
+                inflated ? proto_strerror(perr.code) : "deflated", inflated ? perr.field : "rec");
         status_event_cleanup(&last);
         op_finish(op, store_err_server, PROTO_STALE, NULL);
         return -1;
