@@ -29,7 +29,11 @@
 // Environment: BENCH_SCALE (default 1) scales every count (0.2 for a quick try);
 // BENCH_KEEP=1 keeps the run directory (logs) after a successful run;
 // BENCH_NO_DOC=1 leaves BENCHMARKS.md alone; BENCH_STATE_FEED_ONLY=1 runs only the changes-feed
-// half of the state scenario; BENCH_FEED_INTERVAL_S (10) its STATUSRELAY_DISCOVER_INTERVAL.
+// half of the state scenario; BENCH_FEED_INTERVAL_S (10) its STATUSRELAY_DISCOVER_INTERVAL;
+// BENCH_STATE_SETTLE_S (0) waits at most that long after its fill until no watch is left to end
+// and the record pass (store/rec.h) caught up, before the memory is measured: the steady state
+// of ended watches, with a short STATUSRELAY_SETTLED_WATCH (and STATUSRELAY_COMPRESS_RECORDS)
+// in the environment (every daemon inherits it).
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -596,6 +600,17 @@ async function stateFeed() {
   }, Math.max(60000, N * 3), 1000);
   const fillS = (now() - tf0) / 1000;
   await sleep(2000); // the facts of the last page
+  const settleS = Number(process.env.BENCH_STATE_SETTLE_S ?? 0);
+  if (settleS > 0) {
+    const ts = now();
+    const done = await until(async () => {
+      if (Number(await redis.cmd('ZCARD', `${P}:wend`)) > 0) return false;
+      if (process.env.STATUSRELAY_COMPRESS_RECORDS !== 'true') return true;
+      const top = await redis.cmd('ZRANGE', `${P}:unwatch`, -1, -1, 'WITHSCORES');
+      return top.length > 0 && (await redis.cmd('GET', `${P}:rzc`)) === top[1];
+    }, settleS * 1000, 500);
+    log(`state feed: watches ended${process.env.STATUSRELAY_COMPRESS_RECORDS === 'true' ? ' and records deflated' : ''} ${done ? 'after' : 'NOT within'} ${r1((now() - ts) / 1000)} s`);
+  }
   await dA.proc.stop();
   const stored = await redis.cmd('ZCARD', `${P}:all`);
   log(`state feed: ${stored} of ${N} requests stored in ${r1(fillS)} s${filled ? '' : ' (INCOMPLETE)'}`);

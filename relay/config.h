@@ -43,6 +43,7 @@ struct config {
     int64_t event_retention_age_ms;
     int64_t dead_retention_ms;     /* dead and skipped deliveries are deleted after this */
     int64_t request_retention_ms;  /* idle requests whose watch ended are deleted after this */
+    int compress_records;          /* deflate the records of ended watches (store/rec.h) */
     /* listeners and auth */
     char *http_listen;
     int64_t http_request_timeout_ms; /* REST: a request must arrive whole within this */

@@ -146,7 +146,9 @@ struct core *core_new(const struct config *cfg)
     applier_on_refund_failure(c->applier, on_refund_failure, c);
     struct janitor_opts jo = {.dead_retention_ms = cfg->dead_retention_ms,
                               .event_age_ms = cfg->event_retention_age_ms,
-                              .request_retention_ms = cfg->request_retention_ms};
+                              .request_retention_ms = cfg->request_retention_ms,
+                              .compress_records = cfg->compress_records,
+                              .stream_maxlen = cfg->event_retention};
     c->janitor = janitor_new(c->base, c->store, &jo); /* steps wait for the store */
     c->upstream = upstream_new(c);
     upstream_on_gap(c->upstream, poller_gap, c->poller);

@@ -38,6 +38,7 @@
 #include "store/command.h"
 #include "store/apply.h"
 #include "store/keys.h"
+#include "store/rec.h"
 #include "store/search.h"
 #include "relay/common/log.h"
 #include "relay/common/siphash.h"
@@ -289,11 +290,17 @@ static int decide_on_record(struct apply_op *op, const redisReply *rec)
     if (rec == NULL || rec->type != REDIS_REPLY_STRING)
         return decide(op, NULL, 1);
     struct status_event last;
-    struct proto_err perr;
+    struct proto_err perr = {0};
     status_event_init(&last);
-    if (proto_event_from_record(rec->str, rec->len, &last, &perr) != 0) {
+    char *plain = NULL; /* a deflated record, inflated (store/rec.h) */
+    size_t plen = 0;
+    int inflated = store_rec_decode(rec->str, rec->len, &plain, &plen) == 0;
+    int bad = !inflated ||
+              proto_event_from_record(plain != NULL ? plain : rec->str, plen, &last, &perr) != 0;
+    free(plain);
+    if (bad) {
         log_err("stored state unreadable", "request=%s err=%s field=%s", op->obs->request_id,
-                proto_strerror(perr.code), perr.field);
+                inflated ? proto_strerror(perr.code) : "deflated", inflated ? perr.field : "rec");
         status_event_cleanup(&last);
         op_finish(op, store_err_server, PROTO_STALE, NULL);
         return -1;

@@ -4,6 +4,7 @@
 #include "relay/common/util.h"
 #include "store/gather.h"
 #include "store/keys.h"
+#include "store/rec.h"
 #include "store/command.h"
 #include "store/store.h"
 
@@ -61,8 +62,7 @@ static const char dict[] =
     "\"currencyIn\":{\"chainId\":,\"address\":\"0x\",\"symbol\":\"\",\"name\":\"\","
     "\"decimals\":,\"amount\":\"\",\"amountFormatted\":\"\",\"amountUsd\":\"\"";
 
-/* tag + a zlib stream (level 9) of text with the preset dictionary d[0..dn). */
-static int deflate_with(char tag, const char *text, size_t len, const char *d, size_t dn,
+int store_zdict_deflate(char tag, const char *text, size_t len, const char *d, size_t dn,
                         char **out, size_t *out_len)
 {
     *out = NULL;
@@ -99,8 +99,7 @@ static int deflate_with(char tag, const char *text, size_t len, const char *d, s
     return 0;
 }
 
-/* The text of a zlib stream raw[0..len) written with the preset dictionary d[0..dn). */
-static int inflate_with(const char *raw, size_t len, const char *d, size_t dn, char **out,
+int store_zdict_inflate(const char *raw, size_t len, const char *d, size_t dn, char **out,
                         size_t *out_len)
 {
     z_stream z;
@@ -149,7 +148,7 @@ static int inflate_with(const char *raw, size_t len, const char *d, size_t dn, c
 
 int store_facts_encode(const char *text, size_t len, char **out, size_t *out_len)
 {
-    return deflate_with(FACTS_TAG, text, len, dict, sizeof(dict) - 1, out, out_len);
+    return store_zdict_deflate(FACTS_TAG, text, len, dict, sizeof(dict) - 1, out, out_len);
 }
 
 int store_facts_encode_delta(const char *text, size_t len, const char *newer, size_t nlen,
@@ -157,7 +156,7 @@ int store_facts_encode_delta(const char *text, size_t len, const char *newer, si
 {
     /* zlib keeps the last 32 KiB of a dictionary: a facts text is far below that mostly;
      * beyond, the stream is still exact, only larger */
-    return deflate_with(FACTS_DELTA_TAG, text, len, newer, nlen, out, out_len);
+    return store_zdict_deflate(FACTS_DELTA_TAG, text, len, newer, nlen, out, out_len);
 }
 
 int store_facts_decode(const char *raw, size_t len, char **out, size_t *out_len)
@@ -172,7 +171,7 @@ int store_facts_decode(const char *raw, size_t len, char **out, size_t *out_len)
     }
     if (len < 2 || raw[0] != FACTS_TAG)
         return -1;
-    return inflate_with(raw + 1, len - 1, dict, sizeof(dict) - 1, out, out_len);
+    return store_zdict_inflate(raw + 1, len - 1, dict, sizeof(dict) - 1, out, out_len);
 }
 
 int store_facts_decode_older(const char *raw, size_t len, const char *newer, size_t nlen,
@@ -183,7 +182,7 @@ int store_facts_decode_older(const char *raw, size_t len, const char *newer, siz
         return store_facts_decode(raw, len, out, out_len);
     if (len < 2 || newer == NULL)
         return -1;
-    return inflate_with(raw + 1, len - 1, newer, nlen, out, out_len);
+    return store_zdict_inflate(raw + 1, len - 1, newer, nlen, out, out_len);
 }
 
 /* ---- read and compare-and-set -------------------------------------------------------------- */
@@ -257,8 +256,14 @@ static void on_put(void *arg, const char *err, redisReply *r)
         if (r->elements > 1 && r->element[1]->type == REDIS_REPLY_STRING)
             rec = r->element[1];
     }
+    char *plain = NULL; /* a deflated record, inflated (store/rec.h) */
+    size_t plen = 0;
+    if (rec != NULL && store_rec_decode(rec->str, rec->len, &plain, &plen) != 0)
+        rec = NULL; /* unreadable: no follow-up event */
     if (op->cb != NULL)
-        op->cb(op->arg, err, res, rec ? rec->str : NULL, rec ? rec->len : 0);
+        op->cb(op->arg, err, res, plain != NULL ? plain : rec ? rec->str : NULL,
+               rec != NULL ? plen : 0);
+    free(plain);
     free(op);
 }
 

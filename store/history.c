@@ -6,6 +6,7 @@
 #include "relay/common/util.h"
 #include "store/events.h"
 #include "store/keys.h"
+#include "store/rec.h"
 #include "store/command.h"
 
 #include <stdint.h>
@@ -29,14 +30,19 @@ static void on_record(void *arg, const char *err, redisReply *r)
         return;
     }
     const redisReply *rec = r->element[0], *trk = r->element[1], *fx = r->element[2];
+    char *plain = NULL; /* a deflated record, inflated (store/rec.h) */
+    size_t plen = 0;
+    int have = rec->type == REDIS_REPLY_STRING &&
+               store_rec_decode(rec->str, rec->len, &plain, &plen) == 0;
     struct store_history_record out = {
-        .rec = rec->type == REDIS_REPLY_STRING ? rec->str : NULL,
-        .rec_len = rec->type == REDIS_REPLY_STRING ? rec->len : 0,
+        .rec = have ? (plain != NULL ? plain : rec->str) : NULL,
+        .rec_len = have ? plen : 0,
         .tracked = trk->type == REDIS_REPLY_STRING && strcmp(trk->str, "1") == 0,
         .fx = fx->type == REDIS_REPLY_STRING ? fx->str : NULL,
         .fx_len = fx->type == REDIS_REPLY_STRING ? fx->len : 0,
     };
     q.cb(q.arg, NULL, &out);
+    free(plain);
 }
 
 int store_history_record(struct store *s, const char *id, store_history_record_cb *cb,

@@ -1,6 +1,7 @@
 /* janitor.c - see janitor.h. runs on: core thread. */
 #include "store/janitor.h"
 #include "store/keys.h"
+#include "store/rec.h"
 #include "store/command.h"
 #include "relay/common/log.h"
 #include "relay/common/util.h"
@@ -36,6 +37,7 @@ struct janitor {
     unsigned req_part;
     char req_cursor[32]; /* first-seen score to resume at in req_part ("" = the oldest) */
     struct step *req_busy;
+    struct rec_pass *rec; /* the record pass (store/rec.h) */
 };
 
 /* A request in flight; detached (j = NULL) when the janitor is freed before its reply. */
@@ -301,6 +303,7 @@ struct janitor *janitor_new(struct event_base *base, struct store *s,
         arm(j->req_ev, j->req_tick_ms);
     }
     arm(j->probe_ev, JANITOR_PROBE_MS);
+    j->rec = rec_pass_new(base, s, o->stream_maxlen, o->compress_records);
     return j;
 }
 
@@ -314,6 +317,7 @@ void janitor_free(struct janitor *j)
         j->probe->j = NULL;
     if (j->req_busy)
         j->req_busy->j = NULL;
+    rec_pass_free(j->rec);
     if (j->req_ev != NULL)
         event_free(j->req_ev);
     event_free(j->tick_ev);

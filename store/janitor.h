@@ -9,7 +9,9 @@
  * (store/req_gc.lua) deletes the records of requests idle past the request retention whose
  * watch ended, partition by partition, at the same pace but on its own timer. The probe writes one small key
  * ({P}:probe, PX) every JANITOR_PROBE_MS so a Redis that refuses writes is noticed even
- * without traffic (store_write_refused); a successful probe clears the refusal.
+ * without traffic (store_write_refused); a successful probe clears the refusal. The record
+ * pass (store/rec.h) deflates the records of ended watches and serves the typed events that
+ * wait for a deflated one, on its own timer.
  * runs on: core thread. */
 #ifndef STORE_JANITOR_H
 #define STORE_JANITOR_H
@@ -30,6 +32,8 @@ struct janitor_opts {
     int64_t event_age_ms;      /* events older are trimmed from the stream; 0: no age bound */
     int64_t request_retention_ms; /* requests idle this long lose their record (req_gc.lua);
                                    * 0: kept */
+    int compress_records;      /* deflate the records of ended watches (store/rec.h) */
+    long long stream_maxlen;   /* the event stream's MAXLEN (typed events the pass writes) */
 };
 
 /* Timers start at once; steps run only while the store is ready. */

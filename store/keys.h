@@ -9,7 +9,8 @@
  * (endpoints, budget, leases, chains, config) stay under "{<prefix>}": docs/partitions.md.
  *
  *   key                          type    what
- *   {P}:req:<id>                 hash    last-known state of a request: rec (record JSON),
+ *   {P}:req:<id>                 hash    last-known state of a request: rec (record JSON;
+ *                                        deflated once its watch ended: store/rec.h),
  *                                        seq, status, meta (metadata JSON), first (ms),
  *                                        trk ("1" tracked / "0"), src (last source), chg
  *                                        (ms of the last status change), and its watch
@@ -26,6 +27,8 @@
  *                                        tl (the stream ids of its events while they fit
  *                                        64 bytes, then {P}:tl:<id>: store/tl_lib.lua,
  *                                        watch_lib.lua tl_push; tl1: an older version's one id)
+ *                                        rzev (typed events waiting for a deflated rec:
+ *                                        watch_lib.lua watch_event, store/rec_put.lua)
  *   {P}:all                      zset    every known request id, score = first seen (ms)
  *   {P}:st:<status>              zset    request ids by current status, score = first seen
  *   {P}:pollu / :poll / :polls   zset    the poll schedule of watched requests by due time
@@ -41,6 +44,10 @@
  *   {P}:unwatch                  zset    ids whose watch ended, by change version (capped)
  *   {P}:wver / {P}:wlow          string  change version counter / oldest version unwatch
  *                                        still covers (watch_sync.lua)
+ *   {P}:rzc                      string  the unwatch version the record pass read to
+ *                                        (store/rec_scan.lua)
+ *   {P}:rzq                      zset    ids whose typed events wait for their deflated
+ *                                        rec, by the time the first one was due (rec_put.lua)
  *   {P}:wend                     zset    watched ids with an end, by watch-until (ms)
  *   {P}:act                      zset    active ids other than waiting, by last status
  *                                        change (ms): stuck requests are the old ones

@@ -3,6 +3,8 @@
  * (file-scope, one per process). runs on: core thread. */
 #include "store/requests.h"
 #include "store/ref_page.h"
+#include "store/rec.h"
+#include "relay/common/log.h"
 #include "relay/common/util.h"
 #include "store/gather.h"
 #include "store/keys.h"
@@ -65,6 +67,13 @@ static void fill(struct store_request *req, unsigned mask, const redisReply *arr
         req->found = 1;
     }
     req->tracked = req->trk.str != NULL && req->trk.len == 1 && req->trk.str[0] == '1';
+    if (req->rec.str != NULL &&
+        store_rec_decode(req->rec.str, req->rec.len, &req->rec_own, &req->rec.len) != 0) {
+        log_err("stored record unreadable", "len=%zu", req->rec.len);
+        req->rec = (struct store_field){NULL, 0};
+    } else if (req->rec_own != NULL) {
+        req->rec.str = req->rec_own;
+    }
 }
 
 static size_t count_of(unsigned mask)
@@ -93,6 +102,8 @@ static void on_get(void *arg, const char *err, redisReply *r)
     if (err == NULL)
         fill(&req, op->mask, r);
     op->cb(op->arg, err, err == NULL ? &req : NULL);
+    if (err == NULL)
+        free(req.rec_own);
     free(op);
 }
 
@@ -159,6 +170,7 @@ static int on_read_part(void *arg, unsigned p, const char *err, redisReply *r)
         struct store_request req;
         fill(&req, SRF_REST, r->element[j]);
         rd->each(rd->arg, rd->idx[p][j], &req);
+        free(req.rec_own);
     }
     return 0;
 }

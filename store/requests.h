@@ -23,7 +23,8 @@ struct store_field {
 
 /* The fields a reader may ask for (a mask of them). */
 enum store_req_field {
-    SRF_REC = 1 << 0,    /* the newest event record (proto_event_record form) */
+    SRF_REC = 1 << 0,    /* the newest event record (proto_event_record form; inflated here
+                          * when stored deflated: store/rec.h) */
     SRF_SEQ = 1 << 1,    /* its seq (decimal) */
     SRF_STATUS = 1 << 2, /* the status name */
     SRF_META = 1 << 3,   /* the tracking metadata (compact JSON) */
@@ -44,6 +45,8 @@ struct store_request {
     int found;   /* any field asked for is present (the request is known) */
     int tracked; /* trk is "1" */
     struct store_field rec, seq, status, meta, first, trk, src, watch, wu, cf, facts;
+    char *rec_own; /* the module's: rec inflated from its stored form (store/rec.h), freed
+                    * after the callback; rec points into it */
 };
 
 /* One request: r NULL when err is set (a named store error). */

@@ -251,11 +251,22 @@ end
 -- event.
 -- k: the request's hash; typ: the type name; extra: the type's fields, JSON text starting
 -- with "," (or ""); maxlen: the stream's MAXLEN (STATUSRELAY_EVENT_RETENTION).
--- Returns the stream id, or false when the request has no record yet (nothing to say).
+-- A record deflated by the record pass (store/rec.h: its watch had ended; Lua cannot inflate
+-- it) is no base: the event waits in the hash's "rzev" ("<ms>|<type>|<extra>" lines, in
+-- order) and the id in {P}:rzq until the pass has made the record plain again and written it
+-- (store/rec_put.lua, within a pass step: seconds); so does any later one while one waits.
+-- Returns the stream id, "deferred" for one that waits, or false when the request has no
+-- record yet (nothing to say).
 local function watch_event(id, k, typ, extra, maxlen)
-  local h = redis.call('HMGET', k, 'rec', 'seq', 'tev', 'tl', 'tl1')
+  local h = redis.call('HMGET', k, 'rec', 'seq', 'tev', 'tl', 'tl1', 'rzev')
   if not h[1] then
     return false
+  end
+  if h[6] or string.byte(h[1]) ~= 123 then
+    local ev = string.format('%d', now) .. '|' .. typ .. '|' .. extra
+    redis.call('HSET', k, 'rzev', h[6] and (h[6] .. '\n' .. ev) or ev)
+    redis.call('ZADD', tag .. ':rzq', 'NX', now, id)
+    return 'deferred'
   end
   local seq = tonumber(h[2] or '0') + 1
   local base = h[1]

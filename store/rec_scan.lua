@@ -1,0 +1,53 @@
+-- rec_scan.lua - one step of the record pass (store/rec.h), read only but for its cursor: the
+-- plain records of requests whose watch ended since the cursor, to be deflated, and the
+-- records typed events wait for (watch_lib.lua watch_event), to be made plain.
+-- KEYS: 1 {P}:unwatch, 2 {P}:rzq. ARGV: 1 key tag "{P}", 2 at most this many of each, 3 "1":
+--       deflate (STATUSRELAY_COMPRESS_RECORDS; else only the waiting events are served).
+-- The cursor {P}:rzc is the last unwatch version read: a request whose watch ends again later
+-- gets a newer version and is read again; one watched again left unwatch (watch_lib.lua bump).
+-- A record is deflated only while the watch is ended and no typed event waits ("rzev").
+-- {P}:rzq: ids whose typed events wait, and those whose events went out (rec_put.lua keeps
+-- them queued): read from here once more to be deflated when their watch has ended.
+-- Returns {more (1: a full batch, step again), {id, seq, record, ...} plain records of ended
+-- watches, {id, record, ...} of the queued requests whose events wait (deflated, or plain
+-- already when an apply wrote since: rec_put.lua then only writes the waiting events)}.
+local tag, max = ARGV[1], tonumber(ARGV[2])
+local ck = tag .. ':rzc'
+local got = {}
+if ARGV[3] == '1' then
+  local from = redis.call('GET', ck)
+  got = redis.call('ZRANGEBYSCORE', KEYS[1], from and ('(' .. from) or '-inf', '+inf',
+                   'WITHSCORES', 'LIMIT', 0, max)
+end
+local cz, rs = {}, {}
+for i = 1, #got, 2 do
+  local id = got[i]
+  local h = redis.call('HMGET', tag .. ':req:' .. id, 'rec', 'seq', 'watch', 'rzev')
+  if h[1] and string.byte(h[1]) == 123 and h[3] ~= 'active' and h[3] ~= 'settled' and
+     not h[4] then
+    cz[#cz + 1] = id
+    cz[#cz + 1] = h[2] or '0'
+    cz[#cz + 1] = h[1]
+  end
+end
+if #got > 0 then
+  redis.call('SET', ck, got[#got])
+end
+for _, id in ipairs(redis.call('ZRANGE', KEYS[2], 0, max - 1)) do
+  local h = redis.call('HMGET', tag .. ':req:' .. id, 'rec', 'rzev', 'seq', 'watch')
+  if h[1] and h[2] then
+    rs[#rs + 1] = id
+    rs[#rs + 1] = h[1]
+  else
+    -- swept, or its events went out (rec_put.lua): its watch ended again meanwhile (the
+    -- cursor passed it while they waited), so it is deflated from here
+    redis.call('ZREM', KEYS[2], id)
+    if ARGV[3] == '1' and h[1] and string.byte(h[1]) == 123 and h[4] ~= 'active' and
+       h[4] ~= 'settled' then
+      cz[#cz + 1] = id
+      cz[#cz + 1] = h[3] or '0'
+      cz[#cz + 1] = h[1]
+    end
+  end
+end
+return {#got / 2 >= max and 1 or 0, cz, rs}
