@@ -249,6 +249,95 @@ int dash_start_resume(struct hub *h, struct hsess *x, struct hsub *u)
     return 0;
 }
 
+/* ---- the hold: the follower catches up before a snapshot or a replay ---------------- */
+
+/* A held subscribe proceeds: a resume starts (gap check, replay up to the follower, live), a
+ * fresh subscription goes live at the follower's cursor and takes its snapshot. */
+static void hold_proceed(struct hub *h, struct hsess *x, struct hsub *u, int limit)
+{
+    if (u->from != NULL) {
+        u->state = SS_REPLAY;
+        if (dash_start_resume(h, x, u) != 0)
+            dash_gap(h, x, u, "unavailable", NULL);
+        return;
+    }
+    dash_sub_go_live(h, x, u);
+    dash_fresh_snapshot(h, x, u, limit);
+}
+
+/* Proceed with every holder whose target the follower reached (or whose deadline passed,
+ * when now_ms > 0: the poll); 1 when some known target is still ahead of the follower. */
+static int holds_check(struct hub *h, int64_t now_ms)
+{
+    int ahead = 0;
+    size_t expired = 0;
+    for (size_t i = 0; i < h->nholds;) {
+        struct holder *w = &h->holds[i];
+        struct hsess *x = dash_sess_find(h, w->sess);
+        struct hsub *u = x != NULL && !x->closing ? dash_sub_find(x, w->no) : NULL;
+        int late = now_ms > 0 && now_ms >= w->deadline_ms;
+        if (u != NULL && u->state == SS_HOLD && !late &&
+            (!w->known || !svec_ge(h->pos, w->target, h->np))) {
+            ahead |= w->known;
+            i++;
+            continue;
+        }
+        int limit = w->limit;
+        dash_hold_del_at(h, i);
+        if (u == NULL || u->state != SS_HOLD)
+            continue;
+        expired += late;
+        hold_proceed(h, x, u, limit);
+    }
+    if (expired > 0) {
+        h->holds_expired += expired;
+        log_warn("dashboard subscribes proceeded before the follower caught up (Redis slow?)",
+                 "count=%zu cursor=%s", expired, h->cursor);
+    }
+    return ahead;
+}
+
+/* Each stream's newest id as of the subscribe: the holder's target. A partition that did not
+ * answer is not waited for. */
+static void on_hold_newest(void *arg, const struct store_stream_result *r)
+{
+    struct op *op = arg;
+    struct hub *h = op->h;
+    if (dash_enter(h)) {
+        free(op);
+        return;
+    }
+    struct holder *w = dash_hold_find(h, op->sess, op->no);
+    free(op);
+    if (w == NULL)
+        return; /* gone, or proceeded at its deadline */
+    for (unsigned p = 0; p < h->np; p++)
+        w->target[p] = r->ok[p] ? r->newest[p] : h->pos[p];
+    w->known = 1;
+    if (holds_check(h, 0)) { /* behind: read now, not at the next poll */
+        if (h->reading)
+            h->hold_kick = 1;
+        else
+            event_active(h->kick_ev, EV_TIMEOUT, 0);
+    }
+}
+
+void dash_hold(struct hub *h, struct hsess *x, struct hsub *u, int limit)
+{
+    if (h->cursor[0] != '\0' && store_ready(h->c->store) &&
+        (u->from != NULL || u->kind == SUB_ID || limit > 0) &&
+        dash_hold_add(h, x, u, limit, mono_ms() + HUB_HOLD_MS) != NULL) {
+        struct op *op = dash_op_new(h, x->id, u->no, NULL);
+        h->pending++;
+        if (store_stream_newest(h->c->store, on_hold_newest, op) == 0)
+            return;
+        h->pending--;
+        free(op);
+        dash_hold_del(h, x->id, u->no);
+    }
+    hold_proceed(h, x, u, limit); /* nothing to wait for, or cannot: as before the hold */
+}
+
 /* ---- the follower ---------------------------------------------------------------------- */
 
 static void follow(struct hub *h);
@@ -384,10 +473,14 @@ static void round_route(struct hub *h, struct fround *fr)
     }
     if (h->nwaiters > 0)
         waiters_after(h);
+    int kick = fr->full; /* more waiting */
+    if (h->nholds > 0 && holds_check(h, 0) && (fr->n > 0 || h->hold_kick))
+        kick = 1; /* a held subscribe is still ahead: keep reading while it moves */
+    h->hold_kick = 0;
     if (h->recheck_after)
         recheck(h);
-    else if (fr->full)
-        event_active(h->kick_ev, EV_TIMEOUT, 0); /* more waiting */
+    else if (kick)
+        event_active(h->kick_ev, EV_TIMEOUT, 0);
 }
 
 /* The facts each followed entry carries (store/facts.h): attached, then the round routed.
@@ -537,7 +630,10 @@ static void follow(struct hub *h)
 
 void dash_on_poll(evutil_socket_t fd, short what, void *arg)
 {
-    follow(arg);
+    struct hub *h = arg;
+    if (h->nholds > 0 && !h->closing)
+        holds_check(h, mono_ms()); /* deadlines */
+    follow(h);
 }
 
 void dash_on_ingest_event(void *arg, enum proto_verdict v, const struct status_event *ev,
