@@ -265,20 +265,18 @@ static void hold_proceed(struct hub *h, struct hsess *x, struct hsub *u, int lim
     dash_fresh_snapshot(h, x, u, limit);
 }
 
-/* Proceed with every holder whose target the follower reached (or whose deadline passed,
- * when now_ms > 0: the poll); 1 when some known target is still ahead of the follower. */
-static int holds_check(struct hub *h, int64_t now_ms)
+/* Proceed with every holder the follower caught up for - caught: the generation of a read
+ * that came back short on every partition, so it held everything written before it was
+ * sent; 0 none - or whose deadline passed (now_ms > 0: the poll). */
+static void holds_check(struct hub *h, int64_t now_ms, uint64_t caught)
 {
-    int ahead = 0;
     size_t expired = 0;
     for (size_t i = 0; i < h->nholds;) {
         struct holder *w = &h->holds[i];
         struct hsess *x = dash_sess_find(h, w->sess);
         struct hsub *u = x != NULL && !x->closing ? dash_sub_find(x, w->no) : NULL;
         int late = now_ms > 0 && now_ms >= w->deadline_ms;
-        if (u != NULL && u->state == SS_HOLD && !late &&
-            (!w->known || !svec_ge(h->pos, w->target, h->np))) {
-            ahead |= w->known;
+        if (u != NULL && u->state == SS_HOLD && !late && (caught == 0 || caught < w->need)) {
             i++;
             continue;
         }
@@ -294,48 +292,20 @@ static int holds_check(struct hub *h, int64_t now_ms)
         log_warn("dashboard subscribes proceeded before the follower caught up (Redis slow?)",
                  "count=%zu cursor=%s", expired, h->cursor);
     }
-    return ahead;
-}
-
-/* Each stream's newest id as of the subscribe: the holder's target. A partition that did not
- * answer is not waited for. */
-static void on_hold_newest(void *arg, const struct store_stream_result *r)
-{
-    struct op *op = arg;
-    struct hub *h = op->h;
-    if (dash_enter(h)) {
-        free(op);
-        return;
-    }
-    struct holder *w = dash_hold_find(h, op->sess, op->no);
-    free(op);
-    if (w == NULL)
-        return; /* gone, or proceeded at its deadline */
-    for (unsigned p = 0; p < h->np; p++)
-        w->target[p] = r->ok[p] ? r->newest[p] : h->pos[p];
-    w->known = 1;
-    if (holds_check(h, 0)) { /* behind: read now, not at the next poll */
-        if (h->reading)
-            h->hold_kick = 1;
-        else
-            event_active(h->kick_ev, EV_TIMEOUT, 0);
-    }
 }
 
 void dash_hold(struct hub *h, struct hsess *x, struct hsub *u, int limit)
 {
-    if (h->cursor[0] != '\0' && store_ready(h->c->store) &&
-        (u->from != NULL || u->kind == SUB_ID || limit > 0) &&
-        dash_hold_add(h, x, u, limit, mono_ms() + HUB_HOLD_MS) != NULL) {
-        struct op *op = dash_op_new(h, x->id, u->no, NULL);
-        h->pending++;
-        if (store_stream_newest(h->c->store, on_hold_newest, op) == 0)
-            return;
-        h->pending--;
-        free(op);
-        dash_hold_del(h, x->id, u->no);
+    if (h->cursor[0] == '\0' || !store_ready(h->c->store) ||
+        (u->from == NULL && u->kind != SUB_ID && limit <= 0) ||
+        dash_hold_add(h, x, u, limit, h->read_gen + 1, mono_ms() + HUB_HOLD_MS) == NULL) {
+        hold_proceed(h, x, u, limit); /* nothing to wait for, or cannot: as before the hold */
+        return;
     }
-    hold_proceed(h, x, u, limit); /* nothing to wait for, or cannot: as before the hold */
+    if (h->reading)
+        h->hold_kick = 1; /* the read in flight may be older than this subscribe: one more */
+    else
+        event_active(h->kick_ev, EV_TIMEOUT, 0); /* read now, not at the next poll */
 }
 
 /* ---- the follower ---------------------------------------------------------------------- */
@@ -443,6 +413,9 @@ struct fround {
     size_t n;
     unsigned np;
     int full;
+    int caught;   /* every partition answered, none a full page: the streams' end as of
+                     the read (what a held subscribe waits for) */
+    uint64_t gen; /* h->read_gen of the read */
 };
 
 static void fround_free(struct fround *fr)
@@ -474,8 +447,10 @@ static void round_route(struct hub *h, struct fround *fr)
     if (h->nwaiters > 0)
         waiters_after(h);
     int kick = fr->full; /* more waiting */
-    if (h->nholds > 0 && holds_check(h, 0) && (fr->n > 0 || h->hold_kick))
-        kick = 1; /* a held subscribe is still ahead: keep reading while it moves */
+    if (h->nholds > 0) {
+        holds_check(h, 0, fr->caught ? fr->gen : 0);
+        kick |= h->hold_kick; /* a subscribe held since this read was sent: read again */
+    }
     h->hold_kick = 0;
     if (h->recheck_after)
         recheck(h);
@@ -521,6 +496,8 @@ static void on_read(void *arg, const struct store_stream_result *r)
     fr->facts = xcalloc(r->n + 1, sizeof(*fr->facts));
     for (unsigned p = 0; p < r->np; p++)
         fr->full |= r->count[p] >= HUB_READ_COUNT;
+    fr->caught = !fr->full && !r->failed;
+    fr->gen = h->read_gen;
     const char **ids = xcalloc(r->n + 1, sizeof(*ids));
     uint64_t *seqs = xcalloc(r->n + 1, sizeof(*seqs));
     size_t m = 0;
@@ -622,6 +599,7 @@ static void follow(struct hub *h)
     }
     h->reading = 1;
     h->pending++;
+    h->read_gen++;
     if (store_stream_read(h->c->store, h->pos, HUB_READ_COUNT, on_read, h) != 0) {
         h->pending--;
         h->reading = 0;
@@ -632,7 +610,7 @@ void dash_on_poll(evutil_socket_t fd, short what, void *arg)
 {
     struct hub *h = arg;
     if (h->nholds > 0 && !h->closing)
-        holds_check(h, mono_ms()); /* deadlines */
+        holds_check(h, mono_ms(), 0); /* deadlines */
     follow(h);
 }
 

@@ -22,13 +22,14 @@ void dash_follow_init(struct hub *h);
  * could not be sent (nothing started). */
 int dash_start_resume(struct hub *h, struct hsess *x, struct hsub *u);
 /* Start subscription u (new, acked) once the follower has read every event written before
- * now: note each stream's newest id (store_stream_newest), hold u (SS_HOLD) until the
- * follower's position passes them - woken at once, not at the next poll - then resume it
- * (u->from set) or take it live with a snapshot of limit (id subscriptions: their one id).
- * The snapshot then shows no event the live part repeats, and a resume replays every event
- * written before the subscribe. Bounded: HUB_HOLD_MAX held at once and HUB_HOLD_MS each;
- * beyond either, or when the stream cannot be read, u proceeds at once. A broad fresh
- * subscription without snapshot goes live at once. */
+ * now: hold u (SS_HOLD) and wake the follower at once; the first read sent after the hold
+ * that comes back short on every partition (so it held the streams' end as of then) routes
+ * its events and releases u: it then resumes (u->from set) or goes live with a snapshot of
+ * limit (id subscriptions: their one id). The snapshot shows no event the live part
+ * repeats, and a resume replays every event written before the subscribe. No Redis command
+ * of its own. Bounded: HUB_HOLD_MAX held at once and HUB_HOLD_MS each; beyond either, or
+ * when the stream cannot be read, u proceeds at once. A broad fresh subscription without
+ * snapshot goes live at once. */
 void dash_hold(struct hub *h, struct hsess *x, struct hsub *u, int limit);
 /* The resume cannot be served: say so (a "gap" frame), go live, snapshot. Never silence. */
 void dash_gap(struct hub *h, struct hsess *x, struct hsub *u, const char *reason,

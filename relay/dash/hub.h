@@ -20,8 +20,8 @@
  * pages from the client's cursor up to the hub's cursor, then live; a client cursor ahead of
  * this process's cursor waits until the follower passes it. One Redis connection answers in
  * order, which is what makes "up to the hub's cursor" exact. A subscribe that takes a snapshot
- * or resumes is held first until the follower has read every event written before it (the
- * streams' newest ids then; follow.h dash_hold), so that cursor is not behind the stream.
+ * or resumes is held first until the follower has read every event written before it (a
+ * read sent after it came back short; follow.h dash_hold), so that cursor is not behind.
  *
  * Limits and close codes: relay/dash/limits.h. Files of this folder, one object each (none
  * includes a header of a file above it; hub.c is the owner and includes them all):

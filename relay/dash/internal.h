@@ -68,10 +68,9 @@ struct hsess {
 struct holder {
     uint64_t sess;
     uint32_t no;
-    int known;                /* target read (store_stream_newest answered) */
     int limit;                /* a fresh subscription's snapshot limit */
+    uint64_t need;            /* the first follower read (h->read_gen) sent after the hold */
     int64_t deadline_ms;      /* mono_ms: proceed anyway then (HUB_HOLD_MS) */
-    struct svec_pos *target;  /* np stream ids: each stream's newest at the subscribe */
 };
 
 /* A subscription whose client cursor is ahead of the follower (SS_WAIT). */
@@ -101,6 +100,7 @@ struct hub {
     unsigned np;              /* partitions (store_partitions) */
     struct svec_pos *pos;     /* the follower's position in each partition's stream */
     int reading, cursor_checking, recheck_after;
+    uint64_t read_gen;        /* follower reads sent (the one in flight: this number) */
     uint64_t events_seen, events_routed, frame_errors;
     struct event *poll_ev, *kick_ev, *stats_ev;
     uint64_t rate_seen[6];

@@ -26,8 +26,6 @@ void dash_table_cleanup(struct hub *h)
     idmap_free(h->live_ids);
     idmap_free(h->sess_ids);
     free(h->waiters);
-    while (h->nholds > 0)
-        dash_hold_del_at(h, h->nholds - 1);
     free(h->holds);
     free(h->tab);
 }
@@ -253,7 +251,7 @@ void dash_waiter_del(struct hub *h, uint64_t sess, uint32_t no)
 /* ---- holders ------------------------------------------------------------------------------ */
 
 struct holder *dash_hold_add(struct hub *h, struct hsess *x, struct hsub *u, int limit,
-                             int64_t deadline_ms)
+                             uint64_t need, int64_t deadline_ms)
 {
     if (h->nholds >= HUB_HOLD_MAX)
         return NULL;
@@ -261,26 +259,16 @@ struct holder *dash_hold_add(struct hub *h, struct hsess *x, struct hsub *u, int
         h->holds = xcalloc(HUB_HOLD_MAX, sizeof(*h->holds)); /* fixed: HUB_HOLD_MAX */
     u->state = SS_HOLD;
     struct holder *w = &h->holds[h->nholds++];
-    memset(w, 0, sizeof(*w));
     w->sess = x->id;
     w->no = u->no;
     w->limit = limit;
+    w->need = need;
     w->deadline_ms = deadline_ms;
-    w->target = xcalloc(h->np, sizeof(*w->target));
     return w;
-}
-
-struct holder *dash_hold_find(struct hub *h, uint64_t sess, uint32_t no)
-{
-    for (size_t i = 0; i < h->nholds; i++)
-        if (h->holds[i].sess == sess && h->holds[i].no == no)
-            return &h->holds[i];
-    return NULL;
 }
 
 void dash_hold_del_at(struct hub *h, size_t i)
 {
-    free(h->holds[i].target);
     h->holds[i] = h->holds[--h->nholds];
 }
 

@@ -48,12 +48,11 @@ void dash_waiter_add(struct hub *h, struct hsess *x, struct hsub *u);
 void dash_waiter_del(struct hub *h, uint64_t sess, uint32_t no);
 
 /* u is held (SS_HOLD) until the follower catches up (follow.c dash_hold): a holder with
- * target unknown, limit and deadline; NULL when HUB_HOLD_MAX are held already (u unchanged). */
+ * limit, the follower read it needs and deadline; NULL when HUB_HOLD_MAX are held already
+ * (u unchanged). */
 struct holder *dash_hold_add(struct hub *h, struct hsess *x, struct hsub *u, int limit,
-                             int64_t deadline_ms);
-/* The holder of subscription no of session sess, or NULL. */
-struct holder *dash_hold_find(struct hub *h, uint64_t sess, uint32_t no);
-/* Forget the holder at index i (its target freed; the last one moves to i). */
+                             uint64_t need, int64_t deadline_ms);
+/* Forget the holder at index i (the last one moves to i). */
 void dash_hold_del_at(struct hub *h, size_t i);
 /* Forget the holder of subscription no of session sess, if any. */
 void dash_hold_del(struct hub *h, uint64_t sess, uint32_t no);
