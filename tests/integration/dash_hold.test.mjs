@@ -5,7 +5,9 @@
 // 25 ms poll; each subscribe is sent right after B answered, so A's follower has usually not
 // read the event yet. Without the hold the snapshot's event also came live (a duplicate frame)
 // and a resume replayed only what the follower had read (the rest came live after
-// "resumed"). Several rounds, with 1 and with 3 partitions; every count is exact.
+// "resumed"). Several rounds, with 1 and with 3 partitions; every count is exact. And the
+// bound: a follower that cannot read the stream releases a held subscribe at its 2 s deadline
+// (as before the hold), logged.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -96,3 +98,31 @@ for (const N of [1, 3]) {
     }
   });
 }
+
+test('a held subscribe proceeds after its deadline when the follower cannot read the stream', async () => {
+  const redis = await startRedis();
+  const env = { STATUSRELAY_REDIS_PREFIX: 'hd', STATUSRELAY_STREAM_TOKEN: TOK };
+  const d = await startDaemon({ redisUrl: redis.url, apiKey: KEY, name: 'hold-hd', env });
+  try {
+    const X = rid('deadline');
+    assert.equal(await ingest(d, KEY, upstreamPayload({ rid: X, status: 'waiting' })), 200);
+    // the follower's XREAD now fails (WRONGTYPE) while the request's hash reads fine
+    await redis.cmd('DEL', '{hd}:events');
+    await redis.cmd('SET', '{hd}:events', 'not a stream');
+    const c = client(`${d.wsUrl}?token=${TOK}`);
+    await c.ready;
+    const t0 = Date.now();
+    assert.equal((await subscribed(c, sub({ id: X }))).status, 'success');
+    const snap = await c.wait((f) => f.statusrelay?.snapshot, 'snapshot after the deadline', 10000);
+    assert.equal(snap.data.status, 'waiting');
+    assert.ok(snap._at - t0 >= 1500, `held until the 2 s deadline: ${snap._at - t0} ms`);
+    await until(() => /dashboard subscribes proceeded before the follower caught up/.test(d.proc.log()), { msg: 'the fallback logged' });
+    c.close();
+  } finally {
+    await redis.cmd('DEL', '{hd}:events');
+    const r = await d.stop();
+    assert.doesNotMatch(d.proc.log(), /Sanitizer|runtime error/, d.proc.logPath);
+    assert.equal(r.code, 0);
+    await redis.stop();
+  }
+});
