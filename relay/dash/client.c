@@ -163,16 +163,11 @@ static void apply_new(struct hub *h, struct hsess *x, struct dash_msg *m,
     ack_subscribe(h, x, u);
     if (d->resume) {
         dash_str_set(&u->from, m->from);
-        if (dash_start_resume(h, x, u) != 0) {
-            dash_gap(h, x, u, "unavailable", NULL);
-            return;
-        }
         if (!d->broad && !d->anon)
             dash_track_one(h, m->id); /* idempotent: nobody tracking it yet is the rare case */
-        return;
     }
-    dash_sub_go_live(h, x, u);
-    dash_fresh_snapshot(h, x, u, m->limit);
+    /* the snapshot or replay once the follower read what was written before this subscribe */
+    dash_hold(h, x, u, m->limit);
 }
 
 /* m: a subscribe read by dash_msg_parse, its fault (if any) answered at its stage. */

@@ -249,6 +249,65 @@ int dash_start_resume(struct hub *h, struct hsess *x, struct hsub *u)
     return 0;
 }
 
+/* ---- the hold: the follower catches up before a snapshot or a replay ---------------- */
+
+/* A held subscribe proceeds: a resume starts (gap check, replay up to the follower, live), a
+ * fresh subscription goes live at the follower's cursor and takes its snapshot. */
+static void hold_proceed(struct hub *h, struct hsess *x, struct hsub *u, int limit)
+{
+    if (u->from != NULL) {
+        u->state = SS_REPLAY;
+        if (dash_start_resume(h, x, u) != 0)
+            dash_gap(h, x, u, "unavailable", NULL);
+        return;
+    }
+    dash_sub_go_live(h, x, u);
+    dash_fresh_snapshot(h, x, u, limit);
+}
+
+/* Proceed with every holder the follower caught up for - caught: the generation of a read
+ * that came back short on every partition, so it held everything written before it was
+ * sent; 0 none - or whose deadline passed (now_ms > 0: the poll). */
+static void holds_check(struct hub *h, int64_t now_ms, uint64_t caught)
+{
+    size_t expired = 0;
+    for (size_t i = 0; i < h->nholds;) {
+        struct holder *w = &h->holds[i];
+        struct hsess *x = dash_sess_find(h, w->sess);
+        struct hsub *u = x != NULL && !x->closing ? dash_sub_find(x, w->no) : NULL;
+        int late = now_ms > 0 && now_ms >= w->deadline_ms;
+        if (u != NULL && u->state == SS_HOLD && !late && (caught == 0 || caught < w->need)) {
+            i++;
+            continue;
+        }
+        int limit = w->limit;
+        dash_hold_del_at(h, i);
+        if (u == NULL || u->state != SS_HOLD)
+            continue;
+        expired += late;
+        hold_proceed(h, x, u, limit);
+    }
+    if (expired > 0) {
+        h->holds_expired += expired;
+        log_warn("dashboard subscribes proceeded before the follower caught up (Redis slow?)",
+                 "count=%zu cursor=%s", expired, h->cursor);
+    }
+}
+
+void dash_hold(struct hub *h, struct hsess *x, struct hsub *u, int limit)
+{
+    if (h->cursor[0] == '\0' || !store_ready(h->c->store) ||
+        (u->from == NULL && u->kind != SUB_ID && limit <= 0) ||
+        dash_hold_add(h, x, u, limit, h->read_gen + 1, mono_ms() + HUB_HOLD_MS) == NULL) {
+        hold_proceed(h, x, u, limit); /* nothing to wait for, or cannot: as before the hold */
+        return;
+    }
+    if (h->reading)
+        h->hold_kick = 1; /* the read in flight may be older than this subscribe: one more */
+    else
+        event_active(h->kick_ev, EV_TIMEOUT, 0); /* read now, not at the next poll */
+}
+
 /* ---- the follower ---------------------------------------------------------------------- */
 
 static void follow(struct hub *h);
@@ -354,6 +413,9 @@ struct fround {
     size_t n;
     unsigned np;
     int full;
+    int caught;   /* every partition answered, none a full page: the streams' end as of
+                     the read (what a held subscribe waits for) */
+    uint64_t gen; /* h->read_gen of the read */
 };
 
 static void fround_free(struct fround *fr)
@@ -384,10 +446,16 @@ static void round_route(struct hub *h, struct fround *fr)
     }
     if (h->nwaiters > 0)
         waiters_after(h);
+    int kick = fr->full; /* more waiting */
+    if (h->nholds > 0) {
+        holds_check(h, 0, fr->caught ? fr->gen : 0);
+        kick |= h->hold_kick; /* a subscribe held since this read was sent: read again */
+    }
+    h->hold_kick = 0;
     if (h->recheck_after)
         recheck(h);
-    else if (fr->full)
-        event_active(h->kick_ev, EV_TIMEOUT, 0); /* more waiting */
+    else if (kick)
+        event_active(h->kick_ev, EV_TIMEOUT, 0);
 }
 
 /* The facts each followed entry carries (store/facts.h): attached, then the round routed.
@@ -428,6 +496,8 @@ static void on_read(void *arg, const struct store_stream_result *r)
     fr->facts = xcalloc(r->n + 1, sizeof(*fr->facts));
     for (unsigned p = 0; p < r->np; p++)
         fr->full |= r->count[p] >= HUB_READ_COUNT;
+    fr->caught = !fr->full && !r->failed;
+    fr->gen = h->read_gen;
     const char **ids = xcalloc(r->n + 1, sizeof(*ids));
     uint64_t *seqs = xcalloc(r->n + 1, sizeof(*seqs));
     size_t m = 0;
@@ -529,6 +599,7 @@ static void follow(struct hub *h)
     }
     h->reading = 1;
     h->pending++;
+    h->read_gen++;
     if (store_stream_read(h->c->store, h->pos, HUB_READ_COUNT, on_read, h) != 0) {
         h->pending--;
         h->reading = 0;
@@ -537,7 +608,10 @@ static void follow(struct hub *h)
 
 void dash_on_poll(evutil_socket_t fd, short what, void *arg)
 {
-    follow(arg);
+    struct hub *h = arg;
+    if (h->nholds > 0 && !h->closing)
+        holds_check(h, mono_ms(), 0); /* deadlines */
+    follow(h);
 }
 
 void dash_on_ingest_event(void *arg, enum proto_verdict v, const struct status_event *ev,

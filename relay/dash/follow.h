@@ -21,6 +21,16 @@ void dash_follow_init(struct hub *h);
 /* Resume u from the vector u->from: gap check, then replay, then live; -1 when the command
  * could not be sent (nothing started). */
 int dash_start_resume(struct hub *h, struct hsess *x, struct hsub *u);
+/* Start subscription u (new, acked) once the follower has read every event written before
+ * now: hold u (SS_HOLD) and wake the follower at once; the first read sent after the hold
+ * that comes back short on every partition (so it held the streams' end as of then) routes
+ * its events and releases u: it then resumes (u->from set) or goes live with a snapshot of
+ * limit (id subscriptions: their one id). The snapshot shows no event the live part
+ * repeats, and a resume replays every event written before the subscribe. No Redis command
+ * of its own. Bounded: HUB_HOLD_MAX held at once and HUB_HOLD_MS each; beyond either, or
+ * when the stream cannot be read, u proceeds at once. A broad fresh subscription without
+ * snapshot goes live at once. */
+void dash_hold(struct hub *h, struct hsess *x, struct hsub *u, int limit);
 /* The resume cannot be served: say so (a "gap" frame), go live, snapshot. Never silence. */
 void dash_gap(struct hub *h, struct hsess *x, struct hsub *u, const char *reason,
               const char *oldest);

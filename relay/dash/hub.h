@@ -19,7 +19,9 @@
  * pushed them. Resume: XINFO STREAM (gap check against the oldest retained entry), then XRANGE
  * pages from the client's cursor up to the hub's cursor, then live; a client cursor ahead of
  * this process's cursor waits until the follower passes it. One Redis connection answers in
- * order, which is what makes "up to the hub's cursor" exact.
+ * order, which is what makes "up to the hub's cursor" exact. A subscribe that takes a snapshot
+ * or resumes is held first until the follower has read every event written before it (a
+ * read sent after it came back short; follow.h dash_hold), so that cursor is not behind.
  *
  * Limits and close codes: relay/dash/limits.h. Files of this folder, one object each (none
  * includes a header of a file above it; hub.c is the owner and includes them all):
@@ -29,7 +31,8 @@
  *   ops.c      what every Redis command carries (struct op) and the hub's deferred free
  *   history.c  snapshots and history answers (store/history.h)
  *   find.c     find (search) and facts answers (store/search.h, store/requests.h)
- *   follow.c   the follower of the event stream, resume, gaps (store/stream.h)
+ *   follow.c   the follower of the event stream, the hold of a subscribe, resume, gaps
+ *              (store/stream.h)
  *   stats.c    the stats frames
  *   subscribe.c  the subscribe decision (pure, tests/unit/test_relay_dash_subscribe.c)
  *   client.c   client messages: open, gone, subscribe (decide, then apply), unsubscribe,

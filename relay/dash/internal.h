@@ -5,8 +5,9 @@
  * State: sessions (id -> struct hsess, each with its subscriptions), two indexes - live id
  * subscriptions per request id (to skip events nobody follows) and "<session>|<id>" (one
  * subscription per id and session) - the follower's position in the event stream, and the
- * subscriptions waiting for the follower to reach their resume cursor (all kept by table.c,
- * the position by follow.c).
+ * subscriptions waiting for the follower to reach their resume cursor, and those held
+ * until the follower has read what was written before their subscribe (all kept by
+ * table.c, the position by follow.c).
  * Ownership: every Redis command carries a heap op naming its session and subscription by
  * number, never by pointer; the callback looks them up and drops the answer when they are
  * gone (ops.c). The hub outlives its commands in flight (pending count, closing flag).
@@ -26,7 +27,7 @@
 #define STATS_EVENT "statusrelay.stats"
 
 enum sub_kind { SUB_ID, SUB_BROAD, SUB_STATS };
-enum sub_state { SS_REPLAY, SS_WAIT, SS_LIVE };
+enum sub_state { SS_REPLAY, SS_WAIT, SS_LIVE, SS_HOLD };
 
 struct hsub {
     struct hsub *next;
@@ -61,6 +62,17 @@ struct hsess {
     char addr[64];            /* peer address key (relay/ingest/anon.h anon_addr_key) */
 };
 
+/* A subscription held until the follower has read every event written before its
+ * subscribe (SS_HOLD, follow.c dash_hold): its snapshot or replay then shows exactly what
+ * the live part will not repeat. */
+struct holder {
+    uint64_t sess;
+    uint32_t no;
+    int limit;                /* a fresh subscription's snapshot limit */
+    uint64_t need;            /* the first follower read (h->read_gen) sent after the hold */
+    int64_t deadline_ms;      /* mono_ms: proceed anyway then (HUB_HOLD_MS) */
+};
+
 /* A subscription whose client cursor is ahead of the follower (SS_WAIT). */
 struct waiter {
     uint64_t sess;
@@ -79,11 +91,16 @@ struct hub {
     size_t broad_live, nstats;
     struct waiter *waiters;
     size_t nwaiters;
+    struct holder *holds;     /* at most HUB_HOLD_MAX */
+    size_t nholds;
+    int hold_kick;            /* a hold was added while reading: read again at once */
+    uint64_t holds_expired;   /* holds that proceeded at their deadline */
     /* stream follower (follow.c) */
     char cursor[SVEC_TEXT_MAX]; /* "" until known; the text of pos */
     unsigned np;              /* partitions (store_partitions) */
     struct svec_pos *pos;     /* the follower's position in each partition's stream */
     int reading, cursor_checking, recheck_after;
+    uint64_t read_gen;        /* follower reads sent (the one in flight: this number) */
     uint64_t events_seen, events_routed, frame_errors;
     struct event *poll_ev, *kick_ev, *stats_ev;
     uint64_t rate_seen[6];

@@ -7,6 +7,9 @@
 #define HUB_POLL_MS 25              /* stream poll period while idle */
 #define HUB_READ_COUNT 1000         /* entries per XREAD */
 #define HUB_REPLAY_PAGE 500         /* entries per XRANGE page of a resume */
+#define HUB_HOLD_MS 2000            /* a subscribe held for the follower to catch up: at most
+                                       this long, then it proceeds as if caught up */
+#define HUB_HOLD_MAX 1024           /* subscribes held at once; more proceed at once */
 #define HUB_SNAPSHOT_DEFAULT 100    /* snapshots for a broad subscription (snapshotLimit) */
 #define HUB_SNAPSHOT_MAX 1000
 #define HUB_HISTORY_MAX 100         /* events in a history answer */

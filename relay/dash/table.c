@@ -5,6 +5,7 @@
 #include "relay/common/util.h"
 #include "relay/core.h"
 #include "relay/dash/frames.h"
+#include "relay/dash/limits.h"
 #include "relay/edge/dash_filter.h"
 #include "relay/ingest/anon.h"
 
@@ -25,6 +26,7 @@ void dash_table_cleanup(struct hub *h)
     idmap_free(h->live_ids);
     idmap_free(h->sess_ids);
     free(h->waiters);
+    free(h->holds);
     free(h->tab);
 }
 
@@ -194,6 +196,8 @@ void dash_sub_remove(struct hub *h, struct hsess *x, struct hsub *u, int notify)
     }
     if (u->state == SS_WAIT)
         dash_waiter_del(h, x->id, u->no);
+    if (u->state == SS_HOLD)
+        dash_hold_del(h, x->id, u->no);
     if (u->state == SS_LIVE)
         leave_live(h, x, u, notify);
     free(u->id);
@@ -240,6 +244,39 @@ void dash_waiter_del(struct hub *h, uint64_t sess, uint32_t no)
     for (size_t i = 0; i < h->nwaiters; i++)
         if (h->waiters[i].sess == sess && h->waiters[i].no == no) {
             h->waiters[i] = h->waiters[--h->nwaiters];
+            return;
+        }
+}
+
+/* ---- holders ------------------------------------------------------------------------------ */
+
+struct holder *dash_hold_add(struct hub *h, struct hsess *x, struct hsub *u, int limit,
+                             uint64_t need, int64_t deadline_ms)
+{
+    if (h->nholds >= HUB_HOLD_MAX)
+        return NULL;
+    if (h->holds == NULL)
+        h->holds = xcalloc(HUB_HOLD_MAX, sizeof(*h->holds)); /* fixed: HUB_HOLD_MAX */
+    u->state = SS_HOLD;
+    struct holder *w = &h->holds[h->nholds++];
+    w->sess = x->id;
+    w->no = u->no;
+    w->limit = limit;
+    w->need = need;
+    w->deadline_ms = deadline_ms;
+    return w;
+}
+
+void dash_hold_del_at(struct hub *h, size_t i)
+{
+    h->holds[i] = h->holds[--h->nholds];
+}
+
+void dash_hold_del(struct hub *h, uint64_t sess, uint32_t no)
+{
+    for (size_t i = 0; i < h->nholds; i++)
+        if (h->holds[i].sess == sess && h->holds[i].no == no) {
+            dash_hold_del_at(h, i);
             return;
         }
 }

@@ -1,8 +1,9 @@
 /* table.h - the sessions of the dashboard hub and their subscriptions: the session table
  * (id -> struct hsess), a session's subscriptions, the two indexes (live id subscriptions per
  * request id; "<session>|<id>" -> subscription number), going live (installing a
- * subscription in the ws thread at the follower's cursor) and the waiters (subscriptions
- * whose resume cursor is ahead of the follower). The structs are internal.h's.
+ * subscription in the ws thread at the follower's cursor), the waiters (subscriptions
+ * whose resume cursor is ahead of the follower) and the holders (subscribes waiting for the
+ * follower to read what was written before them). The structs are internal.h's.
  * runs on: core thread. */
 #ifndef RELAY_DASH_TABLE_H
 #define RELAY_DASH_TABLE_H
@@ -45,5 +46,15 @@ void dash_sub_go_live(struct hub *h, struct hsess *x, struct hsub *u);
 void dash_waiter_add(struct hub *h, struct hsess *x, struct hsub *u);
 /* Forget the waiter of subscription no of session sess, if any. */
 void dash_waiter_del(struct hub *h, uint64_t sess, uint32_t no);
+
+/* u is held (SS_HOLD) until the follower catches up (follow.c dash_hold): a holder with
+ * limit, the follower read it needs and deadline; NULL when HUB_HOLD_MAX are held already
+ * (u unchanged). */
+struct holder *dash_hold_add(struct hub *h, struct hsess *x, struct hsub *u, int limit,
+                             uint64_t need, int64_t deadline_ms);
+/* Forget the holder at index i (the last one moves to i). */
+void dash_hold_del_at(struct hub *h, size_t i);
+/* Forget the holder of subscription no of session sess, if any. */
+void dash_hold_del(struct hub *h, uint64_t sess, uint32_t no);
 
 #endif
