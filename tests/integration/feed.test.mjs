@@ -4,11 +4,11 @@
 // per-request status polls while the feed is healthy; backfill reads a window again.
 // Real redis-server, the simulator (which honours sortBy=updatedAt, startTimestamp,
 // continuation and the apiKey scope), daemons and a webhook receiver on loopback.
-import { test, before, after } from 'node:test';
+import { test, before, after, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { BIN, until } from './lib/proc.mjs';
-import { startRedis, startDaemon } from './lib/stack.mjs';
+import { BIN, until as untilOnly } from './lib/proc.mjs';
+import { startRedis, startDaemon as startOnly } from './lib/stack.mjs';
 import { startSim } from './lib/sim.mjs';
 import { startReceiver } from './lib/hooks.mjs';
 
@@ -23,6 +23,36 @@ after(async () => {
   await sim?.stop();
   await redis?.stop();
 });
+
+// A timeout tells why: the CI shows only the test output, so a wait that times out adds the
+// last 40 lines of the log of every daemon the test started (a killed one too) and the feed's
+// keys in Redis (lease holder, health TTL, cursor) of each prefix.
+const daemons = [];
+beforeEach(() => { daemons.length = 0; });
+async function startDaemon(opts) {
+  const d = await startOnly(opts);
+  daemons.push(d);
+  return d;
+}
+async function feedState() {
+  const out = [];
+  for (const p of new Set(daemons.map((d) => d.env.STATUSRELAY_REDIS_PREFIX))) {
+    const t = `{${p}}`;
+    out.push(`${t}:feedl=${await redis.cmd('GET', `${t}:feedl`)} ${t}:feedok pttl=${await redis.cmd('PTTL', `${t}:feedok`)} ` +
+      `${t}:feedc at=${await redis.cmd('HGET', `${t}:feedc`, 'at')} ${t}:feedr=${await redis.cmd('GET', `${t}:feedr`)} now=${Date.now()}`);
+  }
+  return out.join('\n');
+}
+async function until(fn, opts) {
+  try {
+    return await untilOnly(fn, opts);
+  } catch (e) {
+    const logs = daemons.map((d) => `--- ${d.proc.name} (${d.proc.logPath}), last 40 lines:\n` +
+      d.proc.log().trimEnd().split('\n').slice(-40).join('\n'));
+    e.message += `\n${await feedState().catch((x) => `(redis: ${x.message})`)}\n${logs.join('\n')}`;
+    throw e;
+  }
+}
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const simReq = (id) => sim.control(`/requests/${id}`, null, 'GET');
@@ -57,7 +87,16 @@ async function statusOf(d, id) {
 
 async function allAt(d, ids, status, timeoutMs = 15000) {
   await until(async () => {
-    for (const id of ids) if ((await statusOf(d, id)) !== status) return false;
+    const off = [];
+    for (const id of ids) {
+      const s = await statusOf(d, id);
+      if (s === status) continue;
+      // where the request stands in Redis: its poll tier (pt), whether the feed sees it (fk)
+      const t = `{${d.env.STATUSRELAY_REDIS_PREFIX}}`;
+      const [pt, fk, w] = await redis.cmd('HMGET', `${t}:req:${id}`, 'pt', 'fk', 'watch').catch(() => []);
+      off.push(`${id.slice(0, 10)}=${s} (pt=${pt} fk=${fk} watch=${w} due=${await redis.cmd('ZSCORE', `${t}:poll`, id).catch(() => '?')})`);
+    }
+    if (off.length > 0) throw new Error(`${off.length} not: ${off.join(' ')}`);
     return true;
   }, { msg: `${ids.length} requests at ${status}`, timeoutMs, stepMs: 200 });
 }
