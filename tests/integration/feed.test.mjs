@@ -236,6 +236,47 @@ test('kill -9 of the feed holder: the other process continues from the cursor, n
   }
 });
 
+test('a takeover while every watched request is due for a poll: the new holder\'s feed still gets its pages from the budget', async () => {
+  // The CI flake of the test above: after the kill the feed is not healthy, so the survivor
+  // makes every watched request of the key due for a status poll (feed_restore.lua, the
+  // websocket down: a poll a second each) and its poller claimed every call of the budget at
+  // each tick, just before the feed's reservation of the same tick: the new holder's pages
+  // waited as long as polls were due, and the changes came only as fast as polls of every
+  // request at the budget's pace. Here the budget is small (60/min: 6 at once, then 0.9/s) and
+  // ~100 requests of the key are watched, so polls alone take about 100 s to reach all of the
+  // 10 changed requests; the feed (priority (1) of the budget) finds them with one page.
+  const opts = (name) => ({
+    redisUrl: redis.url, apiUrl: sim.url, wsUrl: 'ws://127.0.0.1:9/', apiKey: KEY, name,
+    env: { STATUSRELAY_REDIS_PREFIX: 'feedstarve', STATUSRELAY_DISCOVER: 'true',
+      STATUSRELAY_DISCOVER_INTERVAL: '1s', STATUSRELAY_LEADER_LEASE: '3s',
+      STATUSRELAY_UPSTREAM_BUDGET: '60' },
+  });
+  const ids = await makeRequests(50);
+  const first = await startDaemon(opts('feed-starve-a'));
+  await sleep(2000);
+  const second = await startDaemon(opts('feed-starve-b'));
+  const holds = (d) => /changes feed lease taken/.test(d.proc.log());
+  const [a, b] = holds(second) && !holds(first) ? [second, first] : [first, second];
+  try {
+    await allAt(b, ids, 'waiting', 30000);
+    await until(async () => /^statusrelay_feed_healthy 1$/m.test(await (await fetch(`${b.url}/metrics`)).text()),
+      { msg: 'the feed healthy before the kill' });
+    await sleep(2000);
+    const changed = ids.filter((_, i) => i % 5 === 2);
+    await a.stop('SIGKILL');
+    const t0 = Date.now();
+    for (const id of changed) await sim.control(`/requests/${id}/advance`, {});
+    await allAt(b, changed, 'pending', 20000);
+    console.log(`# takeover with every request due for a poll: 10 changes seen ${Date.now() - t0} ms after the kill`);
+    await until(async () => /^statusrelay_feed_healthy 1$/m.test(await (await fetch(`${b.url}/metrics`)).text()),
+      { msg: 'the survivor\'s feed healthy again', timeoutMs: 10000 });
+    assert.ok(holds(b), 'the survivor holds the feed');
+  } finally {
+    await b.stop();
+    await a.stop('SIGKILL').catch(() => {});
+  }
+});
+
 test('backfill of a window finds requests never seen before; the CLI prints its progress', async () => {
   const d = await startDaemon({
     redisUrl: redis.url, apiUrl: sim.url, wsUrl: 'ws://127.0.0.1:9/', apiKey: KEY,
