@@ -19,6 +19,7 @@
 #include "relay/ingest/facts.h"
 #include "relay/ingest/ingest.h"
 #include "relay/ingest/poller.h"
+#include "relay/ingest/upstream.h"
 #include "protocol/normalize.h"
 #include "store/feed.h"
 #include "store/polls.h"
@@ -542,7 +543,11 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
             a += c->upstream != NULL ? c->cfg->poll_safety_interval_ms : c->cfg->poll_interval_ms;
             st += c->cfg->settled_poll_interval_ms;
         }
-        feed_restore(c->store, w, FEED_RESTORE_MAX, a, st);
+        /* while the upstream websocket cannot confirm them, active ones go back to the
+         * urgent tier, where every poll puts them (poller.c poller_next_poll): in the active
+         * tier they waited behind every request polled since */
+        int ws_ok = c->upstream != NULL && upstream_healthy(c->upstream);
+        feed_restore(c->store, w, FEED_RESTORE_MAX, a, st, ws_ok ? 'a' : 'u');
     }
     if (f->on && f->held && f->sweep == NULL && now >= f->sweep_next)
         start_sweep(f);
