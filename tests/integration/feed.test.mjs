@@ -242,14 +242,14 @@ test('a takeover while every watched request is due for a poll: the new holder\'
   // websocket down: a poll a second each) and its poller claimed every call of the budget at
   // each tick, just before the feed's reservation of the same tick: the new holder's pages
   // waited as long as polls were due, and the changes came only as fast as polls of every
-  // request at the budget's pace. Here the budget is small (60/min: 6 at once, then 0.9/s) and
-  // ~100 requests of the key are watched, so polls alone take about 100 s to reach all of the
+  // request at the budget's pace. Here the budget is small (30/min: 3 at once, then 0.45/s)
+  // and ~100 requests of the key are watched, so polls alone take minutes to reach all of the
   // 10 changed requests; the feed (priority (1) of the budget) finds them with one page.
   const opts = (name) => ({
     redisUrl: redis.url, apiUrl: sim.url, wsUrl: 'ws://127.0.0.1:9/', apiKey: KEY, name,
     env: { STATUSRELAY_REDIS_PREFIX: 'feedstarve', STATUSRELAY_DISCOVER: 'true',
       STATUSRELAY_DISCOVER_INTERVAL: '1s', STATUSRELAY_LEADER_LEASE: '3s',
-      STATUSRELAY_UPSTREAM_BUDGET: '60' },
+      STATUSRELAY_UPSTREAM_BUDGET: '30' },
   });
   const ids = await makeRequests(50);
   const first = await startDaemon(opts('feed-starve-a'));
