@@ -11,6 +11,9 @@
 local now = tonumber(ARGV[1])
 local b = bucket_read(KEYS[1], now, tonumber(ARGV[3]))
 local avail = math.floor(b.tokens)
-local g = math.max(0, math.min(tonumber(ARGV[2]), avail > 1 and avail - 1 or avail))
+-- A reservation that found the bucket empty waits ({P}:budgetw, poll_claim.lua): the round
+-- leaves it one call whatever the tokens.
+local keep = (avail > 1 or redis.call('EXISTS', KEYS[1] .. 'w') == 1) and 1 or 0
+local g = math.max(0, math.min(tonumber(ARGV[2]), avail - keep))
 bucket_write(KEYS[1], now, b, g)
 return {g, avail}

@@ -183,7 +183,7 @@ int feed_mark(struct store *s, const char *id)
 }
 
 int feed_restore(struct store *s, int64_t now_ms, int max, int64_t due_active_ms,
-                 int64_t due_settled_ms)
+                 int64_t due_settled_ms, char active_tier)
 {
     if (store_partitions(s) != 1)
         return 0; /* feed-covered requests keep their tiers (store/watch_lib.lua) */
@@ -192,9 +192,10 @@ int feed_restore(struct store *s, int64_t now_ms, int max, int64_t due_active_ms
     dkey(s, k1, "feedok", NULL);
     dkey(s, k2, "watch", NULL);
     dkey(s, k3, "feedr", NULL);
+    const char t[2] = {active_tier == 'u' ? 'u' : 'a', 0};
     const char *argv[] = {k1, k2, k3, script_num(ms, now_ms), script_num(n, max), store_tag(s),
-                          script_num(da, due_active_ms), script_num(ds, due_settled_ms)};
-    return store_eval(s, script(SC_RESTORE), NULL, NULL, 3, 8, argv, NULL);
+                          script_num(da, due_active_ms), script_num(ds, due_settled_ms), t};
+    return store_eval(s, script(SC_RESTORE), NULL, NULL, 3, 9, argv, NULL);
 }
 
 /* ---- backfill progress ---------------------------------------------------------------------- */

@@ -52,11 +52,12 @@ int feed_commit(struct store *s, const struct feed_commit *q, feed_commit_cb *cb
  * the feed is healthy (store/feed_mark.lua). */
 int feed_mark(struct store *s, const char *id);
 /* While the feed is not healthy ({P}:feedok absent), give the watched feed-covered requests
- * of up to max watch entries their poll tier back, due at due_active_ms (tier a) or
- * due_settled_ms (tier s) (store/feed_restore.lua; no answer). One partition only: with
- * several, feed-covered requests keep their tiers. */
+ * of up to max watch entries their poll tier back, due at due_active_ms (tier active_tier:
+ * 'u' while the upstream websocket cannot confirm them, else 'a') or due_settled_ms (tier s)
+ * (store/feed_restore.lua; no answer). One partition only: with several, feed-covered
+ * requests keep their tiers. */
 int feed_restore(struct store *s, int64_t now_ms, int max, int64_t due_active_ms,
-                 int64_t due_settled_ms);
+                 int64_t due_settled_ms, char active_tier);
 
 /* ---- backfill progress: {P}:bf:<id>, a hash kept ttl_ms after its last write -------------- */
 

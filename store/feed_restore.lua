@@ -11,14 +11,20 @@
 -- ARGV: 1 now ms, 2 at most this many watch entries read, 3 key tag "{P}", 4 due ms of an
 --       active request (tier "a"), 5 due ms of a settled one (tier "s"); relay/ingest/feed.c
 --       chooses them (now when the feed was healthy before in that process, as every tier is
---       made due then; else the tier's own period: a process that just started)
+--       made due then; else the tier's own period: a process that just started), 6 the tier
+--       of an active request: "u" (urgent) while the upstream websocket cannot confirm it,
+--       else "a" (absent: "a"). Restored into "a" while the websocket was down, the requests
+--       waited behind every request polled since (a poll puts it into "u": poller.c
+--       poller_next_poll), and the urgent tier, re-polled every second, took the whole budget
+--       as soon as it held a few dozen: the others were not polled for minutes
 -- Returns how many requests got a tier back.
 if redis.call('EXISTS', KEYS[1]) == 1 then
   redis.call('DEL', KEYS[3])
   return 0
 end
 local tag = ARGV[3]
-local tiers = {a = tag .. ':poll', s = tag .. ':polls'}
+local tiers = {a = tag .. ':poll', s = tag .. ':polls', u = tag .. ':pollu'}
+local at = ARGV[6] == 'u' and 'u' or 'a'
 local cur = redis.call('GET', KEYS[3])
 local from = cur and ('(' .. cur) or '-inf'
 local r = redis.call('ZRANGEBYSCORE', KEYS[2], from, '+inf', 'WITHSCORES', 'LIMIT', 0,
@@ -30,7 +36,7 @@ for i = 1, #r, 2 do
   local h = redis.call('HMGET', k, 'watch', 'pt', 'fk', 'anon', 'trk')
   if h[3] == '1' and (h[2] == false or h[2] == '') and (h[1] == 'active' or h[1] == 'settled')
      and (h[4] ~= '1' or h[5] == '1') then
-    local t = h[1] == 'settled' and 's' or 'a'
+    local t = h[1] == 'settled' and 's' or at
     redis.call('ZADD', tiers[t], t == 's' and ARGV[5] or ARGV[4], id)
     redis.call('HSET', k, 'pt', t)
     n = n + 1

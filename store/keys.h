@@ -68,6 +68,9 @@
  *                                        expires after 2 idle minutes
  *   {P}:budgetr                  hash    the same for the anonymous status reads' share of
  *                                        it (store/poll_claim.lua)
+ *   {P}:budgetw                  string  a single reserved call (a feed page, a read) found
+ *                                        the budget empty: claims of polls leave it one call
+ *                                        (PX 1 s; store/poll_claim.lua, budget_take.lua)
  *   {P}:leader                   string  holder of the upstream websocket lease (PX)
  *   {P}:wsok                     string  the lease holder's websocket is healthy (PX;
  *                                        store/leader.lua)

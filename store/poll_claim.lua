@@ -1,5 +1,6 @@
 -- poll_claim.lua - claim due polls, drawing from the shared upstream budget.
--- KEYS: 1 poll zset (active tier), 2 budget bucket (hash: t = tokens, ts = last refill ms),
+-- KEYS: 1 poll zset (active tier), 2 budget bucket (hash: t = tokens, ts = last refill ms;
+--       its name .. "w" is the flag {P}:budgetw, below),
 --       3 urgent tier zset, 4 settled tier zset, 5 anonymous tier zset (watch_lib.lua),
 --       6 the anonymous status reads' bucket {P}:budgetr (same hash shape)
 -- ARGV: 1 now ms, 2 max polls wanted, 3 lease ms (claimed ids are pushed this far out so
@@ -31,6 +32,16 @@
 -- budget. With several
 -- partitions the urgent tiers are partition keys this script cannot read (KEYS[3] is then the
 -- deployment's own, empty): the share still holds.
+--
+-- A single call reserved alone (ARGV[6] = "1", not an anonymous read: changes feed, backfill
+-- and gap pages, reads by id, the chain list - tier (1), docs/internals.md "Budget priority")
+-- that finds the bucket empty leaves the flag {P}:budgetw (KEYS[2] .. "w": the same slot) for
+-- a second, and a claim of polls meanwhile leaves one call in the bucket, so the next
+-- reservation gets it; a granted reservation drops the flag. Without it the polls won every
+-- call: each process's poller claims every token as its tick comes, before the feed's
+-- reservation of the same tick, so once every watched request was due (the feed holder
+-- killed, the upstream websocket down) the new holder's feed got no page while polls were
+-- due - never again healthy, every request of the key polled at the budget's pace.
 --
 -- The budget is a token bucket shared by every process: it holds at most burst = budget/10
 -- calls (at least 1) and refills evenly at (budget - burst) per minute, so that no 60 s
@@ -68,6 +79,7 @@ end
 local avail = math.floor(tokens)
 local out = {0}
 local taken, extra = 0, 0
+local waitk = KEYS[2] .. 'w' -- a reservation waits for a call (above)
 if avail > 0 then
   extra = math.min(tonumber(ARGV[5]), avail)
   if rb and (math.floor(rb.tokens) < extra or
@@ -77,6 +89,9 @@ if avail > 0 then
   avail = avail - extra
   out[1] = extra
   taken = extra
+  if ARGV[6] ~= '1' and avail > 0 and redis.call('EXISTS', waitk) == 1 then
+    avail = avail - 1 -- left for the reservation that waits
+  end
   if ARGV[6] ~= '1' and avail > 0 then
     local n = math.min(tonumber(ARGV[2]), avail)
     local until_ms = now + tonumber(ARGV[3])
@@ -101,6 +116,13 @@ elseif taken > 0 then
   redis.call('HSET', KEYS[2], 't', tostring(tokens - taken))
 end
 redis.call('PEXPIRE', KEYS[2], 120000)
+if ARGV[6] == '1' and share == 0 and tonumber(ARGV[5]) > 0 then
+  if extra > 0 then
+    redis.call('DEL', waitk)
+  else
+    redis.call('SET', waitk, '1', 'PX', 1000)
+  end
+end
 if rb and (now > rb.ts or not rb.had or extra > 0) then -- as the budget's, above
   redis.call('HSET', KEYS[6], 't', tostring(rb.tokens - extra), 'ts', math.max(now, rb.ts))
   redis.call('PEXPIRE', KEYS[6], 120000)

@@ -19,6 +19,7 @@
 #include "relay/ingest/facts.h"
 #include "relay/ingest/ingest.h"
 #include "relay/ingest/poller.h"
+#include "relay/ingest/upstream.h"
 #include "protocol/normalize.h"
 #include "store/feed.h"
 #include "store/polls.h"
@@ -58,6 +59,7 @@ struct run {
     int busy;           /* a page is under way (call, dedupe, apply or commit) */
     int64_t retry_at;   /* mono ms: no page before */
     int64_t page_at;    /* mono ms of the last page call */
+    int64_t page_prev;  /* ... of the one before: a call the budget refused is not one */
     int failures;
     int finished;       /* the window is read (or given up): free when not busy */
     /* the page under way */
@@ -373,6 +375,9 @@ static void on_page(void *arg, const struct httpc_resp *resp)
         log_debug("changes feed page waits for the budget", "backfill=%d", r->backfill);
         r->busy = 0;
         r->retry_at = mono_ms() + TICK_MS;
+        /* nothing was sent: the pacing of pages does not hold the next try back (the budget
+         * keeps a call for it meanwhile: store/poll_claim.lua {P}:budgetw, for a second) */
+        r->page_at = r->page_prev;
         return;
     }
     if (resp->err != NULL || resp->status != 200) {
@@ -421,6 +426,7 @@ static void run_step(struct run *r)
     if (r->busy || r->finished || now < r->retry_at ||
         (r->page_at > 0 && now - r->page_at < 120000 / budget))
         return;
+    r->page_prev = r->page_at;
     r->page_at = now;
     char path[4096];
     int n = snprintf(path, sizeof(path),
@@ -537,7 +543,11 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
             a += c->upstream != NULL ? c->cfg->poll_safety_interval_ms : c->cfg->poll_interval_ms;
             st += c->cfg->settled_poll_interval_ms;
         }
-        feed_restore(c->store, w, FEED_RESTORE_MAX, a, st);
+        /* while the upstream websocket cannot confirm them, active ones go back to the
+         * urgent tier, where every poll puts them (poller.c poller_next_poll): in the active
+         * tier they waited behind every request polled since */
+        int ws_ok = c->upstream != NULL && upstream_healthy(c->upstream);
+        feed_restore(c->store, w, FEED_RESTORE_MAX, a, st, ws_ok ? 'a' : 'u');
     }
     if (f->on && f->held && f->sweep == NULL && now >= f->sweep_next)
         start_sweep(f);

@@ -470,6 +470,13 @@ int upstream_confirmed(const struct upstream *u, const char *id)
     return idmap_get(u->subs, id, &v) && (v & SUB_ACKED);
 }
 
+int upstream_healthy(const struct upstream *u)
+{
+    if (mono_ms() < u->lagging_until)
+        return 0;
+    return u->held ? u->state == UP_READY : u->remote_ws_ok;
+}
+
 const char *upstream_state_name(const struct upstream *u)
 {
     static const char *const names[] = {"down", "connecting", "ready", "standby"};

@@ -42,6 +42,9 @@ void upstream_sync_begin(struct upstream *u, upstream_scope_fn *in_scope, const 
 void upstream_sync_end(struct upstream *u);
 /* 1 when the websocket is ready and the subscription of id is acknowledged. */
 int upstream_confirmed(const struct upstream *u, const char *id);
+/* 1 when the upstream websocket can confirm subscriptions: this process holds it and it is
+ * ready, or (standby) the holder reports it healthy; 0 while it is down or lagging. */
+int upstream_healthy(const struct upstream *u);
 /* "down", "connecting", "ready", "standby" (another process holds the lease). */
 const char *upstream_state_name(const struct upstream *u);
 /* Tell the upstream module a safety poll found a change the websocket never reported. */

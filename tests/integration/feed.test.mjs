@@ -4,11 +4,11 @@
 // per-request status polls while the feed is healthy; backfill reads a window again.
 // Real redis-server, the simulator (which honours sortBy=updatedAt, startTimestamp,
 // continuation and the apiKey scope), daemons and a webhook receiver on loopback.
-import { test, before, after } from 'node:test';
+import { test, before, after, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { BIN, until } from './lib/proc.mjs';
-import { startRedis, startDaemon } from './lib/stack.mjs';
+import { BIN, until as untilOnly } from './lib/proc.mjs';
+import { startRedis, startDaemon as startOnly } from './lib/stack.mjs';
 import { startSim } from './lib/sim.mjs';
 import { startReceiver } from './lib/hooks.mjs';
 
@@ -23,6 +23,36 @@ after(async () => {
   await sim?.stop();
   await redis?.stop();
 });
+
+// A timeout tells why: the CI shows only the test output, so a wait that times out adds the
+// last 40 lines of the log of every daemon the test started (a killed one too) and the feed's
+// keys in Redis (lease holder, health TTL, cursor) of each prefix.
+const daemons = [];
+beforeEach(() => { daemons.length = 0; });
+async function startDaemon(opts) {
+  const d = await startOnly(opts);
+  daemons.push(d);
+  return d;
+}
+async function feedState() {
+  const out = [];
+  for (const p of new Set(daemons.map((d) => d.env.STATUSRELAY_REDIS_PREFIX))) {
+    const t = `{${p}}`;
+    out.push(`${t}:feedl=${await redis.cmd('GET', `${t}:feedl`)} ${t}:feedok pttl=${await redis.cmd('PTTL', `${t}:feedok`)} ` +
+      `${t}:feedc at=${await redis.cmd('HGET', `${t}:feedc`, 'at')} ${t}:feedr=${await redis.cmd('GET', `${t}:feedr`)} now=${Date.now()}`);
+  }
+  return out.join('\n');
+}
+async function until(fn, opts) {
+  try {
+    return await untilOnly(fn, opts);
+  } catch (e) {
+    const logs = daemons.map((d) => `--- ${d.proc.name} (${d.proc.logPath}), last 40 lines:\n` +
+      d.proc.log().trimEnd().split('\n').slice(-40).join('\n'));
+    e.message += `\n${await feedState().catch((x) => `(redis: ${x.message})`)}\n${logs.join('\n')}`;
+    throw e;
+  }
+}
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const simReq = (id) => sim.control(`/requests/${id}`, null, 'GET');
@@ -57,7 +87,16 @@ async function statusOf(d, id) {
 
 async function allAt(d, ids, status, timeoutMs = 15000) {
   await until(async () => {
-    for (const id of ids) if ((await statusOf(d, id)) !== status) return false;
+    const off = [];
+    for (const id of ids) {
+      const s = await statusOf(d, id);
+      if (s === status) continue;
+      // where the request stands in Redis: its poll tier (pt), whether the feed sees it (fk)
+      const t = `{${d.env.STATUSRELAY_REDIS_PREFIX}}`;
+      const [pt, fk, w] = await redis.cmd('HMGET', `${t}:req:${id}`, 'pt', 'fk', 'watch').catch(() => []);
+      off.push(`${id.slice(0, 10)}=${s} (pt=${pt} fk=${fk} watch=${w} due=${await redis.cmd('ZSCORE', `${t}:poll`, id).catch(() => '?')})`);
+    }
+    if (off.length > 0) throw new Error(`${off.length} not: ${off.join(' ')}`);
     return true;
   }, { msg: `${ids.length} requests at ${status}`, timeoutMs, stepMs: 200 });
 }
@@ -191,6 +230,48 @@ test('kill -9 of the feed holder: the other process continues from the cursor, n
     const last = Math.max(...await Promise.all(ids.map(async (id) => (await simReq(id)).updatedAt)));
     const cursor = Number(await redis.cmd('HGET', '{feedkill}:feedc', 'at'));
     assert.ok(cursor >= last, `cursor ${cursor} >= last change ${last}`);
+  } finally {
+    await b.stop();
+    await a.stop('SIGKILL').catch(() => {});
+  }
+});
+
+test('a takeover while every watched request is due for a poll: the new holder\'s feed still gets its pages from the budget', async () => {
+  // The CI flake of the test above: after the kill the feed is not healthy, so the survivor
+  // makes every watched request of the key due for a status poll (feed_restore.lua, the
+  // websocket down: a poll a second each) and its poller claimed every call of the budget at
+  // each tick, just before the feed's reservation of the same tick: the new holder's pages
+  // waited as long as polls were due, and the changes came only as fast as polls of every
+  // request at the budget's pace. Here the budget is small (30/min: 3 at once, then 0.45/s)
+  // and ~100 requests of the key are watched, so polls alone take minutes to reach all of the
+  // 10 changed requests; the feed (priority (1) of the budget) finds them with a page or two
+  // (4 s apart at this budget: about 13 s at worst after the kill, whatever the CPU).
+  const opts = (name) => ({
+    redisUrl: redis.url, apiUrl: sim.url, wsUrl: 'ws://127.0.0.1:9/', apiKey: KEY, name,
+    env: { STATUSRELAY_REDIS_PREFIX: 'feedstarve', STATUSRELAY_DISCOVER: 'true',
+      STATUSRELAY_DISCOVER_INTERVAL: '1s', STATUSRELAY_LEADER_LEASE: '3s',
+      STATUSRELAY_UPSTREAM_BUDGET: '30' },
+  });
+  const ids = await makeRequests(50);
+  const first = await startDaemon(opts('feed-starve-a'));
+  await sleep(2000);
+  const second = await startDaemon(opts('feed-starve-b'));
+  const holds = (d) => /changes feed lease taken/.test(d.proc.log());
+  const [a, b] = holds(second) && !holds(first) ? [second, first] : [first, second];
+  try {
+    await allAt(b, ids, 'waiting', 30000);
+    await until(async () => /^statusrelay_feed_healthy 1$/m.test(await (await fetch(`${b.url}/metrics`)).text()),
+      { msg: 'the feed healthy before the kill' });
+    await sleep(2000);
+    const changed = ids.filter((_, i) => i % 5 === 2);
+    await a.stop('SIGKILL');
+    const t0 = Date.now();
+    for (const id of changed) await sim.control(`/requests/${id}/advance`, {});
+    await allAt(b, changed, 'pending', 25000);
+    console.log(`# takeover with every request due for a poll: 10 changes seen ${Date.now() - t0} ms after the kill`);
+    await until(async () => /^statusrelay_feed_healthy 1$/m.test(await (await fetch(`${b.url}/metrics`)).text()),
+      { msg: 'the survivor\'s feed healthy again', timeoutMs: 10000 });
+    assert.ok(holds(b), 'the survivor holds the feed');
   } finally {
     await b.stop();
     await a.stop('SIGKILL').catch(() => {});

@@ -25,15 +25,15 @@ after(async () => {
 const simReq = (id) => sim.control(`/requests/${id}`, null, 'GET');
 const TIERS = ['pollu', 'poll', 'polls', 'polln'];
 
-async function tierOf(id) {
+async function tierOf(id, p = P) {
   for (const t of TIERS)
-    if ((await redis.cmd('ZSCORE', `${P}:${t}`, id)) !== null) return t;
+    if ((await redis.cmd('ZSCORE', `${p}:${t}`, id)) !== null) return t;
   return null;
 }
 
-async function inTiers(ids) {
+async function inTiers(ids, p = P) {
   const out = [];
-  for (const id of ids) if ((await tierOf(id)) !== null) out.push(id);
+  for (const id of ids) if ((await tierOf(id, p)) !== null) out.push(id);
   return out;
 }
 
@@ -93,5 +93,45 @@ test('a feed-covered request has no poll tier while the feed is healthy, is poll
       assert.equal((await simReq(ids[i])).statusPolls, p1[i], `no status polls for ${ids[i]} once the feed is back`);
   } finally {
     await d.stop();
+  }
+});
+
+test('the feed gone with the upstream websocket down: the covered requests come back as urgent polls, every one polled in turn', async () => {
+  // feed_restore.lua put them back into the active tier while every poll puts a request into
+  // the urgent tier (the websocket confirms nothing: poller.c poller_next_poll), served first:
+  // the first burst of polls filled the urgent tier with requests re-polled every second, more
+  // than the budget (200/min: 20 at once, then 3/s), and the others were not polled for minutes.
+  const base = { redisUrl: redis.url, apiUrl: sim.url, wsUrl: 'ws://127.0.0.1:9/', apiKey: KEY };
+  const Q = '{feedurg}';
+  const env = { STATUSRELAY_REDIS_PREFIX: 'feedurg', STATUSRELAY_LEADER_LEASE: '3s', STATUSRELAY_DISCOVER_INTERVAL: '1s' };
+  const ids = [];
+  for (let i = 0; i < 60; i++) {
+    ids.push((await sim.control('/requests', { path: ['waiting', 'pending', 'submitted', 'success'],
+      stepMs: 0, autoHashes: true, originChainId: 10, destinationChainId: 137 })).id);
+  }
+  // the feed's reader, and a process that only learns the feed's health (no discovery)
+  const reader = await startDaemon({ ...base, name: 'feed-urg-reader', env: { ...env, STATUSRELAY_DISCOVER: 'true' } });
+  const d = await startDaemon({ ...base, name: 'feed-urg-other', env });
+  const st = async (id) => { const r = await d.get(`/v1/requests/${id}`); return r.status === 200 ? r.body.status : null; };
+  try {
+    await until(async () => {
+      for (const id of ids) if ((await st(id)) !== 'waiting') return false;
+      return /^statusrelay_feed_healthy 1$/m.test(await (await fetch(`${d.url}/metrics`)).text()) &&
+        (await inTiers(ids, Q)).length === 0;
+    }, { msg: 'the feed covers the 60 requests', timeoutMs: 30000, stepMs: 200 });
+    await reader.stop('SIGKILL'); // nobody reads the feed any more: it is not healthy within 2 s
+    const t0 = Date.now();
+    const changed = ids.filter((_, i) => i % 6 === 1);
+    for (const id of changed) await sim.control(`/requests/${id}/advance`, {});
+    await until(async () => {
+      const off = [];
+      for (const id of changed) if ((await st(id)) !== 'pending') off.push(`${id.slice(0, 10)} (tier ${await tierOf(id, Q)})`);
+      if (off.length > 0) throw new Error(`${off.length} not pending: ${off.join(' ')}`);
+      return true;
+    }, { msg: '10 changes seen by polls', timeoutMs: 45000, stepMs: 250 });
+    console.log(`# feed gone, websocket down, ${ids.length} covered requests: 10 changes seen by polls ${Date.now() - t0} ms after`);
+  } finally {
+    await d.stop();
+    await reader.stop('SIGKILL').catch(() => {});
   }
 });
