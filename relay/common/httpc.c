@@ -119,6 +119,61 @@ static struct xfer *xlist_pop(struct xlist *l)
     return x;
 }
 
+/* ---- keyed tables ----------------------------------------------------------------------
+ * The URL cache and the per-host slots find their entries by text: a chained table of
+ * knodes (httpc_internal.h), each the first member of its entry. */
+
+static uint32_t key_hash(const char *k)
+{
+    uint32_t v = 2166136261u; /* FNV-1a: keys are operators' endpoint URLs and hosts */
+    for (; *k; k++)
+        v = (v ^ (unsigned char)*k) * 16777619u;
+    return v;
+}
+
+/* The entry of key (hash hv), or NULL. */
+static struct knode *ktab_find(const struct ktab *t, uint32_t hv, const char *key)
+{
+    if (t->tab == NULL)
+        return NULL;
+    for (struct knode *n = t->tab[hv & (t->cap - 1)]; n != NULL; n = n->next)
+        if (n->hash == hv && strcmp(n->key, key) == 0)
+            return n;
+    return NULL;
+}
+
+/* Insert n (hash and key set, not in the table), growing the table first when full. */
+static void ktab_add(struct ktab *t, struct knode *n)
+{
+    if (t->n >= t->cap) {
+        size_t cap = t->cap ? t->cap * 2 : 64;
+        struct knode **tab = xcalloc(cap, sizeof(*tab));
+        for (size_t i = 0; i < t->cap; i++)
+            for (struct knode *e = t->tab[i], *next; e != NULL; e = next) {
+                next = e->next;
+                e->next = tab[e->hash & (cap - 1)];
+                tab[e->hash & (cap - 1)] = e;
+            }
+        free(t->tab);
+        t->tab = tab;
+        t->cap = cap;
+    }
+    n->next = t->tab[n->hash & (t->cap - 1)];
+    t->tab[n->hash & (t->cap - 1)] = n;
+    t->n++;
+}
+
+/* Take n out of the table (it is in it). */
+static void ktab_del(struct ktab *t, struct knode *n)
+{
+    for (struct knode **pp = &t->tab[n->hash & (t->cap - 1)]; *pp != NULL; pp = &(*pp)->next)
+        if (*pp == n) {
+            *pp = n->next;
+            t->n--;
+            return;
+        }
+}
+
 /* ---- the URL cache -------------------------------------------------------------------
  * Endpoints' URLs parsed once (curl_url_set: ~6,000 instructions) for every pooled transfer:
  * with 100 endpoints the transfer taken from the pool has mostly last gone to another one.
@@ -127,19 +182,12 @@ static struct xfer *xlist_pop(struct xlist *l)
 
 #define URLC_KEEP 1024
 
-static uint32_t key_hash(const char *k);
-
 /* x's hold on its URL ends (NULL is fine). */
 static void urlc_release(struct httpc *h, struct urlc *u)
 {
-    if (u == NULL || --u->refs > 0 || h->uc_n <= URLC_KEEP)
+    if (u == NULL || --u->refs > 0 || h->urls.n <= URLC_KEEP)
         return;
-    for (struct urlc **pp = &h->uc_tab[u->hash & (h->uc_cap - 1)]; *pp; pp = &(*pp)->next)
-        if (*pp == u) {
-            *pp = u->next;
-            break;
-        }
-    h->uc_n--;
+    ktab_del(&h->urls, &u->kn);
     curl_url_cleanup(u->h);
     free(u);
 }
@@ -149,12 +197,12 @@ static void urlc_release(struct httpc *h, struct urlc *u)
 static struct urlc *urlc_get(struct httpc *h, const char *url)
 {
     uint32_t hv = key_hash(url);
-    if (h->uc_tab != NULL)
-        for (struct urlc *u = h->uc_tab[hv & (h->uc_cap - 1)]; u; u = u->next)
-            if (u->hash == hv && strcmp(u->text, url) == 0) {
-                u->refs++;
-                return u;
-            }
+    struct knode *found = ktab_find(&h->urls, hv, url);
+    if (found != NULL) {
+        struct urlc *u = (struct urlc *)found; /* kn is its first member */
+        u->refs++;
+        return u;
+    }
     CURLU *cu = curl_url();
     if (cu == NULL)
         return NULL;
@@ -163,28 +211,14 @@ static struct urlc *urlc_get(struct httpc *h, const char *url)
         curl_url_cleanup(cu);
         return NULL;
     }
-    if (h->uc_n >= h->uc_cap) { /* grow (and start) the table: load factor <= 1 */
-        size_t cap = h->uc_cap ? h->uc_cap * 2 : 64;
-        struct urlc **tab = xcalloc(cap, sizeof(*tab));
-        for (size_t i = 0; i < h->uc_cap; i++)
-            for (struct urlc *u = h->uc_tab[i], *n; u; u = n) {
-                n = u->next;
-                u->next = tab[u->hash & (cap - 1)];
-                tab[u->hash & (cap - 1)] = u;
-            }
-        free(h->uc_tab);
-        h->uc_tab = tab;
-        h->uc_cap = cap;
-    }
     size_t len = strlen(url);
     struct urlc *u = xmalloc(sizeof(*u) + len + 1);
     memcpy(u->text, url, len + 1);
     u->h = cu;
     u->refs = 1;
-    u->hash = hv;
-    u->next = h->uc_tab[hv & (h->uc_cap - 1)];
-    h->uc_tab[hv & (h->uc_cap - 1)] = u;
-    h->uc_n++;
+    u->kn.hash = hv;
+    u->kn.key = u->text;
+    ktab_add(&h->urls, &u->kn);
     return u;
 }
 
@@ -322,14 +356,6 @@ static size_t host_key(const char *url, char *out, size_t size)
     return hlen + 1 + plen;
 }
 
-static uint32_t key_hash(const char *k)
-{
-    uint32_t v = 2166136261u; /* FNV-1a: keys are operators' endpoint hosts */
-    for (; *k; k++)
-        v = (v ^ (unsigned char)*k) * 16777619u;
-    return v;
-}
-
 /* The slots of url's host, created on first use; NULL when url has no host key. */
 static struct hostq *hq_get(struct httpc *h, const char *url)
 {
@@ -338,29 +364,14 @@ static struct hostq *hq_get(struct httpc *h, const char *url)
     if (klen == 0)
         return NULL;
     uint32_t hv = key_hash(key);
-    if (h->hq_tab != NULL)
-        for (struct hostq *q = h->hq_tab[hv & (h->hq_cap - 1)]; q; q = q->hnext)
-            if (q->hash == hv && strcmp(q->key, key) == 0)
-                return q;
-    if (h->hq_n >= h->hq_cap) { /* grow (and start) the table: load factor <= 1 */
-        size_t cap = h->hq_cap ? h->hq_cap * 2 : 64;
-        struct hostq **tab = xcalloc(cap, sizeof(*tab));
-        for (size_t i = 0; i < h->hq_cap; i++)
-            for (struct hostq *q = h->hq_tab[i], *n; q; q = n) {
-                n = q->hnext;
-                q->hnext = tab[q->hash & (cap - 1)];
-                tab[q->hash & (cap - 1)] = q;
-            }
-        free(h->hq_tab);
-        h->hq_tab = tab;
-        h->hq_cap = cap;
-    }
+    struct knode *found = ktab_find(&h->hosts, hv, key);
+    if (found != NULL)
+        return (struct hostq *)found; /* kn is its first member */
     struct hostq *q = xcalloc(1, sizeof(*q) + klen + 1);
     memcpy(q->key, key, klen + 1);
-    q->hash = hv;
-    q->hnext = h->hq_tab[hv & (h->hq_cap - 1)];
-    h->hq_tab[hv & (h->hq_cap - 1)] = q;
-    h->hq_n++;
+    q->kn.hash = hv;
+    q->kn.key = q->key;
+    ktab_add(&h->hosts, &q->kn);
     return q;
 }
 
@@ -369,12 +380,7 @@ static void hq_maybe_free(struct httpc *h, struct hostq *q)
 {
     if (q->running > 0 || q->wait.head != NULL || q->in_ready)
         return;
-    for (struct hostq **pp = &h->hq_tab[q->hash & (h->hq_cap - 1)]; *pp; pp = &(*pp)->hnext)
-        if (*pp == q) {
-            *pp = q->hnext;
-            break;
-        }
-    h->hq_n--;
+    ktab_del(&h->hosts, &q->kn);
     free(q);
 }
 
@@ -850,19 +856,19 @@ static void destroy(struct httpc *h)
         h->free_socks = se->next;
         free(se);
     }
-    for (size_t i = 0; i < h->uc_cap; i++) /* every transfer is gone: unheld URLs */
-        for (struct urlc *u = h->uc_tab[i], *n; u; u = n) {
-            n = u->next;
-            curl_url_cleanup(u->h);
-            free(u);
+    for (size_t i = 0; i < h->urls.cap; i++) /* every transfer is gone: unheld URLs */
+        for (struct knode *n = h->urls.tab[i], *next; n != NULL; n = next) {
+            next = n->next;
+            curl_url_cleanup(((struct urlc *)n)->h);
+            free(n);
         }
-    free(h->uc_tab);
-    for (size_t i = 0; i < h->hq_cap; i++) /* every transfer is done: only empty hosts */
-        for (struct hostq *q = h->hq_tab[i], *n; q; q = n) {
-            n = q->hnext;
-            free(q);
+    free(h->urls.tab);
+    for (size_t i = 0; i < h->hosts.cap; i++) /* every transfer is done: only empty hosts */
+        for (struct knode *n = h->hosts.tab[i], *next; n != NULL; n = next) {
+            next = n->next;
+            free(n);
         }
-    free(h->hq_tab);
+    free(h->hosts.tab);
     free(h->user_agent);
     free(h);
 }
@@ -873,8 +879,9 @@ void httpc_free(struct httpc *h)
     if (h == NULL || h->closing)
         return; /* a second call from a callback that the first one is running */
     h->closing = 1;
-    for (size_t i = 0; i < h->hq_cap; i++) /* the waiting ones; hosts stay until destroy */
-        for (struct hostq *q = h->hq_tab[i]; q != NULL; q = q->hnext) {
+    for (size_t i = 0; i < h->hosts.cap; i++) /* the waiting ones; hosts stay until destroy */
+        for (struct knode *n = h->hosts.tab[i]; n != NULL; n = n->next) {
+            struct hostq *q = (struct hostq *)n;
             q->in_ready = 1; /* pinned: hq_maybe_free leaves it */
             while (q->wait.head != NULL)
                 xfer_finish(h, q->wait.head, CURLE_OK, httpc_err_shutdown);

@@ -87,25 +87,37 @@ struct xlist {
     struct xfer *head, *tail;
 };
 
+/* An entry of a keyed table (httpc.c "keyed tables"): the first member of the structs kept
+ * in one, its key the text that follows the struct. */
+struct knode {
+    struct knode *next; /* bucket chain */
+    uint32_t hash;      /* of key */
+    const char *key;    /* the entry's own text (points into it) */
+};
+
+/* A chained hash table of knodes, grown to keep its load factor <= 1. */
+struct ktab {
+    struct knode **tab;
+    size_t cap, n;
+};
+
 /* A parsed URL of h's URL cache (httpc.c), shared by the transfers that set it (refs): curl
  * only reads a CURLOPT_CURLU handle (it copies it when a transfer starts). */
 struct urlc {
-    struct urlc *next; /* bucket chain of h->uc_tab */
+    struct knode kn; /* in h->urls, key = text */
     CURLU *h;
     unsigned refs;
-    uint32_t hash;
     char text[];
 };
 
 /* One host:port of the per-host slots (httpc.c): its transfers in curl and those waiting. */
 struct hostq {
-    struct hostq *hnext; /* bucket chain of h->hq_tab */
+    struct knode kn;     /* in h->hosts, key = key */
     struct hostq *rnext; /* h's ready FIFO: hosts with waiters and room of their own */
     struct xlist wait;   /* transfers waiting for a slot, oldest first */
     unsigned running;    /* its transfers in curl */
     int in_ready;
     int mux;             /* its answers came over HTTP/2: curl multiplexes, no host limit */
-    uint32_t hash;
     char key[];          /* "host:port", host in lower case */
 };
 
@@ -129,13 +141,11 @@ struct httpc {
     struct httpc_stats st;
     /* per-host slots (httpc.c): hosts by key, the ready FIFO, the limits (0: none) and the
      * transfers in curl on counted slots */
-    struct hostq **hq_tab;
-    size_t hq_cap, hq_n;
+    struct ktab hosts;
     struct hostq *ready_head, *ready_tail;
     unsigned long max_host, max_total, counted;
     uint64_t in_curl; /* transfers in the multi (for st.peak_curl) */
-    struct urlc **uc_tab; /* the URL cache: every URL a transfer holds, and up to URLC_KEEP */
-    size_t uc_cap, uc_n;
+    struct ktab urls; /* the URL cache: every URL a transfer holds, and up to URLC_KEEP */
     int closing;      /* httpc_free began: no new requests */
     int dispatching;  /* callbacks are being called: a nested httpc_free defers the free */
     int free_pending;
