@@ -8,7 +8,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startRedis, startDaemon } from './lib/stack.mjs';
 import { until } from './lib/proc.mjs';
-import { startReceiver, ingest, upstreamPayload, rid } from './lib/hooks.mjs';
+import { startReceiver, ingest, upstreamPayload, rid, maxPerSecond } from './lib/hooks.mjs';
 
 const KEY = 'many-endpoints-test-key';
 const cleanup = [];
@@ -20,17 +20,6 @@ const STATUSES = ['pending', 'submitted', 'success'];
 const SLOW = 7; // answers after 400 ms
 const FLAKY = 3; // answers 503 three times first (retried, so recorded and claimed)
 const limitOf = (k) => (k % 10 === 1 ? 10 : k % 10 === 2 ? 25 : null);
-
-/** The most arrivals (times t, ms) in any window [t, t + 1000). */
-function maxPerSecond(times) {
-  const t = [...times].sort((a, b) => a - b);
-  let best = 0;
-  for (let i = 0, j = 0; i < t.length; i++) {
-    while (t[j] <= t[i] - 1000) j++;
-    best = Math.max(best, i - j + 1);
-  }
-  return best;
-}
 
 test('50 endpoints on one host, mixed rate limits, a slow and a failing one: all arrive once, in order, none starved', async () => {
   const redis = await startRedis();

@@ -13,7 +13,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { startRedis, startDaemon } from './lib/stack.mjs';
 import { BIN, until } from './lib/proc.mjs';
-import { startReceiver, ingest, upstreamPayload, rid, patch } from './lib/hooks.mjs';
+import { startReceiver, ingest, upstreamPayload, rid, patch, maxPerSecond } from './lib/hooks.mjs';
 
 const KEY = 'rate-limit-test-api-key';
 const run = promisify(execFile);
@@ -41,17 +41,6 @@ async function create(d, body) {
   const r = await d.post('/v1/webhooks', body);
   assert.equal(r.status, 201, JSON.stringify(r.body));
   return r.body;
-}
-
-/** The most arrivals (record times t, ms) in any window [t, t + 1000). */
-function maxPerSecond(times) {
-  const t = [...times].sort((a, b) => a - b);
-  let best = 0;
-  for (let i = 0, j = 0; i < t.length; i++) {
-    while (t[j] <= t[i] - 1000) j++;
-    best = Math.max(best, i - j + 1);
-  }
-  return best;
 }
 
 async function metric(d, name) {

@@ -114,3 +114,14 @@ export async function patch(daemon, p, body) {
   const t = await r.text();
   return { status: r.status, body: t ? JSON.parse(t) : null };
 }
+
+/** The most arrivals (times t, ms) in any window [t, t + 1000). */
+export function maxPerSecond(times) {
+  const t = [...times].sort((a, b) => a - b);
+  let best = 0;
+  for (let i = 0, j = 0; i < t.length; i++) {
+    while (t[j] <= t[i] - 1000) j++;
+    best = Math.max(best, i - j + 1);
+  }
+  return best;
+}
