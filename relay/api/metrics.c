@@ -7,6 +7,7 @@
 #include "relay/api/metrics.h"
 #include "relay/common/util.h"
 #include "relay/core.h"
+#include "relay/dash/hub.h"
 #include "relay/delivery/delivery.h"
 #include "relay/delivery/dispatch.h"
 #include "relay/delivery/endpoints.h"
@@ -322,6 +323,9 @@ static void render_dashboard(struct core *c, struct evbuffer *out)
             wst.dash.slow_closed);
     gauge(out, "dashboard_queued_bytes", "Bytes waiting in dashboard send queues.",
           (int64_t)wst.dash.queued_bytes);
+    counter(out, "dashboard_holds_expired_total",
+            "Dashboard snapshots or resumes that proceeded before the follower caught up.",
+            hub_holds_expired(c->hub));
     counter(out, "upstream_ws_frames_total", "Frames received on the upstream websocket.",
             wst.up.frames_in);
 }

@@ -117,6 +117,8 @@ test('a held subscribe proceeds after its deadline when the follower cannot read
     assert.equal(snap.data.status, 'waiting');
     assert.ok(snap._at - t0 >= 1500, `held until the 2 s deadline: ${snap._at - t0} ms`);
     await until(() => /dashboard subscribes proceeded before the follower caught up/.test(d.proc.log()), { msg: 'the fallback logged' });
+    const m = await (await fetch(`${d.url}/metrics`)).text();
+    assert.match(m, /^statusrelay_dashboard_holds_expired_total 1$/m, 'the fallback counted in /metrics');
     c.close();
   } finally {
     await redis.cmd('DEL', '{hd}:events');
