@@ -166,13 +166,18 @@ static void on_scan(void *arg, const char *err, redisReply *r)
         size_t tl = 0;
         if (!is_str(id) || !is_str(rec))
             continue;
+        const char *op = "r";
         if (store_rec_decode(rec->str, rec->len, &t, &tl) != 0) {
-            log_err("stored record unreadable", "request=%s", id->str);
-            continue;
+            /* no base for its typed events: they are dropped (rec_put.lua "x"), once, rather
+             * than waiting (and logged) at every step for ever */
+            log_err("stored record unreadable: waiting typed events dropped", "request=%s",
+                    id->str);
+            op = "x";
+            tl = 0;
         }
         if (t != NULL)
             own[no++] = t;
-        const char *v[] = {"r", id->str, "", rec->str, t != NULL ? t : rec->str};
+        const char *v[] = {op, id->str, "", rec->str, t != NULL ? t : rec->str};
         size_t l[] = {1, id->len, 0, rec->len, tl};
         for (int j = 0; j < 5; j++, n++) {
             argv[n] = v[j];

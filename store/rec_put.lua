@@ -8,6 +8,9 @@
 --       written in order (watch_event, each with the time it was decided; one that what
 --       happened since made stale is dropped, below); the id stays in
 --       {P}:rzq for rec_scan.lua. A value that changed meanwhile is read again by the next step.
+--   "x" (typed events wait on a record the daemon cannot read): only while rec is still the
+--       value read: the waiting events are dropped (rec_scan.lua then takes the id off
+--       {P}:rzq), not retried at every step.
 -- KEYS: 1 {P}:rzq. ARGV: 1 key tag "{P}", 2 now ms, 3 event stream MAXLEN; then 5 per item:
 --       op ("c" | "r"), id, seq read ("c"), the value read, the value to write.
 -- Returns {deflated, restored}.
@@ -24,6 +27,10 @@ for i = 4, #ARGV - 4, 5 do
        not h[4] then
       redis.call('HSET', k, 'rec', new)
       nc = nc + 1
+    end
+  elseif op == 'x' then
+    if redis.call('HGET', k, 'rec') == old then
+      redis.call('HDEL', k, 'rzev')
     end
   else
     local h = redis.call('HMGET', k, 'rec', 'rzev', 'watch')

@@ -297,9 +297,13 @@ static void holds_check(struct hub *h, int64_t now_ms, uint64_t caught)
 void dash_hold(struct hub *h, struct hsess *x, struct hsub *u, int limit)
 {
     if (h->cursor[0] == '\0' || !store_ready(h->c->store) ||
-        (u->from == NULL && u->kind != SUB_ID && limit <= 0) ||
-        dash_hold_add(h, x, u, limit, h->read_gen + 1, mono_ms() + HUB_HOLD_MS) == NULL) {
+        (u->from == NULL && u->kind != SUB_ID && limit <= 0)) {
         hold_proceed(h, x, u, limit); /* nothing to wait for, or cannot: as before the hold */
+        return;
+    }
+    if (dash_hold_add(h, x, u, limit, h->read_gen + 1, mono_ms() + HUB_HOLD_MS) == NULL) {
+        h->holds_expired++; /* HUB_HOLD_MAX held: goes ahead unheld, like an expired hold */
+        hold_proceed(h, x, u, limit);
         return;
     }
     if (h->reading)

@@ -128,3 +128,35 @@ test('a held subscribe proceeds after its deadline when the follower cannot read
     await redis.stop();
   }
 });
+
+test('subscribes over the 1,024 held go ahead at once and are counted as expired holds', async () => {
+  const redis = await startRedis();
+  const env = { STATUSRELAY_REDIS_PREFIX: 'hm', STATUSRELAY_STREAM_TOKEN: TOK };
+  const d = await startDaemon({ redisUrl: redis.url, apiKey: KEY, name: 'hold-hm', env });
+  const cs = [];
+  try {
+    const X = rid('many');
+    assert.equal(await ingest(d, KEY, upstreamPayload({ rid: X, status: 'waiting' })), 200);
+    // the follower's XREAD now fails (WRONGTYPE): every subscribe is held until its deadline
+    await redis.cmd('DEL', '{hm}:events');
+    await redis.cmd('SET', '{hm}:events', 'not a stream');
+    // 11 connections x 94 subscribes (within the per-connection limit and message rate)
+    for (let k = 0; k < 11; k++) cs.push(client(`${d.wsUrl}?token=${TOK}`));
+    await Promise.all(cs.map((c) => c.ready));
+    for (const c of cs) for (let i = 0; i < 94; i++) c.send(sub({ id: rid(`many${i}`) }));
+    for (const c of cs) await c.waitN((f) => f.type === 'subscribe', 94, 'every subscribe answered', 20000);
+    // 1,024 held at most: the 10 over it went ahead without the follower, counted
+    const metric = async () => /^statusrelay_dashboard_holds_expired_total (\d+)$/m.exec(await (await fetch(`${d.url}/metrics`)).text())?.[1];
+    const early = await metric();
+    // the held ones proceed at their deadline: 1,034 in all
+    await until(async () => (await metric()) === '1034', { timeoutMs: 10000, msg: 'all 1,034 counted' });
+    assert.ok(early === '10' || early === '1034', `counted before the deadline: ${early}`);
+  } finally {
+    for (const c of cs) c.close();
+    await redis.cmd('DEL', '{hm}:events');
+    const r = await d.stop();
+    assert.doesNotMatch(d.proc.log(), /Sanitizer|runtime error/, d.proc.logPath);
+    assert.equal(r.code, 0);
+    await redis.stop();
+  }
+});

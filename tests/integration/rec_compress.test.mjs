@@ -280,3 +280,23 @@ test('the pass\'s compare-and-set loses to an apply, a new seq or a watch starte
 });
 
 const scripted = (d, p) => trackScripted(sim, d, p);
+
+test('typed events waiting on a record the daemon cannot read are dropped once, not retried', async () => {
+  const prefix = 'rz4';
+  const d = await daemon(prefix);
+  // a queued request whose stored record is neither plain nor a readable deflated one (a
+  // format this version does not know, or damaged)
+  const id = `0x${'ab'.repeat(32)}`;
+  const k = `{${prefix}}:req:${id}`;
+  await redis.cmd('HSET', k, 'rec', 'r-not-a-zlib-stream', 'seq', '3', 'watch', 'active',
+    'rzev', '1700000000000|request.stuck|,"stuckSince":1');
+  await redis.cmd('ZADD', `{${prefix}}:rzq`, '1', id);
+  const line = /stored record unreadable/g;
+  await until(async () => await redis.cmd('ZSCORE', `{${prefix}}:rzq`, id) === null,
+    { timeoutMs: 20000, msg: 'taken off rzq' });
+  assert.equal(await redis.cmd('HEXISTS', k, 'rzev'), 0);
+  assert.equal(await redis.cmd('HGET', k, 'rec'), 'r-not-a-zlib-stream'); // left as it was
+  assert.equal(await redis.cmd('HGET', k, 'seq'), '3');
+  await new Promise((r) => setTimeout(r, 6000)); // another pass step
+  assert.equal((d.proc.log().match(line) ?? []).length, 1, 'logged once');
+});
