@@ -49,8 +49,9 @@ static void scripts_init(void)
 }
 
 /* The asked fields of one request from an HMGET-like array (values in fields[] order): a
- * value that is not a string, and a missing element, read as absent. */
-static void fill(struct store_request *req, unsigned mask, const redisReply *arr)
+ * value that is not a string, and a missing element, read as absent. id: the request's id for
+ * the log line of an unreadable record (NULL when the caller no longer has it). */
+static void fill(struct store_request *req, unsigned mask, const redisReply *arr, const char *id)
 {
     memset(req, 0, sizeof(*req));
     size_t j = 0;
@@ -69,7 +70,7 @@ static void fill(struct store_request *req, unsigned mask, const redisReply *arr
     req->tracked = req->trk.str != NULL && req->trk.len == 1 && req->trk.str[0] == '1';
     if (req->rec.str != NULL &&
         store_rec_decode(req->rec.str, req->rec.len, &req->rec_own, &req->rec.len) != 0) {
-        log_err("stored record unreadable", "len=%zu", req->rec.len);
+        log_err("stored record unreadable", "id=%s len=%zu", id != NULL ? id : "-", req->rec.len);
         req->rec = (struct store_field){NULL, 0};
     } else if (req->rec_own != NULL) {
         req->rec.str = req->rec_own;
@@ -90,6 +91,7 @@ struct get_op {
     store_request_cb *cb;
     void *arg;
     unsigned mask;
+    char id[]; /* the request's id (for a log line) */
 };
 
 static void on_get(void *arg, const char *err, redisReply *r)
@@ -100,7 +102,7 @@ static void on_get(void *arg, const char *err, redisReply *r)
         (r->type != REDIS_REPLY_ARRAY || r->elements != count_of(op->mask)))
         err = store_err_reply;
     if (err == NULL)
-        fill(&req, op->mask, r);
+        fill(&req, op->mask, r, op->id);
     op->cb(op->arg, err, err == NULL ? &req : NULL);
     if (err == NULL)
         free(req.rec_own);
@@ -117,8 +119,12 @@ int store_request_get(struct store *s, const char *id, unsigned mask, store_requ
     for (size_t f = 0; f < NFIELDS; f++)
         if (mask & fields[f].bit)
             argv[argc++] = fields[f].name;
-    struct get_op *op = xmalloc(sizeof(*op));
-    *op = (struct get_op){cb, arg, mask};
+    size_t idlen = strlen(id);
+    struct get_op *op = xmalloc(sizeof(*op) + idlen + 1);
+    op->cb = cb;
+    op->arg = arg;
+    op->mask = mask;
+    memcpy(op->id, id, idlen + 1);
     if (store_cmdargv(s, on_get, op, argc, argv, NULL) != 0) {
         free(op);
         return -1;
@@ -168,7 +174,7 @@ static int on_read_part(void *arg, unsigned p, const char *err, redisReply *r)
         return -1;
     for (size_t j = 0; j < rd->nidx[p]; j++) {
         struct store_request req;
-        fill(&req, SRF_REST, r->element[j]);
+        fill(&req, SRF_REST, r->element[j], NULL);
         rd->each(rd->arg, rd->idx[p][j], &req);
         free(req.rec_own);
     }

@@ -22,7 +22,7 @@ static void test_fill(void **state)
     redisReply *a = rp_arr(&p, 9, rp_str(&p, "{}"), rp_str(&p, "3"), rp_str(&p, "pending"),
                            rp_nil(&p), rp_str(&p, "100"), rp_str(&p, "1"), rp_nil(&p),
                            rp_str(&p, "active"), rp_nil(&p));
-    fill(&r, SRF_REST, a);
+    fill(&r, SRF_REST, a, NULL);
     assert_true(r.found);
     assert_true(r.tracked);
     assert_string_equal(r.status.str, "pending");
@@ -30,16 +30,16 @@ static void test_fill(void **state)
     assert_null(r.meta.str);
     assert_string_equal(r.watch.str, "active");
     assert_null(r.cf.str); /* not asked for */
-    fill(&r, SRF_REC | SRF_CF, rp_arr(&p, 2, rp_nil(&p), rp_str(&p, "55")));
+    fill(&r, SRF_REC | SRF_CF, rp_arr(&p, 2, rp_nil(&p), rp_str(&p, "55")), NULL);
     assert_true(r.found);
     assert_null(r.rec.str);
     assert_string_equal(r.cf.str, "55");
     assert_false(r.tracked);
-    fill(&r, SRF_REST, rp_arr(&p, 2, rp_nil(&p), rp_nil(&p))); /* short: the rest absent */
+    fill(&r, SRF_REST, rp_arr(&p, 2, rp_nil(&p), rp_nil(&p)), NULL); /* short: the rest absent */
     assert_false(r.found);
-    fill(&r, SRF_REST, rp_str(&p, "not an array"));
+    fill(&r, SRF_REST, rp_str(&p, "not an array"), NULL);
     assert_false(r.found);
-    fill(&r, SRF_TRK, rp_arr(&p, 1, rp_str(&p, "11")));
+    fill(&r, SRF_TRK, rp_arr(&p, 1, rp_str(&p, "11")), NULL);
     assert_false(r.tracked);
     assert_int_equal(count_of(SRF_REST), 9);
 }
