@@ -3,6 +3,7 @@
  * runs on: core thread. */
 #include "store/history.h"
 #include "protocol/proto.h"
+#include "protocol/stream_vec.h"
 #include "relay/common/util.h"
 #include "store/events.h"
 #include "store/keys.h"
@@ -182,10 +183,6 @@ int store_history_newest(struct store *s, const char *const *statuses, size_t ns
 
 /* ---- a request's timeline ---------------------------------------------------------------- */
 
-struct tl_sid {
-    uint64_t ms, seq;
-};
-
 struct tl {
     store_history_timeline_cb *cb;
     void *arg;
@@ -194,7 +191,7 @@ struct tl {
     int limit;
     unsigned pending;  /* answers of the two reads still to come */
     const char *err;   /* the first read that failed, NULL: none */
-    struct tl_sid *ids; /* the ids of the hash's fields and of the list, merged */
+    struct svec_pos *ids; /* the ids of the hash's fields and of the list, merged */
     size_t nids, capids;
     unsigned places;   /* how many of field, tl1, list held ids (more than one: merge) */
     size_t n, got;
@@ -214,7 +211,7 @@ static char *copy_n(const char *s, size_t n)
     return c;
 }
 
-static void tl_add(struct tl *t, struct tl_sid v)
+static void tl_add(struct tl *t, struct svec_pos v)
 {
     if (t->nids == t->capids) {
         t->capids = t->capids ? 2 * t->capids : 16;
@@ -223,27 +220,17 @@ static void tl_add(struct tl *t, struct tl_sid v)
     t->ids[t->nids++] = v;
 }
 
-/* A decimal stream id "ms-seq" of len bytes into *v; 0 when it is one, -1 when not. */
-static int tl_parse_sid(const char *s, size_t len, struct tl_sid *v)
+/* A decimal stream id "ms-seq" of len bytes into *v (protocol/proto.h proto_stream_id_parse,
+ * with its "-seq" required: every id written to a timeline has one); 0 when it is one, -1
+ * when not. */
+static int tl_parse_sid(const char *s, size_t len, struct svec_pos *v)
 {
-    uint64_t x[2] = {0, 0};
-    size_t i = 0;
-    for (int part = 0; part < 2; part++) {
-        size_t from = i;
-        for (; i < len && s[i] >= '0' && s[i] <= '9'; i++) {
-            uint64_t d = (uint64_t)(s[i] - '0');
-            if (x[part] > (UINT64_MAX - d) / 10)
-                return -1;
-            x[part] = x[part] * 10 + d;
-        }
-        if (i == from || (part == 0 && (i == len || s[i++] != '-')))
-            return -1;
-    }
-    if (i != len)
+    char buf[SVEC_ID_TEXT];
+    if (len == 0 || len >= sizeof(buf) || memchr(s, '-', len) == NULL || memchr(s, '\0', len))
         return -1;
-    v->ms = x[0];
-    v->seq = x[1];
-    return 0;
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    return proto_stream_id_parse(buf, &v->ms, &v->seq);
 }
 
 static int tl_hexdigit(char c)
@@ -259,12 +246,12 @@ static int tl_hexdigit(char c)
  * decimal, then "," and each later id as the hexadecimal difference of its ms to the first
  * id's, "-<seq>" in hexadecimal when the seq is not 0), each passed to add in order; a
  * malformed entry ends them. Returns how many. */
-static size_t tl_decode(const char *f, size_t len, void (*add)(void *arg, struct tl_sid v),
+static size_t tl_decode(const char *f, size_t len, void (*add)(void *arg, struct svec_pos v),
                         void *arg)
 {
     const char *comma = memchr(f, ',', len);
     size_t i = comma != NULL ? (size_t)(comma - f) : len, n = 0;
-    struct tl_sid v, first;
+    struct svec_pos v, first;
     if (tl_parse_sid(f, i, &first) != 0)
         return 0;
     add(arg, first);
@@ -301,10 +288,7 @@ static size_t tl_decode(const char *f, size_t len, void (*add)(void *arg, struct
 
 static int tl_sid_cmp(const void *a, const void *b)
 {
-    const struct tl_sid *x = a, *y = b;
-    if (x->ms != y->ms)
-        return x->ms < y->ms ? -1 : 1;
-    return x->seq < y->seq ? -1 : x->seq > y->seq;
+    return svec_pos_cmp(a, b);
 }
 
 static void tl_finish(struct tl *t)
@@ -388,7 +372,7 @@ static void tl_read(struct tl *t)
     }
 }
 
-static void tl_add_cb(void *arg, struct tl_sid v)
+static void tl_add_cb(void *arg, struct svec_pos v)
 {
     tl_add(arg, v);
 }
@@ -402,7 +386,7 @@ static void on_tl_fields(void *arg, const char *err, redisReply *r)
             t->err = err != NULL ? err : store_err_server;
     } else {
         const redisReply *f = r->element[0], *one = r->element[1];
-        struct tl_sid v;
+        struct svec_pos v;
         if (f->type == REDIS_REPLY_STRING && tl_decode(f->str, f->len, tl_add_cb, t) > 0)
             t->places++;
         if (one->type == REDIS_REPLY_STRING && tl_parse_sid(one->str, one->len, &v) == 0) {
@@ -422,7 +406,7 @@ static void on_tl_list(void *arg, const char *err, redisReply *r)
             t->err = err != NULL ? err : store_err_server;
     } else {
         size_t had = t->nids;
-        struct tl_sid v;
+        struct svec_pos v;
         for (size_t i = 0; i < r->elements; i++)
             if (r->element[i]->type == REDIS_REPLY_STRING &&
                 tl_parse_sid(r->element[i]->str, r->element[i]->len, &v) == 0)

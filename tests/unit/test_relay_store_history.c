@@ -14,10 +14,10 @@
 
 #include "tests/unit/reply_pool.h"
 
-static struct tl_sid got[64];
+static struct svec_pos got[64];
 static size_t ngot;
 
-static void add(void *arg, struct tl_sid v)
+static void add(void *arg, struct svec_pos v)
 {
     (void)arg;
     if (ngot < 64)
@@ -62,7 +62,7 @@ static void test_decode(void **state)
 static void test_parse_sid(void **state)
 {
     (void)state;
-    struct tl_sid v;
+    struct svec_pos v;
     assert_int_equal(tl_parse_sid("1764197395123-7", 15, &v), 0);
     assert_true(v.ms == 1764197395123ULL && v.seq == 7);
     assert_int_equal(tl_parse_sid("18446744073709551615-0", 22, &v), 0);
