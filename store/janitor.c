@@ -48,12 +48,6 @@ struct probe {
     struct janitor *j;
 };
 
-static void arm(struct event *ev, int64_t ms)
-{
-    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
-    evtimer_add(ev, &tv);
-}
-
 static uint64_t int_at(const redisReply *r, size_t i)
 {
     if (i >= r->elements || r->element[i]->type != REDIS_REPLY_INTEGER)
@@ -111,7 +105,7 @@ static void on_step(void *arg, const char *err, redisReply *r)
         log_warn("retention sweep failed", "err=\"%.*s\"", (int)strcspn(r->str, "\r\n"), r->str);
     }
     /* a full batch, or partitions left in this round: the next step at once */
-    arm(j->tick_ev, more || j->part != 0 ? 10 : j->tick_ms);
+    evtimer_add_ms(j->tick_ev, more || j->part != 0 ? 10 : j->tick_ms);
 }
 
 /* One wh_gc.lua step on partition j->part. gone: with several partitions, the reply of
@@ -145,7 +139,7 @@ static void sweep_step(struct janitor *j, const redisReply *gone)
     st->j = j;
     if (store_eval(j->s, &j->sc, on_step, st, 5, (int)(11 + ng), argv, NULL) != 0) {
         free(st);
-        arm(j->tick_ev, j->tick_ms);
+        evtimer_add_ms(j->tick_ev, j->tick_ms);
     } else {
         j->busy = st;
     }
@@ -161,7 +155,7 @@ static void on_gone(void *arg, const char *err, redisReply *r)
         return;
     j->busy = NULL;
     if (err != NULL || r->type != REDIS_REPLY_ARRAY) {
-        arm(j->tick_ev, j->tick_ms);
+        evtimer_add_ms(j->tick_ev, j->tick_ms);
         return;
     }
     sweep_step(j, r);
@@ -173,7 +167,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     if (j->busy != NULL)
         return;
     if (!store_ready(j->s)) {
-        arm(j->tick_ev, j->tick_ms);
+        evtimer_add_ms(j->tick_ev, j->tick_ms);
         return;
     }
     if (j->np <= 1) {
@@ -186,7 +180,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     st->j = j;
     if (store_cmd(j->s, on_gone, st, "ZRANGE %s 0 9 WITHSCORES", k) != 0) {
         free(st);
-        arm(j->tick_ev, j->tick_ms);
+        evtimer_add_ms(j->tick_ev, j->tick_ms);
         return;
     }
     j->busy = st;
@@ -212,7 +206,7 @@ static void on_req_step(void *arg, const char *err, redisReply *r)
     }
     if (!more) /* this partition's scan reached the cutoff: the next partition */
         j->req_part = (j->req_part + 1) % j->np;
-    arm(j->req_ev, more || j->req_part != 0 ? 10 : j->req_tick_ms);
+    evtimer_add_ms(j->req_ev, more || j->req_part != 0 ? 10 : j->req_tick_ms);
 }
 
 static void on_req_tick(evutil_socket_t fd, short what, void *arg)
@@ -221,7 +215,7 @@ static void on_req_tick(evutil_socket_t fd, short what, void *arg)
     if (j->req_busy != NULL)
         return;
     if (!store_ready(j->s)) {
-        arm(j->req_ev, j->req_tick_ms);
+        evtimer_add_ms(j->req_ev, j->req_tick_ms);
         return;
     }
     const char *tag = store_part_tag(j->s, j->req_part);
@@ -234,7 +228,7 @@ static void on_req_tick(evutil_socket_t fd, short what, void *arg)
     st->j = j;
     if (store_eval(j->s, &j->sc_req, on_req_step, st, 1, 5, argv, NULL) != 0) {
         free(st);
-        arm(j->req_ev, j->req_tick_ms);
+        evtimer_add_ms(j->req_ev, j->req_tick_ms);
         return;
     }
     j->req_busy = st;
@@ -269,7 +263,7 @@ static void on_probe_tick(evutil_socket_t fd, short what, void *arg)
         else
             j->probe = p;
     }
-    arm(j->probe_ev, JANITOR_PROBE_MS);
+    evtimer_add_ms(j->probe_ev, JANITOR_PROBE_MS);
 }
 
 struct janitor *janitor_new(struct event_base *base, struct store *s,
@@ -291,7 +285,7 @@ struct janitor *janitor_new(struct event_base *base, struct store *s,
         j->tick_ms = 100;
     j->tick_ev = evtimer_new(base, on_tick, j);
     j->probe_ev = evtimer_new(base, on_probe_tick, j);
-    arm(j->tick_ev, j->tick_ms);
+    evtimer_add_ms(j->tick_ev, j->tick_ms);
     if (o->request_retention_ms > 0) {
         store_script_init(&j->sc_req, "req_gc");
         j->req_tick_ms = JANITOR_TICK_MAX_MS;
@@ -300,9 +294,9 @@ struct janitor *janitor_new(struct event_base *base, struct store *s,
         if (j->req_tick_ms < 100)
             j->req_tick_ms = 100;
         j->req_ev = evtimer_new(base, on_req_tick, j);
-        arm(j->req_ev, j->req_tick_ms);
+        evtimer_add_ms(j->req_ev, j->req_tick_ms);
     }
-    arm(j->probe_ev, JANITOR_PROBE_MS);
+    evtimer_add_ms(j->probe_ev, JANITOR_PROBE_MS);
     j->rec = rec_pass_new(base, s, o->stream_maxlen, o->compress_records);
     return j;
 }

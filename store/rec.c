@@ -68,12 +68,6 @@ struct step {
     int more; /* the scan found a full batch: step again at once */
 };
 
-static void arm(struct event *ev, int64_t ms)
-{
-    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
-    evtimer_add(ev, &tv);
-}
-
 /* The step of p->part is over: the next partition, at once while a batch was full or
  * partitions are left in this round. */
 static void step_end(struct rec_pass *p, int more)
@@ -81,7 +75,7 @@ static void step_end(struct rec_pass *p, int more)
     p->busy = NULL;
     if (!more)
         p->part = (p->part + 1) % p->np;
-    arm(p->ev, more || p->part != 0 ? 10 : REC_PASS_TICK_MS);
+    evtimer_add_ms(p->ev, more || p->part != 0 ? 10 : REC_PASS_TICK_MS);
 }
 
 static void on_put(void *arg, const char *err, redisReply *r)
@@ -205,7 +199,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     if (p->busy != NULL)
         return;
     if (!store_ready(p->s)) {
-        arm(p->ev, REC_PASS_TICK_MS);
+        evtimer_add_ms(p->ev, REC_PASS_TICK_MS);
         return;
     }
     const char *tag = store_part_tag(p->s, p->part);
@@ -218,7 +212,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     st->p = p;
     if (store_eval(p->s, &p->scan_sc, on_scan, st, 2, 5, argv, NULL) != 0) {
         free(st);
-        arm(p->ev, REC_PASS_TICK_MS);
+        evtimer_add_ms(p->ev, REC_PASS_TICK_MS);
         return;
     }
     p->busy = st;
@@ -236,7 +230,7 @@ struct rec_pass *rec_pass_new(struct event_base *base, struct store *s, long lon
     store_script_init(&p->scan_sc, "rec_scan");
     store_script_init(&p->put_sc, "rec_put");
     p->ev = evtimer_new(base, on_tick, p);
-    arm(p->ev, REC_PASS_TICK_MS);
+    evtimer_add_ms(p->ev, REC_PASS_TICK_MS);
     return p;
 }
 

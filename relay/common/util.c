@@ -3,6 +3,8 @@
 #include "protocol/proto.h"
 #include "relay/common/log.h"
 
+#include <event2/event.h>
+
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -104,6 +106,12 @@ int64_t wall_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void evtimer_add_ms(struct event *ev, int64_t ms)
+{
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
+    evtimer_add(ev, &tv);
 }
 
 void os_random(void *buf, size_t n)

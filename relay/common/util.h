@@ -22,6 +22,10 @@ char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int64_t mono_ms(void);
 int64_t wall_ms(void);
 
+struct event;
+/* evtimer_add of libevent timer ev, due in ms milliseconds (>= 0). */
+void evtimer_add_ms(struct event *ev, int64_t ms);
+
 /* Fill buf with n bytes from the OS random source (getrandom). Aborts on failure:
  * there is no safe fallback for secrets. */
 void os_random(void *buf, size_t n);
