@@ -23,8 +23,7 @@ for i = 4, #ARGV - 4, 5 do
   local k = tag .. ':req:' .. id
   if op == 'c' then
     local h = redis.call('HMGET', k, 'rec', 'seq', 'watch', 'rzev')
-    if h[1] == old and (h[2] or '0') == seq and h[3] ~= 'active' and h[3] ~= 'settled' and
-       not h[4] then
+    if h[1] == old and (h[2] or '0') == seq and not watched(h[3]) and not h[4] then
       redis.call('HSET', k, 'rec', new)
       nc = nc + 1
     end
@@ -44,7 +43,7 @@ for i = 4, #ARGV - 4, 5 do
         -- what happened since makes one stale: a watch.ended of a watch that started again
         -- (a new status event), a stuck of a status that changed or is no longer active
         -- (stuckSince is its score in {P}:act, watch_stuck.lua)
-        local stale = typ == 'request.watch.ended' and (h[3] == 'active' or h[3] == 'settled')
+        local stale = typ == 'request.watch.ended' and watched(h[3])
         if typ == 'request.stuck' then
           local sc = redis.call('ZSCORE', tag .. ':act', id)
           stale = not sc or tonumber(sc) ~= tonumber(string.match(extra, '(%d+)$') or '')

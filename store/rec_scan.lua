@@ -12,6 +12,10 @@
 -- watches, {id, record, ...} of the queued requests whose events wait (deflated, or plain
 -- already when an apply wrote since: rec_put.lua then only writes the waiting events)}.
 local tag, max = ARGV[1], tonumber(ARGV[2])
+-- a plain record (JSON: '{') of a request whose watch ended (watch_lib.lua watched())
+local function deflatable(rec, phase)
+  return rec and string.byte(rec) == 123 and phase ~= 'active' and phase ~= 'settled'
+end
 local ck = tag .. ':rzc'
 local got = {}
 if ARGV[3] == '1' then
@@ -23,8 +27,7 @@ local cz, rs = {}, {}
 for i = 1, #got, 2 do
   local id = got[i]
   local h = redis.call('HMGET', tag .. ':req:' .. id, 'rec', 'seq', 'watch', 'rzev')
-  if h[1] and string.byte(h[1]) == 123 and h[3] ~= 'active' and h[3] ~= 'settled' and
-     not h[4] then
+  if deflatable(h[1], h[3]) and not h[4] then
     cz[#cz + 1] = id
     cz[#cz + 1] = h[2] or '0'
     cz[#cz + 1] = h[1]
@@ -42,8 +45,7 @@ for _, id in ipairs(redis.call('ZRANGE', KEYS[2], 0, max - 1)) do
     -- swept, or its events went out (rec_put.lua): its watch ended again meanwhile (the
     -- cursor passed it while they waited), so it is deflated from here
     redis.call('ZREM', KEYS[2], id)
-    if ARGV[3] == '1' and h[1] and string.byte(h[1]) == 123 and h[4] ~= 'active' and
-       h[4] ~= 'settled' then
+    if ARGV[3] == '1' and deflatable(h[1], h[4]) then
       cz[#cz + 1] = id
       cz[#cz + 1] = h[3] or '0'
       cz[#cz + 1] = h[1]
