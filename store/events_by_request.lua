@@ -24,14 +24,16 @@ if #first > 0 then
   fms, fsq = tl_split(first[1][1])
 end
 -- an id older than the stream's first entry: its event was trimmed (all of them come first)
-local function stale(sid)
-  local ms, sq = tl_split(sid)
+local function older(ms, sq)
   return ms < fms or (ms == fms and sq < fsq)
+end
+local function stale(sid)
+  return older(tl_split(sid))
 end
 local nstale = 0
 for _, sid in ipairs(ids) do
   local ms, sq = tl_split(sid)
-  if stale(sid) then
+  if older(ms, sq) then
     nstale = nstale + 1
   elseif ams == nil or ms > ams or (ms == ams and sq > aseq) then
     local e = redis.call('XRANGE', KEYS[2], sid, sid)
