@@ -73,6 +73,8 @@ struct metrics {
     uint64_t api_forwarded_malformed; /* requests of a trusted proxy with an unreadable
                                        * X-Forwarded-For/Forwarded (its own address used) */
     uint64_t api_reserve_busy;        /* heads on a reserve connection answered 503 */
+    uint64_t dash_holds_expired;      /* dashboard subscribes that went ahead before the
+                                       * follower caught up (relay/dash/follow.c "the hold") */
     /* watch gauges refreshed from Redis every 5 s by relay/ingest/watch.c (-1 until the first read) */
     int64_t poll_urgent, watch_settled;    /* poll tiers: urgent (+ tracked_polled = active
                                               watches), settled (settled watches) */

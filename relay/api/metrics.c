@@ -7,7 +7,6 @@
 #include "relay/api/metrics.h"
 #include "relay/common/util.h"
 #include "relay/core.h"
-#include "relay/dash/hub.h"
 #include "relay/delivery/delivery.h"
 #include "relay/delivery/dispatch.h"
 #include "relay/delivery/endpoints.h"
@@ -325,7 +324,7 @@ static void render_dashboard(struct core *c, struct evbuffer *out)
           (int64_t)wst.dash.queued_bytes);
     counter(out, "dashboard_holds_expired_total",
             "Dashboard snapshots or resumes that proceeded before the follower caught up.",
-            hub_holds_expired(c->hub));
+            c->metrics.dash_holds_expired);
     counter(out, "upstream_ws_frames_total", "Frames received on the upstream websocket.",
             wst.up.frames_in);
 }

@@ -288,7 +288,7 @@ static void holds_check(struct hub *h, int64_t now_ms, uint64_t caught)
         hold_proceed(h, x, u, limit);
     }
     if (expired > 0) {
-        h->holds_expired += expired;
+        h->c->metrics.dash_holds_expired += expired;
         log_warn("dashboard subscribes proceeded before the follower caught up (Redis slow?)",
                  "count=%zu cursor=%s", expired, h->cursor);
     }
@@ -302,7 +302,8 @@ void dash_hold(struct hub *h, struct hsess *x, struct hsub *u, int limit)
         return;
     }
     if (dash_hold_add(h, x, u, limit, h->read_gen + 1, mono_ms() + HUB_HOLD_MS) == NULL) {
-        h->holds_expired++; /* HUB_HOLD_MAX held: goes ahead unheld, like an expired hold */
+        /* HUB_HOLD_MAX held: goes ahead unheld, counted like an expired hold */
+        h->c->metrics.dash_holds_expired++;
         hold_proceed(h, x, u, limit);
         return;
     }

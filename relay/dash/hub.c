@@ -76,11 +76,6 @@ void hub_anon_gone(void *hub, const char *id)
     dash_client_anon_gone(h, id);
 }
 
-uint64_t hub_holds_expired(const struct hub *h)
-{
-    return h != NULL ? h->holds_expired : 0;
-}
-
 void hub_free(struct hub *h)
 {
     if (h == NULL)

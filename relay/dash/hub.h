@@ -59,10 +59,6 @@ void hub_on_msg(struct hub *h, const struct xmsg *m);
  * relay/ingest/anon.h; arg: the hub): every anonymous subscription to id gets an error frame
  * with code "not_found" and ends; the connection stays open. */
 void hub_anon_gone(void *hub, const char *id);
-/* Subscribes (snapshot or resume) that proceeded before the follower had caught up: at their
- * deadline, or at once with HUB_HOLD_MAX held already (relay/dash/follow.c "the hold"); 0
- * for NULL. */
-uint64_t hub_holds_expired(const struct hub *h);
 /* Stop; Redis commands in flight complete into nothing (the object lives until then).
  * NULL-safe. */
 void hub_free(struct hub *h);

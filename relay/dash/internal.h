@@ -94,7 +94,6 @@ struct hub {
     struct holder *holds;     /* at most HUB_HOLD_MAX */
     size_t nholds;
     int hold_kick;            /* a hold was added while reading: read again at once */
-    uint64_t holds_expired;   /* holds that proceeded at their deadline, or unheld (full) */
     /* stream follower (follow.c) */
     char cursor[SVEC_TEXT_MAX]; /* "" until known; the text of pos */
     unsigned np;              /* partitions (store_partitions) */
