@@ -89,14 +89,4 @@ int store_facts_encode_delta(const char *text, size_t len, const char *newer, si
 int store_facts_decode_older(const char *raw, size_t len, const char *newer, size_t nlen,
                              char **out, size_t *out_len);
 
-/* The zlib machinery of the stored forms above, shared with store/rec.c (the request's
- * record): tag then a zlib stream (level 9) of text[0..len) with the preset dictionary
- * d[0..dn), *out malloc'd (caller frees); and the text of such a stream raw[0..len) (without
- * its tag), *out malloc'd and NUL-terminated. Both return 0 or -1 (out of memory, over 1 MiB
- * of text, or not such a stream: a stream of another dictionary is detected by its checksum). */
-int store_zdict_deflate(char tag, const char *text, size_t len, const char *d, size_t dn,
-                        char **out, size_t *out_len);
-int store_zdict_inflate(const char *raw, size_t len, const char *d, size_t dn, char **out,
-                        size_t *out_len);
-
 #endif

@@ -1,7 +1,7 @@
 /* rec.c - see rec.h: the stored forms of a request's record and the pass that deflates the
  * records of ended watches. runs on: core thread (encode / decode: any thread). */
 #include "store/rec.h"
-#include "store/facts.h"
+#include "store/zdict.h"
 #include "store/gather.h"
 #include "store/keys.h"
 #include "store/command.h"

@@ -2,7 +2,7 @@
  * store/keys.h): plain JSON while the request is watched (store/apply.lua writes it so, and
  * the typed events of store/watch_lib.lua are built from it in Lua), deflated once its watch
  * has ended ('r' + a zlib stream with a preset dictionary of the record's keys, through
- * store/facts.h's store_zdict_*: ~0.16 KB for ~0.7 KB; docs/facts.md "Storage"). Every C
+ * store/zdict.h: ~0.16 KB for ~0.7 KB; docs/facts.md "Storage"). Every C
  * reader of the hash's rec goes through store_rec_decode, so each gets the same JSON bytes
  * whatever the stored form.
  * The pass (rec_pass_*, run by store/janitor.c; it deflates only with
