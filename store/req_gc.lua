@@ -68,10 +68,14 @@ for i = 1, #es, 2 do
   -- no phase: a record of a version before watches, ended unless it is still on the
   -- active poll tier (store/watch_lib.lua watch_read); an index entry without a record
   -- reads as ended too and just goes
-  local ended = h[1] == 'ended' or (not h[1] and not redis.call('ZSCORE', tag .. ':poll', id))
-  -- first seen: a hash without "first" (never tracked nor applied) by its creation score
+  -- first seen (a hash without "first", never tracked nor applied: its creation score)
+  -- before the cutoff, else passed over at the cost of this HMGET (a request created long
+  -- before it was first seen, e.g. by a backfill of an old window, is read by every pass
+  -- until then)
+  local seen = tonumber(h[7] or es[i + 1]) < cutoff
+  local ended = seen and (h[1] == 'ended' or
+                          (not h[1] and not redis.call('ZSCORE', tag .. ':poll', id)))
   local old = ended and h[2] ~= '1' and tonumber(h[3] or '0') < cutoff and
-              tonumber(h[7] or es[i + 1]) < cutoff and
               not redis.call('ZSCORE', tag .. ':watch', id)
   if old then
     -- the last event's time: its stream id's milliseconds (a change of hashes or details
