@@ -612,7 +612,7 @@ async function stateFeed() {
     log(`state feed: watches ended${process.env.STATUSRELAY_COMPRESS_RECORDS === 'true' ? ' and records deflated' : ''} ${done ? 'after' : 'NOT within'} ${r1((now() - ts) / 1000)} s`);
   }
   await dA.proc.stop();
-  const stored = await redis.cmd('ZCARD', `${P}:all`);
+  const stored = await redis.cmd('ZCARD', `${P}:ct`); // every request ({P}:all is gone: issue 24)
   log(`state feed: ${stored} of ${N} requests stored in ${r1(fillS)} s${filled ? '' : ' (INCOMPLETE)'}`);
   const mem1 = await redis.usedMemory();
   const xlen = await streamLen(redis);

@@ -432,7 +432,7 @@ static void batch_write(struct batch *b)
     const char **argv = xcalloc(argc, sizeof(*argv));
     size_t *lens = xcalloc(argc, sizeof(*lens));
     key_build(keys[0], KEY_MAX, tag, "events", NULL, NULL);
-    key_build(keys[1], KEY_MAX, tag, "all", NULL, NULL);
+    key_build(keys[1], KEY_MAX, tag, "ct", NULL, NULL);
     key_build(keys[2], KEY_MAX, tag, "poll", NULL, NULL);
     size_t nk = 3, nn = 0;
     char *nowbuf = nums[nn++], *cap = nums[nn++], *count = nums[nn++];

@@ -4,8 +4,8 @@
 -- this script writes it only if nobody else wrote an event for the request meanwhile, and
 -- moves the watch of a tracked request to the phase of its new status (watch_lib.lua).
 -- Items are applied in order, each on its own: a conflict answers that item only.
--- Batch KEYS: 1 events stream, 2 all zset, 3 poll zset (active tier); then 4 per item: req
---       hash, new status zset, old status zset, timeline list
+-- Batch KEYS: 1 events stream, 2 creation-time zset {P}:ct, 3 poll zset (active tier); then 4
+--       per item: req hash, new status zset, old status zset, timeline list
 -- Batch ARGV: 1 stream maxlen, 2 now ms, 3 timeline cap, 4 key tag "{P}", 5 waiting TTL ms,
 --       6 settled watch ms, 7 failure tail ms, 8 search index cap, 9 item count; then per
 --       item: the count c of its values, then its c values: expected seq, new seq, record,
@@ -13,7 +13,7 @@
 --       createdAt (ms: the time of a status change, "chg", so that request.stuck's stuckSince
 --       is the status event's own timestamp), search entries
 -- apply_one sees one item as KEYS/ARGV in the layout of the single-observation script:
--- KEYS: 1 req hash, 2 events stream, 3 all zset, 4 new status zset, 5 old status zset,
+-- KEYS: 1 req hash, 2 events stream, 3 {P}:ct, 4 new status zset, 5 old status zset,
 --       6 timeline list (written only once a request's stream ids outgrow the hash's "tl"
 --       field: tl_push, watch_lib.lua; store/tl_lib.lua), 7 poll zset (active tier)
 -- ARGV: 1 expected seq (0 = unknown request), 2 new seq, 3 record JSON, 4 status,
@@ -100,7 +100,6 @@ if not first then
   first = ARGV[8]
   fields[#fields + 1] = 'first'
   fields[#fields + 1] = first
-  redis.call('ZADD', KEYS[3], first, id)
 end
 if not trk and ARGV[12] == '1' then
   trk = '1'
@@ -123,23 +122,41 @@ if trk == '1' or o.anon then -- tracked, or watched anonymously (store/anon_lib.
   watch_move(id, o, {phase = phase, wu = u, st = st, chg = chg, first = first,
                      tier = ARGV[13], at = ARGV[9], anon = trk ~= '1', lean = true}, fields)
 end
--- search (store/search.h): every request by creation time (first seen until its facts say),
--- and what the record adds to the indexes (the request's own "ix" goes into the HSET below)
--- "cx" = "1": the id is in {P}:ct (written with it; req_gc.lua drops both), so a later event
--- skips the ZADD. A hash without it (first event, or written by an older version) adds it.
-local added = 0
-if o.x[5] ~= '1' then
-  added = redis.call('ZADD', tag .. ':ct', 'NX', first, id)
+-- The creation-time index {P}:ct (store/search.h): every request by creation time, first seen
+-- until its facts say (store/search_index.lua moves it). The hash's "cx" is the id's score
+-- there, written with it and moved with it, so an event needs no lookup of it: the status
+-- set's score and the search entries' come from it. "1" (an older version's mark: in ct,
+-- score not kept) is read from ct once, when a score is needed, and replaced by the score. A
+-- hash without it (first event, or written by a version before ct) adds the id (NX: a
+-- score search_index.lua gave it stays).
+local cs = o.x[5]
+if not cs then
+  if redis.call('ZADD', KEYS[3], 'NX', first, id) == 1 then
+    cs = first
+  else
+    cs = redis.call('ZSCORE', KEYS[3], id)
+  end
   fields[#fields + 1] = 'cx'
-  fields[#fields + 1] = '1'
+  fields[#fields + 1] = cs
+end
+local function ct_score()
+  if cs == '1' then
+    cs = redis.call('ZSCORE', KEYS[3], id)
+    if not cs then
+      cs = first
+      redis.call('ZADD', KEYS[3], cs, id)
+    end
+    fields[#fields + 1] = 'cx'
+    fields[#fields + 1] = cs
+  end
+  return cs
 end
 if #ARGV > 18 then
   local ents = {}
   for i = 19, #ARGV do
     ents[#ents + 1] = ARGV[i]
   end
-  local score = added == 1 and first or search_score(tag, id)
-  local _, ix = search_add(tag, id, score, ents, tonumber(ARGV[18]), o.x[3] or '')
+  local _, ix = search_add(tag, id, ct_score(), ents, tonumber(ARGV[18]), o.x[3] or '')
   if ix then
     fields[#fields + 1] = 'ix'
     fields[#fields + 1] = ix
@@ -151,11 +168,17 @@ local sid = redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[7], '*',
 -- request's stream ids fit its hash's "tl" field they go into the HSET below (a request's
 -- first event: no event yet, so no list, every event raises seq)
 tl_push(KEYS[1], KEYS[6], sid, tonumber(ARGV[11]), o.x[7], o.x[4], o.seq == 0, fields)
-redis.call('HSET', KEYS[1], unpack(fields))
-if KEYS[5] ~= KEYS[4] then
-  redis.call('ZREM', KEYS[5], id)
+-- the status set, by creation time (the listing's order, store/requests_page.lua): written
+-- when the status changes (a request's first event included); the same status keeps its
+-- member. A member an older version wrote (scored by first seen) takes the creation time
+-- with the request's next status change (or its facts, search_index.lua).
+if o.st ~= st then
+  if KEYS[5] ~= KEYS[4] then
+    redis.call('ZREM', KEYS[5], id)
+  end
+  redis.call('ZADD', KEYS[4], ct_score(), id)
 end
-redis.call('ZADD', KEYS[4], first, id)
+redis.call('HSET', KEYS[1], unpack(fields))
 return {1, sid, meta, o.x[6] and 1 or 0}
 end
 

@@ -1,5 +1,5 @@
 /* history.c - see history.h: the dashboards' reads of a request's past. Key names come from
- * store/keys.h (req, st, all, tl), the event entries' layout from store/events.h.
+ * store/keys.h (req, st, ct, tl), the event entries' layout from store/events.h.
  * runs on: core thread. */
 #include "store/history.h"
 #include "protocol/proto.h"
@@ -158,7 +158,7 @@ int store_history_newest(struct store *s, const char *const *statuses, size_t ns
             if (nstatus > 0)
                 key_build(k, sizeof(k), tag, "st", statuses[i], NULL);
             else
-                key_build(k, sizeof(k), tag, "all", NULL, NULL);
+                key_build(k, sizeof(k), tag, "ct", NULL, NULL);
             struct narg *a = xcalloc(1, sizeof(*a));
             a->b = b;
             a->cmd = p * n + i;

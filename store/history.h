@@ -1,6 +1,6 @@
 /* history.h - the past of requests as the dashboards read it: a request's last-known record
  * ({P:p<k>}:req:<id> rec / trk), the newest requests of status sets ({P:p<k>}:st:<status>, or
- * :all) across partitions, and a request's timeline (the hash's "tl" field or
+ * :ct) across partitions, and a request's timeline (the hash's "tl" field or
  * {P:p<k>}:tl:<id>, each stream id read back from its partition's event stream). Typed: the caller never sees a redisReply; what a
  * callback gets is borrowed for the call.
  * Each call returns 0 (cb is called exactly once) or -1 when nothing could be sent (the store
@@ -32,8 +32,8 @@ int store_history_record(struct store *s, const char *id, store_history_record_c
 typedef void store_history_ids_cb(void *arg, const char *const *ids, size_t n);
 /* The newest `limit` (> 0) request ids of the status sets statuses[0..nstatus) (nstatus 0:
  * of every request), read in every partition. One partition: each set's newest in the
- * order of statuses, up to limit in all (as 3c49df1); several: merged newest first by the
- * time each was first seen. Sets that cannot be read add nothing. */
+ * order of statuses, up to limit in all (as 3c49df1); several: merged newest first by their
+ * creation time (first seen until the facts say, as every index of store/keys.h). Sets that cannot be read add nothing. */
 int store_history_newest(struct store *s, const char *const *statuses, size_t nstatus,
                          int limit, store_history_ids_cb *cb, void *arg);
 

@@ -35,8 +35,13 @@ struct janitor {
     struct event *req_ev;
     int64_t req_tick_ms;
     unsigned req_part;
-    char req_cursor[32]; /* first-seen score to resume at in req_part ("" = the oldest) */
+    char req_cursor[32]; /* creation-time score to resume at in req_part ("" = the oldest), or
+                          * "a..." in the walk of an older version's {P}:all (req_gc.lua) */
     struct step *req_busy;
+    /* the walk of {P}:all: done in partition k since the process started (req_walked[k]),
+     * the ids it copied into {P}:ct there so far (-1: no {P}:all) */
+    unsigned char req_walked[KEY_MAX_PARTITIONS];
+    long long req_copied;
     struct rec_pass *rec; /* the record pass (store/rec.h) */
 };
 
@@ -194,15 +199,30 @@ static void on_req_step(void *arg, const char *err, redisReply *r)
     if (j == NULL)
         return;
     j->req_busy = NULL;
-    int more = 0;
+    int more = 0, walk = j->req_cursor[0] == 'a';
     if (err == NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-        r->element[1]->type == REDIS_REPLY_STRING) {
+        r->element[0]->type == REDIS_REPLY_INTEGER && r->element[1]->type == REDIS_REPLY_STRING) {
         snprintf(j->req_cursor, sizeof(j->req_cursor), "%s", r->element[1]->str);
         more = j->req_cursor[0] != '\0';
-    } else if (err == store_err_server && r != NULL) {
-        log_warn("request retention sweep failed", "err=\"%.*s\"",
-                 (int)strcspn(r->str, "\r\n"), r->str);
-        j->req_cursor[0] = '\0';
+        if (walk) {
+            long long n = r->element[0]->integer;
+            if (n >= 0)
+                j->req_copied = (j->req_copied < 0 ? 0 : j->req_copied) + n;
+            else
+                j->req_copied = -1;
+            if (!more) { /* walked: this partition's retention scan follows */
+                j->req_walked[j->req_part] = 1;
+                if (j->req_copied >= 0)
+                    log_info("older request index walked", "key=%s:all copied=%lld",
+                             store_part_tag(j->s, j->req_part), j->req_copied);
+                more = 1;
+            }
+        }
+    } else {
+        if (err == store_err_server && r != NULL)
+            log_warn("request retention sweep failed", "err=\"%.*s\"",
+                     (int)strcspn(r->str, "\r\n"), r->str);
+        j->req_cursor[0] = '\0'; /* a cursor belongs to its partition: the next pass anew */
     }
     if (!more) /* this partition's scan reached the cutoff: the next partition */
         j->req_part = (j->req_part + 1) % j->np;
@@ -219,14 +239,20 @@ static void on_req_tick(evutil_socket_t fd, short what, void *arg)
         return;
     }
     const char *tag = store_part_tag(j->s, j->req_part);
-    char k_all[KEY_MAX], cut[24], batch[16];
+    if (j->req_cursor[0] == '\0' && !j->req_walked[j->req_part]) {
+        j->req_cursor[0] = 'a'; /* first the walk of an older version's {P}:all */
+        j->req_cursor[1] = '\0';
+        j->req_copied = 0;
+    }
+    char k_ct[KEY_MAX], k_all[KEY_MAX], cut[24], batch[16];
+    key_build(k_ct, sizeof(k_ct), tag, "ct", NULL, NULL);
     key_build(k_all, sizeof(k_all), tag, "all", NULL, NULL);
     snprintf(cut, sizeof(cut), "%lld", (long long)(wall_ms() - j->o.request_retention_ms));
     snprintf(batch, sizeof(batch), "%d", JANITOR_BATCH);
-    const char *argv[] = {k_all, tag, cut, batch, j->req_cursor};
+    const char *argv[] = {k_ct, k_all, tag, cut, batch, j->req_cursor};
     struct step *st = xcalloc(1, sizeof(*st));
     st->j = j;
-    if (store_eval(j->s, &j->sc_req, on_req_step, st, 1, 5, argv, NULL) != 0) {
+    if (store_eval(j->s, &j->sc_req, on_req_step, st, 2, 6, argv, NULL) != 0) {
         free(st);
         evtimer_add_ms(j->req_ev, j->req_tick_ms);
         return;

@@ -7,7 +7,9 @@
  * stream; while a step finds a full batch the next follows at once, otherwise one runs every
  * JANITOR_TICK_MAX_MS at most (sooner for short retentions). The request retention sweep
  * (store/req_gc.lua) deletes the records of requests idle past the request retention whose
- * watch ended, partition by partition, at the same pace but on its own timer. The probe writes one small key
+ * watch ended, partition by partition, at the same pace but on its own timer (scanning
+ * {P}:ct; after the process starts it first walks an older version's {P}:all once per
+ * partition). The probe writes one small key
  * ({P}:probe, PX) every JANITOR_PROBE_MS so a Redis that refuses writes is noticed even
  * without traffic (store_write_refused); a successful probe clears the refusal. The record
  * pass (store/rec.h) deflates the records of ended watches and serves the typed events that

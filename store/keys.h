@@ -29,8 +29,13 @@
  *                                        watch_lib.lua tl_push; tl1: an older version's one id)
  *                                        rzev (typed events waiting for a deflated rec:
  *                                        watch_lib.lua watch_event, store/rec_put.lua)
- *   {P}:all                      zset    every known request id, score = first seen (ms)
- *   {P}:st:<status>              zset    request ids by current status, score = first seen
+ *   {P}:all                      zset    an older version's every request id by first seen
+ *                                        (ms): no longer written; walked once per process
+ *                                        start (ids only it holds copied into {P}:ct) and
+ *                                        drained by the retention sweep (store/req_gc.lua)
+ *   {P}:st:<status>              zset    request ids by current status, score = the {P}:ct
+ *                                        score (an older version's: first seen, until the
+ *                                        next status change or facts)
  *   {P}:pollu / :poll / :polls   zset    the poll schedule of watched requests by due time
  *   / :polln                             (ms), one per tier: urgent (unconfirmed active),
  *                                        active (safety), settled, anonymous; claimed in
@@ -62,7 +67,9 @@
  *   {P}:ix:<kind>:<value>        zset    the ids of a value with more than 16 requests, by
  *                                        creation time (ms); at most 1000 (newest kept)
  *   {P}:ct                       zset    every request id by creation time (ms): createdAt
- *                                        from its facts, first seen until then
+ *                                        from its facts, first seen until then; the listing
+ *                                        and the retention sweep read it (the hash's "cx"
+ *                                        holds the same score: store/apply.lua)
  *   {P}:budget                   hash    the upstream budget's token bucket shared by all
  *                                        processes: t (tokens), ts (last refill ms);
  *                                        expires after 2 idle minutes

@@ -1,7 +1,8 @@
 -- partitions.lua - the deployment's partition count and tag scheme (docs/partitions.md),
 -- checked by the store once per connection before it reports ready (store/store.c).
 -- KEYS: 1 the deployment record {P}:config (hash), 2.. keys that exist only in a deployment
---       laid out with one partition ({P}:all, {P}:events, ...: same slot as KEYS[1])
+--       laid out with one partition ({P}:ct, {P}:events, an older version's {P}:all, ...: same
+--       slot as KEYS[1])
 -- ARGV: 1 the count this process runs with (STATUSRELAY_PARTITIONS)
 --       2 the suffix a new record gets: "/spread" (the spread tags {P:p<k>.<x>})
 -- A recorded value is returned as it is: "<N>" is a deployment recorded before the spread

@@ -38,7 +38,7 @@ static const struct {
 
 static struct store_script page_sc, read_sc;
 /* The index key kinds of enum store_req_index (store/keys.h). */
-static const char *const index_kinds[] = {"all", "st", "act"};
+static const char *const index_kinds[] = {"ct", "st", "act"};
 
 static void scripts_init(void)
 {

@@ -1,5 +1,5 @@
 /* requests.h - the request records as the REST views read them: one request's hash
- * {P}:req:<id> (fields chosen by the caller, one HMGET), a page of a request index ({P}:all,
+ * {P}:req:<id> (fields chosen by the caller, one HMGET), a page of a request index ({P}:ct,
  * {P}:st:<status>, {P}:act) merged over every partition, and the hashes of a page's ids read
  * partition by partition (store/requests_page.lua, store/requests_read.lua). The field names
  * and the scripts' argument and reply layouts are written here only; a deployment of one
@@ -57,9 +57,10 @@ typedef void store_request_cb(void *arg, const char *err, const struct store_req
 int store_request_get(struct store *s, const char *id, unsigned fields, store_request_cb *cb,
                       void *arg);
 
-/* Which index a page lists (every index orders by first-seen ms, then id bytes). */
+/* Which index a page lists (ct and st by creation time, act by last change: ms, then id
+ * bytes). */
 enum store_req_index {
-    STORE_REQ_ALL = 0, /* every known request ({P}:all) */
+    STORE_REQ_ALL = 0, /* every known request ({P}:ct) */
     STORE_REQ_STATUS,  /* the requests now in one status ({P}:st:<status>) */
     STORE_REQ_STUCK,   /* active ones whose status is unchanged since max ({P}:act) */
 };

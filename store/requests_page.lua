@@ -1,8 +1,9 @@
 -- requests_page.lua - one page of a request index zset for GET /v1/requests (read only).
--- Order: score (first seen, ms) then member bytes, Redis' own zset order. The cursor is the
+-- Order: score (creation time, ms: first seen until the facts say; {P}:act: the last change)
+-- then member bytes, Redis' own zset order. The cursor is the
 -- last (score, id) a client saw; paging resumes strictly after it even if that id has since
 -- left the zset (a status index loses members as requests change status).
--- KEYS: 1 zset ({P}:all or {P}:st:<status>)
+-- KEYS: 1 zset ({P}:ct, {P}:st:<status> or {P}:act)
 -- ARGV: 1 cursor score ("" = from the start), 2 cursor id, 3 entries wanted, 4 highest
 --       score listed ("" = no bound; {P}:act with now - STUCK_AFTER lists stuck requests)
 -- Returns {id, score, id, score, ...}.

@@ -13,10 +13,18 @@ end
 local score = ARGV[3]
 if score ~= '' then
   local old = redis.call('ZSCORE', tag .. ':ct', id)
-  if old ~= score then
+  -- the hash's "cx" is the score too (store/apply.lua), and so is the member of its status
+  -- set (the listing by status orders by creation time): both move with it; a "cx" an older
+  -- process left behind (it moved ct only) is corrected here as well
+  local h = redis.call('HMGET', KEYS[1], 'ix', 'cx', 'status')
+  if old ~= score or h[2] ~= score then
     redis.call('ZADD', tag .. ':ct', score, id)
+    redis.call('HSET', KEYS[1], 'cx', score)
+    if h[3] then
+      redis.call('ZADD', tag .. ':st:' .. h[3], 'XX', score, id)
+    end
     -- entries written before (status record values) move to the creation time
-    local mine = redis.call('HGET', KEYS[1], 'ix') or ''
+    local mine = h[1] or ''
     for e in string.gmatch(mine, '[^\n]+') do
       if redis.call('HGET', tag .. ':ix', e) == '*' then
         redis.call('ZADD', tag .. ':ix:' .. e, 'XX', score, id)

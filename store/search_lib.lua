@@ -25,12 +25,9 @@
 -- hashes lower-cased).
 local SEARCH_SMALL = 16
 
--- The creation-time score of id: its createdAt (ct) or first seen (all); nil when unknown.
+-- The creation-time score of id in ct: its createdAt, or first seen; nil when unknown.
 local function search_score(tag, id)
   local s = redis.call('ZSCORE', tag .. ':ct', id)
-  if not s then
-    s = redis.call('ZSCORE', tag .. ':all', id)
-  end
   return s
 end
 

@@ -389,7 +389,7 @@ static void check_partitions(struct store *s)
     if (sc->name == NULL)
         store_script_init(sc, "partitions");
     static const char *const one[] = {"all", "events", "due", "dead", "skipped", "inflight",
-                                      "watch"};
+                                      "watch", "ct"};
     enum { NONE = sizeof(one) / sizeof(one[0]) };
     char keys[1 + NONE][KEY_MAX], n[16];
     const char *argv[3 + 1 + NONE + 2];

@@ -1,5 +1,5 @@
 -- track.lua - start tracking request ids (idempotent).
--- KEYS: 1 poll zset, 2 all zset, 3.. one req hash per id
+-- KEYS: 1 poll zset, 2 the creation-time zset {P}:ct, 3.. one req hash per id
 -- ARGV: 1 now ms, 2 metadata JSON or "", 3 key tag "{P}", 4 waiting TTL ms, 5 settled watch
 --       ms, 6 failure tail ms, 7.. ids (same order as KEYS[3..])
 -- Metadata given here passed proto_metadata_parse (relay/ingest/track.h): it is stored with
@@ -32,7 +32,12 @@ for i = 3, #KEYS do
       first = ARGV[1]
       fields[#fields + 1] = 'first'
       fields[#fields + 1] = first
-      redis.call('ZADD', KEYS[2], 'NX', first, id)
+      -- listed from now on (GET /v1/requests pages {P}:ct), by first seen until its facts
+      -- say; "cx" is its score there (store/apply.lua)
+      if redis.call('ZADD', KEYS[2], 'NX', first, id) == 1 then
+        fields[#fields + 1] = 'cx'
+        fields[#fields + 1] = first
+      end
     end
     watch_start(id, o, now, ARGV[1], first, 'u', nil, fields)
   end

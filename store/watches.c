@@ -163,7 +163,7 @@ static void on_tracked(void *arg, const char *err, redisReply *r)
     gather_one(&op->g, err);
 }
 
-/* track.lua on one partition: KEYS poll, all, one req hash per id; ARGV now, metadata, tag,
+/* track.lua on one partition: KEYS poll, ct, one req hash per id; ARGV now, metadata, tag,
  * the windows, the ids. */
 static int track_send(struct gather *g, struct store *s, const char *tag, const char *const *ids,
                       size_t n)
@@ -174,7 +174,7 @@ static int track_send(struct gather *g, struct store *s, const char *tag, const 
     const char **argv = xcalloc(2 * n + 8, sizeof(*argv));
     char *keys = xmalloc((n + 2) * KEY_MAX);
     key_build(keys, KEY_MAX, tag, "poll", NULL, NULL);
-    key_build(keys + KEY_MAX, KEY_MAX, tag, "all", NULL, NULL);
+    key_build(keys + KEY_MAX, KEY_MAX, tag, "ct", NULL, NULL);
     for (size_t i = 0; i < n; i++)
         key_build(keys + (i + 2) * KEY_MAX, KEY_MAX, tag, "req", ids[i], NULL);
     size_t k = 0;

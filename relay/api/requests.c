@@ -6,8 +6,8 @@
  *     was tracked already; body {"tracked": distinct ids, "created": newly tracked}.
  *   - A tracked request not yet observed answers "status": null (and null/empty upstream
  *     fields, "seq": 0). Upstream fields use the upstream's own conventions ("N/A").
- *   - GET /v1/requests lists every known request (tracked or not; see "tracked"), oldest first
- *     by first-seen time; "limit" above 500 is clamped to 500; the cursor is opaque.
+ *   - GET /v1/requests lists every known request (tracked or not; see "tracked"), oldest
+ *     created first (first seen until its facts say: {P}:ct), with status= too; "limit" above 500 is clamped to 500; the cursor is opaque.
  *   - With q, user, txHash, referrer, from or to it is a search (relay/api/search.h,
  *     docs/search.md): oldest created first, the same cursor shape over the creation time. */
 #include "relay/api/internal.h"

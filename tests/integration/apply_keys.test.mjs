@@ -4,7 +4,9 @@
 // (the timeline's "tl", the request's search fields "ix" and "cx" go into the same HSET), no
 // legacy poll-set lookup for a request that was never tracked by an older version, and the
 // creation-time index {P}:ct is written once per request instead of on every event. What an
-// older version left (no "cx", not in {P}:ct) is completed by the next event. Real
+// older version left (no "cx", not in {P}:ct) is completed by the next event. No {P}:all
+// (issue 24, memory): the status set is written on a status change, scored from "cx" (the
+// request's {P}:ct score) without a lookup. Real
 // redis-server and daemon; the commands are read from MONITOR (the lines the apply script's
 // call issues, counted: never timed). The fan-out of an event to several endpoints checks the
 // held pairs (store/wh_held.lua) and the existing delivery records (store/wh_fanout.lua) with
@@ -42,8 +44,8 @@ function applyCalls(lines, id) {
       continue;
     }
     cur = null;
-    // apply.lua's call: KEYS start with the events stream, the all zset, the poll zset
-    if (/^EVAL/i.test(m[2]) && l.includes(`"${P}:events" "${P}:all" "${P}:poll" "${P}:req:${id}"`)) {
+    // apply.lua's call: KEYS start with the events stream, the ct zset, the poll zset
+    if (/^EVAL/i.test(m[2]) && l.includes(`"${P}:events" "${P}:ct" "${P}:poll" "${P}:req:${id}"`)) {
       cur = [];
       out.push(cur);
     }
@@ -74,13 +76,18 @@ test('an event reads the request hash once and writes it once; the ct index is w
     assert.equal(on('HSET', req), 1, `event ${i + 1}: one write of the hash`);
     assert.equal(on('ZSCORE'), 0, `event ${i + 1}: no legacy poll or ct lookup`);
     assert.equal(on('ZADD', `${P}:ct`), i === 0 ? 1 : 0, `event ${i + 1}: ct written by the first event only`);
+    // no {P}:all (issue 24): the status set moves on a status change, scored from "cx"
+    assert.equal(on('ZADD', `${P}:all`), 0, `event ${i + 1}: no {P}:all`);
+    assert.equal(on('ZADD', `${P}:st:${steps[i]}`), 1, `event ${i + 1}: the status set`);
   }
   // every event of the four: the timeline field in the same HSET, no list command (issue 24)
   for (const [i, c] of calls.entries())
     assert.equal(c.filter(([x]) => x === 'RPUSHX' || x === 'RPUSH').length, 0, `event ${i + 1}: no list command`);
   // what the readers see is unchanged: the timeline in order, the creation time, the search
-  assert.equal(await redis.cmd('HGET', req, 'cx'), '1');
+  assert.equal(await redis.cmd('HGET', req, 'cx'), await redis.cmd('HGET', req, 'first'));
   assert.equal(await redis.cmd('ZSCORE', `${P}:ct`, r), await redis.cmd('HGET', req, 'first'));
+  assert.equal(await redis.cmd('ZSCORE', `${P}:st:success`, r), await redis.cmd('HGET', req, 'first'));
+  assert.equal(await redis.cmd('EXISTS', `${P}:all`), 0);
   const ev = (await d.get(`/v1/events?requestId=${r}`)).body.events;
   assert.deepEqual(ev.map((e) => e.status), steps);
   assert.deepEqual(ev.map((e) => e.seq), [1, 2, 3, 4]);
@@ -100,7 +107,7 @@ test('a hash an older version wrote (no cx, not in ct) gets both with its next e
   await redis.cmd('HDEL', req, 'cx');
   await redis.cmd('ZREM', `${P}:ct`, r);
   await send(d, { rid: r, status: 'pending', updatedAt: t + 1 });
-  assert.equal(await redis.cmd('HGET', req, 'cx'), '1');
+  assert.equal(await redis.cmd('HGET', req, 'cx'), await redis.cmd('HGET', req, 'first'));
   assert.equal(await redis.cmd('ZSCORE', `${P}:ct`, r), await redis.cmd('HGET', req, 'first'));
   const from = Number(await redis.cmd('HGET', req, 'first'));
   const found = (await d.get(`/v1/requests?from=${from}&to=${from}`)).body.requests;

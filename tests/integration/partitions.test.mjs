@@ -148,7 +148,7 @@ for (const mode of ['websocket', 'polls only']) {
     for (let k = 0; k < 3; k++) {
       const xlen = await redis.cmd('XLEN', `${partTag(prefix, k, 3)}:events`);
       assert.ok(xlen >= 6 && xlen <= 12, `partition ${k}: 2 requests x 3 status changes (+ facts follow-ups): ${xlen}`);
-      assert.equal(await redis.cmd('ZCARD', `${partTag(prefix, k, 3)}:all`), 2);
+      assert.equal(await redis.cmd('ZCARD', `${partTag(prefix, k, 3)}:ct`), 2);
     }
     // (the fan-out, not partitioned yet, creates its consumer group's empty stream there)
     assert.equal(await redis.cmd('XLEN', `{${prefix}}:events`), 0, 'no event under the deployment tag');
@@ -312,7 +312,7 @@ test('3 partitions: the retention sweep runs in every partition (event age, a de
   }, { msg: 'events past the age bound trimmed in every partition', timeoutMs: 20000 });
   assert.equal(await redis.cmd('ZCARD', '{pr}:whgone'), 1, 'remembered until the grace is over');
   await until(async () => {
-    const n = await Promise.all([0, 1, 2].map((k) => redis.cmd('ZCARD', `${partTag('pr', k, 3)}:all`)));
+    const n = await Promise.all([0, 1, 2].map((k) => redis.cmd('ZCARD', `${partTag('pr', k, 3)}:ct`)));
     return n.every((x) => x === 0);
   }, { msg: 'idle settled requests forgotten in every partition', timeoutMs: 20000 });
   for (const id of ids) assert.equal((await d.get(`/v1/requests/${id}`)).status, 404, id);

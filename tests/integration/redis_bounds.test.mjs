@@ -264,7 +264,7 @@ test('STATUSRELAY_REQUEST_RETENTION forgets idle requests whose watch ended; one
   await until(async () => (await d.get(`/v1/requests/${old}`)).status === 404, { timeoutMs: 30000, msg: 'the idle request forgotten' });
   assert.ok(Date.now() - t0 >= 1500, 'kept for about the retention');
   assert.deepEqual(await scanKeys(redis, `*${old}*`), [], 'no key names it');
-  assert.equal(await redis.cmd('ZSCORE', '{statusrelay}:all', old), null);
+  assert.equal(await redis.cmd('ZSCORE', '{statusrelay}:ct', old), null);
   assert.equal(await redis.cmd('ZSCORE', '{statusrelay}:st:success', old), null);
   assert.equal((await d.get(`/v1/requests/${kept}`)).status, 200, 'the watched request is kept');
   assert.equal((await d.get('/v1/requests')).body.requests.some((r) => r.requestId === old), false, 'not listed');

@@ -228,7 +228,7 @@ test('removing a request (the retention sweep) removes its index entries', async
   const d = await daemon(prefix, { STATUSRELAY_REQUEST_RETENTION: '2s', STATUSRELAY_SETTLED_WATCH: '1s' });
   const owned = await seed(d, [rid('gc1'), rid('gc2')]);
   assert.match(await redis.cmd('HGET', `{${prefix}}:req:${owned[0].id}`, 'ix'), /^tx#[0-9a-f]{16}$/m, 'indexed');
-  await until(async () => Number(await redis.cmd('ZCARD', `{${prefix}}:all`)) === 0, { timeoutMs: 20000, msg: 'requests swept' });
+  await until(async () => Number(await redis.cmd('ZCARD', `{${prefix}}:ct`)) === 0, { timeoutMs: 20000, msg: 'requests swept' });
   const left = await redis.cmd('KEYS', `{${prefix}}:ix*`);
   assert.deepEqual(left, [], 'no index key left');
   assert.equal(Number(await redis.cmd('ZCARD', `{${prefix}}:ct`)), 0, 'creation-time index empty');
@@ -256,7 +256,7 @@ test('index entries written before the digest fields (main at 52c16ea) are still
   assert.equal(await redis.cmd('HGET', ix, ixf(e)), other, 'a new request goes to the digest field');
   assert.ok(!(await redis.cmd('HGET', req, 'ix')).includes(ixf(e)), 'no second field for the old request');
   same(await search(d, `referrer=${R}`), [id, other], 'both fields answer, each id once');
-  await until(async () => Number(await redis.cmd('ZCARD', `{${prefix}}:all`)) === 0, { timeoutMs: 20000, msg: 'requests swept' });
+  await until(async () => Number(await redis.cmd('ZCARD', `{${prefix}}:ct`)) === 0, { timeoutMs: 20000, msg: 'requests swept' });
   assert.deepEqual(await redis.cmd('KEYS', `{${prefix}}:ix*`), [], 'no index key left');
 });
 

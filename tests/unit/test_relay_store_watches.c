@@ -21,7 +21,7 @@ static void heard_track(void *arg, const char *err, size_t created)
     heard.count = (long long)created;
 }
 
-/* Track "a".."c" with one partition: one command, the keys poll, all and one req hash per id,
+/* Track "a".."c" with one partition: one command, the keys poll, ct and one req hash per id,
  * then now, metadata, tag, the three windows and the ids. */
 static void test_track_one_partition(void **state)
 {
@@ -35,7 +35,7 @@ static void test_track_one_partition(void **state)
     assert_int_equal(c->nkeys, 5);
     assert_int_equal(c->argc, 14);
     assert_string_equal(c->argv[0], "{sr}:poll");
-    assert_string_equal(c->argv[1], "{sr}:all");
+    assert_string_equal(c->argv[1], "{sr}:ct");
     assert_string_equal(c->argv[2], "{sr}:req:a");
     assert_string_equal(c->argv[4], "{sr}:req:c");
     assert_string_equal(c->argv[6], "{\"k\":1}");
