@@ -17,9 +17,17 @@ if score ~= '' then
     redis.call('ZADD', tag .. ':ct', score, id)
     -- entries written before (status record values) move to the creation time
     local mine = redis.call('HGET', KEYS[1], 'ix') or ''
-    for e in string.gmatch(mine, '[^\n]+') do
+    local b
+    for _, e in ipairs(search_mine(mine)) do
       if redis.call('HGET', tag .. ':ix', e) == '*' then
-        redis.call('ZADD', tag .. ':ix:' .. e, 'XX', score, id)
+        if string.byte(e, 1) == 10 then
+          b = b or search_bin(id)
+          if b then
+            redis.call('ZADD', search_zkey(tag, e), 'XX', score, b)
+          end
+        else
+          redis.call('ZADD', tag .. ':ix:' .. e, 'XX', score, id)
+        end
       end
     end
   end
