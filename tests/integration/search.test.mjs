@@ -334,6 +334,37 @@ test('index entries are binary (32-byte ids, a request\'s own list under 64 B); 
   same(await search(d, 'referrer=ref-even'), [], 'not found any more');
 });
 
+test('a 65785ee process next to this one (STATUSRELAY_OLD_BIN): it misses binary entries, never answers a wrong request, and what it indexes is found and swept', async (t) => {
+  const oldBin = process.env.STATUSRELAY_OLD_BIN;
+  if (!oldBin) { t.skip('STATUSRELAY_OLD_BIN unset (a build of 65785ee)'); return; }
+  const prefix = `srchmix${process.pid}`;
+  const d = await daemon(prefix, { STATUSRELAY_REQUEST_RETENTION: '4s', STATUSRELAY_SETTLED_WATCH: '1s' });
+  // its settled watches end as fast; it never sweeps (retention: the default)
+  const o = await daemon(prefix, { STATUSRELAY_SETTLED_WATCH: '1s' }, { bin: oldBin, name: `search-old-${prefix}` });
+  const owned = await seed(d, [rid('mix1'), rid('mix2')]);
+  for (const x of owned) {
+    for (const v of [x.inTx, x.outTx, x.address, x.depositor]) {
+      const got = await search(o, `q=${v}`);
+      assert.ok(got.every((id) => id === x.id), `the old process answers no wrong request for ${v}: ${got}`);
+    }
+  }
+  // the old process indexes a new hash of a request this version indexed (its text line
+  // appended to the binary fields of "ix") and a request of its own
+  const late = hex(32), t0 = Date.now();
+  await send(o, payload({ id: owned[0].id, status: 'refund', updatedAt: t0, inTx: [owned[0].inTx], outTx: [late], referrer: owned[0].referrer }));
+  same(await search(d, `q=${late}`), [owned[0].id], 'its text entry found here');
+  same(await search(d, `q=${owned[0].inTx}`), [owned[0].id], 'the binary entries still found');
+  const theirs = rid('mixold'), th = hex(32);
+  await send(o, payload({ id: theirs, status: 'success', updatedAt: t0 + 1, inTx: [th], referrer: owned[0].referrer }));
+  same(await search(d, `txHash=${th}`), [theirs]);
+  same(await search(d, `referrer=${owned[0].referrer}`), [owned[0].id, theirs], 'a value in both forms');
+  same(await search(o, `txHash=${th}`), [theirs], 'the old process finds its own');
+  assert.doesNotMatch(o.proc.log(), /level=error/);
+  await o.stop();
+  await until(async () => (await redis.cmd('KEYS', `{${prefix}}:req:*`)).length === 0, { timeoutMs: 30000, msg: 'requests swept' });
+  assert.deepEqual(await redis.cmd('KEYS', `{${prefix}}:ix*`), [], 'every form swept');
+});
+
 test('a q or txHash the relay does not know is looked up once through the upstream term search; the request is tracked, its facts indexed', async () => {
   const prefix = `srchterm${process.pid}`;
   const d = await daemon(prefix, {}, { apiUrl: sim.url, wsUrl: sim.wsUrl });
