@@ -19,8 +19,9 @@ if score ~= '' then
     local mine = redis.call('HGET', KEYS[1], 'ix') or ''
     local b
     for _, e in ipairs(search_mine(mine)) do
-      if redis.call('HGET', tag .. ':ix', e) == '*' then
-        if string.byte(e, 1) == 10 then
+      local bin = string.byte(e, 1) == 10
+      if redis.call('HGET', bin and search_bkey(tag, e) or tag .. ':ix', e) == '*' then
+        if bin then
           b = b or search_bin(id)
           if b then
             redis.call('ZADD', search_zkey(tag, e), 'XX', score, b)

@@ -2,27 +2,32 @@
 -- store/search_index.lua (facts), store/apply.lua (the status record's values),
 -- store/search_page.lua (reads) and store/req_gc.lua (removal). Keys, all in the request's
 -- partition (tag):
---   <tag>:ix              hash  an entry "<kind>:<value>" (kind "w" a wallet: user, sender,
---                               recipient, depositor; "tx" a transaction hash: in, out,
---                               deposit; "ref" a referrer; "dep" a deposit address) -> the ids
---                               of its requests. Binary form (search_fbin): the field is "\n"
---                               and the 8 bytes of the entry's 64-bit digest (the first 8
---                               bytes of its SHA-1; the kind is part of the digested text), the
---                               value the requests' ids as 32 binary bytes each, concatenated
---                               (at most SEARCH_SMALL), or "*": they are in <tag>:ix:#<16 hex
---                               of the digest>, a zset of binary ids. Only ids of the
---                               upstream's form "0x" and 64 lower-case hex digits are binary
---                               (search_bin); any other id (the relay accepts up to 128 of
---                               [A-Za-z0-9_:.-]) is indexed in the text form below.
---                               Text form (versions before, and other ids): the field
---                               "<kind>#" and the 16 hex digits of the digest (search_field),
---                               the value the ids space-separated or "*" (then <tag>:ix:<field>,
---                               a zset of text ids); older still, the field the entry itself
---                               ("<kind>:<value>"). Every form is read and removed: no
---                               migration; the retention sweep takes the old ones with their
---                               requests.
---   <tag>:ix:<name>       zset  the ids of an entry with more than SEARCH_SMALL requests, by
---                               creation time (ms); at most cap (the oldest go first)
+--   <tag>:ix:<3 hex>      hash  binary entries, in 4096 bucket hashes by the first 12 bits of
+--                               the digest (search_bkey): an entry "<kind>:<value>" (kind "w"
+--                               a wallet: user, sender, recipient, depositor; "tx" a
+--                               transaction hash: in, out, deposit; "ref" a referrer; "dep" a
+--                               deposit address) -> the ids of its requests. The field is "\n"
+--                               and the 8 bytes of the entry's 64-bit digest (search_fbin: the
+--                               first 8 bytes of its SHA-1; the kind is part of the digested
+--                               text), the value the requests' ids as 32 binary bytes each,
+--                               concatenated (at most SEARCH_SMALL), or "*": they are in
+--                               <tag>:ix:#<16 hex of the digest>, a zset of binary ids. A
+--                               bucket of at most hash-max-listpack-entries (512) entries with
+--                               values of at most hash-max-listpack-value bytes (64 by default:
+--                               two ids; 2048 recommended) stays a listpack: ~45 B an entry
+--                               instead of ~100 in one big hash. Only ids of the upstream's
+--                               form "0x" and 64 lower-case hex digits are binary (search_bin);
+--                               any other id (the relay accepts up to 128 of [A-Za-z0-9_:.-])
+--                               is indexed in the text form.
+--   <tag>:ix              hash  the text form (versions up to 65785ee, and other ids): the
+--                               field "<kind>#" and the 16 hex digits of the digest
+--                               (search_field), the value the ids space-separated or "*" (then
+--                               <tag>:ix:<field>, a zset of text ids); older still (52c16ea),
+--                               the field the entry itself ("<kind>:<value>"). Every form is
+--                               read and removed: no migration; the retention sweep takes the
+--                               old ones with their requests.
+--   <tag>:ix:#<16 hex>,   zset  the ids of an entry with more than SEARCH_SMALL requests, by
+--   <tag>:ix:<field>            creation time (ms); at most cap (the oldest go first)
 --   <tag>:ct              zset  every request id by creation time: the facts' createdAt
 --                               once known, first seen until then
 --   <tag>:req:<id> "ix"         the request's own fields (so that removing the request removes
@@ -30,13 +35,12 @@
 --                               concatenated, text fields each followed by "\n"; both may be
 --                               present (search_mine reads them).
 -- One hash field per value, not one key per value: a zset key holding one 66-byte id is a
--- skiplist of about 1 KB; a binary field about 100 bytes (a text one 150). Two values share a
--- digest with a chance of about n^2 / 2^65 for n values (1e6 values: 3e-8); a search for one
--- then also returns the other's requests. A binary field always holds "\n", which no line a
--- version before this one splits "ix" into can hold: such a version never finds a binary field
--- through a request's "ix" (it neither changes nor removes one), and its own text lines
--- appended after binary fields are read here. Values arrive normalised (store/search.c: 0x
--- wallets and hashes lower-cased).
+-- skiplist of about 1 KB. Two values share a digest with a chance of about n^2 / 2^65 for n
+-- values (1e6 values: 3e-8); a search for one then also returns the other's requests. A
+-- version up to 65785ee never reads a bucket (it looks up text fields only) and never finds a
+-- binary field through a request's "ix": a binary field always holds "\n", and it splits "ix"
+-- into lines; its own text lines appended after binary fields are read here. Values arrive
+-- normalised (store/search.c: 0x wallets and hashes lower-cased).
 local SEARCH_SMALL = 16
 
 -- The creation-time score of id: its createdAt (ct) or first seen (all); nil when unknown.
@@ -97,6 +101,12 @@ local function search_zkey(tag, f)
   return tag .. ':ix:#' .. string.format('%08x%08x', struct.unpack('>I4I4', f, 2))
 end
 
+-- The bucket of binary field f: <tag>:ix:<3 hex digits>, the digest's first 12 bits.
+local function search_bkey(tag, f)
+  return tag .. ':ix:' .. string.format('%03x', string.byte(f, 2) * 16 +
+                                              math.floor(string.byte(f, 3) / 16))
+end
+
 -- The fields of a request's "ix" (binary ones with their leading "\n", 9 bytes; text ones
 -- without their line end), in order.
 local function search_mine(mine)
@@ -152,7 +162,7 @@ local function search_ids(tag, e)
   end
   local h = tag .. ':ix'
   local fb = search_fbin(e)
-  local v = redis.call('HGET', h, fb)
+  local v = redis.call('HGET', search_bkey(tag, fb), fb)
   if v == '*' then
     for _, x in ipairs(redis.call('ZRANGE', search_zkey(tag, fb), 0, -1)) do
       if #x == 32 then
@@ -209,7 +219,7 @@ end
 
 -- Binary form: add b (id's binary form) to the binary field f at score; cap per entry.
 local function search_add_bin(tag, f, id, b, score, cap)
-  local h = tag .. ':ix'
+  local h = search_bkey(tag, f)
   local v = redis.call('HGET', h, f)
   if v == '*' then
     local k = search_zkey(tag, f)
@@ -293,20 +303,21 @@ local function search_drop(tag, id)
     if bin and not b then
       b = search_bin(id) or ''
     end
-    local v = redis.call('HGET', h, e)
+    local hk = bin and search_bkey(tag, e) or h
+    local v = redis.call('HGET', hk, e)
     if v == '*' then
       local k = bin and search_zkey(tag, e) or h .. ':' .. e
       redis.call('ZREM', k, bin and b or id)
       if redis.call('ZCARD', k) == 0 then
-        redis.call('HDEL', h, e)
+        redis.call('HDEL', hk, e)
       end
     elseif v and bin then
       local i = b ~= '' and search_at(v, b)
       if i then
         if #v == 32 then
-          redis.call('HDEL', h, e)
+          redis.call('HDEL', hk, e)
         else
-          redis.call('HSET', h, e, string.sub(v, 1, i - 1) .. string.sub(v, i + 32))
+          redis.call('HSET', hk, e, string.sub(v, 1, i - 1) .. string.sub(v, i + 32))
         end
       end
     elseif v then

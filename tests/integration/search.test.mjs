@@ -21,10 +21,11 @@ import { startCluster } from './lib/cluster.mjs';
 // the entry's SHA-1.
 const ixd = (e) => crypto.createHash('sha1').update(e).digest('hex').slice(0, 16);
 const ixf = (e) => `${e.slice(0, e.indexOf(':'))}#${ixd(e)}`;
-// The binary form (search_fbin): the field "\n" and the digest's 8 bytes, the value 32-byte
-// ids. The tests' Redis client is text only, so these scripts convert in Redis:
-// IXB (KEYS[1] {P}:ix, ARGV[1] the entry) answers the entry's ids as "0x.." text, space-
-// separated, "*" (in the zset {P}:ix:#<digest>) or nil.
+// The binary form (search_fbin): the field "\n" and the digest's 8 bytes in the bucket hash
+// {P}:ix:<the digest's first 3 hex digits>, the value 32-byte ids. The tests' Redis client is
+// text only, so these scripts convert in Redis: IXB (KEYS[1] the bucket, ARGV[1] the entry)
+// answers the entry's ids as "0x.." text, space-separated, "*" (in the zset
+// {P}:ix:#<digest>) or nil.
 const LUA_FB = `local d = redis.sha1hex(ARGV[1])
 local f = '\\n' .. struct.pack('>I4I4', tonumber(string.sub(d, 1, 8), 16), tonumber(string.sub(d, 9, 16), 16))
 local function hex(b) return string.format('0x%08x%08x%08x%08x%08x%08x%08x%08x', struct.unpack('>I4I4I4I4I4I4I4I4', b)) end
@@ -34,7 +35,8 @@ if not v or v == '*' then return v end
 local t = {}
 for i = 1, #v - 31, 32 do t[#t + 1] = hex(string.sub(v, i, i + 31)) end
 return table.concat(t, ' ')`;
-const ixb = (cmd, ix, e) => cmd('EVAL', IXB, 1, ix, e);
+const ixbucket = (ix, e) => `${ix}:${ixd(e).slice(0, 3)}`;
+const ixb = (cmd, ix, e) => cmd('EVAL', IXB, 1, ixbucket(ix, e), e);
 
 const KEY = 'search-key';
 let redis, sim;
@@ -261,12 +263,12 @@ test('index entries written before the digest fields (main at 52c16ea) are still
   // (in place of the binary field this version wrote)
   const ix = `{${prefix}}:ix`, req = `{${prefix}}:req:${id}`, e = `ref:${R}`;
   assert.equal(await ixb(redis.cmd, ix, e), id);
-  assert.equal(await redis.cmd('EVAL', `${LUA_FB}redis.call('HDEL', KEYS[1], f)
+  assert.equal(await redis.cmd('EVAL', `${LUA_FB}redis.call('HDEL', KEYS[3], f)
     redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
     local m = redis.call('HGET', KEYS[2], 'ix')
     local i = string.find(m, f, 1, true)
     redis.call('HSET', KEYS[2], 'ix', string.sub(m, 1, i - 1) .. string.sub(m, i + 9) .. ARGV[1] .. '\\n')
-    return redis.call('HGET', KEYS[2], 'ix')`, 2, ix, req, e, id), `${e}\n`);
+    return redis.call('HGET', KEYS[2], 'ix')`, 3, ix, req, ixbucket(ix, e), e, id), `${e}\n`);
   same(await search(d, `referrer=${R}`), [id], 'found under the old field');
   // said again by a later record: kept under the old field, no second field
   await send(d, payload({ id, status: 'pending', updatedAt: t0 + 1, referrer: null }));
@@ -287,12 +289,15 @@ test('index entries are binary (32-byte ids, a request\'s own list under 64 B); 
   const owned = await seed(d, [rid('bin1'), rid('bin2')]);
   for (const o of owned) // in, out and deposit hash, deposit address, depositor, referrer
     assert.equal(Number(await redis.cmd('HSTRLEN', reqk(o.id), 'ix')), 6 * 9, `${o.id}: six 9-byte fields (a listpack value: <= 64 B)`);
+  assert.equal(await redis.cmd('EXISTS', ix), 0, 'no text entry');
   const shape = await redis.cmd('EVAL', `local out = {}
-    local a = redis.call('HGETALL', KEYS[1])
-    for i = 1, #a, 2 do out[#out + 1] = #a[i] .. ':' .. #a[i + 1] end
-    return out`, 1, ix);
+    for _, k in ipairs(redis.call('KEYS', ARGV[1])) do
+      local a = redis.call('HGETALL', k)
+      for i = 1, #a, 2 do out[#out + 1] = #a[i] .. ':' .. #a[i + 1] .. ':' .. redis.call('OBJECT', 'ENCODING', k) end
+    end
+    return out`, 0, `${ix}:???`);
   assert.equal(shape.length, 12);
-  for (const x of shape) assert.equal(x, '9:32', 'a 9-byte field, one 32-byte id');
+  for (const x of shape) assert.equal(x, '9:32:listpack', 'a 9-byte field, one 32-byte id, in a bucket hash (a listpack)');
   for (const o of owned) {
     for (const v of [o.inTx, o.outTx, o.depTx, o.address, o.depositor]) same(await search(d, `q=${v}`), [o.id], `q=${v}`);
     same(await search(d, `referrer=${o.referrer}`), [o.id]);
