@@ -3,7 +3,8 @@
  * referrer and by deposit address, and every request by creation time; and the page of a search
  * merged over every partition (store/search_page.lua). Each entry lives in the partition of its
  * request (store/search_lib.lua names the keys: one hash field per value listing its requests,
- * a zset per value past 16 of them); a search asks every partition (store_gather).
+ * binary, in 4096 bucket hashes; a zset per value past 16 of them); a search asks every
+ * partition (store_gather).
  *
  * Writers: store/apply.lua indexes what the status record says (its hashes, referrer, deposit
  * address and depositor: store_search_event_entries builds the arguments, only the new ones)

@@ -25,9 +25,18 @@ if score ~= '' then
     end
     -- entries written before (status record values) move to the creation time
     local mine = h[1] or ''
-    for e in string.gmatch(mine, '[^\n]+') do
-      if redis.call('HGET', tag .. ':ix', e) == '*' then
-        redis.call('ZADD', tag .. ':ix:' .. e, 'XX', score, id)
+    local b
+    for _, e in ipairs(search_mine(mine)) do
+      local bin = string.byte(e, 1) == 10
+      if redis.call('HGET', bin and search_bkey(tag, e) or tag .. ':ix', e) == '*' then
+        if bin then
+          b = b or search_bin(id)
+          if b then
+            redis.call('ZADD', search_zkey(tag, e), 'XX', score, b)
+          end
+        else
+          redis.call('ZADD', tag .. ':ix:' .. e, 'XX', score, id)
+        end
       end
     end
   end

@@ -16,9 +16,27 @@ import { ingest, rid } from './lib/hooks.mjs';
 import { ridsOverPartitions, partitionOf, partTag } from './lib/partitions.mjs';
 import { startCluster } from './lib/cluster.mjs';
 
-// The {P}:ix field of an index entry "<kind>:<value>" (store/search_lib.lua search_field):
-// "<kind>#" and the first 16 hex digits of the entry's SHA-1.
-const ixf = (e) => `${e.slice(0, e.indexOf(':'))}#${crypto.createHash('sha1').update(e).digest('hex').slice(0, 16)}`;
+// The text-form {P}:ix field of an index entry "<kind>:<value>" (store/search_lib.lua
+// search_field; versions before 65785ee's successor): "<kind>#" and the first 16 hex digits of
+// the entry's SHA-1.
+const ixd = (e) => crypto.createHash('sha1').update(e).digest('hex').slice(0, 16);
+const ixf = (e) => `${e.slice(0, e.indexOf(':'))}#${ixd(e)}`;
+// The binary form (search_fbin): the field "\n" and the digest's 8 bytes in the bucket hash
+// {P}:ix:<the digest's first 3 hex digits>, the value 32-byte ids. The tests' Redis client is
+// text only, so these scripts convert in Redis: IXB (KEYS[1] the bucket, ARGV[1] the entry)
+// answers the entry's ids as "0x.." text, space-separated, "*" (in the zset
+// {P}:ix:#<digest>) or nil.
+const LUA_FB = `local d = redis.sha1hex(ARGV[1])
+local f = '\\n' .. struct.pack('>I4I4', tonumber(string.sub(d, 1, 8), 16), tonumber(string.sub(d, 9, 16), 16))
+local function hex(b) return string.format('0x%08x%08x%08x%08x%08x%08x%08x%08x', struct.unpack('>I4I4I4I4I4I4I4I4', b)) end
+`;
+const IXB = `${LUA_FB}local v = redis.call('HGET', KEYS[1], f)
+if not v or v == '*' then return v end
+local t = {}
+for i = 1, #v - 31, 32 do t[#t + 1] = hex(string.sub(v, i, i + 31)) end
+return table.concat(t, ' ')`;
+const ixbucket = (ix, e) => `${ix}:${ixd(e).slice(0, 3)}`;
+const ixb = (cmd, ix, e) => cmd('EVAL', IXB, 1, ixbucket(ix, e), e);
 
 const KEY = 'search-key';
 let redis, sim;
@@ -140,7 +158,7 @@ for (const partitions of [1, 3]) {
       // each index entry lives in the partition of its request
       for (const o of owned) {
         const tag = partTag(prefix, partitionOf(o.id, partitions), partitions);
-        assert.equal(await redis.cmd('HGET', `${tag}:ix`, ixf(`tx:${o.inTx.toLowerCase()}`)), o.id, `${o.id} in ${tag}`);
+        assert.equal(await ixb(redis.cmd, `${tag}:ix`, `tx:${o.inTx.toLowerCase()}`), o.id, `${o.id} in ${tag}`);
       }
     }
     await checkOwners(d, owned);
@@ -176,7 +194,7 @@ test('a referrer of 60 requests (past the small list: its own zset) lists every 
   same(await search(d, 'referrer=shared', 7), ids, 'every owner, every page');
   const promoted = [];
   for (let p = 0; p < 3; p++)
-    if (await redis.cmd('HGET', `${partTag(prefix, p, 3)}:ix`, ixf('ref:shared')) === '*') promoted.push(p);
+    if (await ixb(redis.cmd, `${partTag(prefix, p, 3)}:ix`, 'ref:shared') === '*') promoted.push(p);
   assert.ok(promoted.length > 0, 'a partition holding more than 16 moved them to a zset');
 });
 
@@ -191,7 +209,7 @@ test('3 partitions on a 3-master Redis Cluster: entries on their partition\'s ma
   const owned = await seed(d, ridsOverPartitions('cl', 2, 3));
   for (const o of owned) {
     const k = partitionOf(o.id, 3);
-    assert.equal(await cl.cmd(masters[k].port, 'HGET', `${partTag(prefix, k, 3)}:ix`, ixf(`tx:${o.outTx.toLowerCase()}`)), o.id,
+    assert.equal(await ixb((...a) => cl.cmd(masters[k].port, ...a), `${partTag(prefix, k, 3)}:ix`, `tx:${o.outTx.toLowerCase()}`), o.id,
       `${o.id}: its entry on partition ${k}'s master`);
   }
   await checkOwners(d, owned);
@@ -207,8 +225,8 @@ test('a wallet with 1010 requests: its index keeps the newest 1000 (no key grows
   for (let i = 0; i < ids.length; i += 10) // 10 at a time, in creation order
     await Promise.all(ids.slice(i, i + 10).map((id, j) => send(d, payload({ id, status: 'waiting', updatedAt: t0 + i + j,
       dep: { address: hex(20), depositor: wallet, depositAddressType: 'open' } }))));
-  const key = `{${prefix}}:ix:${ixf(`w:${wallet.toLowerCase()}`)}`;
-  assert.equal(await redis.cmd('HGET', `{${prefix}}:ix`, ixf(`w:${wallet.toLowerCase()}`)), '*');
+  const key = `{${prefix}}:ix:#${ixd(`w:${wallet.toLowerCase()}`)}`;
+  assert.equal(await ixb(redis.cmd, `{${prefix}}:ix`, `w:${wallet.toLowerCase()}`), '*');
   assert.equal(Number(await redis.cmd('ZCARD', key)), 1000, 'capped');
   const found = await search(d, `user=${wallet}`, 500);
   assert.equal(found.length, 1000);
@@ -227,7 +245,7 @@ test('removing a request (the retention sweep) removes its index entries', async
   const prefix = `srchgc${process.pid}`;
   const d = await daemon(prefix, { STATUSRELAY_REQUEST_RETENTION: '2s', STATUSRELAY_SETTLED_WATCH: '1s' });
   const owned = await seed(d, [rid('gc1'), rid('gc2')]);
-  assert.match(await redis.cmd('HGET', `{${prefix}}:req:${owned[0].id}`, 'ix'), /^tx#[0-9a-f]{16}$/m, 'indexed');
+  assert.ok(Number(await redis.cmd('HSTRLEN', `{${prefix}}:req:${owned[0].id}`, 'ix')) > 0, 'indexed');
   await until(async () => Number(await redis.cmd('ZCARD', `{${prefix}}:ct`)) === 0, { timeoutMs: 20000, msg: 'requests swept' });
   const left = await redis.cmd('KEYS', `{${prefix}}:ix*`);
   assert.deepEqual(left, [], 'no index key left');
@@ -242,22 +260,114 @@ test('index entries written before the digest fields (main at 52c16ea) are still
   const t0 = Date.now();
   await send(d, payload({ id, status: 'waiting', updatedAt: t0, referrer: R }));
   // the layout the version before wrote: the entry itself as the field and in the own list
+  // (in place of the binary field this version wrote)
   const ix = `{${prefix}}:ix`, req = `{${prefix}}:req:${id}`, e = `ref:${R}`;
-  assert.equal(await redis.cmd('HGET', ix, ixf(e)), id);
-  await redis.cmd('HDEL', ix, ixf(e));
-  await redis.cmd('HSET', ix, e, id);
-  await redis.cmd('HSET', req, 'ix', (await redis.cmd('HGET', req, 'ix')).replace(`${ixf(e)}\n`, `${e}\n`));
+  assert.equal(await ixb(redis.cmd, ix, e), id);
+  assert.equal(await redis.cmd('EVAL', `${LUA_FB}redis.call('HDEL', KEYS[3], f)
+    redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+    local m = redis.call('HGET', KEYS[2], 'ix')
+    local i = string.find(m, f, 1, true)
+    redis.call('HSET', KEYS[2], 'ix', string.sub(m, 1, i - 1) .. string.sub(m, i + 9) .. ARGV[1] .. '\\n')
+    return redis.call('HGET', KEYS[2], 'ix')`, 3, ix, req, ixbucket(ix, e), e, id), `${e}\n`);
   same(await search(d, `referrer=${R}`), [id], 'found under the old field');
   // said again by a later record: kept under the old field, no second field
   await send(d, payload({ id, status: 'pending', updatedAt: t0 + 1, referrer: null }));
   await send(d, payload({ id, status: 'success', updatedAt: t0 + 2, referrer: R }));
   await send(d, payload({ id: other, status: 'success', updatedAt: t0 + 3, referrer: R }));
   assert.equal(await redis.cmd('HGET', ix, e), id, 'the old field keeps its request');
-  assert.equal(await redis.cmd('HGET', ix, ixf(e)), other, 'a new request goes to the digest field');
-  assert.ok(!(await redis.cmd('HGET', req, 'ix')).includes(ixf(e)), 'no second field for the old request');
+  assert.equal(await ixb(redis.cmd, ix, e), other, 'a new request goes to the binary field');
+  assert.equal(await redis.cmd('HGET', req, 'ix'), `${e}\n`, 'no second field for the old request');
   same(await search(d, `referrer=${R}`), [id, other], 'both fields answer, each id once');
   await until(async () => Number(await redis.cmd('ZCARD', `{${prefix}}:ct`)) === 0, { timeoutMs: 20000, msg: 'requests swept' });
   assert.deepEqual(await redis.cmd('KEYS', `{${prefix}}:ix*`), [], 'no index key left');
+});
+
+test('index entries are binary (32-byte ids, a request\'s own list under 64 B); entries in the text form of 65785ee are still found, reused and swept', async () => {
+  const prefix = `srchbin${process.pid}`;
+  const d = await daemon(prefix, { STATUSRELAY_REQUEST_RETENTION: '2s', STATUSRELAY_SETTLED_WATCH: '1s' });
+  const ix = `{${prefix}}:ix`, reqk = (id) => `{${prefix}}:req:${id}`;
+  const owned = await seed(d, [rid('bin1'), rid('bin2')]);
+  for (const o of owned) // in, out and deposit hash, deposit address, depositor, referrer
+    assert.equal(Number(await redis.cmd('HSTRLEN', reqk(o.id), 'ix')), 6 * 9, `${o.id}: six 9-byte fields (a listpack value: <= 64 B)`);
+  assert.equal(await redis.cmd('EXISTS', ix), 0, 'no text entry');
+  const shape = await redis.cmd('EVAL', `local out = {}
+    for _, k in ipairs(redis.call('KEYS', ARGV[1])) do
+      local a = redis.call('HGETALL', k)
+      for i = 1, #a, 2 do out[#out + 1] = #a[i] .. ':' .. #a[i + 1] .. ':' .. redis.call('OBJECT', 'ENCODING', k) end
+    end
+    return out`, 0, `${ix}:???`);
+  assert.equal(shape.length, 12);
+  for (const x of shape) assert.equal(x, '9:32:listpack', 'a 9-byte field, one 32-byte id, in a bucket hash (a listpack)');
+  for (const o of owned) {
+    for (const v of [o.inTx, o.outTx, o.depTx, o.address, o.depositor]) same(await search(d, `q=${v}`), [o.id], `q=${v}`);
+    same(await search(d, `referrer=${o.referrer}`), [o.id]);
+  }
+
+  // a request indexed by 65785ee: text fields "<kind>#<digest>", text ids, its own list one
+  // field a line (written here as that version wrote them)
+  const old = rid('txt'), t0 = Date.now();
+  const h = hex(32), outTx = hex(32);
+  await send(d, payload({ id: old, status: 'waiting', updatedAt: t0 }));
+  assert.equal(await redis.cmd('HGET', reqk(old), 'ix'), null, 'nothing indexed yet');
+  await redis.cmd('HSET', ix, ixf(`tx:${h}`), old, ixf('ref:ref-even'), old);
+  const list = `${ixf(`tx:${h}`)}\n${ixf('ref:ref-even')}\n`;
+  await redis.cmd('HSET', reqk(old), 'ix', list);
+  same(await search(d, `txHash=${h.toUpperCase().replace('0X', '0x')}`), [old], 'found under its text field');
+  same(await search(d, 'referrer=ref-even'), [owned[0].id, old], 'a value in both forms: each id once');
+  // said again by its next record: kept in the text form; a new value goes binary
+  await send(d, payload({ id: old, status: 'pending', updatedAt: t0 + 1, inTx: [h], referrer: 'ref-even' }));
+  assert.equal(await redis.cmd('HGET', reqk(old), 'ix'), list, 'no second field for a value it has');
+  assert.equal(await ixb(redis.cmd, ix, `tx:${h}`), null);
+  await send(d, payload({ id: old, status: 'success', updatedAt: t0 + 2, inTx: [h], outTx: [outTx], referrer: 'ref-even' }));
+  assert.equal(Number(await redis.cmd('HSTRLEN', reqk(old), 'ix')), list.length + 9, 'the text lines and one binary field');
+  assert.equal(await ixb(redis.cmd, ix, `tx:${outTx}`), old);
+  same(await search(d, `q=${outTx}`), [old]);
+  same(await search(d, `txHash=${h}&referrer=ref-even`), [old]);
+
+  // an id of another form than 0x and 64 hex digits is indexed in the text form
+  const plain = `plain-${process.pid}.${Date.now()}`, ph = hex(32);
+  await send(d, payload({ id: plain, status: 'pending', updatedAt: t0 + 3, inTx: [ph], referrer: 'ref-even' }));
+  assert.equal(await redis.cmd('HGET', ix, ixf(`tx:${ph}`)), plain);
+  assert.equal(await redis.cmd('HGET', reqk(plain), 'ix'), `${ixf(`tx:${ph}`)}\n${ixf('ref:ref-even')}\n`);
+  same(await search(d, `txHash=${ph}`), [plain]);
+  same(await search(d, 'referrer=ref-even'), [owned[0].id, old, plain], 'all three forms');
+
+  // the retention sweep removes every form
+  await send(d, payload({ id: plain, status: 'success', updatedAt: t0 + 4, inTx: [ph], referrer: 'ref-even' }));
+  await until(async () => (await redis.cmd('KEYS', `{${prefix}}:req:*`)).length === 0, { timeoutMs: 30000, msg: 'requests swept' });
+  assert.deepEqual(await redis.cmd('KEYS', `{${prefix}}:ix*`), [], 'no index key left');
+  same(await search(d, 'referrer=ref-even'), [], 'not found any more');
+});
+
+test('a 65785ee process next to this one (STATUSRELAY_OLD_BIN): it misses binary entries, never answers a wrong request, and what it indexes is found and swept', async (t) => {
+  const oldBin = process.env.STATUSRELAY_OLD_BIN;
+  if (!oldBin) { t.skip('STATUSRELAY_OLD_BIN unset (a build of 65785ee)'); return; }
+  const prefix = `srchmix${process.pid}`;
+  const d = await daemon(prefix, { STATUSRELAY_REQUEST_RETENTION: '4s', STATUSRELAY_SETTLED_WATCH: '1s' });
+  // its settled watches end as fast; it never sweeps (retention: the default)
+  const o = await daemon(prefix, { STATUSRELAY_SETTLED_WATCH: '1s' }, { bin: oldBin, name: `search-old-${prefix}` });
+  const owned = await seed(d, [rid('mix1'), rid('mix2')]);
+  for (const x of owned) {
+    for (const v of [x.inTx, x.outTx, x.address, x.depositor]) {
+      const got = await search(o, `q=${v}`);
+      assert.ok(got.every((id) => id === x.id), `the old process answers no wrong request for ${v}: ${got}`);
+    }
+  }
+  // the old process indexes a new hash of a request this version indexed (its text line
+  // appended to the binary fields of "ix") and a request of its own
+  const late = hex(32), t0 = Date.now();
+  await send(o, payload({ id: owned[0].id, status: 'refund', updatedAt: t0, inTx: [owned[0].inTx], outTx: [late], referrer: owned[0].referrer }));
+  same(await search(d, `q=${late}`), [owned[0].id], 'its text entry found here');
+  same(await search(d, `q=${owned[0].inTx}`), [owned[0].id], 'the binary entries still found');
+  const theirs = rid('mixold'), th = hex(32);
+  await send(o, payload({ id: theirs, status: 'success', updatedAt: t0 + 1, inTx: [th], referrer: owned[0].referrer }));
+  same(await search(d, `txHash=${th}`), [theirs]);
+  same(await search(d, `referrer=${owned[0].referrer}`), [owned[0].id, theirs], 'a value in both forms');
+  same(await search(o, `txHash=${th}`), [theirs], 'the old process finds its own');
+  assert.doesNotMatch(o.proc.log(), /level=error/);
+  await o.stop();
+  await until(async () => (await redis.cmd('KEYS', `{${prefix}}:req:*`)).length === 0, { timeoutMs: 30000, msg: 'requests swept' });
+  assert.deepEqual(await redis.cmd('KEYS', `{${prefix}}:ix*`), [], 'every form swept');
 });
 
 test('a q or txHash the relay does not know is looked up once through the upstream term search; the request is tracked, its facts indexed', async () => {
