@@ -80,7 +80,7 @@ async function second(redis, on, ms) {
   const t0 = Date.now();
   const d = await startDaemon({ redisUrl: redis.url, apiKey: KEY, bin, logLevel: 'warn', env: env(on) });
   const pid = d.proc.child.pid;
-  if (on) await until(async () => (await redis.cmd('GET', `${P}:rzc`)) === top, { timeoutMs: 120000, stepMs: 100, msg: 'pass done' });
+  if (on) await until(async () => (await redis.cmd('GET', `${P}:rzk`)) === top, { timeoutMs: 120000, stepMs: 100, msg: 'pass done' });
   else await new Promise((r) => setTimeout(r, ms));
   const cpu = cpuMs(pid), e1 = await evalsha(redis), took = Date.now() - t0;
   await d.stop();

@@ -23,6 +23,7 @@
 -- entry itself, "<kind>:<value>", told apart by its ':') are still read, reused for their
 -- value and removed: no migration. Values arrive normalised (store/search.c: 0x wallets and
 -- hashes lower-cased).
+-- #include chunk_lib.lua
 local SEARCH_SMALL = 16
 
 -- The creation-time score of id: its createdAt (ct) or first seen (all); nil when unknown.
@@ -75,6 +76,9 @@ end
 -- returned second, for the caller to write with its own HSET, instead of written here.
 local function search_add(tag, id, score, ents, cap, held)
   local h, req = tag .. ':ix', tag .. ':req:' .. id
+  if not held then
+    chunks.unpack(req) -- a packed hash (chunk_lib.lua): whole values before "ix" is written
+  end
   local mine = held or redis.call('HGET', req, 'ix') or ''
   -- have: the request's fields; an entry it has under the entry itself (written before the
   -- digest) keeps that field
@@ -131,7 +135,7 @@ end
 -- goes.
 local function search_drop(tag, id)
   local h = tag .. ':ix'
-  local mine = redis.call('HGET', tag .. ':req:' .. id, 'ix')
+  local mine = chunks.get(tag .. ':req:' .. id, 'ix')
   for e in string.gmatch(mine or '', '[^\n]+') do
     local v = redis.call('HGET', h, e)
     if v == '*' then
