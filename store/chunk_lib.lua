@@ -128,24 +128,59 @@ function chunks.unpack(k, c)
   return true
 end
 
+-- Does a hash with a value of n bytes stay a listpack on this Redis (its
+-- hash-max-listpack-value, which a script cannot read: probed once per length class and
+-- script call on a scratch key of the hash's tag, "<tag>:ckp", deleted at once)? Values are
+-- chunked only where Redis needs it: with hash-max-listpack-value 2048 (docs/operations.md
+-- "Redis memory") a hash stays whole, and chunks would only cost bytes.
+local chunks_ok, chunks_bad = 64, nil
+function chunks.fits(k, n)
+  if n <= chunks_ok then
+    return true
+  elseif chunks_bad and n >= chunks_bad then
+    return false
+  end
+  local t = (string.match(k, '^(.*):req:') or k) .. ':ckp'
+  redis.call('DEL', t)
+  redis.call('HSET', t, 'v', string.rep('x', n))
+  local e = redis.call('OBJECT', 'ENCODING', t)
+  redis.call('DEL', t)
+  if e == 'listpack' or e == 'ziplist' then
+    chunks_ok = n
+    return true
+  end
+  chunks_bad = n
+  return false
+end
+
 -- The rewrite of an ended watch's hash (store/rec_put.lua, after its checks): every value of
--- a chunkable field over 64 B in chunks, every field drop(f, v) says is not needed removed,
--- DEL and one HSET (the key's TTL kept). Not rewritten (false) when it could not be a
--- listpack anyway (a value over 64 B of another field, more than 128 entries) or nothing
--- would change. Returns true when rewritten.
+-- a chunkable field over 64 B in chunks when Redis would not keep the hash a listpack with
+-- its largest value (chunks.fits), every field drop(f, v) says is not needed removed, DEL and
+-- one HSET (the key's TTL kept); when nothing needs chunks and the hash is compact already,
+-- only the dropped fields go (HDEL). Not rewritten (false) when it could not be a listpack
+-- anyway (a value over 64 B of another field, more than 128 entries) or nothing would
+-- change. Returns true when written.
 function chunks.pack(k, drop)
   local raw, all = chunks_all(k)
   local c = all.ck
-  local out, list, n, dropped = {}, {}, 0, false
+  local out, list, n, gone = {}, {}, 0, {}
+  local big = 0
+  for i = 1, #raw, 2 do
+    local f, v = raw[i], raw[i + 1]
+    if f ~= 'ck' and not chunks_part(c, f) then
+      big = math.max(big, #chunks.join(k, f, v, c, all))
+    end
+  end
+  local whole = chunks.fits(k, big)
   for i = 1, #raw, 2 do
     local f, v = raw[i], raw[i + 1]
     if f == 'ck' or chunks_part(c, f) then
       -- the old chunks: the value is rebuilt whole below
     elseif drop and drop(f, v) then
-      dropped = true
+      gone[#gone + 1] = f
     else
       v = chunks.join(k, f, v, c, all)
-      if #v <= chunks.max then
+      if whole or #v <= chunks.max then
         out[#out + 1] = f
         out[#out + 1] = v
         n = n + 1
@@ -177,8 +212,18 @@ function chunks.pack(k, drop)
     out[#out + 1] = cv
     n = n + 1
   end
-  if n > chunks.entries or n == 0 or (#list == 0 and not c and not dropped) then
+  if n > chunks.entries or n == 0 then
     return false
+  end
+  if #list == 0 and not c then
+    local e = redis.call('OBJECT', 'ENCODING', k)
+    if e == 'listpack' or e == 'ziplist' then
+      if #gone == 0 then
+        return false
+      end
+      redis.call('HDEL', k, unpack(gone))
+      return true
+    end
   end
   local ttl = redis.call('PTTL', k)
   redis.call('DEL', k)

@@ -202,6 +202,22 @@ test('chunks are binary-safe; readers join them; a write unpacks the hash first'
     redis.call('HSET', KEYS[1], 'ix', '\\0\\2abc')
     return {a, chunks.get(KEYS[1], 'ix') == '\\0\\2abc' and 1 or 0}`, 1, k);
   assert.deepEqual(r2, ['{"x":1}', 1]);
+  // a Redis with hash-max-listpack-value 2048 (docs/operations.md "Redis memory") keeps the
+  // hash whole: no chunks (they would only cost bytes), the unneeded fields still dropped
+  await redis.cmd('CONFIG', 'SET', 'hash-max-listpack-value', '2048');
+  try {
+    const r3 = await redis.cmd('EVAL', `${lib}
+      redis.call('DEL', KEYS[1])
+      redis.call('HSET', KEYS[1], 'rec', 'r' .. string.rep('a', 200), 'fx', 'z' .. string.rep('b', 500),
+                 'watch', 'ended', 'wu', '', 'pt', '')
+      local p = chunks.pack(KEYS[1], rec_drop)
+      return {p and 1 or 0, redis.call('OBJECT', 'ENCODING', KEYS[1]), redis.call('HLEN', KEYS[1]),
+              chunks.get(KEYS[1], 'fx') == 'z' .. string.rep('b', 500) and 1 or 0,
+              redis.call('EXISTS', '${tag}:ckp')}`, 1, k);
+    assert.deepEqual(r3, [1, 'listpack', 3, 1, 0]);
+  } finally {
+    await redis.cmd('CONFIG', 'SET', 'hash-max-listpack-value', '64');
+  }
 });
 
 test('facts are read and merged on a packed hash; the pass loses to an apply in between', async () => {
