@@ -18,9 +18,10 @@
 -- "-- #include chunk_lib.lua"; it needs nothing defined before it.
 local chunks = {max = 64, head = 62, entries = 128}
 
--- The fields stored in chunks when over 64 B: the record, the facts versions, search's own.
+-- The fields stored in chunks when over 64 B: the record, the facts versions, search's own,
+-- the tracking metadata (track.lua).
 function chunks.chunkable(f)
-  return f == 'rec' or f == 'ix' or string.match(f, '^fx%d*$') ~= nil
+  return f == 'rec' or f == 'ix' or f == 'meta' or string.match(f, '^fx%d*$') ~= nil
 end
 
 function chunks.listed(c, f)

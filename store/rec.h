@@ -7,7 +7,7 @@
  * whatever the stored form.
  * The compact hash: once deflated, the whole hash of the ended watch is rewritten in the same
  * compare-and-set (store/rec_lib.lua, store/chunk_lib.lua): every value over 64 B (the
- * record, the facts versions, search's "ix") in chunks of at most 64 B and the fields an
+ * record, the facts versions, search's "ix", the tracking metadata) in chunks of at most 64 B and the fields an
  * ended watch does not need dropped, so that Redis keeps it a listpack with its defaults
  * (hash-max-listpack-value 64): ~1.3 KB for ~2.3 KB. Readers get whole values (Lua through
  * chunk_lib.lua; C through req_get.lua, requests_read.lua, apply_read.lua, facts_*.lua);

@@ -78,7 +78,10 @@ test('an ended watch\'s hash is packed to a listpack and every reader answers th
   const prefix = 'rp1', P = `{${prefix}}`;
   // written as before (the setting off): the hashes of ended watches as a version before kept them
   const a = await daemon(prefix, { STATUSRELAY_COMPRESS_RECORDS: 'false' });
-  const id = await trackScripted(sim, a, ['waiting', 'pending', 'success']);
+  // tracked with metadata over 64 B (chunked too: "meta")
+  const meta = { orderId: `order-${'7'.repeat(40)}`, customer: `customer-${'c'.repeat(40)}` };
+  const id = (await sim.control('/requests', { path: ['waiting', 'pending', 'success'], stepMs: 0, autoHashes: true })).id;
+  assert.equal((await a.post('/v1/requests', { requestId: id, metadata: meta })).status, 201);
   const rev = await trackScripted(sim, a, ['waiting', 'pending', 'success', 'failure']);
   for (const x of [id, rev]) {
     await waitStatus(a, x, 'waiting');
@@ -99,6 +102,7 @@ test('an ended watch\'s hash is packed to a listpack and every reader answers th
   const inTx = (await a.get(`/v1/requests/${id}`)).body.inTxHashes[0];
   const was = await views(a, c, id, inTx);
   assert.ok(JSON.parse(was.get).request?.fees, 'facts in GET');
+  assert.deepEqual(JSON.parse(was.get).metadata, meta);
   assert.ok(JSON.parse(was.search).requests.some((r) => r.requestId === id), was.search);
   c.close();
   await a.stop();
@@ -114,10 +118,17 @@ test('an ended watch\'s hash is packed to a listpack and every reader answers th
     assert.match(await redis.cmd('HGET', x, 'ck'), /\brec\b/);
     assert.match(await redis.cmd('HGET', x, 'ck'), /\bfx\b/);
   }
+  assert.match(await redis.cmd('HGET', k, 'ck'), /\bmeta\b/);
   const c2 = client(b.wsUrl);
   cleanup.push(() => c2.close());
   await c2.ready;
   assert.deepEqual(await views(b, c2, id, inTx), was);
+  // tracked again with new metadata: the hash is unpacked first (track.lua), then written
+  const meta2 = { orderId: `order-${'8'.repeat(70)}` };
+  assert.ok([200, 201].includes((await b.post('/v1/requests', { requestId: id, metadata: meta2 })).status));
+  assert.equal(await redis.cmd('HEXISTS', k, 'ck'), 0);
+  assert.deepEqual((await b.get(`/v1/requests/${id}`)).body.metadata, meta2);
+  assert.equal((await b.get(`/v1/requests/${id}`)).body.requestId, id);
 
   // a reversal of the packed request: the next seq, previousStatus, and packed again once its
   // watch (the failure tail, 2 s) has ended
