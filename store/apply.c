@@ -10,9 +10,10 @@
  * works on one while the daemon answers another) and an idle one sends each at once (no
  * timer, no added latency). The bound is small on purpose: an observation is answered when
  * its whole batch is, so a batch of 64 (~4 ms of Redis work) made answers wait; 16 keeps
- * nearly all of the per-call saving (Redis instructions per event -8% against -9% with 64). A batch is: one read (apply_read.lua, also for one: it joins a packed hash's chunks) of
- * the states the cache could not decide, then one apply.lua call for every accepted item,
- * which answers each item on its own. Per-request order: a batch takes at most one
+ * nearly all of the per-call saving (Redis instructions per event -8% against -9% with 64).
+ * A batch is: one read (apply_read.lua, also for one: it joins a packed hash's chunks,
+ * store/chunk_lib.lua) of the states the cache could not decide, then one apply.lua call
+ * for every accepted item, which answers each item on its own. Per-request order: a batch takes at most one
  * observation per request and none of a request with one in flight; a later one stays queued
  * in its place (it is decided on the first's result in a later batch). An item that
  * conflicted is decided again on the record Redis returned and, if still accepted, goes first
