@@ -30,10 +30,11 @@
 // BENCH_KEEP=1 keeps the run directory (logs) after a successful run;
 // BENCH_NO_DOC=1 leaves BENCHMARKS.md alone; BENCH_STATE_FEED_ONLY=1 runs only the changes-feed
 // half of the state scenario; BENCH_FEED_INTERVAL_S (10) its STATUSRELAY_DISCOVER_INTERVAL;
-// BENCH_STATE_SETTLE_S (0) waits at most that long after its fill until no watch is left to end
-// and the record pass (store/rec.h) caught up, before the memory is measured: the steady state
-// of ended watches, with a short STATUSRELAY_SETTLED_WATCH (and STATUSRELAY_COMPRESS_RECORDS)
-// in the environment (every daemon inherits it).
+// BENCH_STATE_TUNED=1 runs its Redis with hash-max-listpack-value 2048;
+// BENCH_STATE_SETTLE_S (180) bounds its steady-state step (the settled windows passed, every
+// watch ended, the record pass, store/rec.h, caught up: records deflated, hashes packed, with
+// STATUSRELAY_COMPRESS_RECORDS on, the default; an older binary needs it =true in the
+// environment, which every daemon inherits).
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -556,7 +557,9 @@ async function state() {
 // upstream call from before its start (100 ms timeline, GET /_sim/timeline), and S sample
 // requests change (pending -> success) at known times; a change is seen when the relay writes
 // its event (the time in the event's stream id; the change's time is the simulator's
-// updatedAt). Memory and call counts are exact; latencies are noisy on a shared box.
+// updatedAt). Memory and call counts are exact; latencies are noisy on a shared box. (3) The
+// steady state: the settled windows pass (their deadlines moved to now), a third daemon ends
+// the watches and its record pass packs the hashes; Redis memory per request is read again.
 async function stateFeed() {
   const out = {};
   const N = sc(100000);
@@ -566,6 +569,9 @@ async function stateFeed() {
   const sim = await startSim('sf-sim', ['--rate-limit', '0', '--retain', String(N + 1000)]);
   if (!sim) { log('state feed: this build has no simulator: skipped'); return null; }
   const redis = await startRedis('sf-redis');
+  // BENCH_STATE_TUNED=1: this Redis runs with hash-max-listpack-value 2048 from the start (the
+  // "tuned" rows are then measured, not re-encoded)
+  if (process.env.BENCH_STATE_TUNED === '1') await redis.cmd('CONFIG', 'SET', 'hash-max-listpack-value', '2048');
   await http('POST', `${sim.base}/_sim/faults`, { wsRefuse: true });
   const nActive = Math.max(1, Math.round(N / 10));
   log(`state feed: the simulator makes ${N} requests of the key over 20 h (${N - nActive} to success, ${nActive} pending)`);
@@ -584,7 +590,9 @@ async function stateFeed() {
   const mem0 = await redis.usedMemory();
   // (1) fill
   const fillBudget = 60000;
-  const dA = await startDaemon('sf-fill', redis, { env: { ...simEnv, STATUSRELAY_DISCOVER_INTERVAL: '1s', STATUSRELAY_DISCOVER_LOOKBACK: '10m', STATUSRELAY_UPSTREAM_BUDGET: String(fillBudget) } });
+  // the fill and the follow daemons keep the default settled window (24 h) whatever the
+  // environment says: their watches are the fresh state; the steady state below ends them
+  const dA = await startDaemon('sf-fill', redis, { env: { ...simEnv, STATUSRELAY_SETTLED_WATCH: '24h', STATUSRELAY_DISCOVER_INTERVAL: '1s', STATUSRELAY_DISCOVER_LOOKBACK: '10m', STATUSRELAY_UPSTREAM_BUDGET: String(fillBudget) } });
   const tf0 = now();
   const K = 8, day0 = tf0 - SPAN_MS - 120000;
   const bfs = [];
@@ -600,67 +608,67 @@ async function stateFeed() {
   }, Math.max(60000, N * 3), 1000);
   const fillS = (now() - tf0) / 1000;
   await sleep(2000); // the facts of the last page
-  const settleS = Number(process.env.BENCH_STATE_SETTLE_S ?? 0);
-  if (settleS > 0) {
-    const ts = now();
-    const done = await until(async () => {
-      if (Number(await redis.cmd('ZCARD', `${P}:wend`)) > 0) return false;
-      if (process.env.STATUSRELAY_COMPRESS_RECORDS !== 'true') return true;
-      const top = await redis.cmd('ZRANGE', `${P}:unwatch`, -1, -1, 'WITHSCORES');
-      return top.length > 0 && (await redis.cmd('GET', `${P}:rzc`)) === top[1];
-    }, settleS * 1000, 500);
-    log(`state feed: watches ended${process.env.STATUSRELAY_COMPRESS_RECORDS === 'true' ? ' and records deflated' : ''} ${done ? 'after' : 'NOT within'} ${r1((now() - ts) / 1000)} s`);
-  }
   await dA.proc.stop();
   const stored = await redis.cmd('ZCARD', `${P}:ct`); // every request ({P}:all is gone: issue 24)
   log(`state feed: ${stored} of ${N} requests stored in ${r1(fillS)} s${filled ? '' : ' (INCOMPLETE)'}`);
-  const mem1 = await redis.usedMemory();
-  const xlen = await streamLen(redis);
-  const streamBytes = Number(await redis.cmd('MEMORY', 'USAGE', `${P}:events`, 'SAMPLES', '0')) || 0;
-  // where the bytes go: every key but the per-request ones and the stream (SCAN), and a sample
-  // of request hashes and timelines (MEMORY USAGE ... SAMPLES 0: exact)
-  const shared = {};
-  let cursor = '0';
-  do {
-    const [c, keys] = await redis.cmd('SCAN', cursor, 'COUNT', '20000');
-    cursor = c;
-    for (const k of keys) if (!k.startsWith(`${P}:req:`) && !k.startsWith(`${P}:tl:`) && k !== `${P}:events`) shared[k] = Number(await redis.cmd('MEMORY', 'USAGE', k, 'SAMPLES', '0'));
-  } while (cursor !== '0');
   const list = (await http('GET', `${sim.base}/_sim/requests?after=0&limit=10000`)).body.requests;
   const sample = list.filter((_, i) => i % Math.max(1, Math.floor(list.length / 200)) === 0).slice(0, 200);
-  let hashB = 0, tlB = 0, withFacts = 0, fields = 0;
-  const enc = {};
-  for (const x of sample) {
-    hashB += Number(await redis.cmd('MEMORY', 'USAGE', `${P}:req:${x.id}`, 'SAMPLES', '0')) || 0;
-    tlB += Number(await redis.cmd('MEMORY', 'USAGE', `${P}:tl:${x.id}`, 'SAMPLES', '0')) || 0;
-    const e = await redis.cmd('OBJECT', 'ENCODING', `${P}:req:${x.id}`);
-    enc[e] = (enc[e] ?? 0) + 1;
-    const h = await redis.cmd('HGETALL', `${P}:req:${x.id}`);
-    fields += h.length / 2;
-    for (let i = 0; i < h.length; i += 2) if (/^fx/.test(h[i])) { withFacts++; break; }
-  }
-  // the same hashes re-encoded as Redis would with hash-max-listpack-value 2048 (docs/operations.md
-  // "Redis memory"): DUMP and RESTORE in a script (a restored hash is a listpack when it fits)
-  const cfg = await redis.cmd('CONFIG', 'GET', 'hash-max-listpack-value');
-  let tunedB = 0;
-  await redis.cmd('CONFIG', 'SET', 'hash-max-listpack-value', '2048');
-  try {
+  // where the bytes go: every key but the per-request ones and the stream (SCAN), and a sample
+  // of request hashes and timelines (MEMORY USAGE ... SAMPLES 0: exact); each field's size in
+  // bytes (HSTRLEN: binary values count by bytes; the chunks of a packed hash,
+  // store/chunk_lib.lua, "<field>~<n>", counted together as "<field>~*")
+  async function memory() {
+    const mem1 = await redis.usedMemory();
+    const xlen = await streamLen(redis);
+    const streamBytes = Number(await redis.cmd('MEMORY', 'USAGE', `${P}:events`, 'SAMPLES', '0')) || 0;
+    const shared = {};
+    let cursor = '0';
+    do {
+      const [c, keys] = await redis.cmd('SCAN', cursor, 'COUNT', '20000');
+      cursor = c;
+      for (const k of keys) if (!k.startsWith(`${P}:req:`) && !k.startsWith(`${P}:tl:`) && k !== `${P}:events`) shared[k] = Number(await redis.cmd('MEMORY', 'USAGE', k, 'SAMPLES', '0'));
+    } while (cursor !== '0');
+    let hashB = 0, tlB = 0, withFacts = 0, fields = 0;
+    const enc = {}, fieldB = {};
     for (const x of sample) {
-      tunedB += Number(await redis.cmd('EVAL', "redis.call('RESTORE', KEYS[2], 0, redis.call('DUMP', KEYS[1]), 'REPLACE') " +
-        "local n = redis.call('MEMORY', 'USAGE', KEYS[2], 'SAMPLES', '0') redis.call('DEL', KEYS[2]) return n",
-        '2', `${P}:req:${x.id}`, `${P}:memtmp`)) || 0;
+      const k = `${P}:req:${x.id}`;
+      hashB += Number(await redis.cmd('MEMORY', 'USAGE', k, 'SAMPLES', '0')) || 0;
+      tlB += Number(await redis.cmd('MEMORY', 'USAGE', `${P}:tl:${x.id}`, 'SAMPLES', '0')) || 0;
+      const e = await redis.cmd('OBJECT', 'ENCODING', k);
+      enc[e] = (enc[e] ?? 0) + 1;
+      const names = await redis.cmd('HKEYS', k);
+      fields += names.length;
+      if (names.some((f) => /^fx/.test(f))) withFacts++;
+      for (const f of names) {
+        const g = f.replace(/~\d+$/, '~*');
+        fieldB[g] = (fieldB[g] ?? 0) + Number(await redis.cmd('HSTRLEN', k, f));
+      }
     }
-  } finally {
-    await redis.cmd('CONFIG', 'SET', 'hash-max-listpack-value', String(cfg[1] ?? '64'));
+    // the same hashes re-encoded as Redis would with hash-max-listpack-value 2048 (docs/operations.md
+    // "Redis memory"): DUMP and RESTORE in a script (a restored hash is a listpack when it fits)
+    const cfg = await redis.cmd('CONFIG', 'GET', 'hash-max-listpack-value');
+    let tunedB = 0;
+    await redis.cmd('CONFIG', 'SET', 'hash-max-listpack-value', '2048');
+    try {
+      for (const x of sample) {
+        tunedB += Number(await redis.cmd('EVAL', "redis.call('RESTORE', KEYS[2], 0, redis.call('DUMP', KEYS[1]), 'REPLACE') " +
+          "local n = redis.call('MEMORY', 'USAGE', KEYS[2], 'SAMPLES', '0') redis.call('DEL', KEYS[2]) return n",
+          '2', `${P}:req:${x.id}`, `${P}:memtmp`)) || 0;
+      }
+    } finally {
+      await redis.cmd('CONFIG', 'SET', 'hash-max-listpack-value', String(cfg[1] ?? '64'));
+    }
+    const ns = Math.max(1, sample.length);
+    const sharedTotal = Object.values(shared).reduce((a, b) => a + b, 0);
+    return {
+      requests: N, stored, fillSeconds: r1(fillS), fillBudget, backfills: K, usedBefore: mem0, usedAfter: mem1, streamEntries: xlen, streamBytes,
+      perRequest: r1((mem1 - mem0 - streamBytes) / Math.max(1, stored)), perEvent: xlen ? r1(streamBytes / xlen) : null,
+      hashAvg: r1(hashB / ns), hashTunedAvg: r1(tunedB / ns), timelineAvg: r1(tlB / ns), hashFieldsAvg: r1(fields / ns), hashEncodings: enc, sampleWithFacts: withFacts, sample: sample.length,
+      fieldBytes: Object.fromEntries(Object.entries(fieldB).sort((a, b) => b[1] - a[1]).map(([f, b]) => [f, r1(b / ns)])),
+      indexesPerRequest: r1(sharedTotal / Math.max(1, stored)), sharedKeys: Object.fromEntries(Object.entries(shared).sort((a, b) => b[1] - a[1]).slice(0, 16)),
+    };
   }
-  const ns = Math.max(1, sample.length);
-  const sharedTotal = Object.values(shared).reduce((a, b) => a + b, 0);
-  out.memory = {
-    requests: N, stored, fillSeconds: r1(fillS), fillBudget, backfills: K, usedBefore: mem0, usedAfter: mem1, streamEntries: xlen, streamBytes,
-    perRequest: r1((mem1 - mem0 - streamBytes) / Math.max(1, stored)), perEvent: xlen ? r1(streamBytes / xlen) : null,
-    hashAvg: r1(hashB / ns), hashTunedAvg: r1(tunedB / ns), timelineAvg: r1(tlB / ns), hashFieldsAvg: r1(fields / ns), hashEncodings: enc, sampleWithFacts: withFacts, sample: sample.length,
-    indexesPerRequest: r1(sharedTotal / Math.max(1, stored)), sharedKeys: Object.fromEntries(Object.entries(shared).sort((a, b) => b[1] - a[1]).slice(0, 16)),
-  };
+  out.memory = await memory();
   // (2) the default budget, the websocket down, S changes at known times
   await http('POST', `${sim.base}/_sim/faults`, { rateLimitPerMin: budget });
   await http('POST', `${sim.base}/_sim/stats/reset`, {});
@@ -669,7 +677,7 @@ async function stateFeed() {
   const act = (await http('GET', `${sim.base}/_sim/requests?after=${N - nActive}&limit=${S}`)).body.requests.map((x) => x.id);
   log(`state feed: daemon with budget ${budget}/min, feed every ${intervalS} s, websocket down: ${r1(W / 1000)} s, ${act.length} changes`);
   const tB = now();
-  const dB = await startDaemon('sf-daemon', redis, { env: { ...simEnv, STATUSRELAY_DISCOVER_INTERVAL: `${intervalS}s`, STATUSRELAY_UPSTREAM_BUDGET: String(budget) } });
+  const dB = await startDaemon('sf-daemon', redis, { env: { ...simEnv, STATUSRELAY_SETTLED_WATCH: '24h', STATUSRELAY_DISCOVER_INTERVAL: `${intervalS}s`, STATUSRELAY_UPSTREAM_BUDGET: String(budget) } });
   const span = W - 2 * intervalS * 1000 - 10000;
   const changes = [];
   for (let i = 0; i < act.length; i++) {
@@ -712,11 +720,37 @@ async function stateFeed() {
     latencyMs: { p50: q(0.5), p99: q(0.99), max: lat.length ? lat[lat.length - 1] : null },
     watched: { settled: m['statusrelay_watched_requests{phase="settled"}'] ?? null, active: m['statusrelay_watched_requests{phase="active"}'] ?? null },
   };
+  // (3) the steady state: requests are kept 90 days and watched for a short settled window,
+  // so nearly all of them have an ended watch. The settled windows' deadlines ({P}:wend) are
+  // moved to now, as if the window had passed, and a daemon with a 1 s window ends them
+  // (request.watch.ended each); the record pass (store/rec.h, STATUSRELAY_COMPRESS_RECORDS,
+  // on by default) deflates their records and packs their hashes; then the memory again.
+  // BENCH_STATE_SETTLE_S (default 180) bounds the wait.
+  const settleS = Number(process.env.BENCH_STATE_SETTLE_S ?? 180);
+  const moved = await redis.cmd('EVAL', "local m = redis.call('ZRANGE', KEYS[1], 0, -1) for i = 1, #m do redis.call('ZADD', KEYS[1], 'XX', 0, m[i]) end return #m", '1', `${P}:wend`);
+  const compress = process.env.STATUSRELAY_COMPRESS_RECORDS !== 'false';
+  const ts = now();
+  const dC = await startDaemon('sf-steady', redis, { env: { ...simEnv, STATUSRELAY_SETTLED_WATCH: '1s', STATUSRELAY_DISCOVER_INTERVAL: `${intervalS}s` } });
+  const steadyOk = await until(async () => {
+    if (Number(await redis.cmd('ZCARD', `${P}:wend`)) > 0) return false;
+    if (!compress) return true;
+    // the pass's cursor: {P}:rzk (an older version's: {P}:rzc, so that one binary compares)
+    const top = await redis.cmd('ZRANGE', `${P}:unwatch`, -1, -1, 'WITHSCORES');
+    return top.length > 0 && [await redis.cmd('GET', `${P}:rzk`), await redis.cmd('GET', `${P}:rzc`)].includes(top[1]) &&
+      Number(await redis.cmd('ZCARD', `${P}:rzq`)) === 0;
+  }, settleS * 1000, 500);
+  const steadyS = r1((now() - ts) / 1000);
+  await sleep(1000);
+  await dC.proc.stop();
+  log(`state feed: ${moved} settled windows passed; watches ended${compress ? ', records deflated and hashes packed' : ''} ${steadyOk ? 'after' : 'NOT within'} ${steadyS} s`);
+  out.steady = { ...(await memory()), windowsEnded: moved, seconds: steadyS, complete: steadyOk, compress };
   await sim.proc.stop(); await redis.proc.stop();
-  const M = out.memory, F = out.follow;
+  const M = out.memory, F = out.follow, T = out.steady;
   const bound = 2 * intervalS * 1000;
-  row('state', `feed: Redis memory per request of the key with facts and indexes (${M.stored} stored)`, M.perRequest, 'bytes', { target: '<= 2048', pass: M.perRequest <= 2048, note: `(INFO used_memory delta - the event stream) / ${M.stored}; request hash ${M.hashAvg} B (${M.hashFieldsAvg} fields, ${JSON.stringify(M.hashEncodings)}, facts in ${M.sampleWithFacts} of ${M.sample} sampled), timeline ${M.timelineAvg} B, index and watch keys ${M.indexesPerRequest} B (MEMORY USAGE SAMPLES 0)` });
+  row('state', `feed: Redis memory per request of the key with facts and indexes, fresh (${M.stored} stored)`, M.perRequest, 'bytes', { target: '<= 2048', pass: M.perRequest <= 2048, note: `(INFO used_memory delta - the event stream) / ${M.stored}; request hash ${M.hashAvg} B (${M.hashFieldsAvg} fields, ${JSON.stringify(M.hashEncodings)}; field bytes ${JSON.stringify(M.fieldBytes)}; facts in ${M.sampleWithFacts} of ${M.sample} sampled), timeline ${M.timelineAvg} B, index and watch keys ${M.indexesPerRequest} B (MEMORY USAGE SAMPLES 0)` });
   row('state', 'feed: the same with hash-max-listpack-value 2048 in redis.conf (request hashes compact)', r1(M.perRequest - M.hashAvg + M.hashTunedAvg), 'bytes', { target: '<= 2048', pass: M.perRequest - M.hashAvg + M.hashTunedAvg <= 2048, note: `request hash ${M.hashTunedAvg} B instead of ${M.hashAvg} B (the sampled hashes DUMPed and RESTOREd with the setting), the rest as above; docs/operations.md "Redis memory"` });
+  row('state', `feed: steady state - the same, watches ended (${T.windowsEnded} settled windows passed${T.compress ? ', records deflated, hashes packed' : ''})`, T.perRequest, 'bytes', { target: '<= 2048', pass: T.perRequest <= 2048, note: `request hash ${T.hashAvg} B (${T.hashFieldsAvg} fields, ${JSON.stringify(T.hashEncodings)}; field bytes ${JSON.stringify(T.fieldBytes)}), index and watch keys ${T.indexesPerRequest} B; ${T.complete ? '' : 'NOT '}settled in ${T.seconds} s` });
+  row('state', 'feed: steady state with hash-max-listpack-value 2048', r1(T.perRequest - T.hashAvg + T.hashTunedAvg), 'bytes', { target: '<= 2048', pass: T.perRequest - T.hashAvg + T.hashTunedAvg <= 2048, note: `request hash ${T.hashTunedAvg} B instead of ${T.hashAvg} B` });
   row('state', 'feed: Redis memory per retained event (requests with facts)', M.perEvent, 'bytes', { note: `event stream MEMORY USAGE / ${M.streamEntries} entries` });
   row('state', `feed: upstream calls, busiest sliding 60 s window (${M.stored} watched of the key, websocket down, budget ${budget}/min)`, F.worstSliding60s, 'calls', { ceiling: budget, ceilingName: 'budget', target: `<= ${budget}`, pass: F.worstSliding60s <= budget, note: `counted by the simulator from the daemon's start, ${F.windowS} s (100 ms buckets): ${F.statusPolls} status polls, ${F.requestsPages} /requests/v3 pages, ${F.chains} chain lists; ${F.rateLimited} answered 429; watched: ${F.watched.settled} settled, ${F.watched.active} active` });
   row('state', `feed: upstream calls per minute (${M.stored} watched of the key, websocket down)`, F.perMinute, 'calls/min', { ceiling: budget, ceilingName: 'budget', target: `<= ${budget}`, pass: F.perMinute <= budget, note: `${F.calls} calls in ${F.windowS} s` });

@@ -81,9 +81,9 @@ const struct setting config_settings[] = {
     {"request-retention", SET_DURATION, F(request_retention_ms), "90d", 0, 1000,
      "a request whose watch has ended and that has had no event this long is forgotten: its "
      "state and timeline are deleted (seen again, it starts anew with new event ids)"},
-    {"compress-records", SET_BOOL, F(compress_records), "false", 0, 0,
-     "store the newest event record of a request whose watch ended deflated (~0.5 KB less Redis "
-     "memory each); turn on once every process runs a version that reads it"},
+    {"compress-records", SET_BOOL, F(compress_records), "true", 0, 0,
+     "store the request hash of an ended watch compact: its record deflated, values over 64 B "
+     "in chunks (~1.5 KB less Redis memory each); false while processes of an older version run"},
     {"http-listen", SET_HOSTPORT, F(http_listen), "127.0.0.1:8080", 0, 0,
      "REST API, metrics and health"},
     {"http-request-timeout", SET_DURATION, F(http_request_timeout_ms), "30s", 0, 100,

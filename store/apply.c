@@ -10,9 +10,10 @@
  * works on one while the daemon answers another) and an idle one sends each at once (no
  * timer, no added latency). The bound is small on purpose: an observation is answered when
  * its whole batch is, so a batch of 64 (~4 ms of Redis work) made answers wait; 16 keeps
- * nearly all of the per-call saving (Redis instructions per event -8% against -9% with 64). A batch is: one read (apply_read.lua; a plain HGET for one) of
- * the states the cache could not decide, then one apply.lua call for every accepted item,
- * which answers each item on its own. Per-request order: a batch takes at most one
+ * nearly all of the per-call saving (Redis instructions per event -8% against -9% with 64).
+ * A batch is: one read (apply_read.lua, also for one: it joins a packed hash's chunks,
+ * store/chunk_lib.lua) of the states the cache could not decide, then one apply.lua call
+ * for every accepted item, which answers each item on its own. Per-request order: a batch takes at most one
  * observation per request and none of a request with one in flight; a later one stays queued
  * in its place (it is decided on the first's result in a later batch). An item that
  * conflicted is decided again on the record Redis returned and, if still accepted, goes first
@@ -505,8 +506,8 @@ static void on_read(void *arg, const char *err, redisReply *r)
         pump(q);
         return;
     }
-    /* one read: the HGET's reply itself; several: apply_read.lua's array */
-    if (nr > 1 && (r->type != REDIS_REPLY_ARRAY || r->elements != nr)) {
+    /* apply_read.lua's array (whole records: a packed hash's chunks joined) */
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != nr) {
         batch_fail(b, store_err_server);
         batch_end(b);
         pump(q);
@@ -517,7 +518,7 @@ static void on_read(void *arg, const char *err, redisReply *r)
         struct apply_op *op = b->op[i];
         if (op == NULL || op->state != OP_READ)
             continue;
-        if (decide_on_record(op, nr > 1 ? r->element[j++] : r) != 1)
+        if (decide_on_record(op, r->element[j++]) != 1)
             b->op[i] = NULL; /* finished */
     }
     batch_write(b);
@@ -587,30 +588,19 @@ static size_t batch_start(struct batch *b)
         batch_write(b);
         return taken;
     }
-    int rc;
-    if (nr == 1) {
-        const char *id = NULL;
-        for (size_t i = 0; i < b->n && id == NULL; i++)
-            if (b->op[i] != NULL && b->op[i]->state == OP_READ)
-                id = b->op[i]->obs->request_id;
-        char k_req[KEY_MAX];
-        key_build(k_req, sizeof(k_req), store_tag_of(a->s, id), "req", id, NULL);
-        rc = store_cmd(a->s, on_read, b, "HGET %s rec", k_req);
-    } else {
-        char(*keys)[KEY_MAX] = xmalloc(nr * KEY_MAX);
-        const char **argv = xcalloc(nr, sizeof(*argv));
-        size_t j = 0;
-        for (size_t i = 0; i < b->n; i++)
-            if (b->op[i] != NULL && b->op[i]->state == OP_READ) {
-                const char *id = b->op[i]->obs->request_id;
-                key_build(keys[j], KEY_MAX, store_tag_of(a->s, id), "req", id, NULL);
-                argv[j] = keys[j];
-                j++;
-            }
-        rc = store_eval(a->s, &a->read_sc, on_read, b, (int)nr, (int)nr, argv, NULL);
-        free(argv);
-        free(keys);
-    }
+    char(*keys)[KEY_MAX] = xmalloc(nr * KEY_MAX);
+    const char **argv = xcalloc(nr, sizeof(*argv));
+    size_t j = 0;
+    for (size_t i = 0; i < b->n; i++)
+        if (b->op[i] != NULL && b->op[i]->state == OP_READ) {
+            const char *id = b->op[i]->obs->request_id;
+            key_build(keys[j], KEY_MAX, store_tag_of(a->s, id), "req", id, NULL);
+            argv[j] = keys[j];
+            j++;
+        }
+    int rc = store_eval(a->s, &a->read_sc, on_read, b, (int)nr, (int)nr, argv, NULL);
+    free(argv);
+    free(keys);
     if (rc != 0) {
         batch_fail(b, store_err_disconnected);
         batch_end(b);

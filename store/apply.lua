@@ -82,10 +82,15 @@ local function meta_ok(m)
 end
 local function apply_one(KEYS, ARGV, created)
 local id, st = ARGV[6], ARGV[4]
--- one read of the hash: the watch (watch_read) and meta, mdok, ix, tl1, cx, fx, tl
-local o = watch_read(KEYS[1], id, {'meta', 'mdok', 'ix', 'tl1', 'cx', 'fx', 'tl'})
+-- one read of the hash: the watch (watch_read) and meta, mdok, ix, tl1, cx, fx, tl, ck
+local more = {'meta', 'mdok', 'ix', 'tl1', 'cx', 'fx', 'tl', 'ck'}
+local o = watch_read(KEYS[1], id, more)
 if o.seq ~= tonumber(ARGV[1]) then
-  return {0, redis.call('HGET', KEYS[1], 'rec') or false}
+  return {0, chunks.get(KEYS[1], 'rec') or false}
+end
+-- a hash the record pass packed (an ended watch: chunk_lib.lua): whole values again first
+if o.x[8] and chunks.unpack(KEYS[1], o.x[8]) then
+  o = watch_read(KEYS[1], id, more)
 end
 local rec = ARGV[3]
 local meta = o.x[1]

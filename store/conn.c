@@ -238,8 +238,9 @@ static void on_save(redisAsyncContext *ac, void *r, void *privdata)
 }
 
 /* Memory: a request's hash holds its record and facts (several hundred bytes each); with
- * Redis's default hash-max-listpack-value (64) it is a hashtable, about 0.9 KB more per request
- * than the compact encoding (docs/operations.md "Redis memory"). Said once per connection,
+ * Redis's default hash-max-listpack-value (64) it is a hashtable while the request is watched,
+ * about 1 KB more than the compact encoding (once its watch has ended the record pass packs it,
+ * store/rec.h; docs/operations.md "Redis memory"). Said once per connection,
  * only when the value is readable and lower; nothing changes on its account. */
 #define LISTPACK_ADVICE 2048
 
@@ -252,8 +253,9 @@ static void on_listpack(redisAsyncContext *ac, void *r, void *privdata)
         return;
     long v = strtol(reply->element[1]->str, NULL, 10);
     if (v > 0 && v < LISTPACK_ADVICE)
-        log_info("redis hash-max-listpack-value is low: request hashes are not compact; "
-                 "2048 saves about 0.9 KB per stored request (docs/operations.md \"Redis memory\")",
+        log_info("redis hash-max-listpack-value is low: the hashes of watched requests are not "
+                 "compact; 2048 saves about 1 KB per watched request (ended ones are packed "
+                 "either way: docs/operations.md \"Redis memory\")",
                  "node=%s value=%ld", c->addr, v);
 }
 

@@ -8,12 +8,13 @@
 -- ARGV: pairs (index into KEYS, seq)
 -- Returns one entry per pair: false (no facts for that event), or the values of the version
 -- and of every newer one, oldest first ({fx} for the newest).
+-- #include chunk_lib.lua
 local memo, out = {}, {}
 for i = 1, #ARGV, 2 do
   local k, s = tonumber(ARGV[i]), tonumber(ARGV[i + 1])
   local m = memo[k]
   if not m then
-    local h = redis.call('HMGET', KEYS[k], 'fx', 'fxs', 'fxo')
+    local h = chunks.hmget(KEYS[k], {'fx', 'fxs', 'fxo'})
     m = {fx = h[1], fxs = tonumber(h[2]) or 0, old = {}, got = {}}
     for o in string.gmatch(h[3] or '', '%d+') do
       m.old[#m.old + 1] = o
@@ -35,7 +36,7 @@ for i = 1, #ARGV, 2 do
       for j = best, #m.old do
         local o = m.old[j]
         if m.got[o] == nil then
-          m.got[o] = redis.call('HGET', KEYS[k], 'fx' .. o) or false
+          m.got[o] = chunks.get(KEYS[k], 'fx' .. o) or false
         end
         if not m.got[o] then
           v = false -- a version missing from the chain: none

@@ -6,7 +6,8 @@
 -- KEYS: 1 {P}:req:<id>
 -- Returns {fx or false, 1 when the next write replaces fx else 0, last older seq or false,
 -- its value or false}.
-local h = redis.call('HMGET', KEYS[1], 'fx', 'fxs', 'fxo', 'seq')
+-- #include chunk_lib.lua
+local h = chunks.hmget(KEYS[1], {'fx', 'fxs', 'fxo', 'seq'})
 local seq, fxs = tonumber(h[4]) or 0, tonumber(h[2]) or 0
 local replaces = 0
 if h[1] and not (seq >= 1 and fxs <= seq) then
@@ -15,6 +16,6 @@ end
 local last = h[3] and string.match(h[3], '(%d+)$')
 local lv = false
 if last then
-  lv = redis.call('HGET', KEYS[1], 'fx' .. last) or false
+  lv = chunks.get(KEYS[1], 'fx' .. last) or false
 end
 return {h[1] or false, replaces, last or false, lv}

@@ -26,14 +26,18 @@
 -- differs, that observation's event carries this version and no follow-up is claimed
 -- Returns {1, record or false (false: no follow-up)} written, {0} the stored value is no
 -- longer ARGV[1] (read, merge and try again), {-1} the request has no hash.
+-- #include chunk_lib.lua
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return {-1}
 end
-local h = redis.call('HMGET', KEYS[1], 'fx', 'fxs', 'fxo', 'seq', 'chg', 'fxf', 'status')
+local h = chunks.hmget(KEYS[1],
+                      {'fx', 'fxs', 'fxo', 'seq', 'chg', 'fxf', 'status', 'ck'})
 local cur = h[1]
 if (cur or '') ~= ARGV[1] then
   return {0}
 end
+-- a hash the record pass packed (an ended watch): whole values again before the writes
+chunks.unpack(KEYS[1], h[8])
 local seq = tonumber(h[4]) or 0
 local n = seq + 1
 local fxs = tonumber(h[2]) or 0
@@ -63,4 +67,4 @@ if seq < 1 or not h[5] or h[5] == h[6] or (ARGV[6] ~= '' and ARGV[6] ~= h[7]) th
   return {1, false}
 end
 redis.call('HSET', KEYS[1], 'fxf', h[5])
-return {1, redis.call('HGET', KEYS[1], 'rec') or false}
+return {1, chunks.get(KEYS[1], 'rec') or false}

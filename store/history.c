@@ -54,7 +54,12 @@ int store_history_record(struct store *s, const char *id, store_history_record_c
     struct rec_req *q = xcalloc(1, sizeof(*q));
     q->cb = cb;
     q->arg = arg;
-    if (store_cmd(s, on_record, q, "HMGET %s rec trk fx", k) != 0) {
+    /* req_get.lua: an HMGET with whole values (store/chunk_lib.lua: a packed hash) */
+    static struct store_script get_sc;
+    if (get_sc.name == NULL)
+        store_script_init(&get_sc, "req_get");
+    const char *argv[] = {k, "rec", "trk", "fx"};
+    if (store_eval(s, &get_sc, on_record, q, 1, 4, argv, NULL) != 0) {
         free(q);
         return -1;
     }

@@ -5,9 +5,18 @@
  * store/zdict.h: ~0.16 KB for ~0.7 KB; docs/facts.md "Storage"). Every C
  * reader of the hash's rec goes through store_rec_decode, so each gets the same JSON bytes
  * whatever the stored form.
- * The pass (rec_pass_*, run by store/janitor.c; it deflates only with
- * STATUSRELAY_COMPRESS_RECORDS): bounded steps, one partition at a time. store/rec_scan.lua reads the plain records of requests whose
- * watch ended since its cursor ({P}:unwatch by change version, cursor {P}:rzc) and the
+ * The compact hash: once deflated, the whole hash of the ended watch is rewritten in the same
+ * compare-and-set (store/rec_lib.lua, store/chunk_lib.lua): every value over 64 B (the
+ * record, the facts versions, search's "ix", the tracking metadata) in chunks of at most 64 B and the fields an
+ * ended watch does not need dropped, so that Redis keeps it a listpack with its defaults
+ * (hash-max-listpack-value 64): ~1.3 KB for ~2.3 KB. Readers get whole values (Lua through
+ * chunk_lib.lua; C through req_get.lua, requests_read.lua, apply_read.lua, facts_*.lua);
+ * a writer of a chunked field unpacks the hash first. Only ended watches: a watched request's
+ * hash is written as before.
+ * The pass (rec_pass_*, run by store/janitor.c; it deflates and packs only with
+ * STATUSRELAY_COMPRESS_RECORDS, on by default): bounded steps, one partition at a time.
+ * store/rec_scan.lua reads the plain records of requests whose
+ * watch ended since its cursor ({P}:unwatch by change version, cursor {P}:rzk) and the
  * deflated records a typed event is waiting for ({P}:rzq, watch_lib.lua watch_event); this
  * module deflates or inflates them and store/rec_put.lua writes them back as a compare-and-set
  * (a record or seq that changed meanwhile, or a watch that started again, wins) and writes the

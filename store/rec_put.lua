@@ -2,9 +2,12 @@
 -- each as a compare-and-set on the hash {P}:req:<id>:
 --   "c" (deflate): only while rec is still the plain record read, seq is unchanged, the watch
 --       is ended and no typed event waits: an apply, a typed event or a watch started in
---       between wins (the record stays as they left it);
+--       between wins (the record stays as they left it); then the hash is packed
+--       (rec_lib.lua rec_repack: its values over 64 B in chunks, its unneeded fields dropped,
+--       so that it is a listpack with Redis defaults; chunk_lib.lua);
 --   "r" (typed events wait, "rzev"): only while rec is still the value read: it becomes the
---       plain record (the same bytes as before it was deflated) and the waiting events are
+--       plain record (the same bytes as before it was deflated; a packed hash is unpacked
+--       first, chunk_lib.lua chunks.unpack) and the waiting events are
 --       written in order (watch_event, each with the time it was decided; one that what
 --       happened since made stale is dropped, below); the id stays in
 --       {P}:rzq for rec_scan.lua. A value that changed meanwhile is read again by the next step.
@@ -17,23 +20,27 @@
 local tag, now = ARGV[1], tonumber(ARGV[2])
 local wcfg = {wttl = 0, settled = 0, ftail = 0}
 -- #include watch_lib.lua
+-- #include chunk_lib.lua
+-- #include rec_lib.lua
 local nc, nr = 0, 0
 for i = 4, #ARGV - 4, 5 do
   local op, id, seq, old, new = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]
   local k = tag .. ':req:' .. id
   if op == 'c' then
-    local h = redis.call('HMGET', k, 'rec', 'seq', 'watch', 'rzev')
+    local h = chunks.hmget(k, {'rec', 'seq', 'watch', 'rzev', 'ck'})
     if h[1] == old and (h[2] or '0') == seq and not watched(h[3]) and not h[4] then
-      redis.call('HSET', k, 'rec', new)
+      redis.call('HSET', k, 'rec', new) -- an old chunked rec's chunks: gone with the rewrite
+      rec_repack(k, new, h[3], false, false)
       nc = nc + 1
     end
   elseif op == 'x' then
-    if redis.call('HGET', k, 'rec') == old then
+    if chunks.get(k, 'rec') == old then
       redis.call('HDEL', k, 'rzev')
     end
   else
-    local h = redis.call('HMGET', k, 'rec', 'rzev', 'watch')
+    local h = chunks.hmget(k, {'rec', 'rzev', 'watch', 'ck'})
     if h[1] == old and string.byte(new) == 123 then
+      chunks.unpack(k, h[4])
       if new ~= old then
         redis.call('HSET', k, 'rec', new)
       end

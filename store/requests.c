@@ -15,8 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The hash fields, in the order HMGET asks for them (requests_read.lua asks for SRF_REST in
- * this order too). */
+/* The hash fields, in the order req_get.lua's HMGET asks for them (requests_read.lua asks for
+ * SRF_REST in this order too); both answer whole values (a hash the record pass packed keeps
+ * values over 64 B in chunks, store/chunk_lib.lua). */
 static const struct {
     unsigned bit;
     const char *name;
@@ -36,7 +37,7 @@ static const struct {
 };
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
 
-static struct store_script page_sc, read_sc;
+static struct store_script page_sc, read_sc, get_sc;
 /* The index key kinds of enum store_req_index (store/keys.h). */
 static const char *const index_kinds[] = {"ct", "st", "act"};
 
@@ -45,6 +46,7 @@ static void scripts_init(void)
     if (page_sc.name == NULL) {
         store_script_init(&page_sc, "requests_page");
         store_script_init(&read_sc, "requests_read");
+        store_script_init(&get_sc, "req_get");
     }
 }
 
@@ -112,9 +114,10 @@ static void on_get(void *arg, const char *err, redisReply *r)
 int store_request_get(struct store *s, const char *id, unsigned mask, store_request_cb *cb,
                       void *arg)
 {
+    scripts_init();
     char key[KEY_MAX];
-    const char *argv[2 + NFIELDS] = {"HMGET", key};
-    int argc = 2;
+    const char *argv[1 + NFIELDS] = {key}; /* req_get.lua: an HMGET with whole values */
+    int argc = 1;
     key_build(key, sizeof(key), store_tag_of(s, id), "req", id, NULL);
     for (size_t f = 0; f < NFIELDS; f++)
         if (mask & fields[f].bit)
@@ -125,7 +128,7 @@ int store_request_get(struct store *s, const char *id, unsigned mask, store_requ
     op->arg = arg;
     op->mask = mask;
     memcpy(op->id, id, idlen + 1);
-    if (store_cmdargv(s, on_get, op, argc, argv, NULL) != 0) {
+    if (store_eval(s, &get_sc, on_get, op, 1, argc, argv, NULL) != 0) {
         free(op);
         return -1;
     }

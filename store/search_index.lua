@@ -10,6 +10,7 @@ local tag, id, cap = ARGV[1], ARGV[2], tonumber(ARGV[4])
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return {0, 0}
 end
+chunks.unpack(KEYS[1]) -- a packed hash (chunk_lib.lua): whole values before "ix" is written
 local score = ARGV[3]
 if score ~= '' then
   local old = redis.call('ZSCORE', tag .. ':ct', id)

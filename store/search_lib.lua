@@ -41,6 +41,7 @@
 -- binary field through a request's "ix": a binary field always holds "\n", and it splits "ix"
 -- into lines; its own text lines appended after binary fields are read here. Values arrive
 -- normalised (store/search.c: 0x wallets and hashes lower-cased).
+-- #include chunk_lib.lua
 local SEARCH_SMALL = 16
 
 -- The creation-time score of id in ct: its createdAt, or first seen; nil when unknown.
@@ -249,6 +250,9 @@ end
 -- An entry the request has in a text form already (written by a version before) stays there.
 local function search_add(tag, id, score, ents, cap, held)
   local req = tag .. ':req:' .. id
+  if not held then
+    chunks.unpack(req) -- a packed hash (chunk_lib.lua): whole values before "ix" is written
+  end
   local mine = held or redis.call('HGET', req, 'ix') or ''
   local b = search_bin(id)
   -- have: the binary field each of the request's fields stands for -> that field
@@ -293,7 +297,7 @@ end
 -- goes.
 local function search_drop(tag, id)
   local h = tag .. ':ix'
-  local mine = redis.call('HGET', tag .. ':req:' .. id, 'ix')
+  local mine = chunks.get(tag .. ':req:' .. id, 'ix')
   local b
   for _, e in ipairs(search_mine(mine or '')) do
     local bin = string.byte(e, 1) == 10

@@ -12,6 +12,7 @@
 local tag, now = ARGV[3], tonumber(ARGV[1])
 local wcfg = {wttl = tonumber(ARGV[4]), settled = tonumber(ARGV[5]), ftail = tonumber(ARGV[6])}
 -- #include watch_lib.lua
+-- #include chunk_lib.lua
 local created = 0
 for i = 3, #KEYS do
   local k, id = KEYS[i], ARGV[i + 4]
@@ -42,6 +43,7 @@ for i = 3, #KEYS do
     watch_start(id, o, now, ARGV[1], first, 'u', nil, fields)
   end
   if ARGV[2] ~= '' then
+    chunks.unpack(k) -- a packed hash (chunk_lib.lua): whole values before "meta" is written
     fields[#fields + 1] = 'meta'
     fields[#fields + 1] = ARGV[2]
     fields[#fields + 1] = 'mdok'
