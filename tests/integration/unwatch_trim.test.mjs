@@ -1,0 +1,108 @@
+// unwatch_trim.test.mjs - {P}:unwatch (ids whose watch ended, by change version) is trimmed to
+// what is still needed (store/watch_sync.lua): an ended watch's member leaves once it is 30 s
+// old and the record pass (store/rec_scan.lua, cursor {P}:rzc) has read it, so the record is
+// deflated all the same; a process that was stopped across the trim (its last version below
+// {P}:wlow) reads the whole watched set again, one started after it reads it whole, and both
+// hold exactly the requests still watched (the upstream websocket holder subscribes them).
+// 3,000 settled requests of the key read by the changes feed (their watches end at once,
+// STATUSRELAY_SETTLED_WATCH 1 s) and 40 pending ones. Real redis-server, the simulator, three
+// daemons; some 70 s (the 30 s horizon).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { until } from './lib/proc.mjs';
+import { startRedis, startDaemon } from './lib/stack.mjs';
+import { startSim } from './lib/sim.mjs';
+
+const KEY = 'unwatch-trim-key';
+const P = '{uwt}';
+const N = 3000, NP = 40;
+let redis, sim;
+const cleanup = [];
+
+before(async () => {
+  redis = await startRedis();
+  sim = await startSim({ apiKey: KEY, seed: 11, rateLimit: 0, extraArgs: ['--retain', String(N + NP + 100)] });
+});
+after(async () => {
+  for (const f of cleanup.reverse()) { try { await f(); } catch {} }
+  await sim?.stop();
+  await redis?.stop();
+});
+
+const env = {
+  STATUSRELAY_REDIS_PREFIX: 'uwt', STATUSRELAY_COMPRESS_RECORDS: 'true', STATUSRELAY_DISCOVER: 'true',
+  STATUSRELAY_DISCOVER_INTERVAL: '1s', STATUSRELAY_DISCOVER_LOOKBACK: '10m',
+  STATUSRELAY_UPSTREAM_BUDGET: '60000', STATUSRELAY_SETTLED_WATCH: '1s', STATUSRELAY_LEADER_LEASE: '3s',
+};
+async function daemon(name) {
+  const d = await startDaemon({ redisUrl: redis.url, apiUrl: sim.url, wsUrl: sim.wsUrlWithKey, apiKey: KEY, env, name });
+  cleanup.push(() => d.stop());
+  return d;
+}
+/** The counts of the full reads of the watched set in d's log ("watched requests loaded"). */
+const loads = (d) => [...d.proc.log().matchAll(/watched requests loaded.*?count=(\d+)/g)].map((m) => Number(m[1]));
+
+test('ended watches leave unwatch once the record pass read them; processes behind read the whole set', async () => {
+  const a = await daemon('uwt-a');
+  const b = await daemon('uwt-b'); // stopped across the trim below
+  await until(() => loads(b).length >= 1, { msg: 'b read the (empty) watched set' });
+  b.proc.child.kill('SIGSTOP');
+  let bStopped = true;
+  cleanup.push(() => { if (bStopped) b.proc.child.kill('SIGCONT'); });
+
+  // the requests of the key: N settled over the last 2 min, then NP pending; the feed reads them
+  await sim.control('/requests', { count: N, lifecycle: 'success', spanMs: 120000, agoMs: 1000 });
+  await sim.control('/requests', { count: NP, path: ['waiting', 'pending'], spanMs: 1000 });
+  const ids = [];
+  for (let after = 0; ;) {
+    const page = (await sim.control(`/requests?after=${after}&limit=1000`)).requests;
+    if (page.length === 0) break;
+    for (const x of page) ids.push(x.id);
+    after = page[page.length - 1].seq;
+  }
+  assert.equal(ids.length, N + NP);
+  const settled = ids.slice(0, N), pending = ids.slice(N);
+  const countStatus = async (st) => Number(await redis.cmd('ZCARD', `${P}:st:${st}`));
+  await until(async () => (await countStatus('success')) === N && (await countStatus('pending')) === NP,
+    { msg: 'the feed applied every request', timeoutMs: 90000, stepMs: 500 });
+
+  // every settled watch ended and the record pass read them all; no more than the last 30 s
+  // of ended watches and what the pass has not read stay (here: none after 30 s)
+  await until(async () => Number(await redis.cmd('ZCARD', `${P}:wend`)) === 0 &&
+    Number(await redis.cmd('ZCARD', `${P}:watch`)) === NP, { msg: 'watches ended', timeoutMs: 30000 });
+  const t0 = Date.now();
+  await until(async () => Number(await redis.cmd('ZCARD', `${P}:unwatch`)) === 0,
+    { msg: `unwatch trimmed (${await redis.cmd('ZCARD', `${P}:unwatch`)} left)`, timeoutMs: 90000, stepMs: 1000 });
+  console.log(`# unwatch trimmed ${Math.round((Date.now() - t0) / 1000)} s after the last watch ended`);
+  const wver = Number(await redis.cmd('GET', `${P}:wver`));
+  const wlow = Number(await redis.cmd('GET', `${P}:wlow`));
+  assert.ok(wlow >= N && wlow <= wver, `wlow ${wlow} covers the trimmed versions (wver ${wver})`);
+  assert.ok(Number(await redis.cmd('GET', `${P}:rzc`)) >= wlow, 'the record pass read past every trimmed member');
+  assert.ok(Number(await redis.cmd('ZCARD', `${P}:wvt`)) <= 8, 'a few version marks');
+  // every settled record deflated ('r' + zlib), every pending one plain and watched
+  const deflated = Number(await redis.cmd('EVAL',
+    "local n = 0 for _, id in ipairs(ARGV) do local r = redis.call('HGET', KEYS[1] .. id, 'rec') " +
+    "if r and string.byte(r) == 114 then n = n + 1 end end return n", '1', `${P}:req:`, ...settled));
+  assert.equal(deflated, N, 'every ended watch\'s record deflated');
+  for (const id of pending) assert.equal(await redis.cmd('HGET', `${P}:req:${id}`, 'watch'), 'active');
+
+  // b, behind wlow, reads the whole set again; c, started now, reads it whole
+  b.proc.child.kill('SIGCONT');
+  bStopped = false;
+  await until(() => loads(b).length >= 2, { msg: 'b read the whole set again', timeoutMs: 10000 });
+  assert.equal(loads(b).at(-1), NP, `b's set: ${loads(b)}`);
+  const c = await daemon('uwt-c');
+  await until(() => loads(c).length >= 1, { msg: 'c read the set' });
+  assert.deepEqual(loads(c), [NP]);
+
+  // a stops: b or c takes the upstream websocket and subscribes exactly the pending ones;
+  // one of them then settles and its watch ends (a change after the trim): unsubscribed
+  const subs = async () => (await sim.stats()).ws.subscriptions;
+  await a.stop();
+  await until(async () => (await subs()) === NP, { msg: `the new holder subscribes the ${NP} watched`, timeoutMs: 20000 });
+  await sim.control(`/requests/${pending[0]}/status`, { status: 'success' });
+  await until(async () => (await redis.cmd('HGET', `${P}:req:${pending[0]}`, 'watch')) === 'ended',
+    { msg: 'the settled one\'s watch ended', timeoutMs: 20000 });
+  await until(async () => (await subs()) === NP - 1, { msg: 'its subscription dropped', timeoutMs: 10000 });
+  for (const d of [b, c]) assert.ok(!/level=(error|fatal)/.test(d.proc.log()), d.proc.log().slice(-2000));
+});
