@@ -20,7 +20,7 @@
 -- the newest, one added when wver moved and the newest is MARK ms old: a version is older than
 -- HORIZON when a mark at least HORIZON old is at or above it. Marks older than the one used
 -- are dropped (about HORIZON / MARK + 1 are kept).
-local HORIZON, MARK, TRIM, RZON_TTL = 30000, 5000, 500, 600000
+local HORIZON, MARK, TRIM, RZON_TTL = 30000, 5000, 200, 600000
 local cur = tonumber(redis.call('GET', KEYS[3]) or '0')
 local low = tonumber(redis.call('GET', KEYS[4]) or '0')
 local tag = ARGV[3]

@@ -6,7 +6,9 @@
 // hold exactly the requests still watched (the upstream websocket holder subscribes them).
 // 3,000 settled requests of the key read by the changes feed (their watches end at once,
 // STATUSRELAY_SETTLED_WATCH 1 s) and 40 pending ones. Real redis-server, the simulator, three
-// daemons; some 70 s (the 30 s horizon).
+// daemons; some 50 s (the 30 s horizon). Then the record pass off: a cursor {P}:rzc that no
+// longer moves holds nothing back once no process says it runs the pass ({P}:rzon), and holds
+// the members it has not passed while one does (some 45 s).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { until } from './lib/proc.mjs';
@@ -34,8 +36,8 @@ const env = {
   STATUSRELAY_DISCOVER_INTERVAL: '1s', STATUSRELAY_DISCOVER_LOOKBACK: '10m',
   STATUSRELAY_UPSTREAM_BUDGET: '60000', STATUSRELAY_SETTLED_WATCH: '1s', STATUSRELAY_LEADER_LEASE: '3s',
 };
-async function daemon(name) {
-  const d = await startDaemon({ redisUrl: redis.url, apiUrl: sim.url, wsUrl: sim.wsUrlWithKey, apiKey: KEY, env, name });
+async function daemon(name, extra = {}) {
+  const d = await startDaemon({ redisUrl: redis.url, apiUrl: sim.url, wsUrl: sim.wsUrlWithKey, apiKey: KEY, env: { ...env, ...extra }, name });
   cleanup.push(() => d.stop());
   return d;
 }
@@ -105,4 +107,33 @@ test('ended watches leave unwatch once the record pass read them; processes behi
     { msg: 'the settled one\'s watch ended', timeoutMs: 20000 });
   await until(async () => (await subs()) === NP - 1, { msg: 'its subscription dropped', timeoutMs: 10000 });
   for (const d of [b, c]) assert.ok(!/level=(error|fatal)/.test(d.proc.log()), d.proc.log().slice(-2000));
+});
+
+test('with the record pass off the 30 s bound it; a process running the pass elsewhere holds back what it has not read', async () => {
+  const Q = '{uwt2}', M = 300;
+  // a stale cursor (a pass that ran once) and, by hand, the mark of a process running the pass
+  await redis.cmd('SET', `${Q}:rzc`, '0');
+  await redis.cmd('SET', `${Q}:rzon`, '1', 'PX', '120000');
+  const t0 = Date.now();
+  await sim.control('/requests', { count: M, lifecycle: 'success', spanMs: 5000, agoMs: 100 });
+  const d = await daemon('uwt2-a', { STATUSRELAY_REDIS_PREFIX: 'uwt2', STATUSRELAY_COMPRESS_RECORDS: 'false',
+    STATUSRELAY_DISCOVER_LOOKBACK: '20s' }); // these requests only
+  await until(async () => Number(await redis.cmd('ZCARD', `${Q}:st:success`)) >= M,
+    { msg: 'the feed applied them', timeoutMs: 60000, stepMs: 500 });
+  await until(async () => Number(await redis.cmd('ZCARD', `${Q}:wend`)) === 0 &&
+    Number(await redis.cmd('ZCARD', `${Q}:unwatch`)) >= M, { msg: 'watches ended', timeoutMs: 30000 });
+  const ended = Date.now();
+  // past the horizon (30 s and a 5 s mark): the cursor holds every one back
+  await new Promise((r) => setTimeout(r, 38000 - (Date.now() - ended)));
+  assert.ok(Number(await redis.cmd('ZCARD', `${Q}:unwatch`)) >= M, 'held back by the cursor');
+  assert.ok(Number(await redis.cmd('PTTL', `${Q}:rzon`)) > 0, 'this process (pass off) leaves the mark alone');
+  // nobody runs the pass any more (the mark expired): the horizon alone bounds it
+  await redis.cmd('DEL', `${Q}:rzon`);
+  await until(async () => Number(await redis.cmd('ZCARD', `${Q}:unwatch`)) === 0,
+    { msg: 'trimmed once no pass runs', timeoutMs: 15000 });
+  assert.equal(await redis.cmd('EXISTS', `${Q}:rzon`), 0, 'a process with the pass off never sets it');
+  assert.equal(await redis.cmd('GET', `${Q}:rzc`), '0');
+  assert.ok(Number(await redis.cmd('GET', `${Q}:wlow`)) >= M);
+  console.log(`# ${M} ended watches trimmed ${Math.round((Date.now() - t0) / 1000)} s after the start`);
+  await d.stop();
 });
