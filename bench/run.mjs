@@ -607,9 +607,14 @@ async function stateFeed() {
       if (Number(await redis.cmd('ZCARD', `${P}:wend`)) > 0) return false;
       if (process.env.STATUSRELAY_COMPRESS_RECORDS !== 'true') return true;
       const top = await redis.cmd('ZRANGE', `${P}:unwatch`, -1, -1, 'WITHSCORES');
-      return top.length > 0 && (await redis.cmd('GET', `${P}:rzc`)) === top[1];
+      return top.length === 0 || (await redis.cmd('GET', `${P}:rzc`)) === top[1]; // empty: read and trimmed
     }, settleS * 1000, 500);
     log(`state feed: watches ended${process.env.STATUSRELAY_COMPRESS_RECORDS === 'true' ? ' and records deflated' : ''} ${done ? 'after' : 'NOT within'} ${r1((now() - ts) / 1000)} s`);
+    // steady state: {P}:unwatch keeps the ended watches of the last 30 s (store/watch_sync.lua;
+    // a version before it kept up to 100,000: then this waits the 45 s out)
+    const tu = now();
+    const trimmed = await until(async () => Number(await redis.cmd('ZCARD', `${P}:unwatch`)) === 0, Math.min(settleS, 45) * 1000, 1000);
+    log(`state feed: {P}:unwatch ${trimmed ? 'trimmed after' : `holds ${await redis.cmd('ZCARD', `${P}:unwatch`)} after`} ${r1((now() - tu) / 1000)} s more`);
   }
   await dA.proc.stop();
   const stored = await redis.cmd('ZCARD', `${P}:all`);
