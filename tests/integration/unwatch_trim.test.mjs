@@ -8,7 +8,8 @@
 // STATUSRELAY_SETTLED_WATCH 1 s) and 40 pending ones. Real redis-server, the simulator, three
 // daemons; some 50 s (the 30 s horizon). Then the record pass off: a cursor {P}:rzc that no
 // longer moves holds nothing back once no process says it runs the pass ({P}:rzon), and holds
-// the members it has not passed while one does (some 45 s).
+// the members it has not passed while one does (some 45 s). With STATUSRELAY_OLD_BIN, a process
+// of an older version (no trim) next to this one (some 40 s more).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { until } from './lib/proc.mjs';
@@ -107,6 +108,8 @@ test('ended watches leave unwatch once the record pass read them; processes behi
     { msg: 'the settled one\'s watch ended', timeoutMs: 20000 });
   await until(async () => (await subs()) === NP - 1, { msg: 'its subscription dropped', timeoutMs: 10000 });
   for (const d of [b, c]) assert.ok(!/level=(error|fatal)/.test(d.proc.log()), d.proc.log().slice(-2000));
+  await b.stop();
+  await c.stop(); // their subscriptions go with them
 });
 
 test('with the record pass off the 30 s bound it; a process running the pass elsewhere holds back what it has not read', async () => {
@@ -136,4 +139,45 @@ test('with the record pass off the 30 s bound it; a process running the pass els
   assert.ok(Number(await redis.cmd('GET', `${Q}:wlow`)) >= M);
   console.log(`# ${M} ended watches trimmed ${Math.round((Date.now() - t0) / 1000)} s after the start`);
   await d.stop();
+});
+
+/** Rolling upgrade: with STATUSRELAY_OLD_BIN (a build of 65785ee or older: no trim) one process
+ * of that version runs next to one of this version, both with the record pass on. This one
+ * trims; the older one keeps syncing from its own version (it never falls behind {P}:wlow, so
+ * it reads the whole set once, at start), and as the websocket holder it subscribes exactly
+ * the watched requests, before and after the trim. Skipped without it. */
+test('an older process next to this one: it keeps its watched set through the trim', async (t) => {
+  const old = process.env.STATUSRELAY_OLD_BIN;
+  if (!old) {
+    t.skip('STATUSRELAY_OLD_BIN unset');
+    return;
+  }
+  const Q = '{uwt3}', M = 1000, MP = 20;
+  const extra = { STATUSRELAY_REDIS_PREFIX: 'uwt3', STATUSRELAY_DISCOVER_LOOKBACK: '20s' };
+  const o = await startDaemon({ redisUrl: redis.url, apiUrl: sim.url, wsUrl: sim.wsUrlWithKey, apiKey: KEY, env: { ...env, ...extra }, name: 'uwt3-old', bin: old });
+  cleanup.push(() => o.stop());
+  await until(() => loads(o).length >= 1, { msg: 'the older process read the set' });
+  const n = await daemon('uwt3-new', extra);
+  const first = (await sim.control('/requests', { count: M, lifecycle: 'success', spanMs: 5000, agoMs: 100 })).firstSeq;
+  await sim.control('/requests', { count: MP, path: ['waiting', 'pending'], spanMs: 1000 });
+  const pending = (await sim.control(`/requests?after=${first - 1 + M}&limit=${MP}`)).requests.map((x) => x.id);
+  assert.equal(pending.length, MP);
+  await until(async () => Number(await redis.cmd('ZCARD', `${Q}:st:success`)) >= M &&
+    Number(await redis.cmd('ZCARD', `${Q}:wend`)) === 0 && Number(await redis.cmd('ZCARD', `${Q}:watch`)) === MP,
+  { msg: 'applied, watches ended', timeoutMs: 60000, stepMs: 500 });
+  await until(async () => Number(await redis.cmd('ZCARD', `${Q}:unwatch`)) === 0,
+    { msg: 'trimmed by this version', timeoutMs: 60000, stepMs: 1000 });
+  assert.deepEqual(loads(o), [0], 'the older process never fell behind wlow');
+  const settled = (await sim.control(`/requests?after=${first - 1}&limit=${M}`)).requests.map((x) => x.id);
+  const deflated = Number(await redis.cmd('EVAL',
+    "local n = 0 for _, id in ipairs(ARGV) do local r = redis.call('HGET', KEYS[1] .. id, 'rec') " +
+    "if r and string.byte(r) == 114 then n = n + 1 end end return n", '1', `${Q}:req:`, ...settled));
+  assert.equal(deflated, M, 'every ended watch\'s record deflated (by either process\'s pass)');
+  // the older process holds the websocket: stop this one, the subscriptions are the pending ones
+  await n.stop();
+  const subs = async () => (await sim.stats()).ws.subscriptions;
+  await until(async () => (await subs()) === MP, { msg: `${MP} subscribed by the holder`, timeoutMs: 20000 });
+  await sim.control(`/requests/${pending[0]}/status`, { status: 'success' });
+  await until(async () => (await subs()) === MP - 1, { msg: 'the ended one unsubscribed', timeoutMs: 20000 });
+  await o.stop();
 });
