@@ -736,10 +736,16 @@ async function stateFeed() {
     if (!compress) return true;
     // the pass's cursor: {P}:rzk (an older version's: {P}:rzc, so that one binary compares)
     const top = await redis.cmd('ZRANGE', `${P}:unwatch`, -1, -1, 'WITHSCORES');
-    return top.length > 0 && [await redis.cmd('GET', `${P}:rzk`), await redis.cmd('GET', `${P}:rzc`)].includes(top[1]) &&
+    // empty: read by the pass and trimmed (store/watch_sync.lua)
+    return (top.length === 0 || [await redis.cmd('GET', `${P}:rzk`), await redis.cmd('GET', `${P}:rzc`)].includes(top[1])) &&
       Number(await redis.cmd('ZCARD', `${P}:rzq`)) === 0;
   }, settleS * 1000, 500);
   const steadyS = r1((now() - ts) / 1000);
+  // steady state: {P}:unwatch keeps the ended watches of the last 30 s (store/watch_sync.lua;
+  // a version before it kept up to 100,000: then this waits the 45 s out)
+  const tu = now();
+  const trimmed = await until(async () => Number(await redis.cmd('ZCARD', `${P}:unwatch`)) === 0, 45000, 1000);
+  log(`state feed: {P}:unwatch ${trimmed ? 'trimmed after' : `holds ${await redis.cmd('ZCARD', `${P}:unwatch`)} after`} ${r1((now() - tu) / 1000)} s more`);
   await sleep(1000);
   await dC.proc.stop();
   log(`state feed: ${moved} settled windows passed; watches ended${compress ? ', records deflated and hashes packed' : ''} ${steadyOk ? 'after' : 'NOT within'} ${steadyS} s`);

@@ -46,11 +46,19 @@
  *   {P}:anon404                  zset    ids the upstream does not know, kept from
  *                                        anonymous watches until the score (ms); capped
  *   {P}:watch                    zset    watched (active or settled) ids by change version
- *   {P}:unwatch                  zset    ids whose watch ended, by change version (capped)
- *   {P}:wver / {P}:wlow          string  change version counter / oldest version unwatch
- *                                        still covers (watch_sync.lua)
- *   {P}:rzc                      string  the unwatch version the record pass read to
- *                                        (store/rec_scan.lua)
+ *   {P}:unwatch                  zset    ids whose watch ended, by change version: those of
+ *                                        the last 30 s and those the record pass has not
+ *                                        read ({P}:rzk) while one runs; trimmed by
+ *                                        watch_sync.lua, capped at 100,000 (watch_lib.lua)
+ *   {P}:wver / {P}:wlow          string  change version counter / newest version trimmed
+ *                                        from unwatch (a process behind it reads the whole
+ *                                        watched set: watch_sync.lua)
+ *   {P}:wvt                      zset    change versions by the Redis time (ms) they were the
+ *                                        newest, one each 5 s, the last ~35 s (watch_sync.lua)
+ *   {P}:rzon                     string  a process deflates records (PX 10 min, kept alive by
+ *                                        its watch_sync.lua calls): the trim keeps {P}:rzk
+ *   {P}:rzk                      string  the unwatch version the record pass read to
+ *                                        (store/rec_scan.lua; {P}:rzc: an older version's)
  *   {P}:rzq                      zset    ids whose typed events wait for their deflated
  *                                        rec, by the time the first one was due (rec_put.lua)
  *   {P}:wend                     zset    watched ids with an end, by watch-until (ms)

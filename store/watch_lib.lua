@@ -23,9 +23,10 @@
 -- Indexes ({P}:... keys, see store/keys.h):
 --   watch   zset  watched ids (active or settled) by change version: the upstream websocket
 --                 holder subscribes them (watch_sync.lua reads changes after a version)
---   unwatch zset  ids whose watch ended, by change version (capped: wlow says how far back
---                 it is complete)
---   wver    string the change version counter;  wlow  string  lowest version unwatch covers
+--   unwatch zset  ids whose watch ended, by change version: kept while a process may still
+--                 need them (the last 30 s) or the record pass has not read them; watch_sync.lua
+--                 trims the rest, bump below caps it (wlow: the newest version trimmed)
+--   wver    string the change version counter;  wlow  string  newest version unwatch lost
 --   wend    zset  watched ids with an end, by watch-until ms (watch_expire.lua ends them)
 --   pollu / poll / polls / polln  zsets  poll schedule by due ms, one per tier, claimed in
 --                 that order
@@ -77,6 +78,9 @@ local function watched(phase)
   return phase == 'active' or phase == 'settled'
 end
 
+-- A change of request id's watch: a new version, id in into and out of from. unwatch above
+-- UNWATCH_CAP loses its oldest 1,000 whatever the record pass read (the hard bound; at steady
+-- state watch_sync.lua keeps it far below).
 local function bump(id, into, from)
   local v = redis.call('INCR', tag .. ':wver')
   redis.call('ZADD', tag .. ':' .. into, v, id)

@@ -254,6 +254,7 @@ struct watches_feed {
     unsigned np;
     struct feed_part *parts; /* np of them */
     char max[SCRIPT_NUM_MAX];
+    const char *rec; /* "1": this process runs the record pass (watch_sync.lua's trim) */
     watches_feed_cb *cb;
     void *arg;
 };
@@ -302,8 +303,8 @@ static void feed_read_part(struct feed_part *fp)
     key_build(k2, sizeof(k2), tag, "unwatch", NULL, NULL);
     key_build(k3, sizeof(k3), tag, "wver", NULL, NULL);
     key_build(k4, sizeof(k4), tag, "wlow", NULL, NULL);
-    const char *argv[] = {k1, k2, k3, k4, script_num(ver, fp->version), f->max};
-    if (store_eval(f->s, script(SC_SYNC), on_sync, fp, 4, 6, argv, NULL) == 0)
+    const char *argv[] = {k1, k2, k3, k4, script_num(ver, fp->version), f->max, tag, f->rec};
+    if (store_eval(f->s, script(SC_SYNC), on_sync, fp, 4, 8, argv, NULL) == 0)
         fp->reading = 1;
 }
 
@@ -316,9 +317,15 @@ struct watches_feed *watches_feed_new(struct store *s, int max, watches_feed_cb 
     for (unsigned k = 0; k < f->np; k++)
         f->parts[k] = (struct feed_part){.f = f, .k = k, .version = -1};
     script_num(f->max, max);
+    f->rec = "0";
     f->cb = cb;
     f->arg = arg;
     return f;
+}
+
+void watches_feed_rec_pass(struct watches_feed *f, int on)
+{
+    f->rec = on ? "1" : "0";
 }
 
 void watches_feed_free(struct watches_feed *f)

@@ -76,6 +76,10 @@ typedef void watches_feed_cb(void *arg, const char *err, const struct watches_ba
 
 /* A feed over every partition of s, at most max changes a batch; cb gets every answer. */
 struct watches_feed *watches_feed_new(struct store *s, int max, watches_feed_cb *cb, void *arg);
+/* on: this process deflates records (STATUSRELAY_COMPRESS_RECORDS, store/rec.h); its reads
+ * then keep {P}:rzon alive, which makes every process's trim of {P}:unwatch (watch_sync.lua)
+ * keep what the record pass has not read. Off at first. */
+void watches_feed_rec_pass(struct watches_feed *f, int on);
 /* NULL-safe. Answers still pending must not arrive after (free the store first). */
 void watches_feed_free(struct watches_feed *f);
 /* Every partition's next read is a full one (after a reconnect: anything may have changed). */

@@ -265,6 +265,7 @@ struct watch *watch_new(struct core *c)
     struct watch *w = xcalloc(1, sizeof(*w));
     w->c = c;
     w->feed = watches_feed_new(c->store, WATCH_SYNC_BATCH, on_sync, w);
+    watches_feed_rec_pass(w->feed, c->cfg->compress_records);
     store_on_state(c->store, on_store_state, w);
     w->tick_ev = event_new(c->base, -1, EV_PERSIST, on_tick, w);
     return w;

@@ -332,6 +332,9 @@ static void test_feed(void **state)
     assert_string_equal(c->argv[3], "{sr:p1}:wlow");
     assert_string_equal(c->argv[4], "-1");
     assert_string_equal(c->argv[5], "5000");
+    assert_int_equal(c->argc, 8);
+    assert_string_equal(c->argv[6], "{sr:p1}"); /* the trim's tag; the record pass: off */
+    assert_string_equal(c->argv[7], "0");
     watches_feed_read(f); /* both in flight: nothing more */
     assert_int_equal(fake.ncalls, 2);
     struct fake_pool p = {0};
@@ -352,9 +355,11 @@ static void test_feed(void **state)
     assert_string_equal(fake.calls[2].argv[4], "3");
     assert_string_equal(fake.calls[3].argv[4], "7");
     watches_feed_reset(f);
+    watches_feed_rec_pass(f, 1);
     fake_answer(2, store_err_disconnected, NULL);
     watches_feed_read(f);
     assert_string_equal(fake.calls[4].argv[4], "-1");
+    assert_string_equal(fake.calls[4].argv[7], "1");
     watches_feed_free(f);
 }
 
