@@ -187,17 +187,21 @@ local function search_ids(tag, e)
   return out
 end
 
+-- Add member m at score to the overflow zset k of an entry, keeping its newest cap members.
+local function search_zcap(k, score, m, cap)
+  redis.call('ZADD', k, score, m)
+  local n = redis.call('ZCARD', k)
+  if n > cap then
+    redis.call('ZPOPMIN', k, n - cap)
+  end
+end
+
 -- Text form: add id to the field f (of any version before) at score; cap per entry.
 local function search_add_text(tag, f, id, score, cap)
   local h = tag .. ':ix'
   local v = redis.call('HGET', h, f)
   if v == '*' then
-    local k = h .. ':' .. f
-    redis.call('ZADD', k, score, id)
-    local n = redis.call('ZCARD', k)
-    if n > cap then
-      redis.call('ZPOPMIN', k, n - cap)
-    end
+    search_zcap(h .. ':' .. f, score, id, cap)
   elseif not v then
     redis.call('HSET', h, f, id)
   elseif not string.find(' ' .. v .. ' ', ' ' .. id .. ' ', 1, true) then
@@ -220,12 +224,7 @@ local function search_add_bin(tag, f, id, b, score, cap)
   local h = search_bkey(tag, f)
   local v = redis.call('HGET', h, f)
   if v == '*' then
-    local k = search_zkey(tag, f)
-    redis.call('ZADD', k, score, b)
-    local n = redis.call('ZCARD', k)
-    if n > cap then
-      redis.call('ZPOPMIN', k, n - cap)
-    end
+    search_zcap(search_zkey(tag, f), score, b, cap)
   elseif not v then
     redis.call('HSET', h, f, b)
   elseif not search_at(v, b) then
