@@ -741,10 +741,12 @@ async function stateFeed() {
       Number(await redis.cmd('ZCARD', `${P}:rzq`)) === 0;
   }, settleS * 1000, 500);
   const steadyS = r1((now() - ts) / 1000);
-  // steady state: {P}:unwatch keeps the ended watches of the last 30 s (store/watch_sync.lua;
-  // a version before it kept up to 100,000: then this waits the 45 s out)
+  // steady state: {P}:unwatch keeps the ended watches of the last 30 s (store/watch_sync.lua
+  // trims 200 a call, 4 calls a second: ~2 min for 90,000 watches ended at once; a version
+  // before it kept up to 100,000: then this waits the bound out)
   const tu = now();
-  const trimmed = await until(async () => Number(await redis.cmd('ZCARD', `${P}:unwatch`)) === 0, 45000, 1000);
+  const trimBoundMs = Math.max(45000, Math.min(180000, 30000 + (Number(await redis.cmd('ZCARD', `${P}:unwatch`)) / 800) * 1000 * 1.5));
+  const trimmed = await until(async () => Number(await redis.cmd('ZCARD', `${P}:unwatch`)) === 0, trimBoundMs, 1000);
   log(`state feed: {P}:unwatch ${trimmed ? 'trimmed after' : `holds ${await redis.cmd('ZCARD', `${P}:unwatch`)} after`} ${r1((now() - tu) / 1000)} s more`);
   await sleep(1000);
   await dC.proc.stop();
