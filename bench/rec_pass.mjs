@@ -45,11 +45,12 @@ async function memory(redis, ids) {
   const sample = ids.filter((_, i) => i % Math.max(1, Math.floor(N / 200)) === 0).slice(0, 200);
   for (const id of sample) {
     hashB += Number(await redis.cmd('MEMORY', 'USAGE', `${P}:req:${id}`, 'SAMPLES', '0'));
-    // a packed hash (store/chunk_lib.lua): "\0", a count byte, the first part; rec~1.. the rest
-    const names = (await redis.cmd('HKEYS', `${P}:req:${id}`)).filter((f) => /^rec(~\d+)?$/.test(f));
-    for (const f of names) recB += Number(await redis.cmd('HSTRLEN', `${P}:req:${id}`, f)) - (f === 'rec' && names.length > 1 ? 2 : 0);
-    const v = await redis.cmd('HGET', `${P}:req:${id}`, 'rec');
-    if (v[0] === 'r' || (v.charCodeAt(0) === 0 && v[2] === 'r')) deflated++;
+    // a packed hash (store/chunk_lib.lua): "\0" and the first 62 bytes, the whole length in
+    // "ck" ("rec:301 fx:537"), the rest in the hash's chunk stream
+    const [v, ck] = await redis.cmd('HMGET', `${P}:req:${id}`, 'rec', 'ck');
+    const whole = /(?:^| )rec:(\d+)/.exec(ck ?? '');
+    recB += whole && v.charCodeAt(0) === 0 ? Number(whole[1]) : Number(await redis.cmd('HSTRLEN', `${P}:req:${id}`, 'rec'));
+    if (v[0] === 'r' || (v.charCodeAt(0) === 0 && v[1] === 'r')) deflated++;
   }
   const ns = sample.length;
   return { used: mem - stream, hashAvg: r1(hashB / ns), recAvg: r1(recB / ns), deflated: `${deflated}/${ns}` };

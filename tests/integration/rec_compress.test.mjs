@@ -72,11 +72,11 @@ async function advanceTo(d, id, status) {
   return waitStatus(d, id, status);
 }
 
-// deflated: 'r' + zlib, or its first chunk in a packed hash ("\0", a count byte, then 'r':
+// deflated: 'r' + zlib, or its first part in a packed hash ("\0", then 'r':
 // store/chunk_lib.lua)
 const isDeflated = async (k) => {
   const r = await redis.cmd('HGET', k, 'rec');
-  return typeof r === 'string' && (r[0] === 'r' || (r.charCodeAt(0) === 0 && r[2] === 'r'));
+  return typeof r === 'string' && (r[0] === 'r' || (r.charCodeAt(0) === 0 && r[1] === 'r'));
 };
 const waitDeflated = (k, msg) => until(() => isDeflated(k), { timeoutMs: 30000, msg });
 

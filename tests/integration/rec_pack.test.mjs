@@ -196,9 +196,10 @@ test('chunks are binary-safe; readers join them; a write unpacks the hash first'
   assert.equal(r[0], 'hashtable');
   assert.equal(r[1], 1);
   assert.equal(r[2], 'listpack');
-  assert.deepEqual(r[3].split(' ').sort(), ['fx', 'fx3', 'rec']);
-  // 7 fields kept, ck, rec 5 chunks more (62 + 4 x 64 >= 301), fx 8 (62 + 7 x 64 >= 501), fx3 1
-  assert.equal(r[4], 7 + 1 + 4 + 7 + 1);
+  // ck: the chunked fields with their whole lengths, in stream order
+  assert.deepEqual(r[3].split(' ').sort(), ['fx3:65', 'fx:501', 'rec:301']);
+  // 7 fields kept, ck, one stream of the rests (rec 239 + fx 439 + fx3 3 = 681 B) in 11 parts of 63 B
+  assert.equal(r[4], 7 + 1 + 11);
   assert.equal(r[5], 7);
   assert.equal(r[6], '', `wrong values: ${r[6]}`);
   assert.equal(r[7], '0', 'an ended watch unpacked is queued for the pass');
@@ -279,4 +280,50 @@ test('facts are read and merged on a packed hash; the pass loses to an apply in 
   assert.equal(await redis.cmd('OBJECT', 'ENCODING', k), 'listpack');
   assert.deepEqual(await redis.cmd('EVAL', script('apply_read.lua'), 1, k), ['r' + 'z'.repeat(100)]);
   assert.equal(await redis.cmd('HEXISTS', k, 'wu'), 0);
+});
+
+test('a settled request read by the feed with its facts packs into the 1,280 B listpack class', async () => {
+  // the bench's shape (make bench SCENARIO=state): requests of the key at success, read by the
+  // changes feed with their facts, their watches ended, records deflated, hashes packed. Keys
+  // of the default prefix ("{statusrelay}:req:<id>", as the bench's): MEMORY USAGE 1,416 B is a
+  // listpack in jemalloc's 1,280 B class, 1,672 B one just over it (class 1,536). One chunk
+  // stream a hash (chunk_lib.lua) instead of "<field>~<n>" parts of each value: on 65785ee..
+  // 2c6756f about a third of these hashes (the larger facts, 13 chunks) were 1,672 B.
+  const fsim = await startSim({ apiKey: KEY, seed: 5, rateLimit: 0 });
+  cleanup.push(() => fsim.stop());
+  const N = 30, SPAN = 3600 * 1000, P = '{statusrelay}';
+  await fsim.control('/requests', { count: N, lifecycle: 'success', spanMs: SPAN, agoMs: 60000 });
+  const d = await startDaemon({
+    redisUrl: redis.url, apiUrl: fsim.url, wsUrl: fsim.wsUrl, apiKey: KEY, name: 'pack-feed',
+    env: { STATUSRELAY_DISCOVER: 'true', STATUSRELAY_DISCOVER_INTERVAL: '1s', STATUSRELAY_DISCOVER_LOOKBACK: '10m',
+      STATUSRELAY_SETTLED_WATCH: '1s' },
+  });
+  cleanup.push(() => d.stop());
+  const t0 = Date.now();
+  const bf = await d.post('/v1/backfill', { since: t0 - SPAN - 600000, until: t0 });
+  assert.equal(bf.status, 202, bf.text);
+  await until(async () => (await d.get(`/v1/backfill/${bf.body.backfillId}`)).body?.done, { timeoutMs: 60000, msg: 'backfill' });
+  const ids = await redis.cmd('ZRANGE', `${P}:ct`, 0, -1);
+  assert.equal(ids.length, N);
+  await until(async () => {
+    for (const id of ids) if (await redis.cmd('HEXISTS', `${P}:req:${id}`, 'ck') !== 1) return false;
+    return Number(await redis.cmd('ZCARD', `${P}:rzq`)) === 0;
+  }, { timeoutMs: 60000, stepMs: 500, msg: 'every hash packed' });
+  const usage = {};
+  let parts = 0;
+  for (const id of ids) {
+    const k = `${P}:req:${id}`;
+    assert.equal(await redis.cmd('OBJECT', 'ENCODING', k), 'listpack');
+    assert.ok(await redis.cmd('HEXISTS', k, 'fx'), `${id}: facts`);
+    const u = Number(await redis.cmd('MEMORY', 'USAGE', k, 'SAMPLES', '0'));
+    usage[u] = (usage[u] ?? 0) + 1;
+    // the chunks: "1".."n" (one stream a hash), "<field>~<n>" before
+    parts = Math.max(parts, (await redis.cmd('HKEYS', k)).filter((f) => /^\d+$|~\d+$/.test(f)).length);
+  }
+  assert.ok(parts >= 12, `the larger facts are among them (${parts} parts at most)`);
+  for (const u of Object.keys(usage)) assert.ok(Number(u) <= 1416, `MEMORY USAGE of the packed hashes: ${JSON.stringify(usage)}`);
+  // and they read as before: GET has the facts of the feed's item
+  const g = (await d.get(`/v1/requests/${ids[0]}`)).body;
+  assert.equal(g.status, 'success');
+  assert.ok(g.request?.fees, 'facts read from the packed hash');
 });
