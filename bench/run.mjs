@@ -615,8 +615,8 @@ async function stateFeed() {
   const sample = list.filter((_, i) => i % Math.max(1, Math.floor(list.length / 200)) === 0).slice(0, 200);
   // where the bytes go: every key but the per-request ones and the stream (SCAN), and a sample
   // of request hashes and timelines (MEMORY USAGE ... SAMPLES 0: exact); each field's size in
-  // bytes (HSTRLEN: binary values count by bytes; the chunks of a packed hash,
-  // store/chunk_lib.lua, "<field>~<n>", counted together as "<field>~*")
+  // bytes (HSTRLEN: binary values count by bytes; the parts of a packed hash's chunk stream,
+  // store/chunk_lib.lua, "1".."n", counted together as "parts")
   async function memory() {
     const mem1 = await redis.usedMemory();
     const xlen = await streamLen(redis);
@@ -640,7 +640,7 @@ async function stateFeed() {
       fields += names.length;
       if (names.some((f) => /^fx/.test(f))) withFacts++;
       for (const f of names) {
-        const g = f.replace(/~\d+$/, '~*');
+        const g = /^\d+$/.test(f) ? 'parts' : f; // the chunk stream's parts 1..n (store/chunk_lib.lua)
         fieldB[g] = (fieldB[g] ?? 0) + Number(await redis.cmd('HSTRLEN', k, f));
       }
     }
