@@ -11,9 +11,10 @@
  * timer, no added latency). The bound is small on purpose: an observation is answered when
  * its whole batch is, so a batch of 64 (~4 ms of Redis work) made answers wait; 16 keeps
  * nearly all of the per-call saving (Redis instructions per event -8% against -9% with 64).
- * A batch is: one read (apply_read.lua, also for one: it joins a packed hash's chunks,
- * store/chunk_lib.lua) of the states the cache could not decide, then one apply.lua call
- * for every accepted item, which answers each item on its own. Per-request order: a batch takes at most one
+ * A batch is: one read (apply_read.lua; a plain HGET for one, read again through the script
+ * when it answers the first part of a packed hash's record, store/chunk_lib.lua: an ended
+ * watch's) of the states the cache could not decide, then one apply.lua call for every
+ * accepted item, which answers each item on its own. Per-request order: a batch takes at most one
  * observation per request and none of a request with one in flight; a later one stays queued
  * in its place (it is decided on the first's result in a later batch). An item that
  * conflicted is decided again on the record Redis returned and, if still accepted, goes first
@@ -493,6 +494,31 @@ static void batch_write(struct batch *b)
     }
 }
 
+static void on_read(void *arg, const char *err, redisReply *r);
+
+/* Send the read of b's nr ops in OP_READ: a plain HGET of the record for one (the cheapest
+ * command; joined = 0), else apply_read.lua, which joins a packed hash's chunks. 0 or -1. */
+static int read_send(struct batch *b, size_t nr, int joined)
+{
+    struct applier *a = b->q->a;
+    char(*keys)[KEY_MAX] = xmalloc(nr * KEY_MAX);
+    const char **argv = xcalloc(nr, sizeof(*argv));
+    size_t j = 0;
+    for (size_t i = 0; i < b->n; i++)
+        if (b->op[i] != NULL && b->op[i]->state == OP_READ) {
+            const char *id = b->op[i]->obs->request_id;
+            key_build(keys[j], KEY_MAX, store_tag_of(a->s, id), "req", id, NULL);
+            argv[j] = keys[j];
+            j++;
+        }
+    int rc = nr == 1 && !joined ? store_cmd(a->s, on_read, b, "HGET %s rec", keys[0])
+                                : store_eval(a->s, &a->read_sc, on_read, b, (int)nr, (int)nr,
+                                             argv, NULL);
+    free(argv);
+    free(keys);
+    return rc;
+}
+
 static void on_read(void *arg, const char *err, redisReply *r)
 {
     struct batch *b = arg;
@@ -506,8 +532,18 @@ static void on_read(void *arg, const char *err, redisReply *r)
         pump(q);
         return;
     }
-    /* apply_read.lua's array (whole records: a packed hash's chunks joined) */
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != nr) {
+    /* one read: the HGET's reply itself, unless it is the first part of a packed record
+     * ("\0": store/chunk_lib.lua), which apply_read.lua joins; several: the script's array */
+    int one = r->type != REDIS_REPLY_ARRAY;
+    if (one && nr == 1 && r->type == REDIS_REPLY_STRING && r->len > 0 && r->str[0] == '\0') {
+        if (read_send(b, nr, 1) != 0) {
+            batch_fail(b, store_err_disconnected);
+            batch_end(b);
+            pump(q);
+        }
+        return;
+    }
+    if (one ? nr != 1 : r->elements != nr) {
         batch_fail(b, store_err_server);
         batch_end(b);
         pump(q);
@@ -518,7 +554,7 @@ static void on_read(void *arg, const char *err, redisReply *r)
         struct apply_op *op = b->op[i];
         if (op == NULL || op->state != OP_READ)
             continue;
-        if (decide_on_record(op, r->element[j++]) != 1)
+        if (decide_on_record(op, one ? r : r->element[j++]) != 1)
             b->op[i] = NULL; /* finished */
     }
     batch_write(b);
@@ -588,20 +624,7 @@ static size_t batch_start(struct batch *b)
         batch_write(b);
         return taken;
     }
-    char(*keys)[KEY_MAX] = xmalloc(nr * KEY_MAX);
-    const char **argv = xcalloc(nr, sizeof(*argv));
-    size_t j = 0;
-    for (size_t i = 0; i < b->n; i++)
-        if (b->op[i] != NULL && b->op[i]->state == OP_READ) {
-            const char *id = b->op[i]->obs->request_id;
-            key_build(keys[j], KEY_MAX, store_tag_of(a->s, id), "req", id, NULL);
-            argv[j] = keys[j];
-            j++;
-        }
-    int rc = store_eval(a->s, &a->read_sc, on_read, b, (int)nr, (int)nr, argv, NULL);
-    free(argv);
-    free(keys);
-    if (rc != 0) {
+    if (read_send(b, nr, 0) != 0) {
         batch_fail(b, store_err_disconnected);
         batch_end(b);
     }
