@@ -15,7 +15,7 @@ import path from 'node:path';
 import { until } from './lib/proc.mjs';
 import { startRedis, startDaemon } from './lib/stack.mjs';
 import { startSim } from './lib/sim.mjs';
-import { trackScripted, waitStatus } from './lib/requests.mjs';
+import { trackScripted, waitStatus, countDeflated } from './lib/requests.mjs';
 import { startReceiver } from './lib/hooks.mjs';
 import { client, sub, subscribed } from './lib/dash_client.mjs';
 
@@ -74,10 +74,7 @@ async function advanceTo(d, id, status) {
 
 // deflated: 'r' + zlib, or its first part in a packed hash ("\0", then 'r':
 // store/chunk_lib.lua)
-const isDeflated = async (k) => {
-  const r = await redis.cmd('HGET', k, 'rec');
-  return typeof r === 'string' && (r[0] === 'r' || (r.charCodeAt(0) === 0 && r[1] === 'r'));
-};
+const isDeflated = async (k) => (await countDeflated(redis, [k])) === 1;
 const waitDeflated = (k, msg) => until(() => isDeflated(k), { timeoutMs: 30000, msg });
 
 /** The newest stream entry of request id: its fields as an object. */

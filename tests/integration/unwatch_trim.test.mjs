@@ -15,6 +15,7 @@ import assert from 'node:assert/strict';
 import { until } from './lib/proc.mjs';
 import { startRedis, startDaemon } from './lib/stack.mjs';
 import { startSim } from './lib/sim.mjs';
+import { countDeflated } from './lib/requests.mjs';
 
 const KEY = 'unwatch-trim-key';
 const P = '{uwt}';
@@ -84,10 +85,7 @@ test('ended watches leave unwatch once the record pass read them; processes behi
   assert.ok(Number(await redis.cmd('ZCARD', `${P}:wvt`)) <= 8, 'a few version marks');
   // every settled record deflated ('r' + zlib; in a packed hash, store/chunk_lib.lua, the first
   // part: "\0", then 'r'), every pending one plain and watched
-  const deflated = Number(await redis.cmd('EVAL',
-    "local n = 0 for _, id in ipairs(ARGV) do local r = redis.call('HGET', KEYS[1] .. id, 'rec') " +
-    "if r and (string.byte(r) == 114 or (string.byte(r) == 0 and string.byte(r, 2) == 114)) then n = n + 1 end end return n",
-    '1', `${P}:req:`, ...settled));
+  const deflated = await countDeflated(redis, settled.map((id) => `${P}:req:${id}`));
   assert.equal(deflated, N, 'every ended watch\'s record deflated');
   for (const id of pending) assert.equal(await redis.cmd('HGET', `${P}:req:${id}`, 'watch'), 'active');
 
@@ -171,10 +169,7 @@ test('an older process next to this one: it keeps its watched set through the tr
     { msg: 'trimmed by this version', timeoutMs: 60000, stepMs: 1000 });
   assert.deepEqual(loads(o), [0], 'the older process never fell behind wlow');
   const settled = (await sim.control(`/requests?after=${first - 1}&limit=${M}`)).requests.map((x) => x.id);
-  const deflated = Number(await redis.cmd('EVAL',
-    "local n = 0 for _, id in ipairs(ARGV) do local r = redis.call('HGET', KEYS[1] .. id, 'rec') " +
-    "if r and (string.byte(r) == 114 or (string.byte(r) == 0 and string.byte(r, 2) == 114)) then n = n + 1 end end return n",
-    '1', `${Q}:req:`, ...settled));
+  const deflated = await countDeflated(redis, settled.map((id) => `${Q}:req:${id}`));
   assert.equal(deflated, M, 'every ended watch\'s record deflated (by either process\'s pass)');
   // the older process holds the websocket: stop this one, the subscriptions are the pending ones
   await n.stop();

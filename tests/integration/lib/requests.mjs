@@ -2,6 +2,7 @@
 //
 //   const id = await trackScripted(sim, d, ['waiting', 'pending', 'success'])   created, tracked
 //   const body = await waitStatus(d, id, 'pending')      GET /v1/requests/{id} once it says so
+//   const n = await countDeflated(redis, keys)          how many of these request hashes hold a deflated record
 import assert from 'node:assert/strict';
 import { until } from './proc.mjs';
 
@@ -20,4 +21,13 @@ export async function waitStatus(d, id, status, timeoutMs = 10000) {
     const r = await d.get(`/v1/requests/${id}`);
     return r.status === 200 && r.body.status === status ? r.body : null;
   }, { msg: `${id.slice(0, 10)} reaches ${status}`, timeoutMs });
+}
+
+/** How many of the request hashes keys hold a deflated record (store/rec.h): "r" and zlib, or,
+ * in a hash the record pass packed (store/chunk_lib.lua), its first part "\0" then "r". */
+export async function countDeflated(redis, keys) {
+  return Number(await redis.cmd('EVAL',
+    "local n = 0 for _, k in ipairs(KEYS) do local r = redis.call('HGET', k, 'rec') " +
+    'if r and (string.byte(r) == 114 or (string.byte(r) == 0 and string.byte(r, 2) == 114)) ' +
+    'then n = n + 1 end end return n', String(keys.length), ...keys));
 }
